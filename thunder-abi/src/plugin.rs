@@ -1,0 +1,156 @@
+// sabi_trait expands to impls of foreign traits inside the traits' scope.
+#![allow(non_local_definitions)]
+//! The plugin's root module and the two FFI-safe objects it hands out: an executor (claim,
+//! compile) and a compiled region (run). Dropping either drops the plugin-side value.
+
+use crate::services::{ExecContext, HostServices};
+use crate::tensor::TensorDesc;
+use crate::version::AbiVersion;
+use crate::view::TraceView;
+use abi_stable::{
+    declare_root_module_statics,
+    library::RootModule,
+    package_version_strings,
+    sabi_trait,
+    sabi_types::VersionStrings,
+    std_types::{RBox, RResult, RSlice, RString, RVec, Tuple2},
+    StableAbi,
+};
+
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginErrorKind {
+    /// The plugin cannot do what was asked (an op or dtype it does not support).
+    Unsupported = 0,
+    /// Bad options or input.
+    Invalid = 1,
+    /// The plugin panicked; the export macro caught it.
+    Panic = 2,
+    /// Anything else that went wrong inside the plugin.
+    Internal = 3,
+}
+
+/// An error crossing the boundary: a code and a message, never a panic.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct PluginError {
+    pub kind: PluginErrorKind,
+    pub message: RString,
+}
+
+impl PluginError {
+    pub fn new(kind: PluginErrorKind, message: impl Into<String>) -> Self {
+        PluginError { kind, message: RString::from(message.into()) }
+    }
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(PluginErrorKind::Unsupported, message)
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(PluginErrorKind::Invalid, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(PluginErrorKind::Internal, message)
+    }
+}
+
+impl std::fmt::Display for PluginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for PluginError {}
+
+/// What a plugin says about itself before it is created.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct PluginInfo {
+    pub name: RString,
+    /// The plugin's own semver version (checked against `requires` in plugins.toml).
+    pub version: RString,
+    pub abi_version: AbiVersion,
+    pub description: RString,
+    /// Device kinds it runs on: "cpu", "cuda".
+    pub devices: RVec<RString>,
+    /// Symbol ids it can implement (informational; claiming is what counts).
+    pub symbols: RVec<RString>,
+}
+
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(RString),
+}
+
+/// One `[executor.options]` entry from plugins.toml.
+pub type PluginOption = Tuple2<RString, OptionValue>;
+
+/// A claim: op indices into the view that the executor runs as one unit.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct RegionClaim {
+    pub ops: RVec<u32>,
+}
+
+/// An accepted region, as the host hands it to `compile`: its ops in trace order, the values it
+/// reads from outside (the order of `run`'s inputs) and the values it must write (the order of
+/// `run`'s outputs).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct RegionSpec {
+    pub ops: RVec<u32>,
+    pub inputs: RVec<u32>,
+    pub outputs: RVec<u32>,
+}
+
+#[sabi_trait]
+pub trait CompiledRegionObj: Send + Sync {
+    /// Runs the region. `outputs` point at host-allocated memory of the declared shapes.
+    #[sabi(last_prefix_field)]
+    fn run(
+        &self,
+        inputs: RSlice<'_, TensorDesc<'_>>,
+        outputs: RSlice<'_, TensorDesc<'_>>,
+        ctx: ExecContext,
+    ) -> RResult<(), PluginError>;
+}
+
+pub type CompiledBox = CompiledRegionObj_TO<'static, RBox<()>>;
+
+#[sabi_trait]
+pub trait ExecutorObj: Send + Sync {
+    /// `Ok` when the executor can run here, or the reason it cannot (e.g. "no CUDA driver").
+    fn available(&self) -> RResult<(), RString>;
+
+    fn claim(&self, view: &TraceView) -> RResult<RVec<RegionClaim>, PluginError>;
+
+    #[sabi(last_prefix_field)]
+    fn compile(&self, view: &TraceView, region: &RegionSpec) -> RResult<CompiledBox, PluginError>;
+}
+
+pub type ExecutorBox = ExecutorObj_TO<'static, RBox<()>>;
+
+/// The root module every plugin exports (through [`crate::export_executor!`]).
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = PluginModuleRef)))]
+#[sabi(missing_field(panic))]
+pub struct PluginModule {
+    pub abi_version: AbiVersion,
+    pub info: extern "C" fn() -> PluginInfo,
+    #[sabi(last_prefix_field)]
+    pub create: extern "C" fn(
+        host: HostServices,
+        options: RVec<PluginOption>,
+    ) -> RResult<ExecutorBox, PluginError>,
+}
+
+impl RootModule for PluginModuleRef {
+    declare_root_module_statics! {PluginModuleRef}
+    const BASE_NAME: &'static str = "thunder_plugin";
+    const NAME: &'static str = "thunder_plugin";
+    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+}

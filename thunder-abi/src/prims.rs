@@ -1,0 +1,124 @@
+//! The primitive vocabulary, declared once.
+//!
+//! Prims are the contract between the host and every executor: the host's meta rules, grad
+//! rules and printer, and each executor's kernels, `match` on [`Prim`] exhaustively, so adding a
+//! row here does not compile until every layer has decided what to do with it. What crosses the
+//! ABI is the stable string id (`prims.add`), never the enum's numbering.
+//!
+//! Positional signatures (`a`, `b` are tensors; a binary op or `where` may take one scalar
+//! literal in place of a tensor):
+//! - unary `(a)`; binary and comparisons `(a, b)`; `where(pred, a, b)`
+//! - `convert_element_type(a, dtype)`
+//! - `broadcast_in_dim(a, shape, broadcast_dims)`; `reshape(a, shape)`; `transpose(a, perm)`
+//! - `sum(a, dims)`, `amax(a, dims)`: the listed dims are removed
+//! - `matmul(a, b)`: `[..., m, k] @ [..., k, n]` with equal batch dims
+//! - `full(shape, fill_value, device, dtype)`
+
+/// The family a prim belongs to; shared meta rules and tags hang off it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PrimClass {
+    /// Elementwise, one tensor in, same dtype out.
+    Unary,
+    /// Elementwise, two operands of one dtype, same dtype out.
+    Binary,
+    /// Elementwise comparison, bool out.
+    Compare,
+    Where,
+    Convert,
+    Shape,
+    Reduction,
+    Matmul,
+    Factory,
+}
+
+macro_rules! prim_table {
+    ($( $variant:ident => $name:literal, $class:ident; )*) => {
+        /// A primitive operation. See the module docs for signatures.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Prim { $($variant),* }
+
+        impl Prim {
+            pub const ALL: &'static [Prim] = &[$(Prim::$variant),*];
+
+            /// Name without the namespace, e.g. `add`.
+            pub const fn name(self) -> &'static str {
+                match self { $(Prim::$variant => $name),* }
+            }
+
+            /// Stable id, e.g. `prims.add`.
+            pub const fn id(self) -> &'static str {
+                match self { $(Prim::$variant => concat!("prims.", $name)),* }
+            }
+
+            pub const fn class(self) -> PrimClass {
+                match self { $(Prim::$variant => PrimClass::$class),* }
+            }
+        }
+    };
+}
+
+prim_table! {
+    Neg => "neg", Unary;
+    Abs => "abs", Unary;
+    Exp => "exp", Unary;
+    Log => "log", Unary;
+    Sqrt => "sqrt", Unary;
+    Rsqrt => "rsqrt", Unary;
+    Tanh => "tanh", Unary;
+    Sin => "sin", Unary;
+    Cos => "cos", Unary;
+    Erf => "erf", Unary;
+    Reciprocal => "reciprocal", Unary;
+    Add => "add", Binary;
+    Sub => "sub", Binary;
+    Mul => "mul", Binary;
+    Div => "div", Binary;
+    Pow => "pow", Binary;
+    Maximum => "maximum", Binary;
+    Minimum => "minimum", Binary;
+    Eq => "eq", Compare;
+    Ne => "ne", Compare;
+    Lt => "lt", Compare;
+    Le => "le", Compare;
+    Gt => "gt", Compare;
+    Ge => "ge", Compare;
+    Where => "where", Where;
+    ConvertElementType => "convert_element_type", Convert;
+    BroadcastInDim => "broadcast_in_dim", Shape;
+    Reshape => "reshape", Shape;
+    Transpose => "transpose", Shape;
+    Sum => "sum", Reduction;
+    Amax => "amax", Reduction;
+    Matmul => "matmul", Matmul;
+    Full => "full", Factory;
+}
+
+impl Prim {
+    pub fn from_id(id: &str) -> Option<Prim> {
+        let name = id.strip_prefix("prims.")?;
+        Prim::ALL.iter().copied().find(|p| p.name() == name)
+    }
+
+    pub fn is_elementwise(self) -> bool {
+        matches!(
+            self.class(),
+            PrimClass::Unary | PrimClass::Binary | PrimClass::Compare | PrimClass::Where | PrimClass::Convert
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for &p in Prim::ALL {
+            assert_eq!(Prim::from_id(p.id()), Some(p));
+            assert!(seen.insert(p.id()));
+        }
+        assert_eq!(Prim::from_id("prims.nope"), None);
+        assert_eq!(Prim::from_id("ltorch.add"), None);
+    }
+}
