@@ -1,1 +1,20 @@
+//! thunder-core: the library users depend on. A tensor program written against the ltorch
+//! [`Tensor`] API is traced into a [`ir::Trace`], transformed by passes, partitioned among
+//! executor plugins and run.
+#![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+pub mod clang;
+pub mod device;
+pub mod dtype;
+pub mod error;
+pub mod ir;
+pub mod ltorch;
+pub mod prims;
+pub mod tensor;
+pub mod text;
+pub mod trace_ctx;
+
+pub use device::Device;
+pub use dtype::DType;
+pub use error::{Error, Result};
+pub use tensor::Tensor;

@@ -1,0 +1,157 @@
+//! Element types and PyTorch's type promotion.
+
+pub use thunder_abi::DTypeCode as DType;
+
+/// Category used by promotion: bool < integer < floating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    Bool,
+    Int,
+    Float,
+}
+
+pub fn category(d: DType) -> Category {
+    match d {
+        DType::Bool => Category::Bool,
+        DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => Category::Int,
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Category::Float,
+    }
+}
+
+pub fn is_float(d: DType) -> bool {
+    category(d) == Category::Float
+}
+
+pub fn is_low_precision(d: DType) -> bool {
+    matches!(d, DType::F16 | DType::BF16)
+}
+
+/// `torch.promote_types` for the dtypes we have.
+pub fn promote_types(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    match (category(a), category(b)) {
+        (Category::Bool, _) => b,
+        (_, Category::Bool) => a,
+        (Category::Float, Category::Int) => a,
+        (Category::Int, Category::Float) => b,
+        (Category::Float, Category::Float) => match (a, b) {
+            (F16, BF16) | (BF16, F16) => F32,
+            _ => {
+                if a.size_bytes() >= b.size_bytes() {
+                    a
+                } else {
+                    b
+                }
+            }
+        },
+        (Category::Int, Category::Int) => {
+            // u8 mixes with signed ints by going up one signed size, as in torch.
+            let rank = |d: DType| match d {
+                I8 => 1,
+                I16 => 2,
+                I32 => 3,
+                I64 => 4,
+                _ => 0,
+            };
+            match (a, b) {
+                (U8, I8) | (I8, U8) => I16,
+                (U8, other) | (other, U8) => other,
+                _ => {
+                    if rank(a) >= rank(b) {
+                        a
+                    } else {
+                        b
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One operand as type promotion sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Operand {
+    /// A tensor with at least one dimension.
+    Tensor(DType),
+    /// A 0-d tensor: it only decides the dtype when no dimensioned tensor has its category.
+    ZeroDim(DType),
+    /// A Python-style number: bool, int (i64) or float (the default float, f32).
+    Scalar(Category),
+}
+
+/// `torch.result_type` over operands: dimensioned tensors, then 0-d tensors, then scalars,
+/// where a lower class only matters if it brings a higher category.
+pub fn result_type(operands: &[Operand]) -> Option<DType> {
+    let fold = |pick: &dyn Fn(&Operand) -> Option<DType>| {
+        operands.iter().filter_map(pick).reduce(promote_types)
+    };
+    let dim = fold(&|o| match o {
+        Operand::Tensor(d) => Some(*d),
+        _ => None,
+    });
+    let zero = fold(&|o| match o {
+        Operand::ZeroDim(d) => Some(*d),
+        _ => None,
+    });
+    let scalar = fold(&|o| match o {
+        Operand::Scalar(Category::Bool) => Some(DType::Bool),
+        Operand::Scalar(Category::Int) => Some(DType::I64),
+        Operand::Scalar(Category::Float) => Some(DType::F32),
+        _ => None,
+    });
+    let combined_low = combine(zero, scalar);
+    combine(dim, combined_low)
+}
+
+/// torch's `combine_categories(higher, lower)`.
+fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (None, l) => l,
+        (h, None) => h,
+        (Some(h), Some(l)) => {
+            if is_float(h) {
+                Some(h)
+            } else if h == DType::Bool || is_float(l) {
+                Some(promote_types(h, l))
+            } else {
+                Some(h)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DType::*;
+
+    #[test]
+    fn promote_types_matches_torch_table() {
+        // Values from torch.promote_types.
+        assert_eq!(promote_types(U8, I8), I16);
+        assert_eq!(promote_types(U8, I32), I32);
+        assert_eq!(promote_types(Bool, U8), U8);
+        assert_eq!(promote_types(I64, F16), F16);
+        assert_eq!(promote_types(F16, BF16), F32);
+        assert_eq!(promote_types(BF16, F64), F64);
+        assert_eq!(promote_types(I16, I32), I32);
+    }
+
+    #[test]
+    fn result_type_matches_torch() {
+        // torch.result_type(torch.ones(2, dtype=torch.int32), 2.5) == float32
+        assert_eq!(result_type(&[Operand::Tensor(I32), Operand::Scalar(Category::Float)]), Some(F32));
+        // int tensor with int scalar keeps the tensor's dtype
+        assert_eq!(result_type(&[Operand::Tensor(U8), Operand::Scalar(Category::Int)]), Some(U8));
+        // f16 tensor with a f32 0-d tensor stays f16
+        assert_eq!(result_type(&[Operand::Tensor(F16), Operand::ZeroDim(F32)]), Some(F16));
+        // i32 tensor with a f64 0-d tensor: category rises, default dtype of the 0-d kind
+        assert_eq!(result_type(&[Operand::Tensor(I32), Operand::ZeroDim(F64)]), Some(F64));
+        // bool tensor with an int scalar becomes i64
+        assert_eq!(result_type(&[Operand::Tensor(Bool), Operand::Scalar(Category::Int)]), Some(I64));
+        assert_eq!(result_type(&[Operand::ZeroDim(I16), Operand::Scalar(Category::Float)]), Some(F32));
+    }
+}

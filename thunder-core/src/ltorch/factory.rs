@@ -1,0 +1,78 @@
+//! Tensor factories: full, zeros, ones.
+
+use super::{call1, CallArgs};
+use crate::clang;
+use crate::device::Device;
+use crate::dtype::{self, Category, DType};
+use crate::error::Result;
+use crate::ir::Arg;
+use crate::tensor::Tensor;
+
+/// A fill value converted to the kind of `dtype`, as torch.full converts it.
+fn fill_as(fill: &Arg, dtype: DType) -> Arg {
+    let x = match fill {
+        Arg::Int(i) => *i as f64,
+        Arg::Float(x) => *x,
+        Arg::Bool(b) => *b as i64 as f64,
+        other => return other.clone(),
+    };
+    match dtype::category(dtype) {
+        Category::Float => Arg::Float(x),
+        Category::Int => match fill {
+            Arg::Int(i) => Arg::Int(*i),
+            _ => Arg::Int(x as i64),
+        },
+        Category::Bool => Arg::Bool(x != 0.0),
+    }
+}
+
+pub(crate) fn full_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(4)?;
+    let dtype = c.dtype(3)?;
+    Ok(vec![clang::full(c.ints(0)?, fill_as(&c.number(1)?, dtype), c.device(2)?, dtype)?])
+}
+
+pub fn full(shape: &[i64], fill: impl Into<Arg>, device: Device, dtype: DType) -> Result<Tensor> {
+    call1(
+        "ltorch.full",
+        vec![Arg::Ints(shape.to_vec()), fill.into(), Arg::Device(device), Arg::DType(dtype)],
+    )
+}
+
+fn filled(c: &CallArgs, value: i64) -> Result<Vec<Tensor>> {
+    c.expect(3)?;
+    let dtype = c.dtype(2)?;
+    Ok(vec![clang::full(c.ints(0)?, fill_as(&Arg::Int(value), dtype), c.device(1)?, dtype)?])
+}
+
+pub(crate) fn zeros_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    filled(c, 0)
+}
+
+pub(crate) fn ones_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    filled(c, 1)
+}
+
+pub fn zeros(shape: &[i64], device: Device, dtype: DType) -> Result<Tensor> {
+    call1("ltorch.zeros", vec![Arg::Ints(shape.to_vec()), Arg::Device(device), Arg::DType(dtype)])
+}
+
+pub fn ones(shape: &[i64], device: Device, dtype: DType) -> Result<Tensor> {
+    call1("ltorch.ones", vec![Arg::Ints(shape.to_vec()), Arg::Device(device), Arg::DType(dtype)])
+}
+
+impl From<f64> for Arg {
+    fn from(x: f64) -> Self {
+        Arg::Float(x)
+    }
+}
+impl From<i64> for Arg {
+    fn from(x: i64) -> Self {
+        Arg::Int(x)
+    }
+}
+impl From<bool> for Arg {
+    fn from(x: bool) -> Self {
+        Arg::Bool(x)
+    }
+}

@@ -1,0 +1,98 @@
+//! The torch language: user-facing ops with torch names and semantics. Every op is a composite
+//! symbol whose decomposition (clang and other ltorch ops) is traced into its subsymbols.
+//!
+//! The table below is the one place that lists the ops: `ltorch.<name>` maps to its
+//! decomposition function in the module that owns it.
+
+mod args;
+mod elementwise;
+mod factory;
+mod linalg;
+mod reduction;
+mod shape;
+mod tensor_api;
+
+pub use args::CallArgs;
+pub use elementwise::*;
+pub use factory::*;
+pub use linalg::*;
+pub use reduction::*;
+pub use shape::*;
+
+use crate::error::{Error, Result};
+use crate::ir::{lookup_symbol, Arg, Symbol, SymbolKind};
+use crate::tensor::Tensor;
+use crate::trace_ctx::bind;
+use std::sync::OnceLock;
+
+macro_rules! ltorch_table {
+    ($( $name:literal => $decomposition:path ),* $(,)?) => {
+        /// Every ltorch symbol, in table order.
+        pub fn symbols() -> &'static [Symbol] {
+            static SYMBOLS: OnceLock<Vec<Symbol>> = OnceLock::new();
+            SYMBOLS.get_or_init(|| vec![$(
+                Symbol {
+                    id: concat!("ltorch.", $name),
+                    kind: SymbolKind::Composite($decomposition),
+                    tags: &[],
+                },
+            )*])
+        }
+    };
+}
+
+ltorch_table! {
+    "neg" => elementwise::neg_rule,
+    "abs" => elementwise::abs_rule,
+    "exp" => elementwise::exp_rule,
+    "log" => elementwise::log_rule,
+    "sqrt" => elementwise::sqrt_rule,
+    "rsqrt" => elementwise::rsqrt_rule,
+    "tanh" => elementwise::tanh_rule,
+    "sin" => elementwise::sin_rule,
+    "cos" => elementwise::cos_rule,
+    "erf" => elementwise::erf_rule,
+    "reciprocal" => elementwise::reciprocal_rule,
+    "add" => elementwise::add_rule,
+    "sub" => elementwise::sub_rule,
+    "mul" => elementwise::mul_rule,
+    "div" => elementwise::div_rule,
+    "pow" => elementwise::pow_rule,
+    "maximum" => elementwise::maximum_rule,
+    "minimum" => elementwise::minimum_rule,
+    "eq" => elementwise::eq_rule,
+    "ne" => elementwise::ne_rule,
+    "lt" => elementwise::lt_rule,
+    "le" => elementwise::le_rule,
+    "gt" => elementwise::gt_rule,
+    "ge" => elementwise::ge_rule,
+    "where" => elementwise::where_rule,
+    "to" => elementwise::to_rule,
+    "relu" => elementwise::relu_rule,
+    "gelu" => elementwise::gelu_rule,
+    "reshape" => shape::reshape_rule,
+    "transpose" => shape::transpose_rule,
+    "permute" => shape::permute_rule,
+    "unsqueeze" => shape::unsqueeze_rule,
+    "expand" => shape::expand_rule,
+    "sum" => reduction::sum_rule,
+    "amax" => reduction::amax_rule,
+    "mean" => reduction::mean_rule,
+    "softmax" => reduction::softmax_rule,
+    "matmul" => linalg::matmul_rule,
+    "linear" => linalg::linear_rule,
+    "full" => factory::full_rule,
+    "zeros" => factory::zeros_rule,
+    "ones" => factory::ones_rule,
+}
+
+/// Binds the ltorch symbol `id` (e.g. `ltorch.add`) to `args` in the current trace.
+pub fn call(id: &str, args: Vec<Arg>) -> Result<Vec<Tensor>> {
+    let sym = lookup_symbol(id).ok_or_else(|| Error::Bug(format!("unknown symbol {id}")))?;
+    bind(sym, args)
+}
+
+/// Binds a one-output ltorch op.
+pub(crate) fn call1(id: &str, args: Vec<Arg>) -> Result<Tensor> {
+    call(id, args)?.pop().ok_or_else(|| Error::Bug(format!("{id} returned no output")))
+}

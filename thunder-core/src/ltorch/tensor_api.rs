@@ -1,0 +1,153 @@
+//! Methods and operator overloads on [`Tensor`], torch style. They cannot return `Result`
+//! (`a + b` has no room for one), so the first error of a trace is kept by the tracing context
+//! and returned when the trace ends; later ops on its poisoned result record nothing.
+
+use super::*;
+use crate::clang::Operand;
+use crate::dtype::DType;
+use crate::trace_ctx::sticky;
+use std::ops;
+
+macro_rules! unary_methods {
+    ($($name:ident),*) => {$(
+        pub fn $name(&self) -> Tensor {
+            sticky(super::$name(self))
+        }
+    )*};
+}
+
+macro_rules! binary_methods {
+    ($($name:ident),*) => {$(
+        pub fn $name(&self, other: impl Into<Operand>) -> Tensor {
+            sticky(super::$name(self, other))
+        }
+    )*};
+}
+
+impl Tensor {
+    unary_methods!(neg, abs, exp, log, sqrt, rsqrt, tanh, sin, cos, erf, reciprocal, relu);
+    binary_methods!(add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge);
+
+    pub fn gelu(&self, approximate: &str) -> Tensor {
+        sticky(super::gelu(self, approximate))
+    }
+
+    pub fn softmax(&self, dim: i64) -> Tensor {
+        sticky(super::softmax(self, dim))
+    }
+
+    pub fn to_dtype(&self, dtype: DType) -> Tensor {
+        sticky(super::to(self, dtype))
+    }
+
+    pub fn reshape(&self, shape: &[i64]) -> Tensor {
+        sticky(super::reshape(self, shape))
+    }
+
+    pub fn transpose(&self, dim0: i64, dim1: i64) -> Tensor {
+        sticky(super::transpose(self, dim0, dim1))
+    }
+
+    pub fn permute(&self, dims: &[i64]) -> Tensor {
+        sticky(super::permute(self, dims))
+    }
+
+    /// Transpose of a matrix (a 0-d or 1-D tensor is returned as is, as in torch).
+    pub fn t(&self) -> Tensor {
+        if self.rank() < 2 {
+            return self.clone();
+        }
+        self.transpose(0, 1)
+    }
+
+    pub fn unsqueeze(&self, dim: i64) -> Tensor {
+        sticky(super::unsqueeze(self, dim))
+    }
+
+    pub fn expand(&self, shape: &[i64]) -> Tensor {
+        sticky(super::expand(self, shape))
+    }
+
+    pub fn sum(&self, dims: Option<&[i64]>, keepdim: bool) -> Tensor {
+        sticky(super::sum(self, dims, keepdim))
+    }
+
+    pub fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> Tensor {
+        sticky(super::amax(self, dims, keepdim))
+    }
+
+    pub fn mean(&self, dims: Option<&[i64]>, keepdim: bool) -> Tensor {
+        sticky(super::mean(self, dims, keepdim))
+    }
+
+    pub fn matmul(&self, other: &Tensor) -> Tensor {
+        sticky(super::matmul(self, other))
+    }
+
+    /// `torch.where(self, a, b)`.
+    pub fn select(&self, a: impl Into<Operand>, b: impl Into<Operand>) -> Tensor {
+        sticky(super::where_(self, a, b))
+    }
+}
+
+macro_rules! binary_overloads {
+    ($($trait:ident, $method:ident, $func:ident;)*) => {$(
+        impl<R: Into<Operand>> ops::$trait<R> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: R) -> Tensor {
+                sticky(super::$func(self, rhs))
+            }
+        }
+        impl<R: Into<Operand>> ops::$trait<R> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: R) -> Tensor {
+                sticky(super::$func(&self, rhs))
+            }
+        }
+        impl ops::$trait<&Tensor> for f64 {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                sticky(super::$func(self, rhs))
+            }
+        }
+        impl ops::$trait<Tensor> for f64 {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                sticky(super::$func(self, rhs))
+            }
+        }
+        impl ops::$trait<&Tensor> for i64 {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                sticky(super::$func(self, rhs))
+            }
+        }
+        impl ops::$trait<Tensor> for i64 {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                sticky(super::$func(self, rhs))
+            }
+        }
+    )*};
+}
+
+binary_overloads! {
+    Add, add, add;
+    Sub, sub, sub;
+    Mul, mul, mul;
+    Div, div, div;
+}
+
+impl ops::Neg for &Tensor {
+    type Output = Tensor;
+    fn neg(self) -> Tensor {
+        sticky(super::neg(self))
+    }
+}
+
+impl ops::Neg for Tensor {
+    type Output = Tensor;
+    fn neg(self) -> Tensor {
+        sticky(super::neg(&self))
+    }
+}

@@ -1,0 +1,291 @@
+//! Meta functions: for each prim, check the arguments and compute the output types. The match
+//! is exhaustive so a new prim does not compile until it has a shape rule.
+
+use crate::device::Device;
+use crate::dtype::{self, DType};
+use crate::error::{bail_op, Error, Result};
+use crate::ir::{Arg, ShapeDisplay, TensorType};
+use thunder_abi::prims::{Prim, PrimClass};
+
+type Types<'a> = &'a [Option<TensorType>];
+
+pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorType>> {
+    let op = prim.id();
+    let out = match prim.class() {
+        PrimClass::Unary => unary(prim, args, types)?,
+        PrimClass::Binary | PrimClass::Compare => binary(prim, args, types)?,
+        PrimClass::Where => where_meta(op, args, types)?,
+        PrimClass::Convert => {
+            expect_arity(op, args, 2)?;
+            let mut t = tensor(op, types, 0)?.clone();
+            t.dtype = dtype_arg(op, args, 1)?;
+            t
+        }
+        PrimClass::Shape => shape_op(prim, args, types)?,
+        PrimClass::Reduction => reduction(prim, args, types)?,
+        PrimClass::Matmul => matmul(op, args, types)?,
+        PrimClass::Factory => full(op, args)?,
+    };
+    Ok(vec![TensorType { requires_grad: false, ..out }])
+}
+
+fn expect_arity(op: &str, args: &[Arg], n: usize) -> Result<()> {
+    if args.len() != n {
+        bail_op!(op, "expected {n} arguments, got {}", args.len());
+    }
+    Ok(())
+}
+
+fn tensor<'a>(op: &str, types: &'a [Option<TensorType>], i: usize) -> Result<&'a TensorType> {
+    match types.get(i) {
+        Some(Some(t)) => Ok(t),
+        _ => Err(Error::op(op, format!("argument {i} must be a tensor"))),
+    }
+}
+
+fn ints_arg<'a>(op: &str, args: &'a [Arg], i: usize, what: &str) -> Result<&'a [i64]> {
+    match args.get(i) {
+        Some(Arg::Ints(v)) => Ok(v),
+        other => Err(Error::op(op, format!("argument {i} ({what}) must be a list of ints, got {other:?}"))),
+    }
+}
+
+fn dtype_arg(op: &str, args: &[Arg], i: usize) -> Result<DType> {
+    match args.get(i) {
+        Some(Arg::DType(d)) => Ok(*d),
+        other => Err(Error::op(op, format!("argument {i} must be a dtype, got {other:?}"))),
+    }
+}
+
+fn check_shape(op: &str, shape: &[i64]) -> Result<()> {
+    if let Some(d) = shape.iter().find(|&&d| d < 0) {
+        bail_op!(op, "shape {} has a negative dimension {d}", ShapeDisplay(shape));
+    }
+    Ok(())
+}
+
+fn unary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+    let op = prim.id();
+    expect_arity(op, args, 1)?;
+    let a = tensor(op, types, 0)?;
+    let ok = match prim {
+        Prim::Neg | Prim::Abs => a.dtype != DType::Bool,
+        _ => dtype::is_float(a.dtype),
+    };
+    if !ok {
+        bail_op!(op, "does not support dtype {}", a.dtype.short_name());
+    }
+    Ok(a.clone())
+}
+
+/// Scalar literal operand check: its kind must fit the tensor dtype (clang converts it).
+fn scalar_fits(op: &str, arg: &Arg, dtype: DType) -> Result<()> {
+    let ok = match arg {
+        Arg::Float(_) => dtype::is_float(dtype),
+        Arg::Int(_) => dtype != DType::Bool,
+        Arg::Bool(_) => true,
+        other => bail_op!(op, "operand must be a tensor or a number, got {other:?}"),
+    };
+    if !ok {
+        bail_op!(op, "scalar {arg:?} does not fit tensor dtype {}", dtype.short_name());
+    }
+    Ok(())
+}
+
+fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+    let op = prim.id();
+    expect_arity(op, args, 2)?;
+    let t = match (&types[0], &types[1]) {
+        (Some(a), Some(b)) => {
+            if a.shape != b.shape {
+                bail_op!(op, "shapes {} and {} must be equal (prims do not broadcast)", ShapeDisplay(&a.shape), ShapeDisplay(&b.shape));
+            }
+            if a.dtype != b.dtype {
+                bail_op!(op, "dtypes {} and {} must be equal (prims do not promote)", a.dtype.short_name(), b.dtype.short_name());
+            }
+            if a.device != b.device {
+                bail_op!(op, "tensors are on different devices: {} and {}", a.device, b.device);
+            }
+            a
+        }
+        (Some(a), None) => {
+            scalar_fits(op, &args[1], a.dtype)?;
+            a
+        }
+        (None, Some(b)) => {
+            scalar_fits(op, &args[0], b.dtype)?;
+            b
+        }
+        (None, None) => bail_op!(op, "at least one operand must be a tensor"),
+    };
+    // torch treats bool add and mul as logical or and and.
+    let bool_ok = matches!(prim.class(), PrimClass::Compare)
+        || matches!(prim, Prim::Maximum | Prim::Minimum | Prim::Add | Prim::Mul);
+    if t.dtype == DType::Bool && !bool_ok {
+        bail_op!(op, "does not support dtype b8");
+    }
+    if prim == Prim::Pow && !dtype::is_float(t.dtype) && matches!(args[1], Arg::Int(e) if e < 0) {
+        bail_op!(op, "integers to negative integer powers are not allowed");
+    }
+    let mut out = t.clone();
+    if prim.class() == PrimClass::Compare {
+        out.dtype = DType::Bool;
+    }
+    Ok(out)
+}
+
+fn where_meta(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
+    expect_arity(op, args, 3)?;
+    let pred = tensor(op, types, 0)?;
+    if pred.dtype != DType::Bool {
+        bail_op!(op, "condition must be b8, got {}", pred.dtype.short_name());
+    }
+    let mut dtype = None;
+    for i in 1..3 {
+        if let Some(t) = &types[i] {
+            if t.shape != pred.shape {
+                bail_op!(op, "shapes {} and {} must be equal", ShapeDisplay(&pred.shape), ShapeDisplay(&t.shape));
+            }
+            if t.device != pred.device {
+                bail_op!(op, "tensors are on different devices: {} and {}", pred.device, t.device);
+            }
+            if dtype.is_some_and(|d| d != t.dtype) {
+                bail_op!(op, "branch dtypes must be equal");
+            }
+            dtype = Some(t.dtype);
+        }
+    }
+    let Some(dtype) = dtype else {
+        bail_op!(op, "at least one branch must be a tensor");
+    };
+    for i in 1..3 {
+        if types[i].is_none() {
+            scalar_fits(op, &args[i], dtype)?;
+        }
+    }
+    Ok(TensorType::new(pred.shape.clone(), dtype, pred.device))
+}
+
+fn shape_op(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+    let op = prim.id();
+    let a = tensor(op, types, 0)?;
+    match prim {
+        Prim::BroadcastInDim => {
+            expect_arity(op, args, 3)?;
+            let shape = ints_arg(op, args, 1, "shape")?;
+            let dims = ints_arg(op, args, 2, "broadcast_dims")?;
+            check_shape(op, shape)?;
+            if dims.len() != a.rank() {
+                bail_op!(op, "broadcast_dims {dims:?} must name one output dim per input dim ({})", a.rank());
+            }
+            let mut last: i64 = -1;
+            for (i, &d) in dims.iter().enumerate() {
+                if d <= last || d >= shape.len() as i64 {
+                    bail_op!(op, "broadcast_dims {dims:?} must be increasing and below the output rank {}", shape.len());
+                }
+                last = d;
+                let (from, to) = (a.shape[i], shape[d as usize]);
+                if from != 1 && from != to {
+                    bail_op!(op, "cannot broadcast {} to {}: dim {i} has size {from}, expected 1 or {to}", ShapeDisplay(&a.shape), ShapeDisplay(shape));
+                }
+            }
+            Ok(TensorType::new(shape.to_vec(), a.dtype, a.device))
+        }
+        Prim::Reshape => {
+            expect_arity(op, args, 2)?;
+            let shape = ints_arg(op, args, 1, "shape")?;
+            check_shape(op, shape)?;
+            let n: i64 = shape.iter().product();
+            if n as usize != a.numel() {
+                bail_op!(op, "cannot reshape {} ({} elements) to {} ({n} elements)", ShapeDisplay(&a.shape), a.numel(), ShapeDisplay(shape));
+            }
+            Ok(TensorType::new(shape.to_vec(), a.dtype, a.device))
+        }
+        Prim::Transpose => {
+            expect_arity(op, args, 2)?;
+            let perm = ints_arg(op, args, 1, "permutation")?;
+            let mut seen = vec![false; a.rank()];
+            if perm.len() != a.rank() {
+                bail_op!(op, "permutation {perm:?} must have {} entries", a.rank());
+            }
+            for &p in perm {
+                if p < 0 || p as usize >= a.rank() || seen[p as usize] {
+                    bail_op!(op, "{perm:?} is not a permutation of 0..{}", a.rank());
+                }
+                seen[p as usize] = true;
+            }
+            let shape = perm.iter().map(|&p| a.shape[p as usize]).collect();
+            Ok(TensorType::new(shape, a.dtype, a.device))
+        }
+        _ => Err(Error::Bug(format!("{op} is not a shape prim"))),
+    }
+}
+
+fn reduction(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+    let op = prim.id();
+    expect_arity(op, args, 2)?;
+    let a = tensor(op, types, 0)?;
+    let dims = ints_arg(op, args, 1, "dims")?;
+    let mut reduced = vec![false; a.rank()];
+    for &d in dims {
+        if d < 0 || d as usize >= a.rank() || reduced[d as usize] {
+            bail_op!(op, "dims {dims:?} must be distinct and in [0, {})", a.rank());
+        }
+        reduced[d as usize] = true;
+        if prim == Prim::Amax && a.shape[d as usize] == 0 {
+            bail_op!(op, "cannot reduce over dim {d} of size 0 (the maximum of nothing is undefined)");
+        }
+    }
+    if prim == Prim::Sum && a.dtype == DType::Bool {
+        bail_op!(op, "does not support dtype b8");
+    }
+    let shape = a.shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&d, _)| d).collect();
+    Ok(TensorType::new(shape, a.dtype, a.device))
+}
+
+fn matmul(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
+    expect_arity(op, args, 2)?;
+    let a = tensor(op, types, 0)?;
+    let b = tensor(op, types, 1)?;
+    let (sa, sb) = (ShapeDisplay(&a.shape), ShapeDisplay(&b.shape));
+    if a.rank() < 2 || b.rank() < 2 {
+        bail_op!(op, "expects tensors of rank >= 2, got {sa} and {sb}");
+    }
+    if a.dtype != b.dtype {
+        bail_op!(op, "dtypes {} and {} must be equal", a.dtype.short_name(), b.dtype.short_name());
+    }
+    if a.dtype == DType::Bool {
+        bail_op!(op, "does not support dtype b8");
+    }
+    if a.device != b.device {
+        bail_op!(op, "tensors are on different devices: {} and {}", a.device, b.device);
+    }
+    let (ra, rb) = (a.rank(), b.rank());
+    if a.shape[..ra - 2] != b.shape[..rb - 2] {
+        bail_op!(op, "batch dims of {sa} and {sb} must be equal");
+    }
+    if a.shape[ra - 1] != b.shape[rb - 2] {
+        bail_op!(op, "inner dimensions do not match: {sa} @ {sb} ({} != {})", a.shape[ra - 1], b.shape[rb - 2]);
+    }
+    let mut shape = a.shape[..ra - 1].to_vec();
+    shape.push(b.shape[rb - 1]);
+    Ok(TensorType::new(shape, a.dtype, a.device))
+}
+
+fn full(op: &str, args: &[Arg]) -> Result<TensorType> {
+    expect_arity(op, args, 4)?;
+    let shape = ints_arg(op, args, 0, "shape")?;
+    check_shape(op, shape)?;
+    let device = match &args[2] {
+        Arg::Device(d) => *d,
+        other => bail_op!(op, "argument 2 must be a device, got {other:?}"),
+    };
+    let dtype = dtype_arg(op, args, 3)?;
+    scalar_fits(op, &args[1], dtype).or_else(|e| match (&args[1], dtype) {
+        // `full` converts its fill value like torch does: an int fill for a bool tensor is fine.
+        (Arg::Int(_), DType::Bool) => Ok(()),
+        _ => Err(e),
+    })?;
+    let _: Device = device;
+    Ok(TensorType::new(shape.to_vec(), dtype, device))
+}

@@ -1,0 +1,17 @@
+//! Primitives: the [`Prim`] table lives in `thunder-abi` (executors match on it too); here are
+//! the host's rules for each prim. `meta` checks inputs and computes output types.
+
+pub mod meta;
+
+pub use thunder_abi::prims::{Prim, PrimClass};
+
+use crate::error::Result;
+use crate::ir::{prim_symbol, Arg};
+use crate::tensor::Tensor;
+use crate::trace_ctx::bind;
+
+/// Records a prim with one output in the current trace.
+pub fn prim1(prim: Prim, args: Vec<Arg>) -> Result<Tensor> {
+    let mut out = bind(prim_symbol(prim), args)?;
+    out.pop().ok_or_else(|| crate::error::Error::Bug(format!("{} returned no output", prim.id())))
+}

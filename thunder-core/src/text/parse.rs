@@ -1,0 +1,434 @@
+//! Parsing trace text. Each statement is bound again through its symbol (prims run their meta,
+//! composites their decomposition), so a parsed trace is checked like a traced one. Subsymbol
+//! comment lines, when present, must match the decomposition; they give its values their names.
+
+use super::lexer::{lex, Tok, Token};
+use super::{parse_device_literal, parse_type};
+use crate::error::{Error, Result};
+use crate::ir::{lookup_symbol, Arg, BoundSymbol, TensorType, Trace, Value};
+use crate::tensor::Tensor;
+use crate::trace_ctx::{self, bind, trace_with};
+use std::collections::{HashMap, HashSet};
+
+#[derive(Debug)]
+enum ArgExpr {
+    Name(String),
+    Lit(Arg),
+}
+
+#[derive(Debug)]
+struct Call {
+    line: usize,
+    targets: Vec<String>,
+    symbol: String,
+    symbol_col: usize,
+    args: Vec<(ArgExpr, usize)>,
+    annotations: Vec<(String, String)>,
+}
+
+#[derive(Debug)]
+struct Statement {
+    call: Call,
+    /// Subsymbol lines written under it, with their depth (1 = direct child).
+    subs: Vec<(usize, Call)>,
+}
+
+fn perr(line: usize, column: usize, message: impl Into<String>) -> Error {
+    Error::Parse { line, column, message: message.into() }
+}
+
+struct Cursor<'a> {
+    toks: &'a [Token],
+    pos: usize,
+    line: usize,
+    end_col: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.tok)
+    }
+    fn col(&self) -> usize {
+        self.toks.get(self.pos).map_or(self.end_col, |t| t.column)
+    }
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).map(|t| t.tok.clone());
+        self.pos += 1;
+        t
+    }
+    fn expect(&mut self, want: &Tok, what: &str) -> Result<()> {
+        let col = self.col();
+        match self.next() {
+            Some(t) if &t == want => Ok(()),
+            Some(t) => Err(perr(self.line, col, format!("expected {what}, found {t:?}"))),
+            None => Err(perr(self.line, col, format!("expected {what}, found the end of the line"))),
+        }
+    }
+    fn ident(&mut self, what: &str) -> Result<(String, usize)> {
+        let col = self.col();
+        match self.next() {
+            Some(Tok::Ident(s)) => Ok((s, col)),
+            Some(t) => Err(perr(self.line, col, format!("expected {what}, found {t:?}"))),
+            None => Err(perr(self.line, col, format!("expected {what}, found the end of the line"))),
+        }
+    }
+}
+
+fn parse_literal_or_name(c: &mut Cursor) -> Result<ArgExpr> {
+    let col = c.col();
+    let line = c.line;
+    let tok = c.next();
+    Ok(match tok {
+        Some(Tok::Int(i)) => ArgExpr::Lit(Arg::Int(i)),
+        Some(Tok::Float(x)) => ArgExpr::Lit(Arg::Float(x)),
+        Some(Tok::Str(s)) => ArgExpr::Lit(Arg::Str(s)),
+        Some(Tok::LBracket) => {
+            let mut items = Vec::new();
+            if c.peek() == Some(&Tok::RBracket) {
+                c.next();
+            } else {
+                loop {
+                    let col = c.col();
+                    match c.next() {
+                        Some(Tok::Int(i)) => items.push(i),
+                        _ => return Err(perr(line, col, "expected an integer in the list")),
+                    }
+                    let col = c.col();
+                    match c.next() {
+                        Some(Tok::Comma) if c.peek() == Some(&Tok::RBracket) => {
+                            c.next();
+                            break;
+                        }
+                        Some(Tok::Comma) => {}
+                        Some(Tok::RBracket) => break,
+                        _ => return Err(perr(line, col, "expected `,` or `]`")),
+                    }
+                }
+            }
+            ArgExpr::Lit(Arg::Ints(items))
+        }
+        Some(Tok::Ident(name)) => match name.as_str() {
+            "True" => ArgExpr::Lit(Arg::Bool(true)),
+            "False" => ArgExpr::Lit(Arg::Bool(false)),
+            "None" => ArgExpr::Lit(Arg::None),
+            _ if name.starts_with("dtypes.") => {
+                let d = crate::dtype::DType::from_short_name(&name["dtypes.".len()..])
+                    .ok_or_else(|| perr(line, col, format!("unknown dtype `{name}`")))?;
+                ArgExpr::Lit(Arg::DType(d))
+            }
+            _ if name.starts_with("devices.") => {
+                let d = parse_device_literal(&name).ok_or_else(|| perr(line, col, format!("unknown device `{name}`")))?;
+                ArgExpr::Lit(Arg::Device(d))
+            }
+            _ if name.contains('.') => return Err(perr(line, col, format!("unexpected dotted name `{name}`"))),
+            _ => ArgExpr::Name(name),
+        },
+        Some(t) => return Err(perr(line, col, format!("expected an argument, found {t:?}"))),
+        None => return Err(perr(line, col, "expected an argument, found the end of the line")),
+    })
+}
+
+/// `a, b = sym.id(args)  # a: "type", b: "type"`
+fn parse_call(toks: &[Token], line: usize, end_col: usize) -> Result<Call> {
+    let mut c = Cursor { toks, pos: 0, line, end_col };
+    let mut targets = Vec::new();
+    let parens = c.peek() == Some(&Tok::LParen);
+    if parens {
+        c.next();
+    }
+    loop {
+        targets.push(c.ident("a name to assign")?.0);
+        if c.peek() == Some(&Tok::Comma) {
+            c.next();
+            if parens && c.peek() == Some(&Tok::RParen) {
+                break;
+            }
+            continue;
+        }
+        break;
+    }
+    if parens {
+        c.expect(&Tok::RParen, "`)`")?;
+    }
+    c.expect(&Tok::Equals, "`=`")?;
+    let (symbol, symbol_col) = c.ident("a symbol such as `ltorch.add`")?;
+    c.expect(&Tok::LParen, "`(`")?;
+    let mut args = Vec::new();
+    if c.peek() == Some(&Tok::RParen) {
+        c.next();
+    } else {
+        loop {
+            let col = c.col();
+            args.push((parse_literal_or_name(&mut c)?, col));
+            let col = c.col();
+            match c.next() {
+                Some(Tok::Comma) => {}
+                Some(Tok::RParen) => break,
+                _ => return Err(perr(line, col, "expected `,` or `)` after an argument")),
+            }
+        }
+    }
+    let mut annotations = Vec::new();
+    match c.next() {
+        None => {}
+        Some(Tok::Comment(text)) => annotations = parse_annotations(&text),
+        Some(t) => return Err(perr(line, c.toks[c.pos - 1].column, format!("unexpected {t:?} after the call"))),
+    }
+    Ok(Call { line, targets, symbol, symbol_col, args, annotations })
+}
+
+/// `t0: "cpu f32[2]", t1: "cpu b8[2]"` (anything else in the comment is ignored).
+fn parse_annotations(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(colon) = rest.find(": \"") {
+        let name = rest[..colon].trim().trim_start_matches(',').trim().to_string();
+        let after = &rest[colon + 3..];
+        let Some(close) = after.find('"') else { break };
+        out.push((name, after[..close].to_string()));
+        rest = &after[close + 1..];
+    }
+    out
+}
+
+struct Parsed {
+    provenance: String,
+    fn_name: String,
+    params: Vec<(String, TensorType)>,
+    statements: Vec<Statement>,
+    returns: Vec<(String, usize, usize)>,
+}
+
+fn parse_structure(text: &str) -> Result<Parsed> {
+    let mut provenance = "Parsed text".to_string();
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l)).peekable();
+    // Header: comments and blank lines before `def`.
+    let (def_line, def_text) = loop {
+        match lines.next() {
+            None => return Err(perr(text.lines().count().max(1), 1, "expected `def NAME(PARAMS):`, found the end of the text")),
+            Some((_, l)) if l.trim().is_empty() => {}
+            Some((_, l)) if l.trim_start().starts_with('#') => {
+                if let Some(p) = l.trim_start().strip_prefix("# Constructed by ") {
+                    provenance = p.trim().to_string();
+                }
+            }
+            Some((n, l)) => break (n, l),
+        }
+    };
+    let toks = lex(def_text, def_line)?;
+    let mut c = Cursor { toks: &toks, pos: 0, line: def_line, end_col: def_text.len() + 1 };
+    let (kw, kw_col) = c.ident("`def`")?;
+    if kw != "def" {
+        return Err(perr(def_line, kw_col, format!("expected `def`, found `{kw}`")));
+    }
+    let (fn_name, _) = c.ident("a function name")?;
+    c.expect(&Tok::LParen, "`(`")?;
+    let mut param_names: Vec<(String, usize)> = Vec::new();
+    if c.peek() == Some(&Tok::RParen) {
+        c.next();
+    } else {
+        loop {
+            param_names.push(c.ident("a parameter name")?);
+            let col = c.col();
+            match c.next() {
+                Some(Tok::Comma) => {}
+                Some(Tok::RParen) => break,
+                _ => return Err(perr(def_line, col, "expected `,` or `)`")),
+            }
+        }
+    }
+    c.expect(&Tok::Colon, "`:` after the parameters")?;
+
+    let mut types: HashMap<String, TensorType> = HashMap::new();
+    let mut statements: Vec<Statement> = Vec::new();
+    let mut returns = None;
+    let mut body_indent = None;
+    for (n, raw) in lines {
+        let trimmed = raw.trim_start();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let indent = raw.len() - trimmed.len();
+        let col = indent + 1;
+        if indent == 0 {
+            return Err(perr(n, 1, "expected an indented line in the function body"));
+        }
+        let body = *body_indent.get_or_insert(indent);
+        if returns.is_some() {
+            if trimmed.starts_with('#') {
+                continue;
+            }
+            return Err(perr(n, col, "nothing may follow `return`"));
+        }
+        if let Some(comment) = trimmed.strip_prefix('#') {
+            let comment = comment.trim();
+            if statements.is_empty() && indent == body {
+                if let Some((name, ty)) = parse_annotations(comment).into_iter().next() {
+                    if param_names.iter().any(|(p, _)| *p == name) {
+                        let t = parse_type(&ty).ok_or_else(|| perr(n, col, format!("invalid type annotation \"{ty}\" for `{name}`")))?;
+                        types.insert(name, t);
+                    }
+                    continue;
+                }
+            }
+            if indent > body && comment.contains('=') {
+                if let Some(stmt) = statements.last_mut() {
+                    // Column of the comment's text within the raw line.
+                    let offset = raw.len() - comment.len();
+                    let toks = lex(comment, n)?;
+                    let toks: Vec<Token> = toks.into_iter().map(|t| Token { column: t.column + offset, ..t }).collect();
+                    let call = parse_call(&toks, n, raw.len() + 1)?;
+                    stmt.subs.push(((indent - body) / 2, call));
+                }
+            }
+            continue;
+        }
+        let toks = lex(raw, n)?;
+        if matches!(toks.first(), Some(Token { tok: Tok::Ident(k), .. }) if k == "return") {
+            let mut names = Vec::new();
+            for t in &toks[1..] {
+                match &t.tok {
+                    Tok::Ident(name) => names.push((name.clone(), n, t.column)),
+                    Tok::LParen | Tok::RParen | Tok::Comma => {}
+                    Tok::Comment(_) => break,
+                    other => return Err(perr(n, t.column, format!("`return` takes names, found {other:?}"))),
+                }
+            }
+            returns = Some(names);
+            continue;
+        }
+        if indent != body {
+            return Err(perr(n, col, format!("unexpected indentation (expected {body} spaces)")));
+        }
+        statements.push(Statement { call: parse_call(&toks, n, raw.len() + 1)?, subs: Vec::new() });
+    }
+    let returns = returns.ok_or_else(|| perr(text.lines().count(), 1, "the function has no `return`"))?;
+    let mut params = Vec::new();
+    for (name, col) in param_names {
+        let ty = types
+            .remove(&name)
+            .ok_or_else(|| perr(def_line, col, format!("parameter `{name}` has no type annotation (add `# {name}: \"cpu f32[2, 3]\"`)")))?;
+        params.push((name, ty));
+    }
+    Ok(Parsed { provenance, fn_name, params, statements, returns })
+}
+
+/// Pre-order list of a bound symbol's subsymbols with their depth.
+fn flatten<'a>(subs: &'a [BoundSymbol], depth: usize, out: &mut Vec<(usize, &'a BoundSymbol)>) {
+    for s in subs {
+        out.push((depth, s));
+        flatten(&s.subsymbols, depth + 1, out);
+    }
+}
+
+fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result<()> {
+    let call = &stmt.call;
+    let sym = lookup_symbol(&call.symbol)
+        .ok_or_else(|| perr(call.line, call.symbol_col, format!("unknown symbol `{}`", call.symbol)))?;
+    let mut args = Vec::with_capacity(call.args.len());
+    for (expr, col) in &call.args {
+        args.push(match expr {
+            ArgExpr::Lit(a) => a.clone(),
+            ArgExpr::Name(name) => Arg::Value(
+                env.get(name).ok_or_else(|| perr(call.line, *col, format!("unknown name `{name}`")))?.value(),
+            ),
+        });
+    }
+    let before = trace_ctx::scope_len()?;
+    let outs = bind(sym, args).map_err(|e| perr(call.line, call.symbol_col, e.to_string()))?;
+    if outs.len() != call.targets.len() {
+        return Err(perr(
+            call.line,
+            1,
+            format!("`{}` returns {} values but {} names are assigned", call.symbol, outs.len(), call.targets.len()),
+        ));
+    }
+    let recorded = trace_ctx::scope_len()? == before + 1;
+    for (name, out) in call.targets.iter().zip(&outs) {
+        if env.contains_key(name) {
+            return Err(perr(call.line, 1, format!("`{name}` is already defined")));
+        }
+        if recorded {
+            trace_ctx::rename_value(out.value(), name)?;
+        }
+        env.insert(name.clone(), out.clone());
+    }
+    for (name, ty_text) in &call.annotations {
+        let Some(t) = env.get(name) else { continue };
+        let want = parse_type(ty_text)
+            .ok_or_else(|| perr(call.line, 1, format!("invalid type annotation \"{ty_text}\" for `{name}`")))?;
+        if &want != t.ty() {
+            return Err(perr(
+                call.line,
+                call.symbol_col,
+                format!("annotation says `{name}` is \"{want}\" but {} computes \"{}\"", call.symbol, t.ty()),
+            ));
+        }
+    }
+    if stmt.subs.is_empty() || !recorded {
+        return Ok(());
+    }
+    // Align the written subsymbols with the decomposition and take their names.
+    let renames = trace_ctx::with_last_bsym(|last| -> Result<Vec<(Value, String)>> {
+        let mut flat = Vec::new();
+        if let Some(b) = last {
+            flatten(&b.subsymbols, 1, &mut flat);
+        }
+        if flat.len() != stmt.subs.len() {
+            return Err(perr(
+                call.line,
+                call.symbol_col,
+                format!(
+                    "{} subsymbol lines are written under `{}` but its decomposition has {}",
+                    stmt.subs.len(),
+                    call.symbol,
+                    flat.len()
+                ),
+            ));
+        }
+        let mut renames = Vec::new();
+        for ((depth, sub), (want_depth, written)) in flat.iter().zip(&stmt.subs) {
+            if sub.sym.id != written.symbol || depth != want_depth || sub.outputs.len() != written.targets.len() {
+                return Err(perr(
+                    written.line,
+                    written.symbol_col,
+                    format!("expected `{}` here (the decomposition of `{}`), found `{}`", sub.sym.id, call.symbol, written.symbol),
+                ));
+            }
+            renames.extend(sub.outputs.iter().copied().zip(written.targets.iter().cloned()));
+        }
+        Ok(renames)
+    })??;
+    for (v, name) in renames {
+        trace_ctx::rename_value(v, &name)?;
+    }
+    Ok(())
+}
+
+/// Parses trace text into a trace.
+pub fn parse_trace(text: &str) -> Result<Trace> {
+    let parsed = parse_structure(text)?;
+    let mut reserved: HashSet<String> = parsed.params.iter().map(|(n, _)| n.clone()).collect();
+    for s in &parsed.statements {
+        reserved.extend(s.call.targets.iter().cloned());
+        for (_, sub) in &s.subs {
+            reserved.extend(sub.targets.iter().cloned());
+        }
+    }
+    let mut trace = trace_with(&parsed.params, reserved, &parsed.provenance, |inputs| {
+        let mut env: HashMap<String, Tensor> =
+            parsed.params.iter().map(|(n, _)| n.clone()).zip(inputs.iter().cloned()).collect();
+        for stmt in &parsed.statements {
+            bind_statement(stmt, &mut env)?;
+        }
+        parsed
+            .returns
+            .iter()
+            .map(|(name, line, col)| {
+                env.get(name).cloned().ok_or_else(|| perr(*line, *col, format!("unknown name `{name}` in return")))
+            })
+            .collect()
+    })?;
+    trace.fn_name = parsed.fn_name;
+    Ok(trace)
+}
