@@ -2,7 +2,7 @@
 
 mod lexer;
 mod parse;
-mod print;
+pub(crate) mod print;
 
 pub use parse::parse_trace;
 pub use print::{format_arg, print_bsym_lines, print_trace};

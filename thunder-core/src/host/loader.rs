@@ -1,0 +1,39 @@
+//! Loading one plugin library: the entry symbol and ABI version first (a plain C function, so
+//! a plugin of another major version is refused before any layout is trusted), then the
+//! abi_stable root module with its layout check.
+
+use std::path::Path;
+use thunder_abi::abi_stable::library::lib_header_from_path;
+use thunder_abi::{AbiVersion, PluginModuleRef, ABI_VERSION, ENTRY_SYMBOL};
+
+/// Outcome of looking at a file that might be a plugin.
+pub enum Probe {
+    Plugin(AbiVersion),
+    /// A loadable library without the thunder entry symbol.
+    NotAPlugin,
+}
+
+pub fn probe(path: &Path) -> Result<Probe, String> {
+    // SAFETY: loading a library runs its initializers; plugin folders are trusted locations
+    // chosen by the user, as for any plugin system that loads native code.
+    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load library: {e}"))?;
+    // SAFETY: the entry symbol's type is fixed forever: `extern "C" fn() -> u64`.
+    let entry = unsafe { lib.get::<extern "C" fn() -> u64>(ENTRY_SYMBOL.as_bytes()) };
+    match entry {
+        Ok(f) => Ok(Probe::Plugin(AbiVersion::unpack(f()))),
+        Err(_) => Ok(Probe::NotAPlugin),
+    }
+}
+
+/// Loads a plugin's root module, refusing other ABI major versions and layout mismatches.
+pub fn load_module(path: &Path) -> Result<PluginModuleRef, String> {
+    let version = match probe(path)? {
+        Probe::Plugin(v) => v,
+        Probe::NotAPlugin => return Err(format!("not a thunder plugin (no `{ENTRY_SYMBOL}` symbol)")),
+    };
+    version.compatible_with_host(ABI_VERSION)?;
+    let header = lib_header_from_path(path).map_err(|e| format!("not an abi_stable library: {e}"))?;
+    header
+        .init_root_module::<PluginModuleRef>()
+        .map_err(|e| format!("ABI layout check failed: {e}"))
+}

@@ -1,0 +1,238 @@
+//! Claiming: executors in priority order claim regions of the trace; the host validates every
+//! claim; unclaimed composites are decomposed into their subsymbols and everyone is asked
+//! again from scratch, until no composite is left unclaimed. The last round's claims are the
+//! partition, so fusers see the fully decomposed trace and can claim large regions.
+
+use super::view::{op_view, value_metas};
+use super::PluginHost;
+use crate::error::{Error, Result};
+use crate::ir::{BoundSymbol, Trace, Value};
+use crate::text::print::bsym_line;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use thunder_abi::{RegionSpec, TraceView};
+
+/// A validated region: ops (indices into [`Partition::bsyms`], in trace order), the values it
+/// reads from outside and the values it writes that others need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Region {
+    pub executor: usize,
+    pub ops: Vec<usize>,
+    pub inputs: Vec<Value>,
+    pub outputs: Vec<Value>,
+}
+
+impl Region {
+    pub fn spec(&self) -> RegionSpec {
+        RegionSpec {
+            ops: self.ops.iter().map(|&i| i as u32).collect(),
+            inputs: self.inputs.iter().map(|v| v.0).collect(),
+            outputs: self.outputs.iter().map(|v| v.0).collect(),
+        }
+    }
+}
+
+/// A claim the host refused, with the reason (shown by `examine` and logged).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    pub executor: String,
+    pub reason: String,
+}
+
+pub struct Partition {
+    /// The trace's bound symbols after the decompositions claiming needed.
+    pub bsyms: Vec<BoundSymbol>,
+    /// The view the final claims were made on (compile sees the same one).
+    pub view: TraceView,
+    /// In an order that respects dependencies.
+    pub regions: Vec<Region>,
+    pub rejections: Vec<Rejection>,
+}
+
+/// Why a claim is invalid, or `None` if it may be accepted.
+fn check_claim(ops: &[u32], owner: &[Option<usize>], bsyms: &[BoundSymbol]) -> Option<String> {
+    if ops.is_empty() {
+        return Some("empty region".into());
+    }
+    let mut seen = HashSet::new();
+    for &i in ops {
+        let Some(slot) = owner.get(i as usize) else {
+            return Some(format!("op index {i} is out of range (the trace has {} ops)", owner.len()));
+        };
+        if !seen.insert(i) {
+            return Some(format!("op {i} is listed twice"));
+        }
+        if slot.is_some() {
+            return Some(format!("op {i} ({}) is already claimed", bsyms[i as usize].sym.id));
+        }
+    }
+    let members: HashSet<usize> = ops.iter().map(|&i| i as usize).collect();
+    non_convex(&members, bsyms)
+}
+
+/// A region is convex when no path leaves it and comes back. Walking the ops between its
+/// first and last member in trace order, an outside op that depends on the region taints its
+/// outputs; a member that reads a tainted value closes such a path.
+fn non_convex(members: &HashSet<usize>, bsyms: &[BoundSymbol]) -> Option<String> {
+    let lo = *members.iter().min()?;
+    let hi = *members.iter().max()?;
+    let mut produced: HashSet<Value> = HashSet::new();
+    let mut tainted: HashSet<Value> = HashSet::new();
+    for (i, b) in bsyms.iter().enumerate().take(hi + 1).skip(lo) {
+        let reads_region = b.input_values().any(|v| produced.contains(&v) || tainted.contains(&v));
+        if members.contains(&i) {
+            if b.input_values().any(|v| tainted.contains(&v)) {
+                return Some(format!("not convex: op {i} ({}) depends on the region through ops outside it", b.sym.id));
+            }
+            produced.extend(b.outputs.iter().copied());
+        } else if reads_region {
+            tainted.extend(b.outputs.iter().copied());
+        }
+    }
+    None
+}
+
+fn decompose_unclaimed(bsyms: &[BoundSymbol], owner: &[Option<usize>]) -> Option<Vec<BoundSymbol>> {
+    let mut changed = false;
+    let mut out = Vec::with_capacity(bsyms.len());
+    for (b, o) in bsyms.iter().zip(owner) {
+        if o.is_none() && b.sym.is_composite() {
+            out.extend(b.subsymbols.iter().cloned());
+            changed = true;
+        } else {
+            out.push(b.clone());
+        }
+    }
+    changed.then_some(out)
+}
+
+fn region_io(trace: &Trace, bsyms: &[BoundSymbol], ops: &[usize], owner: &[Option<usize>], me: usize) -> (Vec<Value>, Vec<Value>) {
+    let mut produced_here = HashSet::new();
+    let mut inputs = Vec::new();
+    for &i in ops {
+        for v in bsyms[i].input_values() {
+            if !produced_here.contains(&v) && !inputs.contains(&v) {
+                inputs.push(v);
+            }
+        }
+        produced_here.extend(bsyms[i].outputs.iter().copied());
+    }
+    let mut needed: HashSet<Value> = trace.outputs.iter().copied().collect();
+    for (b, o) in bsyms.iter().zip(owner) {
+        if *o != Some(me) {
+            needed.extend(b.input_values());
+        }
+    }
+    let outputs = ops
+        .iter()
+        .flat_map(|&i| bsyms[i].outputs.iter().copied())
+        .filter(|v| needed.contains(v))
+        .collect();
+    (inputs, outputs)
+}
+
+/// Orders regions so each runs after the regions whose outputs it reads; ties go to the
+/// region whose first op comes first.
+fn order_regions(regions: Vec<Region>) -> Result<Vec<Region>> {
+    let producer: HashMap<Value, usize> =
+        regions.iter().enumerate().flat_map(|(r, reg)| reg.outputs.iter().map(move |&v| (v, r))).collect();
+    let mut indegree = vec![0usize; regions.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); regions.len()];
+    for (r, reg) in regions.iter().enumerate() {
+        let deps: HashSet<usize> = reg.inputs.iter().filter_map(|v| producer.get(v).copied()).filter(|&p| p != r).collect();
+        indegree[r] = deps.len();
+        for p in deps {
+            users[p].push(r);
+        }
+    }
+    let first_op = |r: usize| std::cmp::Reverse(regions[r].ops[0]);
+    let mut ready: BinaryHeap<(std::cmp::Reverse<usize>, usize)> =
+        (0..regions.len()).filter(|&r| indegree[r] == 0).map(|r| (first_op(r), r)).collect();
+    let mut order = Vec::with_capacity(regions.len());
+    while let Some((_, r)) = ready.pop() {
+        order.push(r);
+        for &u in &users[r] {
+            indegree[u] -= 1;
+            if indegree[u] == 0 {
+                ready.push((first_op(u), u));
+            }
+        }
+    }
+    if order.len() != regions.len() {
+        return Err(Error::Bug("regions depend on each other in a cycle".into()));
+    }
+    let mut slots: Vec<Option<Region>> = regions.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|r| slots[r].take()).collect())
+}
+
+/// Partitions `trace` among the host's active executors, skipping those in `excluded`.
+pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) -> Result<Partition> {
+    let mut bsyms = trace.bsyms.clone();
+    let values = value_metas(trace);
+    let mut rejections = Vec::new();
+    loop {
+        let mut view = TraceView {
+            values: values.clone(),
+            ops: bsyms.iter().map(op_view).collect(),
+            inputs: trace.inputs.iter().map(|v| v.0).collect(),
+            outputs: trace.outputs.iter().map(|v| v.0).collect(),
+        };
+        let mut owner: Vec<Option<usize>> = vec![None; bsyms.len()];
+        let mut claims: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (ei, entry) in host.entries.iter().enumerate() {
+            let Some(exec) = entry.executor.as_ref().filter(|_| entry.is_active() && !excluded.contains(&ei)) else {
+                continue;
+            };
+            for (op, o) in view.ops.iter_mut().zip(&owner) {
+                op.claimed = o.is_some();
+            }
+            let claimed = match exec.claim(&view).into_result() {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(executor = %entry.name, "claim failed: {e}");
+                    rejections.push(Rejection { executor: entry.name.clone(), reason: format!("claim failed: {e}") });
+                    continue;
+                }
+            };
+            for claim in claimed {
+                if let Some(reason) = check_claim(&claim.ops, &owner, &bsyms) {
+                    tracing::warn!(executor = %entry.name, "claim rejected: {reason}");
+                    rejections.push(Rejection { executor: entry.name.clone(), reason });
+                    continue;
+                }
+                let mut ops: Vec<usize> = claim.ops.iter().map(|&i| i as usize).collect();
+                ops.sort_unstable();
+                // Ownership is by claim, not executor: two regions of one executor are distinct.
+                for &i in &ops {
+                    owner[i] = Some(claims.len());
+                }
+                claims.push((ei, ops));
+            }
+        }
+        if let Some(next) = decompose_unclaimed(&bsyms, &owner) {
+            bsyms = next;
+            continue;
+        }
+        let unclaimed: Vec<String> = bsyms
+            .iter()
+            .zip(&owner)
+            .filter(|(_, o)| o.is_none())
+            .map(|(b, _)| format!("{} (`{}`)", b.sym.id, bsym_line(trace, b)))
+            .collect();
+        if !unclaimed.is_empty() {
+            return Err(Error::Unclaimed { ops: unclaimed.join("; ") });
+        }
+        for (op, o) in view.ops.iter_mut().zip(&owner) {
+            op.claimed = o.is_some();
+        }
+        let regions = claims
+            .into_iter()
+            .enumerate()
+            .map(|(claim, (executor, ops))| {
+                let (inputs, outputs) = region_io(trace, &bsyms, &ops, &owner, claim);
+                Region { executor, ops, inputs, outputs }
+            })
+            .collect();
+        let regions = order_regions(regions)?;
+        return Ok(Partition { bsyms, view, regions, rejections });
+    }
+}

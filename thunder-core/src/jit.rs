@@ -1,0 +1,158 @@
+//! `jit`: trace a closure on first call for each input signature, compile it through the
+//! plugin host, cache the result, and run cached programs on later calls.
+
+use crate::error::{Error, Result};
+use crate::host::exec_trace::ExecutionTrace;
+use crate::host::PluginHost;
+use crate::ir::{TensorType, Trace};
+use crate::passes::default_passes;
+use crate::runtime::{compile, Array, CompiledProgram};
+use crate::tensor::Tensor;
+use crate::trace_ctx::trace_with;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// Every stage of one compiled signature, for users to read.
+#[derive(Debug, Clone)]
+pub struct Traces {
+    pub initial: Trace,
+    /// One trace per pass, in order.
+    pub passes: Vec<Trace>,
+    pub execution: ExecutionTrace,
+}
+
+impl Traces {
+    /// The trace handed to claiming (after all passes).
+    pub fn final_trace(&self) -> &Trace {
+        self.passes.last().unwrap_or(&self.initial)
+    }
+}
+
+/// Runs the default passes on a trace and compiles it.
+pub fn compile_trace(host: &PluginHost, initial: Trace) -> Result<(Traces, CompiledProgram)> {
+    let mut passes = Vec::new();
+    let mut current = initial.clone();
+    for pass in default_passes() {
+        current = pass.run(&current)?;
+        passes.push(current.clone());
+    }
+    let (execution, program) = compile(host, &current)?;
+    Ok((Traces { initial, passes, execution }, program))
+}
+
+struct Entry {
+    key: Vec<TensorType>,
+    program: CompiledProgram,
+    traces: Arc<Traces>,
+}
+
+pub type TracedFn = dyn Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync;
+
+/// A jitted function. Calls are thread-safe.
+pub struct Jitted {
+    f: Box<TracedFn>,
+    host: OnceLock<std::result::Result<Arc<PluginHost>, Error>>,
+    names: Option<Vec<String>>,
+    cache: RwLock<Vec<Arc<Entry>>>,
+    last: Mutex<Option<Arc<Traces>>>,
+    misses: AtomicU64,
+    hits: AtomicU64,
+}
+
+/// Jits `f` with the default plugin host ([`PluginHost::from_env`], loaded on first call).
+pub fn jit(f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static) -> Jitted {
+    Jitted {
+        f: Box::new(f),
+        host: OnceLock::new(),
+        names: None,
+        cache: RwLock::new(Vec::new()),
+        last: Mutex::new(None),
+        misses: AtomicU64::new(0),
+        hits: AtomicU64::new(0),
+    }
+}
+
+/// Jits `f` with a given plugin host.
+pub fn jit_with(host: Arc<PluginHost>, f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static) -> Jitted {
+    let j = jit(f);
+    let _ = j.host.set(Ok(host));
+    j
+}
+
+fn same_signature(key: &[TensorType], inputs: &[Array]) -> bool {
+    key.len() == inputs.len() && key.iter().zip(inputs).all(|(k, a)| k == a.ty())
+}
+
+impl Jitted {
+    /// Names the inputs in printed traces (default `x0, x1, ...`).
+    pub fn with_input_names(mut self, names: &[&str]) -> Jitted {
+        self.names = Some(names.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    fn host(&self) -> Result<&Arc<PluginHost>> {
+        self.host
+            .get_or_init(|| PluginHost::from_env().map(Arc::new))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn lookup(&self, inputs: &[Array]) -> Option<Arc<Entry>> {
+        let cache = self.cache.read().ok()?;
+        cache.iter().find(|e| same_signature(&e.key, inputs)).cloned()
+    }
+
+    /// Traces `f` for inputs of these types (no compilation).
+    pub fn trace(&self, types: &[TensorType]) -> Result<Trace> {
+        let names: Vec<String> = match &self.names {
+            Some(n) if n.len() == types.len() => n.clone(),
+            Some(n) => {
+                return Err(Error::Usage(format!("{} input names given for {} inputs", n.len(), types.len())));
+            }
+            None => (0..types.len()).map(|i| format!("x{i}")).collect(),
+        };
+        let inputs: Vec<(String, TensorType)> = names.into_iter().zip(types.iter().cloned()).collect();
+        trace_with(&inputs, HashSet::new(), "Tracing", |proxies| Ok((self.f)(proxies)))
+    }
+
+    pub fn call(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        let entry = match self.lookup(inputs) {
+            Some(e) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                e
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                let types: Vec<TensorType> = inputs.iter().map(|a| a.ty().clone()).collect();
+                let trace = self.trace(&types)?;
+                let (traces, program) = compile_trace(self.host()?, trace)?;
+                let entry = Arc::new(Entry { key: types, program, traces: Arc::new(traces) });
+                if let Ok(mut cache) = self.cache.write() {
+                    cache.push(entry.clone());
+                }
+                entry
+            }
+        };
+        if let Ok(mut last) = self.last.lock() {
+            if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &entry.traces)) {
+                *last = Some(entry.traces.clone());
+            }
+        }
+        entry.program.run(inputs)
+    }
+
+    /// The traces of the last call's signature.
+    pub fn last_traces(&self) -> Option<Arc<Traces>> {
+        self.last.lock().ok().and_then(|l| l.clone())
+    }
+
+    /// How many calls traced and compiled (cache misses).
+    pub fn cache_misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    pub fn cache_hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+}

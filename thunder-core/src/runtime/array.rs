@@ -1,0 +1,225 @@
+//! `Array`: a concrete, contiguous tensor owned by the host. Plugins read and write arrays
+//! through DLPack-shaped descriptors; the host allocates them.
+
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::host::services::{cpu_alloc, cpu_free};
+use crate::ir::{ShapeDisplay, TensorType};
+use half::{bf16, f16};
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+
+const ALIGN: usize = 64;
+
+struct Buffer {
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: the buffer is plain memory; writes happen only while a run owns it exclusively,
+// before it is shared.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cpu_alloc with these arguments.
+        unsafe { cpu_free(self.ptr, self.bytes, ALIGN) }
+    }
+}
+
+#[derive(Clone)]
+pub struct Array {
+    buf: Arc<Buffer>,
+    ty: TensorType,
+}
+
+/// Rust types that are a dtype's element.
+pub trait Element: Copy + 'static {
+    const DTYPE: DType;
+    fn to_f64(self) -> f64;
+    fn from_f64(x: f64) -> Self;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident, |$x:ident| $to:expr, |$y:ident| $from:expr;)*) => {$(
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn to_f64(self) -> f64 { let $x = self; $to }
+            fn from_f64($y: f64) -> Self { $from }
+        }
+    )*};
+}
+
+element! {
+    bool => Bool, |x| x as u8 as f64, |y| y != 0.0;
+    u8 => U8, |x| x as f64, |y| y as u8;
+    i8 => I8, |x| x as f64, |y| y as i8;
+    i16 => I16, |x| x as f64, |y| y as i16;
+    i32 => I32, |x| x as f64, |y| y as i32;
+    i64 => I64, |x| x as f64, |y| y as i64;
+    f16 => F16, |x| x.to_f64(), |y| f16::from_f64(y);
+    bf16 => BF16, |x| x.to_f64(), |y| bf16::from_f64(y);
+    f32 => F32, |x| x as f64, |y| y as f32;
+    f64 => F64, |x| x, |y| y;
+}
+
+impl std::fmt::Debug for Array {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Array({})", self.ty)
+    }
+}
+
+impl Array {
+    /// Uninitialized-then-zeroed storage for `ty` (zeroing keeps reads defined if a plugin
+    /// writes less than it should).
+    pub fn zeros(ty: TensorType) -> Result<Array> {
+        if ty.device != Device::Cpu {
+            return Err(Error::Usage(format!("cannot allocate on {}: only cpu memory is supported so far", ty.device)));
+        }
+        let bytes = ty.size_bytes();
+        let ptr = cpu_alloc(bytes, ALIGN);
+        if ptr.is_null() {
+            return Err(Error::Usage(format!("out of memory allocating {bytes} bytes for {ty}")));
+        }
+        // SAFETY: freshly allocated, `bytes` long (or dangling with bytes == 0).
+        unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+        Ok(Array { buf: Arc::new(Buffer { ptr, bytes }), ty })
+    }
+
+    pub fn from_slice<T: Element>(data: &[T], shape: &[i64]) -> Result<Array> {
+        let ty = TensorType::new(shape.to_vec(), T::DTYPE, Device::Cpu);
+        if shape.iter().any(|&d| d < 0) || ty.numel() != data.len() {
+            return Err(Error::Usage(format!(
+                "{} values do not fill shape {}",
+                data.len(),
+                ShapeDisplay(shape)
+            )));
+        }
+        let a = Array::zeros(ty)?;
+        // SAFETY: same byte length, non-overlapping.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr() as *const u8, a.buf.ptr, a.buf.bytes) };
+        Ok(a)
+    }
+
+    pub fn scalar<T: Element>(x: T) -> Result<Array> {
+        Array::from_slice(&[x], &[])
+    }
+
+    /// Values drawn from N(0, 1) (floats) or uniformly from [-5, 5] (ints, bools as 0/1).
+    pub fn random(shape: &[i64], dtype: DType, seed: u64) -> Result<Array> {
+        let ty = TensorType::new(shape.to_vec(), dtype, Device::Cpu);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let values: Vec<f64> = (0..ty.numel())
+            .map(|_| match crate::dtype::category(dtype) {
+                crate::dtype::Category::Float => rng.sample(rand_distr::StandardNormal),
+                crate::dtype::Category::Int if dtype == DType::U8 => rng.gen_range(0..=10) as f64,
+                crate::dtype::Category::Int => rng.gen_range(-5..=5) as f64,
+                crate::dtype::Category::Bool => rng.gen_range(0..=1) as f64,
+            })
+            .collect();
+        Array::from_f64(&values, shape, dtype)
+    }
+
+    /// Builds an array of `dtype` from f64 values (rounded or truncated like a cast).
+    pub fn from_f64(values: &[f64], shape: &[i64], dtype: DType) -> Result<Array> {
+        fn conv<T: Element>(v: &[f64], shape: &[i64]) -> Result<Array> {
+            Array::from_slice(&v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>(), shape)
+        }
+        match dtype {
+            DType::Bool => conv::<bool>(values, shape),
+            DType::U8 => conv::<u8>(values, shape),
+            DType::I8 => conv::<i8>(values, shape),
+            DType::I16 => conv::<i16>(values, shape),
+            DType::I32 => conv::<i32>(values, shape),
+            DType::I64 => conv::<i64>(values, shape),
+            DType::F16 => conv::<f16>(values, shape),
+            DType::BF16 => conv::<bf16>(values, shape),
+            DType::F32 => conv::<f32>(values, shape),
+            DType::F64 => conv::<f64>(values, shape),
+        }
+    }
+
+    /// Builds an array from raw little-endian bytes of `ty`.
+    pub fn from_bytes(bytes: &[u8], ty: TensorType) -> Result<Array> {
+        if bytes.len() != ty.size_bytes() {
+            return Err(Error::Usage(format!("{} bytes do not hold {ty} ({} bytes)", bytes.len(), ty.size_bytes())));
+        }
+        let a = Array::zeros(ty)?;
+        // SAFETY: same length, non-overlapping.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), a.buf.ptr, bytes.len()) };
+        Ok(a)
+    }
+
+    pub fn ty(&self) -> &TensorType {
+        &self.ty
+    }
+
+    pub fn shape(&self) -> &[i64] {
+        &self.ty.shape
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.ty.dtype
+    }
+
+    pub fn numel(&self) -> usize {
+        self.ty.numel()
+    }
+
+    /// Marks the array as requiring grad (it is part of the jit cache key).
+    pub fn with_requires_grad(mut self, requires_grad: bool) -> Array {
+        self.ty.requires_grad = requires_grad;
+        self
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        if self.buf.bytes == 0 {
+            return &[];
+        }
+        // SAFETY: the buffer is `bytes` long and lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.buf.ptr, self.buf.bytes) }
+    }
+
+    pub(crate) fn data_ptr(&self) -> *mut u8 {
+        self.buf.ptr
+    }
+
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.ty.dtype {
+            return Err(Error::Usage(format!(
+                "to_vec::<{}>() on an array of dtype {}",
+                T::DTYPE.short_name(),
+                self.ty.dtype.short_name()
+            )));
+        }
+        let n = self.numel();
+        let mut out = Vec::with_capacity(n);
+        let p = self.buf.ptr as *const T;
+        for i in 0..n {
+            // SAFETY: dtype checked; i < numel; the buffer is aligned to 64 bytes.
+            out.push(unsafe { p.add(i).read() });
+        }
+        Ok(out)
+    }
+
+    /// Every element as f64, whatever the dtype (for comparisons and printing).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        fn conv<T: Element>(a: &Array) -> Vec<f64> {
+            a.to_vec::<T>().map(|v| v.into_iter().map(T::to_f64).collect()).unwrap_or_default()
+        }
+        match self.ty.dtype {
+            DType::Bool => conv::<bool>(self),
+            DType::U8 => conv::<u8>(self),
+            DType::I8 => conv::<i8>(self),
+            DType::I16 => conv::<i16>(self),
+            DType::I32 => conv::<i32>(self),
+            DType::I64 => conv::<i64>(self),
+            DType::F16 => conv::<f16>(self),
+            DType::BF16 => conv::<bf16>(self),
+            DType::F32 => conv::<f32>(self),
+            DType::F64 => conv::<f64>(self),
+        }
+    }
+}
