@@ -1,1 +1,77 @@
-fn main(){}
+//! `thunder`: inspect plugins, run and trace programs written in trace text, and a demo.
+
+mod commands;
+mod host_args;
+mod inputs;
+
+use clap::{Parser, Subcommand};
+use host_args::HostArgs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "thunder", version, about = "A trace-based deep-learning compiler with plugin executors")]
+struct Cli {
+    #[command(flatten)]
+    host: HostArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List every plugin: path, version, ABI, priority, availability, load errors.
+    Plugins {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a program (trace text) on inputs and write its outputs as .npy files.
+    Run {
+        program: PathBuf,
+        /// NAME=FILE.npy, or NAME=randn:f32[8,16] (also zeros:, ones:).
+        #[arg(long = "input", short = 'i')]
+        inputs: Vec<String>,
+        /// Folder for out_0.npy, out_1.npy, ... (default: current folder).
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+        /// Print the execution trace after running.
+        #[arg(long)]
+        print_trace: bool,
+    },
+    /// Print a program's trace at one stage.
+    Trace {
+        program: PathBuf,
+        #[arg(long, value_enum, default_value = "final")]
+        stage: commands::trace::Stage,
+    },
+    /// Say which executor claims each op of a program and what nobody can run.
+    Examine { program: PathBuf },
+    /// Build and run a small model through the jit and show every stage.
+    Demo,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("THUNDER_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plugins { json } => commands::plugins::run(&cli.host, json),
+        Command::Run { program, inputs, out, print_trace } => {
+            commands::run::run(&cli.host, &program, &inputs, &out, print_trace)
+        }
+        Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
+        Command::Examine { program } => commands::examine::run(&cli.host, &program),
+        Command::Demo => commands::demo::run(&cli.host),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

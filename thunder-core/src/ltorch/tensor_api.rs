@@ -80,6 +80,11 @@ impl Tensor {
         sticky(super::mean(self, dims, keepdim))
     }
 
+    /// `self @ w.T + bias`, as `torch.nn.functional.linear`.
+    pub fn linear(&self, w: &Tensor, bias: Option<&Tensor>) -> Tensor {
+        sticky(super::linear(self, w, bias))
+    }
+
     pub fn matmul(&self, other: &Tensor) -> Tensor {
         sticky(super::matmul(self, other))
     }

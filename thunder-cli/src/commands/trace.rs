@@ -1,0 +1,38 @@
+use super::load_program;
+use crate::host_args::HostArgs;
+use anyhow::Result;
+use std::path::Path;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Stage {
+    /// As written (parsed and checked).
+    Initial,
+    /// After the passes (DCE, CSE).
+    Final,
+    /// After claiming: region calls per executor, with `del` lines.
+    Execution,
+}
+
+pub fn run(args: &HostArgs, program: &Path, stage: Stage) -> Result<()> {
+    let trace = load_program(program)?;
+    match stage {
+        Stage::Initial => print!("{}", thunder_core::text::print_trace(&trace)),
+        Stage::Final | Stage::Execution => {
+            let host = match stage {
+                Stage::Execution => args.host()?,
+                _ => thunder_core::PluginHost::empty(),
+            };
+            if let Stage::Final = stage {
+                let mut t = trace;
+                for pass in thunder_core::passes::default_passes() {
+                    t = pass.run(&t)?;
+                }
+                print!("{}", thunder_core::text::print_trace(&t));
+                return Ok(());
+            }
+            let (traces, _) = thunder_core::compile_trace(&host, trace)?;
+            print!("{}", traces.execution.print());
+        }
+    }
+    Ok(())
+}
