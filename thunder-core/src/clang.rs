@@ -80,19 +80,20 @@ pub enum Promotion {
     AlwaysBool,
 }
 
-fn promote(op: &str, operands: &[Operand], kind: Promotion) -> Result<(DType, DType)> {
+/// (promoted, computation, result) dtypes.
+fn promote(op: &str, operands: &[Operand], kind: Promotion) -> Result<(DType, DType, DType)> {
     let kinds: Vec<_> = operands.iter().map(Operand::promotion_operand).collect();
     let promoted = dtype::result_type(&kinds).ok_or_else(|| Error::op(op, "needs at least one operand"))?;
     let float_result = |d: DType| if dtype::is_float(d) { d } else { DType::F32 };
     let opmath = |d: DType| if dtype::is_low_precision(d) { DType::F32 } else { d };
     Ok(match kind {
-        Promotion::Default => (opmath(promoted), promoted),
-        Promotion::NoOpMath => (promoted, promoted),
+        Promotion::Default => (promoted, opmath(promoted), promoted),
+        Promotion::NoOpMath => (promoted, promoted, promoted),
         Promotion::IntToFloat => {
             let r = float_result(promoted);
-            (opmath(r), r)
+            (promoted, opmath(r), r)
         }
-        Promotion::AlwaysBool => (promoted, DType::Bool),
+        Promotion::AlwaysBool => (promoted, promoted, DType::Bool),
     })
 }
 
@@ -163,7 +164,7 @@ pub fn canonical_dim(op: &str, dim: i64, rank: usize) -> Result<usize> {
 
 /// Elementwise op on already promoted operands: broadcasts, converts, applies, converts back.
 pub fn elementwise(op: &str, prim: Prim, operands: &[Operand], kind: Promotion) -> Result<Tensor> {
-    let (compute, result) = promote(op, operands, kind)?;
+    let (promoted, compute, result) = promote(op, operands, kind)?;
     let shapes: Vec<&[i64]> = operands
         .iter()
         .filter_map(|o| match o {
@@ -178,7 +179,12 @@ pub fn elementwise(op: &str, prim: Prim, operands: &[Operand], kind: Promotion) 
     let mut args = Vec::with_capacity(operands.len());
     for o in operands {
         args.push(match o {
-            Operand::Tensor(t) => Arg::Value(convert(&expand_to(t, &shape)?, compute)?.value()),
+            // Like torch, tensors are cast to the common dtype first (a 0-d f32 operand of an
+            // f16 op is rounded to f16), then widened for the computation.
+            Operand::Tensor(t) => {
+                let common = if dtype::is_float(promoted) { convert(t, promoted)? } else { t.clone() };
+                Arg::Value(convert(&expand_to(&common, &shape)?, compute)?.value())
+            }
             number => number.scalar_as(compute),
         });
     }
@@ -198,7 +204,7 @@ pub fn where_(op: &str, pred: &Tensor, a: &Operand, b: &Operand) -> Result<Tenso
     if pred.dtype() != DType::Bool {
         bail_op!(op, "condition must be b8, got {}", pred.dtype().short_name());
     }
-    let (_, dtype) = promote(op, &[a.clone(), b.clone()], Promotion::NoOpMath)?;
+    let (_, _, dtype) = promote(op, &[a.clone(), b.clone()], Promotion::NoOpMath)?;
     let mut shapes: Vec<&[i64]> = vec![pred.shape()];
     for o in [a, b] {
         if let Operand::Tensor(t) = o {

@@ -1,0 +1,291 @@
+//! A compiled region: its ops decoded into instructions over numbered slots (region inputs
+//! first, then one slot per op output), interpreted in trace order on every run.
+
+use crate::args::{Env, SlotMeta};
+use crate::data::{lane_kind, Lanes};
+use crate::decode::{decode, Instr, Operand};
+use crate::elementwise::{self, Src};
+use crate::memory::{check_desc, read, write};
+use crate::{matmul, reduce, shape};
+use thunder_abi::export::CompiledRegion;
+use thunder_abi::prims::Prim;
+use thunder_abi::{
+    DeviceKind, ExecContext, OpView, PluginError, RegionSpec, TensorDesc, TraceView,
+};
+
+struct Step {
+    prim: Prim,
+    instr: Instr,
+    out: usize,
+    /// Slots read for the last time here and not region outputs: freed after the step so a
+    /// long region does not hold every intermediate at once.
+    release: Vec<usize>,
+}
+
+pub(crate) struct Program {
+    n_inputs: usize,
+    metas: Vec<SlotMeta>,
+    /// Trace value id of each slot, for messages.
+    ids: Vec<u32>,
+    steps: Vec<Step>,
+    outputs: Vec<usize>,
+}
+
+fn slot_meta(view: &TraceView, id: u32) -> Result<SlotMeta, PluginError> {
+    let meta = view.values.get(id as usize).ok_or_else(|| {
+        PluginError::invalid(format!(
+            "value {id} is not in the trace ({} values)",
+            view.values.len()
+        ))
+    })?;
+    if meta.device.kind != DeviceKind::Cpu {
+        return Err(PluginError::unsupported(format!(
+            "value {id} is on {:?}; the interpreter runs on CPU only",
+            meta.device
+        )));
+    }
+    let shape = meta
+        .shape
+        .iter()
+        .map(|&d| usize::try_from(d))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| {
+            PluginError::invalid(format!("value {id} has a negative dim in {:?}", meta.shape))
+        })?;
+    Ok(SlotMeta {
+        dtype: meta.dtype,
+        shape,
+    })
+}
+
+fn reads(instr: &Instr) -> Vec<usize> {
+    let slot = |o: &Operand| match o {
+        Operand::Slot(s) => Some(*s),
+        Operand::Scalar(_) => None,
+    };
+    match instr {
+        Instr::Unary { a, .. }
+        | Instr::Convert { a }
+        | Instr::BroadcastInDim { a, .. }
+        | Instr::Reshape { a }
+        | Instr::Transpose { a, .. }
+        | Instr::Reduce { a, .. } => vec![*a],
+        Instr::Binary { a, b, .. } | Instr::Compare { a, b, .. } => {
+            [slot(a), slot(b)].into_iter().flatten().collect()
+        }
+        Instr::Where { pred, a, b } => [Some(*pred), slot(a), slot(b)]
+            .into_iter()
+            .flatten()
+            .collect(),
+        Instr::Matmul { a, b } => vec![*a, *b],
+        Instr::Full { .. } => Vec::new(),
+    }
+}
+
+/// Decodes one op against the values defined so far: its prim, instruction, output id and
+/// output metadata.
+fn decode_op(
+    view: &TraceView,
+    op: &OpView,
+    env: &Env,
+) -> Result<(Prim, Instr, u32, SlotMeta), PluginError> {
+    let prim = Prim::from_id(&op.symbol).ok_or_else(|| {
+        PluginError::unsupported(format!(
+            "{}: not a prim (the interpreter runs prims only)",
+            op.symbol
+        ))
+    })?;
+    let &[out_id] = op.outputs.as_slice() else {
+        return Err(PluginError::invalid(format!(
+            "{}: expected 1 output, got {}",
+            prim.id(),
+            op.outputs.len()
+        )));
+    };
+    let out = slot_meta(view, out_id)
+        .map_err(|e| PluginError::new(e.kind, format!("{}: {}", prim.id(), e.message)))?;
+    let instr = decode(prim, &op.args, &out, env).map_err(|e| e.into_plugin(prim.id()))?;
+    Ok((prim, instr, out_id, out))
+}
+
+/// Whether `compile` accepts `op` on its own, its tensor arguments read from outside.
+pub(crate) fn accepts(view: &TraceView, op: &OpView) -> bool {
+    let mut env = Env::default();
+    for id in op.input_values() {
+        if env.slots.contains_key(&id) {
+            continue;
+        }
+        let Ok(meta) = slot_meta(view, id) else {
+            return false;
+        };
+        env.slots.insert(id, env.metas.len());
+        env.metas.push(meta);
+    }
+    decode_op(view, op, &env).is_ok()
+}
+
+impl Program {
+    pub(crate) fn compile(view: &TraceView, region: &RegionSpec) -> Result<Program, PluginError> {
+        let mut env = Env::default();
+        let mut ids = Vec::new();
+        let mut define = |env: &mut Env, id: u32, meta: SlotMeta| {
+            if env.slots.insert(id, env.metas.len()).is_some() {
+                return Err(PluginError::invalid(format!(
+                    "value {id} is defined twice in the region"
+                )));
+            }
+            env.metas.push(meta);
+            ids.push(id);
+            Ok(env.metas.len() - 1)
+        };
+        for &id in region.inputs.iter() {
+            define(&mut env, id, slot_meta(view, id)?)?;
+        }
+        let n_inputs = env.metas.len();
+
+        let mut steps = Vec::with_capacity(region.ops.len());
+        for &index in region.ops.iter() {
+            let op = view
+                .ops
+                .get(index as usize)
+                .ok_or_else(|| PluginError::invalid(format!("op {index} is not in the trace")))?;
+            let (prim, instr, out_id, out) = decode_op(view, op, &env)?;
+            let out = define(&mut env, out_id, out)?;
+            steps.push(Step {
+                prim,
+                instr,
+                out,
+                release: Vec::new(),
+            });
+        }
+
+        let outputs = region
+            .outputs
+            .iter()
+            .map(|id| {
+                env.slots.get(id).copied().ok_or_else(|| {
+                    PluginError::invalid(format!(
+                        "region output {id} is neither a region input nor written by its ops"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let mut last_use: Vec<Option<usize>> = vec![None; env.metas.len()];
+        for (i, step) in steps.iter().enumerate() {
+            // A value nobody reads dies where it is made.
+            last_use[step.out] = Some(i);
+            for slot in reads(&step.instr) {
+                last_use[slot] = Some(i);
+            }
+        }
+        for (slot, last) in last_use.into_iter().enumerate() {
+            if let (Some(i), false) = (last, outputs.contains(&slot)) {
+                steps[i].release.push(slot);
+            }
+        }
+        Ok(Program {
+            n_inputs,
+            metas: env.metas,
+            ids,
+            steps,
+            outputs,
+        })
+    }
+
+    fn exec(&self, step: &Step, slots: &[Option<Lanes>]) -> Result<Lanes, String> {
+        let lanes = |slot: usize| {
+            slots
+                .get(slot)
+                .and_then(Option::as_ref)
+                .ok_or_else(|| format!("internal: slot {slot} is empty"))
+        };
+        let shape = |slot: usize| self.metas[slot].shape.as_slice();
+        let src = |o: &Operand| match o {
+            Operand::Slot(s) => lanes(*s).map(Src::Tensor),
+            Operand::Scalar(v) => Ok(Src::Scalar(*v)),
+        };
+        let out = &self.metas[step.out];
+        let n = out.shape.iter().product();
+        match &step.instr {
+            Instr::Unary { op, a } => elementwise::unary(*op, lanes(*a)?),
+            Instr::Binary { op, a, b } => {
+                elementwise::binary(*op, src(a)?, src(b)?, lane_kind(out.dtype), n)
+            }
+            Instr::Compare { op, a, b } => elementwise::compare(*op, src(a)?, src(b)?, n),
+            Instr::Where { pred, a, b } => {
+                elementwise::where_(lanes(*pred)?, src(a)?, src(b)?, lane_kind(out.dtype))
+            }
+            Instr::Convert { a } => Ok(elementwise::convert(lanes(*a)?, out.dtype)),
+            Instr::BroadcastInDim { a, dims } => {
+                shape::broadcast_in_dim(lanes(*a)?, shape(*a), &out.shape, dims)
+            }
+            Instr::Reshape { a } => Ok(lanes(*a)?.clone()),
+            Instr::Transpose { a, perm } => shape::transpose(lanes(*a)?, shape(*a), perm),
+            Instr::Reduce { op, a, dims } => reduce::reduce(*op, lanes(*a)?, shape(*a), dims),
+            Instr::Matmul { a, b } => matmul::matmul(lanes(*a)?, shape(*a), lanes(*b)?, shape(*b)),
+            Instr::Full { value } => Ok(Lanes::splat(*value, n)),
+        }
+    }
+}
+
+impl CompiledRegion for Program {
+    fn run(
+        &self,
+        inputs: &[TensorDesc<'_>],
+        outputs: &[TensorDesc<'_>],
+        ctx: &ExecContext,
+    ) -> Result<(), PluginError> {
+        if ctx.device.kind != DeviceKind::Cpu {
+            return Err(PluginError::invalid(format!(
+                "asked to run on {:?}; the interpreter runs on CPU only",
+                ctx.device
+            )));
+        }
+        if inputs.len() != self.n_inputs || outputs.len() != self.outputs.len() {
+            return Err(PluginError::invalid(format!(
+                "expected {} inputs and {} outputs, got {} and {}",
+                self.n_inputs,
+                self.outputs.len(),
+                inputs.len(),
+                outputs.len()
+            )));
+        }
+        // Outputs are checked before any work so a bad buffer fails fast.
+        for (j, (desc, &slot)) in outputs.iter().zip(&self.outputs).enumerate() {
+            let meta = &self.metas[slot];
+            check_desc(desc, meta.dtype, &meta.shape).map_err(|m| {
+                PluginError::invalid(format!("output {j} (value {}): {m}", self.ids[slot]))
+            })?;
+        }
+        let mut slots: Vec<Option<Lanes>> = vec![None; self.metas.len()];
+        for (i, desc) in inputs.iter().enumerate() {
+            let meta = &self.metas[i];
+            let lanes = check_desc(desc, meta.dtype, &meta.shape)
+                .and_then(|()| read(desc))
+                .map_err(|m| {
+                    PluginError::invalid(format!("input {i} (value {}): {m}", self.ids[i]))
+                })?;
+            slots[i] = Some(lanes);
+        }
+        for step in &self.steps {
+            let mut lanes = self
+                .exec(step, &slots)
+                .map_err(|m| PluginError::invalid(format!("{}: {m}", step.prim.id())))?;
+            lanes.normalize(self.metas[step.out].dtype);
+            slots[step.out] = Some(lanes);
+            for &slot in &step.release {
+                slots[slot] = None;
+            }
+        }
+        for (j, (desc, &slot)) in outputs.iter().zip(&self.outputs).enumerate() {
+            let lanes = slots[slot].as_ref().ok_or_else(|| {
+                PluginError::internal(format!("output {j}: slot {slot} was released"))
+            })?;
+            write(desc, lanes).map_err(|m| {
+                PluginError::invalid(format!("output {j} (value {}): {m}", self.ids[slot]))
+            })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,986 @@
+#!/usr/bin/env python3
+"""Generate PyTorch reference fixtures for thunder-rs ltorch ops.
+
+Run from the repository root (CPU only, takes a few seconds):
+
+    python scripts/gen_op_fixtures.py
+
+Needs torch, safetensors and numpy (e.g. ``pip install torch safetensors numpy``).
+
+What it produces (the folder is wiped and regenerated from scratch every run;
+running it twice gives byte-identical files):
+
+* ``tests/fixtures/ops/<op>.safetensors`` -- one file per op.  Tensors are named
+  ``c<i>.in<j>`` (inputs, in the program's parameter order) and ``c<i>.out<k>``
+  (expected outputs, in return order), stored with their real dtypes.  0-d and
+  zero-size tensors are stored as such.
+* ``tests/fixtures/ops/manifest.json`` -- a JSON list with one object per case,
+  one case per line::
+
+      {"op": "add", "case": "c3", "file": "add.safetensors",
+       "program": "def computation(a, b):\\n  # a: \\"cpu f32[2, 3]\\"\\n ...",
+       "inputs": ["c3.in0", "c3.in1"], "outputs": ["c3.out0"],
+       "dtype": "f32", "rtol": 1.3e-06, "atol": 1e-05, "equal_nan": false,
+       "note": "..."}
+
+  ``dtype`` is the dtype of the (first) output, which is what the tolerances
+  are chosen for.  ``equal_nan`` is true when the expected output contains NaN
+  (special-value cases, mean of an empty tensor): compare NaN == NaN there.
+  Integer and bool outputs have rtol = atol = 0 (exact).
+
+Each program is a one-op thunder program in the thunder-rs text format, e.g.::
+
+    def computation(a, b):
+      # a: "cpu f32[2, 3]"
+      # b: "cpu f32[3]"
+      t0 = ltorch.add(a, b)
+      return (t0,)
+
+The reference output is what PyTorch (CPU) computes for the same call.  Cases
+for which PyTorch raises (e.g. ``neg`` of a bool tensor, ``mean`` of an int
+tensor) are skipped and listed in the printed summary.
+
+Inputs are deterministic: every op draws from its own ``torch.Generator``
+seeded from a CRC32 of the op name (plus ``torch.manual_seed(0)`` globally),
+so adding cases to one op does not change the data of another.
+"""
+
+import json
+import operator
+import os
+import shutil
+import sys
+import zlib
+from collections import OrderedDict, defaultdict
+
+import torch
+import torch.nn.functional as F
+
+try:
+    from safetensors.torch import load_file, save_file
+except ImportError:  # pragma: no cover
+    sys.exit("safetensors is required: pip install safetensors")
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+OUT_DIR = os.path.join(REPO, "tests", "fixtures", "ops")
+
+# ----------------------------------------------------------------------------
+# dtypes and tolerances
+# ----------------------------------------------------------------------------
+DTYPES = OrderedDict(
+    [
+        ("b8", torch.bool),
+        ("u8", torch.uint8),
+        ("i8", torch.int8),
+        ("i16", torch.int16),
+        ("i32", torch.int32),
+        ("i64", torch.int64),
+        ("f16", torch.float16),
+        ("bf16", torch.bfloat16),
+        ("f32", torch.float32),
+        ("f64", torch.float64),
+    ]
+)
+DTYPE_NAME = {v: k for k, v in DTYPES.items()}
+ALL = list(DTYPES)
+FLOATS = ["f16", "bf16", "f32", "f64"]
+INTS = ["u8", "i8", "i16", "i32", "i64"]
+
+# torch.testing.assert_close defaults
+DEFAULT_TOL = {
+    "f16": (1e-3, 1e-5),
+    "bf16": (1.6e-2, 1e-5),
+    "f32": (1.3e-6, 1e-5),
+    "f64": (1e-7, 1e-7),
+}
+# Looser tolerances for low-precision ops that accumulate (reductions,
+# matmul) or chain several roundings (softmax, gelu).  PyTorch CPU computes
+# these in f32 and rounds once; an implementation that rounds intermediates
+# to f16/bf16 (or sums in another order) can differ by ~1% relative, and by
+# a few 1e-3 absolute where sums cancel to near zero.
+LOOSE_TOL = {
+    "accum": {"f16": (1e-2, 1e-2), "bf16": (1.6e-2, 1e-2)},
+    "smooth": {"f16": (1e-2, 1e-3), "bf16": (1.6e-2, 1e-3)},
+}
+
+
+def tol_for(dt_name, loose=None):
+    if dt_name not in DEFAULT_TOL:
+        return 0.0, 0.0, False
+    if loose and dt_name in LOOSE_TOL[loose]:
+        r, a = LOOSE_TOL[loose][dt_name]
+        return r, a, True
+    r, a = DEFAULT_TOL[dt_name]
+    return r, a, False
+
+
+# ----------------------------------------------------------------------------
+# literals in the program text
+# ----------------------------------------------------------------------------
+class DT:
+    """A dtype literal: printed as dtypes.<name>, passed to torch as torch.dtype."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class Device:
+    """The cpu device literal."""
+
+
+CPU = Device()
+
+
+def fmt_lit(v):
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        assert v == v and abs(v) != float("inf"), v
+        s = repr(v)
+        assert "." in s or "e" in s, s
+        return s
+    if v is None:
+        return "None"
+    if isinstance(v, str):
+        assert '"' not in v and "\\" not in v
+        return '"' + v + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(fmt_lit(x) for x in v) + "]"
+    if isinstance(v, DT):
+        return "dtypes." + v.name
+    if isinstance(v, Device):
+        return "devices.cpu"
+    raise TypeError(v)
+
+
+def resolve(v):
+    if isinstance(v, DT):
+        return DTYPES[v.name]
+    if isinstance(v, Device):
+        return "cpu"
+    return v
+
+
+def ttype(t):
+    return "%s[%s]" % (DTYPE_NAME[t.dtype], ", ".join(str(d) for d in t.shape))
+
+
+# ----------------------------------------------------------------------------
+# deterministic inputs
+# ----------------------------------------------------------------------------
+class Gen:
+    def __init__(self, op):
+        self.g = torch.Generator().manual_seed(zlib.crc32(op.encode()))
+
+    def rand(self, shape):
+        return torch.rand(shape, generator=self.g, dtype=torch.float64)
+
+    def randint(self, lo, hi, shape):  # inclusive
+        return torch.randint(lo, hi + 1, shape, generator=self.g, dtype=torch.int64)
+
+    def __call__(self, shape, dt, kind="any"):
+        """kind: any | pos | nonzero | grid | pexp (pow exponent) | wide"""
+        shape = tuple(shape)
+        dtype = DTYPES[dt]
+        if dt == "b8":
+            if kind in ("pos", "nonzero"):
+                return torch.ones(shape, dtype=torch.bool)
+            x = self.randint(0, 1, shape).to(torch.bool)
+            if x.numel() >= 2 and bool((x == x.reshape(-1)[0]).all()):
+                x.view(-1)[0] = ~x.view(-1)[0]  # always mix True and False
+            return x
+        if dt in INTS:
+            lo = {
+                "any": -5, "grid": -5, "wide": -5,
+                "pos": 1, "nonzero": 1, "pexp": 0,
+            }[kind]
+            hi = {"pos": 3, "pexp": 3}.get(kind, 5)
+            if dt == "u8":
+                lo = max(lo, 0)
+            x = self.randint(lo, hi, shape)
+            if kind == "nonzero" and dt != "u8":
+                x = x * (self.randint(0, 1, shape) * 2 - 1)
+            return x.to(dtype)
+        # floats
+        u = self.rand(shape)
+        if kind == "any" or kind == "pexp":
+            x = u * 4 - 2
+        elif kind == "wide":
+            x = u * 12 - 6
+        elif kind == "grid":  # multiples of 0.5 in [-2, 2]: ties for comparisons
+            x = torch.round(u * 8 - 4) / 2
+        elif kind == "pos":
+            x = 0.5 + 1.5 * u
+        elif kind == "nonzero":
+            s = self.randint(0, 1, shape) * 2 - 1
+            x = (0.5 + 1.5 * u) * s
+        else:
+            raise ValueError(kind)
+        return x.to(dtype)
+
+
+INF = float("inf")
+NAN = float("nan")
+SPECIAL = [0.0, -0.0, 1.0, -1.5, INF, -INF, NAN]
+SPECIAL_A = [NAN, 1.0, INF, -INF, 0.0, -0.0, INF, 2.0]
+SPECIAL_B = [1.0, NAN, INF, INF, -0.0, 0.0, -INF, 0.0]
+
+# ----------------------------------------------------------------------------
+# case collection
+# ----------------------------------------------------------------------------
+CASES = OrderedDict()  # op -> list of case dicts
+TENSORS = OrderedDict()  # op -> {name: tensor}
+SKIPS = defaultdict(list)  # op -> [str]
+
+
+def sig(op, args):
+    parts = []
+    for a in args:
+        parts.append(ttype(a) if isinstance(a, torch.Tensor) else fmt_lit(a))
+    return "%s(%s)" % (op, ", ".join(parts))
+
+
+def program(op, args):
+    names = []
+    call_args = []
+    ann = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            n = "abcdefghijklmnopqrstuvwxyz"[len(names)]
+            names.append(n)
+            call_args.append(n)
+            ann.append('  # %s: "cpu %s"' % (n, ttype(a)))
+        else:
+            call_args.append(fmt_lit(a))
+    lines = ["def computation(%s):" % ", ".join(names)]
+    lines += ann
+    lines.append("  t0 = ltorch.%s(%s)" % (op, ", ".join(call_args)))
+    lines.append("  return (t0,)")
+    return "\n".join(lines) + "\n"
+
+
+def case(op, args, ref, note="", loose=None, skip_key=None):
+    """Add one case.  ``ref`` is called with the args (literals resolved)."""
+    args = list(args)
+    s = sig(op, args)
+    try:
+        out = ref(*[resolve(a) for a in args])
+    except Exception as e:  # torch does not support this case
+        msg = str(e).strip().splitlines()[0][:90] if str(e).strip() else type(e).__name__
+        SKIPS[op].append("%s: %s: %s" % (skip_key or s, type(e).__name__, msg))
+        return
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    cases = CASES.setdefault(op, [])
+    tens = TENSORS.setdefault(op, OrderedDict())
+    cid = "c%d" % len(cases)
+    in_names, out_names = [], []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            n = "%s.in%d" % (cid, len(in_names))
+            tens[n] = a.detach().clone().contiguous()
+            in_names.append(n)
+    equal_nan = False
+    for o in outs:
+        n = "%s.out%d" % (cid, len(out_names))
+        o = o.detach().clone().contiguous()
+        tens[n] = o
+        out_names.append(n)
+        if o.dtype.is_floating_point and bool(torch.isnan(o).any()):
+            equal_nan = True
+    odt = DTYPE_NAME[outs[0].dtype]
+    rtol, atol, was_loose = tol_for(odt, loose)
+    full_note = "%s -> %s" % (s, ", ".join(ttype(o) for o in outs))
+    if note:
+        full_note = note + "; " + full_note
+    if was_loose:
+        full_note += "; loose low-precision tolerance (%s)" % (
+            "accumulation in f16/bf16" if loose == "accum" else "several roundings in f16/bf16"
+        )
+    if equal_nan:
+        full_note += "; expected output contains NaN (equal_nan)"
+    cases.append(
+        OrderedDict(
+            [
+                ("op", op),
+                ("case", cid),
+                ("file", op + ".safetensors"),
+                ("program", program(op, args)),
+                ("inputs", in_names),
+                ("outputs", out_names),
+                ("dtype", odt),
+                ("rtol", rtol),
+                ("atol", atol),
+                ("equal_nan", equal_nan),
+                ("note", full_note),
+            ]
+        )
+    )
+
+
+# ----------------------------------------------------------------------------
+# unary elementwise
+# ----------------------------------------------------------------------------
+UNARY = OrderedDict(
+    [
+        ("neg", (torch.neg, "any")),
+        ("abs", (torch.abs, "any")),
+        ("exp", (torch.exp, "any")),
+        ("log", (torch.log, "pos")),
+        ("sqrt", (torch.sqrt, "pos")),
+        ("rsqrt", (torch.rsqrt, "pos")),
+        ("tanh", (torch.tanh, "any")),
+        ("sin", (torch.sin, "any")),
+        ("cos", (torch.cos, "any")),
+        ("erf", (torch.erf, "any")),
+        ("reciprocal", (torch.reciprocal, "nonzero")),
+        ("relu", (torch.relu, "any")),
+    ]
+)
+
+
+def gen_unary():
+    for op, (fn, kind) in UNARY.items():
+        g = Gen(op)
+        ref = lambda a, fn=fn: fn(a)
+        for dt in ALL:
+            case(op, [g((2, 3), dt, kind)], ref, "dtype sweep", skip_key="dtype " + dt)
+        for shape, dt, note in [
+            ((), "f32", "0-d"),
+            ((), "f64", "0-d"),
+            ((), "f16", "0-d"),
+            ((), "i64", "0-d int"),
+            ((0,), "f32", "empty"),
+            ((2, 0), "f32", "empty 2-D"),
+            ((0,), "i32", "empty int"),
+            ((2, 3, 2), "f32", "3-D"),
+            ((2, 3, 2), "bf16", "3-D"),
+        ]:
+            case(op, [g(shape, dt, kind)], ref, note)
+        for dt in ["f32", "f64"]:
+            case(op, [torch.tensor(SPECIAL, dtype=DTYPES[dt])], ref,
+                 "special values 0, -0, 1, -1.5, inf, -inf, nan")
+        if op == "exp":
+            case(op, [torch.tensor([10.0, 11.0, 12.0], dtype=torch.float16)], ref,
+                 "f16 overflow to inf")
+        if op in ("neg", "abs"):
+            case(op, [torch.tensor([0, 1, 5, 127, 255], dtype=torch.uint8)], ref,
+                 "u8 wrap-around")
+            case(op, [torch.tensor([-128, -5, 0, 5, 127], dtype=torch.int8)], ref,
+                 "i8 extremes (wrap-around at -128)")
+
+
+# ----------------------------------------------------------------------------
+# binary elementwise
+# ----------------------------------------------------------------------------
+def _scalar_via_result_type(fn):
+    """torch.maximum/minimum accept tensors only; emulate a Python scalar
+    operand with PyTorch's own scalar type promotion (torch.result_type)."""
+
+    def f(x, y):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            return fn(x, y)
+        rt = torch.result_type(x, y)
+        cv = lambda v: v.to(rt) if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=rt)
+        return fn(cv(x), cv(y))
+
+    return f
+
+
+def _binary(fn, rfn):
+    def f(x, y):
+        if isinstance(x, torch.Tensor):
+            return fn(x, y)
+        return rfn(x, y)  # Python scalar first: use the reflected operator
+
+    return f
+
+
+# op -> (ref, kind of a, kind of b, (int literal, float literal, bool literal))
+BINARY = OrderedDict(
+    [
+        ("add", (_binary(torch.add, operator.add), "any", "any", (3, 2.5, True))),
+        # bool literals are not meaningful for sub (torch raises for bool - and - bool)
+        ("sub", (_binary(torch.sub, operator.sub), "any", "any", (3, 2.5, None))),
+        ("mul", (_binary(torch.mul, operator.mul), "any", "any", (3, 2.5, True))),
+        ("div", (_binary(torch.div, operator.truediv), "any", "nonzero", (3, 2.5, True))),
+        ("pow", (_binary(torch.pow, operator.pow), "pos", "pexp", (2, 0.5, True))),
+        ("maximum", (_scalar_via_result_type(torch.maximum), "grid", "grid", (1, 0.5, True))),
+        ("minimum", (_scalar_via_result_type(torch.minimum), "grid", "grid", (1, 0.5, True))),
+        ("eq", (_binary(torch.eq, operator.eq), "grid", "grid", (1, 0.5, True))),
+        ("ne", (_binary(torch.ne, operator.ne), "grid", "grid", (1, 0.5, True))),
+        ("lt", (_binary(torch.lt, operator.lt), "grid", "grid", (1, 0.5, True))),
+        ("le", (_binary(torch.le, operator.le), "grid", "grid", (1, 0.5, True))),
+        ("gt", (_binary(torch.gt, operator.gt), "grid", "grid", (1, 0.5, True))),
+        ("ge", (_binary(torch.ge, operator.ge), "grid", "grid", (1, 0.5, True))),
+    ]
+)
+
+MIXED_PAIRS = [
+    # (dtype a, shape a, dtype b, shape b, note)
+    ("i32", (2, 3), "f16", (2, 3), "promotion int + float -> f16"),
+    ("u8", (2, 3), "i8", (2, 3), "promotion u8 + i8 -> i16"),
+    ("b8", (2, 3), "i32", (2, 3), "promotion bool + int -> i32"),
+    ("i64", (2, 3), "f32", (2, 3), "promotion i64 + f32 -> f32"),
+    ("f16", (2, 3), "bf16", (2, 3), "promotion f16 + bf16 -> f32"),
+    ("i16", (2, 3), "u8", (2, 3), "promotion i16 + u8 -> i16"),
+    ("b8", (2, 3), "f64", (2, 3), "promotion bool + f64 -> f64"),
+    ("i8", (2, 3), "i64", (3,), "promotion i8 + i64 (broadcast) -> i64"),
+    ("f16", (2, 3), "f32", (), "0-d f32 does not promote dimensioned f16"),
+    ("f32", (), "f16", (2, 3), "0-d f32 (first) does not promote dimensioned f16"),
+    ("i32", (2, 3), "f64", (), "0-d float of higher category promotes int -> f64"),
+    ("i8", (2, 3), "i64", (), "0-d i64 does not promote dimensioned i8"),
+    ("u8", (2, 3), "i8", (), "0-d i8 does not promote dimensioned u8"),
+    ("b8", (2, 3), "i64", (), "0-d int promotes dimensioned bool -> i64"),
+    ("f32", (), "f16", (), "both 0-d: ordinary promotion -> f32"),
+    ("i32", (), "f16", (), "both 0-d int + f16 -> f16"),
+]
+
+
+def gen_binary():
+    for op, (ref, ka, kb, lits) in BINARY.items():
+        g = Gen(op)
+        cmp_ = op in ("eq", "ne", "lt", "le", "gt", "ge")
+
+        def pair(sa, da, sb, db):
+            a = g(sa, da, ka)
+            b = g(sb, db, kb)
+            if cmp_ and tuple(sa) == tuple(sb) and a.numel() > 1:
+                # make sure some elements compare equal
+                b = b.clone()
+                b.view(-1)[::2] = a.reshape(-1)[::2].to(b.dtype)
+            return [a, b]
+
+        for dt in ALL:
+            case(op, pair((2, 3), dt, (2, 3), dt), ref, "dtype sweep", skip_key="dtype " + dt)
+        for sa, sb, dt, note in [
+            ((2, 3), (3,), "f32", "broadcast [2, 3] with [3]"),
+            ((3,), (2, 3), "f32", "broadcast [3] with [2, 3]"),
+            ((2, 1), (1, 3), "f32", "broadcast [2, 1] with [1, 3]"),
+            ((2, 1, 3), (4, 1), "f32", "broadcast [2, 1, 3] with [4, 1]"),
+            ((), (2, 3), "f32", "broadcast 0-d with 2-D"),
+            ((2, 3), (), "f32", "broadcast 2-D with 0-d"),
+            ((), (), "f32", "0-d with 0-d"),
+            ((), (), "i64", "0-d with 0-d"),
+            ((0,), (0,), "f32", "empty"),
+            ((2, 0), (2, 0), "f32", "empty 2-D"),
+            ((2, 0), (0,), "f32", "empty broadcast [2, 0] with [0]"),
+            ((2, 0), (), "f32", "empty with 0-d"),
+            ((2, 0), (1, 0), "i32", "empty broadcast [2, 0] with [1, 0]"),
+            ((2, 1), (1, 3), "i64", "broadcast [2, 1] with [1, 3]"),
+            ((), (2, 3), "i32", "broadcast 0-d with 2-D"),
+            ((3,), (2, 3), "b8", "broadcast [3] with [2, 3]"),
+            ((2, 1), (3,), "f16", "broadcast [2, 1] with [3]"),
+            ((2, 3), (2, 1), "bf16", "broadcast [2, 3] with [2, 1]"),
+        ]:
+            case(op, pair(sa, dt, sb, dt), ref, note)
+        # Python scalar literal operands, both positions
+        il, fl, bl = lits
+        for dt in ["f32", "f16", "i64", "u8", "b8"]:
+            for lit in (il, fl, bl):
+                if lit is None:
+                    continue
+                kind = type(lit).__name__
+                case(op, [g((2, 3), dt, ka), lit], ref, "tensor op %s literal" % kind)
+                case(op, [lit, g((2, 3), dt, kb)], ref, "%s literal op tensor" % kind)
+        neg_lit = -1.5 if op != "pow" else -1
+        case(op, [g((2, 3), "f32", ka), neg_lit], ref, "negative literal")
+        case(op, [g((2, 3), "f64", ka), 2], ref, "f64 tensor op int literal")
+        case(op, [g((), "f32", ka), fl], ref, "0-d tensor op float literal")
+        case(op, [g((), "f16", ka), fl], ref, "0-d f16 op float literal stays f16")
+        case(op, [g((), "i64", ka), fl], ref, "0-d int op float literal -> f32")
+        case(op, [il, g((), "i32", kb)], ref, "int literal op 0-d int")
+        case(op, [g((0,), "f32", ka), fl], ref, "empty op float literal")
+        case(op, [il, g((2, 0), "i64", kb)], ref, "int literal op empty")
+        # mixed dtypes
+        for da, sa, db, sb, note in MIXED_PAIRS:
+            case(op, pair(sa, da, sb, db), ref, note)
+        # special float values
+        case(op, [torch.tensor(SPECIAL_A), torch.tensor(SPECIAL_B)], ref,
+             "special values nan, inf, -inf, 0, -0")
+        if op in ("add", "sub", "mul"):
+            case(op, [torch.tensor([250, 3, 0, 128], dtype=torch.uint8),
+                      torch.tensor([10, 5, 1, 2], dtype=torch.uint8)], ref,
+                 "u8 wrap-around")
+            case(op, [torch.tensor([120, -120, 100, -1], dtype=torch.int8),
+                      torch.tensor([10, 10, 2, 1], dtype=torch.int8)], ref,
+                 "i8 wrap-around")
+        if op == "pow":
+            case(op, [g((2, 3), "i64", "any"), g((2, 3), "i64", "pexp")], ref,
+                 "negative int base, non-negative int exponent")
+            case(op, [g((2, 3), "f32", "any"), 2.0], ref,
+                 "negative float base, integral float exponent")
+            case(op, [g((2, 3), "f32", "any"), 3], ref,
+                 "negative float base, odd int exponent")
+        if op == "div":
+            case(op, [g((2, 3), "i32", "any"), g((2, 3), "i32", "nonzero")], ref,
+                 "int / int is true division -> f32")
+            case(op, [g((2, 3), "i64", "any"), 2], ref, "int / int literal -> f32")
+
+
+# ----------------------------------------------------------------------------
+# where
+# ----------------------------------------------------------------------------
+def gen_where():
+    op = "where"
+    g = Gen(op)
+    ref = lambda c, a, b: torch.where(c, a, b)
+    c23 = lambda: g((2, 3), "b8")
+    for dt in ALL:
+        case(op, [c23(), g((2, 3), dt), g((2, 3), dt)], ref, "dtype sweep", skip_key="dtype " + dt)
+    for sc, sa, sb, dt, note in [
+        ((2, 1), (1, 3), (3,), "f32", "broadcast cond [2, 1], a [1, 3], b [3]"),
+        ((), (2, 3), (2, 3), "f32", "0-d cond"),
+        ((2, 3), (), (), "f32", "0-d branches"),
+        ((2, 3), (), (2, 3), "i64", "0-d a"),
+        ((), (), (), "f32", "all 0-d"),
+        ((0,), (0,), (0,), "f32", "empty"),
+        ((2, 0), (2, 0), (0,), "i32", "empty 2-D"),
+        ((2, 0), (), (), "f32", "empty cond with 0-d branches"),
+        ((3,), (2, 3), (2, 1), "bf16", "broadcast"),
+    ]:
+        case(op, [g(sc, "b8"), g(sa, dt), g(sb, dt)], ref, note)
+    for da, sa, db, sb, note in MIXED_PAIRS:
+        case(op, [c23(), g(sa, da), g(sb, db)], ref, note)
+    case(op, [c23(), g((2, 3), "f32"), 0.0], ref, "float literal b")
+    case(op, [c23(), 2, g((2, 3), "i32")], ref, "int literal a")
+    case(op, [c23(), g((2, 3), "i64"), 0.5], ref, "int tensor, float literal -> f32")
+    case(op, [c23(), g((2, 3), "f16"), 2.5], ref, "f16 tensor, float literal stays f16")
+    case(op, [c23(), True, g((2, 3), "b8")], ref, "bool literal a")
+    case(op, [c23(), 1.5, -1.5], ref, "both literals -> f32")
+    case(op, [c23(), 1, 0], ref, "both int literals -> i64")
+
+
+# ----------------------------------------------------------------------------
+# to (dtype conversion)
+# ----------------------------------------------------------------------------
+def conv_input(src, dst):
+    if src == "b8":
+        return torch.tensor([[True, False, True], [False, False, True]])
+    if src in FLOATS:
+        if dst in ("u8",):  # negative float -> unsigned is undefined behaviour
+            vals = [[0.0, 0.3, 1.75], [2.0, 0.1, 3.5]]
+        else:
+            vals = [[-1.75, -0.1, 0.0], [0.3, 1.5, 2.0]]
+        return torch.tensor(vals, dtype=torch.float64).to(DTYPES[src])
+    if src == "u8":
+        return torch.tensor([[0, 1, 2], [5, 7, 100]], dtype=torch.uint8)
+    return torch.tensor([[-5, -1, 0], [1, 2, 100]], dtype=DTYPES[src])
+
+
+def gen_to():
+    op = "to"
+    ref = lambda a, d: a.to(d)
+    for src in ALL:
+        for dst in ALL:
+            case(op, [conv_input(src, dst), DT(dst)], ref, "convert %s -> %s" % (src, dst),
+                 skip_key="%s -> %s" % (src, dst))
+    g = Gen(op)
+    case(op, [g((), "f32"), DT("i64")], ref, "0-d")
+    case(op, [g((), "i64"), DT("f16")], ref, "0-d")
+    case(op, [g((), "b8"), DT("f32")], ref, "0-d")
+    case(op, [g((0,), "f32"), DT("i32")], ref, "empty")
+    case(op, [g((2, 0), "f16"), DT("f64")], ref, "empty 2-D")
+    case(op, [torch.tensor([0.1, 1e-3, 65519.0, 65520.0, 1e5, -1e5]).to(torch.float64), DT("f16")],
+         ref, "f64 -> f16 rounding and overflow to inf")
+    case(op, [torch.tensor([0.1, 1e-3, 3.0e38, 1e-40], dtype=torch.float32), DT("bf16")],
+         ref, "f32 -> bf16 rounding, subnormal")
+    case(op, [torch.tensor([-300, -129, 128, 255, 256, 1000], dtype=torch.int16), DT("i8")],
+         ref, "i16 -> i8 wrap-around")
+    case(op, [torch.tensor([-300, -1, 255, 256], dtype=torch.int32), DT("u8")],
+         ref, "negative int -> u8 wrap-around")
+    case(op, [torch.tensor(SPECIAL, dtype=torch.float32), DT("f16")], ref, "special values")
+    case(op, [torch.tensor(SPECIAL, dtype=torch.float32), DT("b8")], ref, "special values -> bool")
+
+
+# ----------------------------------------------------------------------------
+# shape ops
+# ----------------------------------------------------------------------------
+def gen_shape_ops():
+    # reshape
+    op = "reshape"
+    g = Gen(op)
+    ref = lambda a, s: torch.reshape(a, s)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), [3, -1]], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, new, dt in [
+        ((2, 3), [6], "f32"),
+        ((2, 3), [-1], "i64"),
+        ((2, 3), [3, 1, 2], "f32"),
+        ((2, 3, 2), [2, -1], "f16"),
+        ((2, 3, 2), [-1, 3, 2], "f32"),
+        ((), [1], "f32"),
+        ((), [-1], "i32"),
+        ((), [], "f32"),
+        ((1, 1), [], "f32"),
+        ((1,), [1, 1, 1], "b8"),
+        ((0,), [2, 0, 3], "f32"),
+        ((2, 0), [0, 5], "f32"),
+        ((2, 0), [0], "i64"),
+    ]:
+        case(op, [g(shape, dt), new], ref, "reshape")
+    # transpose
+    op = "transpose"
+    g = Gen(op)
+    ref = lambda a, d0, d1: torch.transpose(a, d0, d1)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), 0, 1], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, d0, d1, dt in [
+        ((2, 3), 1, 0, "f32"),
+        ((2, 3), -1, -2, "f32"),
+        ((2, 3), 0, 0, "i32"),
+        ((2, 3, 4), 0, 2, "f32"),
+        ((2, 3, 4), -1, 1, "bf16"),
+        ((), 0, 0, "f32"),
+        ((), -1, 0, "f32"),
+        ((3,), 0, -1, "f32"),
+        ((2, 0), 0, 1, "f32"),
+        ((0, 3, 2), 0, 2, "i64"),
+    ]:
+        case(op, [g(shape, dt), d0, d1], ref, "transpose")
+    # permute
+    op = "permute"
+    g = Gen(op)
+    ref = lambda a, p: torch.permute(a, p)
+    for dt in ALL:
+        case(op, [g((2, 3, 2), dt), [1, 0, 2]], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, p, dt in [
+        ((2, 3, 4), [2, 0, 1], "f32"),
+        ((2, 3, 4), [0, 1, 2], "f32"),
+        ((2, 3, 4), [-1, 0, -2], "f32"),
+        ((2, 3), [1, 0], "i64"),
+        ((3,), [0], "f32"),
+        ((), [], "f32"),
+        ((2, 0), [1, 0], "f32"),
+        ((2, 0, 3), [2, 1, 0], "f16"),
+    ]:
+        case(op, [g(shape, dt), p], ref, "permute")
+    # unsqueeze
+    op = "unsqueeze"
+    g = Gen(op)
+    ref = lambda a, d: torch.unsqueeze(a, d)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), 0], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, d, dt in [
+        ((2, 3), 1, "f32"),
+        ((2, 3), 2, "f32"),
+        ((2, 3), -1, "f32"),
+        ((2, 3), -3, "i32"),
+        ((), 0, "f32"),
+        ((), -1, "i64"),
+        ((0,), 0, "f32"),
+        ((2, 0), -1, "f32"),
+    ]:
+        case(op, [g(shape, dt), d], ref, "unsqueeze")
+    # expand
+    op = "expand"
+    g = Gen(op)
+    ref = lambda a, s: a.expand(s)
+    for dt in ALL:
+        case(op, [g((3,), dt), [2, 3]], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, s, dt in [
+        ((2, 1), [2, 4], "f32"),
+        ((2, 1), [-1, 4], "f32"),
+        ((2, 1), [3, -1, 4], "f32"),
+        ((1, 3), [2, 3], "i64"),
+        ((2, 3), [2, 3], "f32"),
+        ((2, 3), [-1, -1], "f32"),
+        ((), [2, 3], "f32"),
+        ((), [], "f32"),
+        ((1,), [0], "f32"),
+        ((2, 1), [2, 0], "f32"),
+        ((0,), [2, 0], "i32"),
+    ]:
+        case(op, [g(shape, dt), s], ref, "expand")
+
+
+# ----------------------------------------------------------------------------
+# reductions
+# ----------------------------------------------------------------------------
+def _sum(a, dims, keepdim):
+    if dims is None:
+        return torch.sum(a, dim=None, keepdim=keepdim)
+    return torch.sum(a, dim=dims, keepdim=keepdim)
+
+
+def _amax(a, dims, keepdim):
+    # torch.amax(dim=()) reduces over all dims
+    return torch.amax(a, dim=() if dims is None else dims, keepdim=keepdim)
+
+
+def _mean(a, dims, keepdim):
+    return torch.mean(a, dim=dims, keepdim=keepdim)
+
+
+RED_VARIANTS = [
+    # (shape, dims, keepdim, dtype, note)
+    ((2, 3), [0], True, "f32", ""),
+    ((2, 3), [-1], False, "f32", "negative dim"),
+    ((2, 3), [0, 1], False, "f32", "all dims listed"),
+    ((2, 3), [-2, -1], True, "f32", "negative dims keepdim"),
+    ((2, 3), None, False, "f32", "None reduces everything"),
+    ((2, 3), None, True, "f32", "None keepdim"),
+    ((2, 3, 4), [0, 2], False, "f32", "3-D non-adjacent dims"),
+    ((2, 3, 4), [1], True, "f64", "3-D middle dim"),
+    ((2, 3, 4), [-1], False, "f16", "3-D last dim"),
+    ((4, 5), [1], False, "bf16", ""),
+    ((2, 3), [1], True, "i64", "int"),
+    ((2, 3), None, False, "i32", "int everything"),
+    ((2, 3), [0], False, "b8", "bool"),
+    ((), None, False, "f32", "0-d None"),
+    ((), [0], False, "f32", "0-d dim 0"),
+    ((), [-1], True, "f32", "0-d dim -1 keepdim"),
+    ((0,), None, False, "f32", "empty, everything"),
+    ((0,), [0], True, "f32", "empty, keepdim"),
+    ((2, 0), [1], False, "f32", "reduce the zero-size dim"),
+    ((2, 0), [0], False, "f32", "reduce the non-zero dim of an empty tensor"),
+    ((2, 0), [0], True, "i64", "empty int keepdim"),
+]
+
+
+def gen_reductions():
+    for op, ref in [("sum", _sum), ("amax", _amax), ("mean", _mean)]:
+        g = Gen(op)
+        for dt in ALL:
+            case(op, [g((2, 3), dt), [1], False], ref, "dtype sweep", loose="accum",
+                 skip_key="dtype " + dt)
+        for shape, dims, keep, dt, note in RED_VARIANTS:
+            if op == "mean" and dt not in FLOATS:
+                dt = "f32" if dt != "i64" else "f64"
+            case(op, [g(shape, dt), dims, keep], ref, note, loose="accum")
+        if op == "amax":
+            case(op, [torch.tensor([[1.0, NAN, 2.0], [-INF, -1.0, -2.0]]), [1], False], ref,
+                 "NaN propagates")
+        if op in ("sum", "mean"):
+            case(op, [g((4, 8), "f16", "pos"), [1], False], ref, "f16 accumulation", loose="accum")
+            case(op, [g((4, 8), "bf16", "pos"), None, False], ref, "bf16 accumulation",
+                 loose="accum")
+
+
+# ----------------------------------------------------------------------------
+# matmul / linear
+# ----------------------------------------------------------------------------
+def gen_matmul():
+    op = "matmul"
+    g = Gen(op)
+    ref = lambda a, b: torch.matmul(a, b)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), g((3, 4), dt)], ref, "dtype sweep", loose="accum",
+             skip_key="dtype " + dt)
+    for sa, sb, dt, note in [
+        ((3,), (3,), "f32", "1-D . 1-D -> 0-d"),
+        ((3,), (3, 4), "f32", "1-D @ 2-D"),
+        ((2, 3), (3,), "f32", "2-D @ 1-D"),
+        ((2, 2, 3), (2, 3, 4), "f32", "batched"),
+        ((2, 2, 3), (3, 4), "f32", "batched @ 2-D"),
+        ((3, 4), (2, 4, 2), "f32", "2-D @ batched"),
+        ((2, 3, 4), (4,), "f32", "batched @ 1-D"),
+        ((3,), (2, 3, 4), "f32", "1-D @ batched"),
+        ((2, 1, 2, 3), (2, 3, 4), "f32", "broadcast batch dims"),
+        ((1, 2, 3), (3, 3, 2), "f64", "broadcast batch dim 1"),
+        ((0, 3), (3, 2), "f32", "empty M"),
+        ((2, 0), (0, 3), "f32", "K = 0 gives zeros"),
+        ((2, 3), (3, 0), "f32", "empty N"),
+        ((0,), (0,), "f32", "empty dot -> 0"),
+        ((0, 2, 3), (3, 2), "f32", "empty batch"),
+        ((2, 2, 3), (2, 3, 2), "i64", "batched int"),
+        ((3,), (3,), "i32", "int dot"),
+        ((2, 4, 8), (8, 3), "f16", "f16 K=8"),
+        ((2, 4, 8), (2, 8, 3), "bf16", "bf16 K=8"),
+    ]:
+        case(op, [g(sa, dt), g(sb, dt)], ref, note, loose="accum")
+
+    op = "linear"
+    g = Gen(op)
+    ref = lambda x, w, b: F.linear(x, w, b)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), g((4, 3), dt), g((4,), dt)], ref, "dtype sweep", loose="accum",
+             skip_key="dtype " + dt)
+    for sx, sw, sb, dt, note in [
+        ((2, 3), (4, 3), None, "f32", "no bias"),
+        ((3,), (4, 3), (4,), "f32", "1-D input"),
+        ((3,), (4, 3), None, "f32", "1-D input, no bias"),
+        ((2, 2, 3), (4, 3), (4,), "f32", "batched input"),
+        ((2, 3), (1, 3), (1,), "f32", "one output feature"),
+        ((0, 3), (4, 3), (4,), "f32", "empty batch"),
+        ((2, 3), (0, 3), (0,), "f32", "zero output features"),
+        ((2, 0), (4, 0), (4,), "f32", "zero input features: bias only"),
+        ((2, 3), (4, 3), (4,), "f64", ""),
+        ((2, 8), (4, 8), (4,), "f16", ""),
+        ((2, 8), (4, 8), None, "bf16", "no bias"),
+        ((2, 3), (4, 3), (4,), "i64", "int"),
+    ]:
+        b = None if sb is None else g(sb, dt)
+        case(op, [g(sx, dt), g(sw, dt), b], ref, note, loose="accum")
+
+
+# ----------------------------------------------------------------------------
+# gelu / softmax
+# ----------------------------------------------------------------------------
+def gen_activations():
+    op = "gelu"
+    g = Gen(op)
+    ref = lambda a, approx: F.gelu(a, approximate=approx)
+    for approx in ("none", "tanh"):
+        for dt in ALL:
+            case(op, [g((2, 3), dt), approx], ref, "dtype sweep", loose="smooth",
+                 skip_key="dtype %s approximate=%s" % (dt, approx))
+        for shape, dt, kind, note in [
+            ((), "f32", "any", "0-d"),
+            ((0,), "f32", "any", "empty"),
+            ((2, 0), "f16", "any", "empty 2-D"),
+            ((4, 5), "f32", "wide", "inputs in [-6, 6]"),
+            ((4, 5), "bf16", "wide", "inputs in [-6, 6]"),
+        ]:
+            case(op, [g(shape, dt, kind), approx], ref, note, loose="smooth")
+        case(op, [torch.tensor(SPECIAL, dtype=torch.float32), approx], ref, "special values",
+             loose="smooth")
+
+    op = "softmax"
+    g = Gen(op)
+    ref = lambda a, d: torch.softmax(a, d)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), -1], ref, "dtype sweep", loose="smooth", skip_key="dtype " + dt)
+    for shape, d, dt, note in [
+        ((2, 3), 0, "f32", ""),
+        ((2, 3), 1, "f32", ""),
+        ((2, 3), -2, "f32", "negative dim"),
+        ((2, 3, 4), 1, "f32", "3-D middle dim"),
+        ((2, 3, 4), -1, "f64", "3-D last dim"),
+        ((4, 8), -1, "f16", ""),
+        ((4, 8), 0, "bf16", ""),
+        ((), 0, "f32", "0-d -> 1"),
+        ((), -1, "f32", "0-d -> 1"),
+        ((1,), 0, "f32", "single element"),
+        ((0,), 0, "f32", "empty"),
+        ((2, 0), -1, "f32", "empty along dim"),
+        ((2, 0), 0, "f32", "empty, other dim"),
+    ]:
+        case(op, [g(shape, dt), d], ref, note, loose="smooth")
+    case(op, [torch.tensor([[100.0, 0.0, -100.0], [1000.0, 1000.0, -1000.0]]), -1], ref,
+         "large logits (needs max subtraction)")
+    case(op, [torch.tensor([[-INF, 0.0, 1.0], [2.0, -INF, -INF]]), -1], ref, "-inf logits")
+
+
+# ----------------------------------------------------------------------------
+# factories
+# ----------------------------------------------------------------------------
+def fill_for(dt):
+    if dt == "b8":
+        return True
+    if dt == "u8":
+        return 7
+    if dt in INTS:
+        return -3
+    return 1.5
+
+
+def gen_factories():
+    op = "full"
+    ref = lambda s, v, dev, d: torch.full(s, v, device=dev, dtype=d)
+    for dt in ALL:
+        case(op, [[2, 3], fill_for(dt), CPU, DT(dt)], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, v, dt, note in [
+        ([], 2.5, "f32", "0-d"),
+        ([0], 1.5, "f32", "empty"),
+        ([2, 0], 4, "i64", "empty 2-D"),
+        ([2, 1, 3], -0.25, "f64", "3-D"),
+        ([3], 2, "f32", "int fill value, float dtype"),
+        ([3], False, "b8", "False fill"),
+        ([3], 0.1, "f16", "fill value rounded to f16"),
+        ([3], 0.1, "bf16", "fill value rounded to bf16"),
+        ([2], 1e-05, "f32", "exponent literal"),
+        ([2], 100000, "i64", "large int"),
+    ]:
+        case(op, [shape, v, CPU, DT(dt)], ref, note)
+
+    for op, fn in [("zeros", torch.zeros), ("ones", torch.ones)]:
+        ref = lambda s, dev, d, fn=fn: fn(s, device=dev, dtype=d)
+        for dt in ALL:
+            case(op, [[2, 3], CPU, DT(dt)], ref, "dtype sweep", skip_key="dtype " + dt)
+        for shape, dt, note in [
+            ([], "f32", "0-d"),
+            ([], "b8", "0-d"),
+            ([0], "f16", "empty"),
+            ([2, 0], "i32", "empty 2-D"),
+            ([2, 1, 3], "bf16", "3-D"),
+        ]:
+            case(op, [shape, CPU, DT(dt)], ref, note)
+
+
+# ----------------------------------------------------------------------------
+# main
+# ----------------------------------------------------------------------------
+def raw_equal(x, y):
+    if x.dtype != y.dtype or tuple(x.shape) != tuple(y.shape):
+        return False
+    if x.numel() == 0:
+        return True
+    view = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+    if x.dtype == torch.bool:
+        return torch.equal(x, y)
+    return torch.equal(x.reshape(-1).view(view), y.reshape(-1).view(view))
+
+
+def main():
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    gen_unary()
+    gen_binary()
+    gen_where()
+    gen_to()
+    gen_shape_ops()
+    gen_reductions()
+    gen_matmul()
+    gen_activations()
+    gen_factories()
+
+    if os.path.isdir(OUT_DIR):
+        shutil.rmtree(OUT_DIR)
+    os.makedirs(OUT_DIR)
+
+    manifest = []
+    for op, cases in CASES.items():
+        path = os.path.join(OUT_DIR, op + ".safetensors")
+        save_file(dict(TENSORS[op]), path, metadata={"generator": "scripts/gen_op_fixtures.py"})
+        manifest.extend(cases)
+    with open(os.path.join(OUT_DIR, "manifest.json"), "w") as f:
+        f.write("[\n")
+        f.write(",\n".join(json.dumps(c) for c in manifest))
+        f.write("\n]\n")
+
+    # verify: every tensor round-trips bit-exactly, every manifest name exists
+    n_tensors = 0
+    for op, tens in TENSORS.items():
+        loaded = load_file(os.path.join(OUT_DIR, op + ".safetensors"))
+        assert set(loaded) == set(tens), op
+        for k, v in tens.items():
+            assert raw_equal(v, loaded[k]), (op, k, v, loaded[k])
+            n_tensors += 1
+    for c in manifest:
+        for n in c["inputs"] + c["outputs"]:
+            assert n in TENSORS[c["op"]], (c["op"], n)
+
+    # summary
+    total = 0
+    for fn in sorted(os.listdir(OUT_DIR)):
+        total += os.path.getsize(os.path.join(OUT_DIR, fn))
+    print("cases per op:")
+    for op, cases in CASES.items():
+        print("  %-11s %4d" % (op, len(cases)))
+    print("total: %d cases, %d tensors, %d files, %.1f KiB in %s" % (
+        len(manifest), n_tensors, len(os.listdir(OUT_DIR)), total / 1024.0,
+        os.path.relpath(OUT_DIR, REPO)))
+    print("skipped (PyTorch raised):")
+    for op, items in SKIPS.items():
+        for s in items:
+            print("  %s: %s" % (op, s))
+
+
+if __name__ == "__main__":
+    main()

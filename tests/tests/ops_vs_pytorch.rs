@@ -1,0 +1,86 @@
+//! Every op case of `tests/fixtures/ops` (made by `scripts/gen_op_fixtures.py` with PyTorch):
+//! the program is parsed, compiled through the interpreter plugin, run on the stored inputs,
+//! and compared with PyTorch's outputs in dtype, shape and value.
+
+use safetensors::{Dtype, SafeTensors};
+use std::collections::HashMap;
+use thunder_core::ir::TensorType;
+use thunder_core::{Array, DType, Device};
+use thunder_tests::{close, interpreter_host, repo_root};
+
+fn dtype_of(d: Dtype) -> DType {
+    match d {
+        Dtype::BOOL => DType::Bool,
+        Dtype::U8 => DType::U8,
+        Dtype::I8 => DType::I8,
+        Dtype::I16 => DType::I16,
+        Dtype::I32 => DType::I32,
+        Dtype::I64 => DType::I64,
+        Dtype::F16 => DType::F16,
+        Dtype::BF16 => DType::BF16,
+        Dtype::F32 => DType::F32,
+        Dtype::F64 => DType::F64,
+        other => panic!("fixture dtype {other:?} is not one of ours"),
+    }
+}
+
+fn load(st: &SafeTensors, name: &str) -> Array {
+    let view = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+    Array::from_bytes(view.data(), TensorType::new(shape, dtype_of(view.dtype()), Device::Cpu)).expect("fixture array")
+}
+
+#[test]
+fn every_op_matches_pytorch() {
+    let dir = repo_root().join("tests/fixtures/ops");
+    let manifest: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).expect("manifest")).expect("json");
+    let host = interpreter_host();
+    let mut files: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut failures = Vec::new();
+    let mut per_op: HashMap<String, usize> = HashMap::new();
+    for case in &manifest {
+        let s = |k: &str| case[k].as_str().unwrap_or_default().to_string();
+        let (op, file, program) = (s("op"), s("file"), s("program"));
+        let id = format!("{op}/{} ({})", s("case"), s("note"));
+        let bytes = files.entry(file.clone()).or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
+        let st = SafeTensors::deserialize(bytes).expect("safetensors");
+        let names = |k: &str| -> Vec<String> {
+            case[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+        };
+        let inputs: Vec<Array> = names("inputs").iter().map(|n| load(&st, n)).collect();
+        let expected: Vec<Array> = names("outputs").iter().map(|n| load(&st, n)).collect();
+        let (rtol, atol) = (case["rtol"].as_f64().unwrap_or(0.0), case["atol"].as_f64().unwrap_or(0.0));
+        let equal_nan = case["equal_nan"].as_bool().unwrap_or(false);
+        let result = thunder_core::text::parse_trace(&program)
+            .and_then(|t| thunder_core::compile_trace(&host, t))
+            .and_then(|(_, compiled)| compiled.run(&inputs));
+        let actual = match result {
+            Ok(a) => a,
+            Err(e) => {
+                failures.push(format!("{id}: error: {e}"));
+                continue;
+            }
+        };
+        for (k, (a, e)) in actual.iter().zip(&expected).enumerate() {
+            if a.dtype() != e.dtype() || a.shape() != e.shape() {
+                failures.push(format!("{id}: output {k} is {}, PyTorch gives {}", a.ty(), e.ty()));
+                continue;
+            }
+            let (av, ev) = (a.to_f64_vec(), e.to_f64_vec());
+            if let Some(i) = (0..av.len()).find(|&i| !close(av[i], ev[i], rtol, atol, equal_nan)) {
+                failures.push(format!("{id}: output {k} element {i}: got {} expected {} (rtol {rtol}, atol {atol})", av[i], ev[i]));
+            }
+        }
+        *per_op.entry(op).or_default() += 1;
+    }
+    assert!(manifest.len() > 1000, "the fixture set is unexpectedly small: {}", manifest.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ from PyTorch:\n{}",
+        failures.len(),
+        manifest.len(),
+        failures.iter().take(60).cloned().collect::<Vec<_>>().join("\n")
+    );
+    assert!(per_op.len() >= 40, "only {} ops covered", per_op.len());
+}
