@@ -8,6 +8,19 @@ use thunder_core::ir::TensorType;
 use thunder_core::{Array, DType, Device};
 use thunder_tests::{close, interpreter_host, repo_root};
 
+/// Cases where we deliberately differ from PyTorch, with the reason. The test checks that each
+/// still differs, so the list cannot go stale.
+const KNOWN_DEVIATIONS: &[(&str, &str)] = &[
+    (
+        "gelu/c9",
+        "gelu(+inf) is +inf (0.5 * inf * (1 + erf(inf))); PyTorch's CPU kernel returns NaN",
+    ),
+    (
+        "pow/c54",
+        "pow of a bool tensor by a bool is refused by prims.pow (no bool arithmetic beyond add/mul); PyTorch returns bool",
+    ),
+];
+
 fn dtype_of(d: Dtype) -> DType {
     match d {
         Dtype::BOOL => DType::Bool,
@@ -42,7 +55,8 @@ fn every_op_matches_pytorch() {
     for case in &manifest {
         let s = |k: &str| case[k].as_str().unwrap_or_default().to_string();
         let (op, file, program) = (s("op"), s("file"), s("program"));
-        let id = format!("{op}/{} ({})", s("case"), s("note"));
+        let key = format!("{op}/{}", s("case"));
+        let id = format!("{key} ({})", s("note"));
         let bytes = files.entry(file.clone()).or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
         let st = SafeTensors::deserialize(bytes).expect("safetensors");
         let names = |k: &str| -> Vec<String> {
@@ -74,6 +88,15 @@ fn every_op_matches_pytorch() {
         }
         *per_op.entry(op).or_default() += 1;
     }
+    let mut stale = Vec::new();
+    for (key, why) in KNOWN_DEVIATIONS {
+        let before = failures.len();
+        failures.retain(|f| !f.starts_with(&format!("{key} ")));
+        if failures.len() == before {
+            stale.push(format!("{key} is listed as a known deviation ({why}) but now matches PyTorch"));
+        }
+    }
+    assert!(stale.is_empty(), "{}", stale.join("\n"));
     assert!(manifest.len() > 1000, "the fixture set is unexpectedly small: {}", manifest.len());
     assert!(
         failures.is_empty(),

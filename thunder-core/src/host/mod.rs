@@ -9,12 +9,13 @@ pub mod services;
 pub mod view;
 
 pub use config::{Config, ExecutorConfig};
+pub use thunder_abi::{AbiVersion, ABI_VERSION as HOST_ABI_VERSION};
 
 use crate::error::{Error, Result};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use thunder_abi::abi_stable::std_types::{RResult, RString, RVec, Tuple2};
-use thunder_abi::{AbiVersion, ExecutorBox, OptionValue, PluginOption};
+use thunder_abi::{ExecutorBox, OptionValue, PluginOption};
 
 /// One loaded executor, in the order the host asks it to claim.
 pub struct ExecutorEntry {
