@@ -13,7 +13,24 @@ pub enum Probe {
     NotAPlugin,
 }
 
+/// Checks that the file holds every segment and section its headers declare. `dlopen` maps a
+/// truncated library without complaint and the process dies with SIGBUS on first touch, so a
+/// half-copied plugin must be caught here.
+fn check_complete(path: &Path) -> Result<(), String> {
+    use object::{Object, ObjectSection, ObjectSegment};
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot load library: cannot read: {e}"))?;
+    let file = object::File::parse(&*bytes).map_err(|e| format!("cannot load library: not a shared library: {e}"))?;
+    for segment in file.segments() {
+        segment.data().map_err(|e| format!("cannot load library: truncated or corrupt (segment: {e})"))?;
+    }
+    for section in file.sections() {
+        section.data().map_err(|e| format!("cannot load library: truncated or corrupt (section {}: {e})", section.name().unwrap_or("?")))?;
+    }
+    Ok(())
+}
+
 pub fn probe(path: &Path) -> Result<Probe, String> {
+    check_complete(path)?;
     // SAFETY: loading a library runs its initializers; plugin folders are trusted locations
     // chosen by the user, as for any plugin system that loads native code.
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load library: {e}"))?;
