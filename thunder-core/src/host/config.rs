@@ -44,19 +44,20 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
         let mut config: Config = toml::from_str(text).map_err(|e| {
             let message = e.message().to_string();
-            // toml names the offending key in backticks; lift it into the error's field.
+            let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+            // toml names an unknown key in backticks; for a wrong type it points at the value,
+            // so the key is what precedes `=` on that line.
+            let key_at_span = e.span().and_then(|s| {
+                let line = text.lines().nth(line_of(s.start) - 1)?;
+                line.split_once('=').map(|(k, _)| k.trim().to_string())
+            });
             let field = message
                 .split('`')
                 .nth(1)
                 .map(str::to_string)
+                .or(key_at_span)
                 .unwrap_or_else(|| "<document>".into());
-            let at = e
-                .span()
-                .map(|s| {
-                    let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                    format!(" (line {line})")
-                })
-                .unwrap_or_default();
+            let at = e.span().map(|s| format!(" (line {})", line_of(s.start))).unwrap_or_default();
             Error::Config { path: path.to_path_buf(), field, message: format!("{message}{at}") }
         })?;
         for (i, e) in config.executors.iter().enumerate() {
@@ -122,7 +123,7 @@ mod tests {
     fn wrong_type_names_the_field() {
         let err = Config::parse("[[executor]]\nname = \"a\"\npriority = \"high\"\n", Path::new("p.toml")).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("p.toml") && text.contains("priority"), "{text}");
+        assert!(text.contains("p.toml: field `priority`") && text.contains("line 3"), "{text}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub fn read_npy(path: &Path) -> Result<Array> {
     }
     let shape: Vec<i64> = npy.shape().iter().map(|&d| d as i64).collect();
     let descr = npy.dtype().descr();
-    let code = descr.trim_start_matches(['<', '>', '|', '=']);
+    let code = descr.trim_matches('\'').trim_start_matches(['<', '>', '|', '=']);
     fn take<T: Element + npyz::Deserialize>(npy: npyz::NpyFile<&[u8]>, shape: &[i64], path: &Path) -> Result<Array> {
         let v: Vec<T> = npy.into_vec().map_err(|e| file_err(path, format!("corrupt data: {e}")))?;
         Array::from_slice(&v, shape).map_err(|e| file_err(path, e.to_string()))

@@ -4,8 +4,10 @@ use thunder_core::text::{parse_trace, print_trace};
 use thunder_core::trace_ctx::trace_with;
 use thunder_core::{DType, Device};
 
+/// A program traced from the Rust API (nested composites, f16 promotion, two outputs) prints,
+/// parses back into an equal trace, and prints the same again.
 #[test]
-fn scratch() {
+fn traced_program_round_trips_through_text() {
     let inputs = vec![
         ("x".to_string(), TensorType::new(vec![8, 16], DType::F16, Device::Cpu)),
         ("w".to_string(), TensorType::new(vec![4, 16], DType::F16, Device::Cpu)),
@@ -17,7 +19,8 @@ fn scratch() {
     })
     .unwrap();
     let text = print_trace(&t);
-    println!("{text}");
+    assert!(text.contains("t1 = ltorch.linear(x, w, None)"), "{text}");
+    assert!(text.contains("      # t0 = prims.transpose(w, [1, 0])"), "{text}");
     let t2 = parse_trace(&text).unwrap();
     let text2 = print_trace(&t2);
     assert_eq!(text, text2);
