@@ -11,7 +11,10 @@ use thunder_core::PluginHost;
 pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     // target/debug/deps/<test> -> target/debug
-    exe.parent().and_then(|p| p.parent()).map(PathBuf::from).expect("target dir")
+    exe.parent()
+        .and_then(|p| p.parent())
+        .map(PathBuf::from)
+        .expect("target dir")
 }
 
 pub fn repo_root() -> PathBuf {
@@ -19,8 +22,16 @@ pub fn repo_root() -> PathBuf {
 }
 
 pub fn interpreter_library() -> PathBuf {
-    let lib = target_dir().join(format!("{}thunder_interpreter{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
-    assert!(lib.exists(), "{} is missing: build the workspace first (`cargo build --workspace`)", lib.display());
+    let lib = target_dir().join(format!(
+        "{}thunder_interpreter{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        lib.exists(),
+        "{} is missing: build the workspace first (`cargo build --workspace`)",
+        lib.display()
+    );
     lib
 }
 
@@ -46,7 +57,11 @@ pub fn interpreter_host() -> Arc<PluginHost> {
 
 pub fn thunder_binary() -> PathBuf {
     let bin = target_dir().join(format!("thunder{}", std::env::consts::EXE_SUFFIX));
-    assert!(bin.exists(), "{} is missing: build the workspace first (`cargo build --workspace`)", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace first (`cargo build --workspace`)",
+        bin.display()
+    );
     bin
 }
 

@@ -8,14 +8,19 @@ use thunder_tests::{interpreter_library, thunder_binary};
 
 fn write_config(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("plugins.toml");
-    let text = format!("[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\n", interpreter_library().display());
+    let text = format!(
+        "[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\n",
+        interpreter_library().display()
+    );
     std::fs::write(&path, text).unwrap();
     path
 }
 
 fn thunder(dir: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(thunder_binary());
-    cmd.current_dir(dir).env_remove("THUNDER_CONFIG").env_remove("THUNDER_EXECUTORS");
+    cmd.current_dir(dir)
+        .env_remove("THUNDER_CONFIG")
+        .env_remove("THUNDER_EXECUTORS");
     if !args.contains(&"--config") {
         cmd.arg("--config").arg(write_config(dir));
     }
@@ -27,7 +32,11 @@ const PROGRAM: &str = "def computation(x, w):\n  # x: \"cpu f32[2, 3]\"\n  # w: 
 fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("prog.py"), PROGRAM).unwrap();
-    write_npy(&dir.path().join("x.npy"), &Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap()).unwrap();
+    write_npy(
+        &dir.path().join("x.npy"),
+        &Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap(),
+    )
+    .unwrap();
     dir
 }
 
@@ -38,12 +47,30 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn run_writes_outputs_in_return_order() {
     let dir = setup();
-    let o = thunder(dir.path(), &["run", "prog.py", "--input", "x=x.npy", "--input", "w=ones:f32[3]", "--out", "out"]);
+    let o = thunder(
+        dir.path(),
+        &[
+            "run",
+            "prog.py",
+            "--input",
+            "x=x.npy",
+            "--input",
+            "w=ones:f32[3]",
+            "--out",
+            "out",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let z = read_npy(&dir.path().join("out/out_0.npy")).unwrap();
     let y = read_npy(&dir.path().join("out/out_1.npy")).unwrap();
-    assert_eq!(z.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
-    assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(
+        z.to_vec::<f32>().unwrap(),
+        vec![2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    );
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    );
 }
 
 #[test]
@@ -51,10 +78,17 @@ fn trace_prints_each_stage() {
     let dir = setup();
     let initial = thunder(dir.path(), &["trace", "prog.py", "--stage", "initial"]);
     let text = String::from_utf8_lossy(&initial.stdout);
-    assert!(text.contains("y = ltorch.mul(x, w)") && text.contains("prims.broadcast_in_dim(w, [2, 3], [1])"), "{text}");
+    assert!(
+        text.contains("y = ltorch.mul(x, w)")
+            && text.contains("prims.broadcast_in_dim(w, [2, 3], [1])"),
+        "{text}"
+    );
     let exec = thunder(dir.path(), &["trace", "prog.py", "--stage", "execution"]);
     let text = String::from_utf8_lossy(&exec.stdout);
-    assert!(text.contains("y, z = interpreter.region0(w, x)") && text.contains("del x, w"), "{text}");
+    assert!(
+        text.contains("y, z = interpreter.region0(w, x)") && text.contains("del x, w"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -75,13 +109,30 @@ fn examine_reports_claims_and_unsupported_ops() {
     let dir = setup();
     let o = thunder(dir.path(), &["examine", "prog.py"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && out.contains("prims.mul") && out.contains("-> interpreter"), "{out}");
+    assert!(
+        o.status.success() && out.contains("prims.mul") && out.contains("-> interpreter"),
+        "{out}"
+    );
     // With the only executor disabled, every op is reported unsupported.
     let cfg = dir.path().join("off.toml");
-    std::fs::write(&cfg, format!("[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\nenabled = false\n", interpreter_library().display())).unwrap();
-    let o = Command::new(thunder_binary()).current_dir(dir.path()).args(["--config", "off.toml", "examine", "prog.py"]).output().unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\nenabled = false\n",
+            interpreter_library().display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(thunder_binary())
+        .current_dir(dir.path())
+        .args(["--config", "off.toml", "examine", "prog.py"])
+        .output()
+        .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(!o.status.success() && out.contains("unsupported") && out.contains("prims.mul"), "{out}");
+    assert!(
+        !o.status.success() && out.contains("unsupported") && out.contains("prims.mul"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -89,20 +140,87 @@ fn bad_inputs_get_clear_errors() {
     let dir = setup();
     let p = dir.path();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["run", "prog.py", "--input", "x=x.npy", "--input", "nope=ones:f32[3]"], "unknown input `nope`; the program's inputs are: x, w"),
-        (vec!["run", "prog.py", "--input", "x=x.npy"], "missing input `w`"),
-        (vec!["run", "prog.py", "--input", "x=x.npy", "--input", "w=ones:f64[3]"], "input `w`: the program expects f32[3], got f64[3]"),
-        (vec!["run", "prog.py", "--input", "x=bad.npy", "--input", "w=ones:f32[3]"], "bad.npy: not a valid .npy file"),
-        (vec!["run", "prog.py", "--input", "x=missing.npy", "--input", "w=ones:f32[3]"], "missing.npy: cannot read"),
-        (vec!["run", "broken.py"], "line 4, column 21: expected an argument"),
-        (vec!["--config", "bad.toml", "plugins"], "bad.toml: field `priorty`"),
-        (vec!["--config", "badtype.toml", "plugins"], "field `priority`"),
-        (vec!["--executors", "cuda-fuser", "plugins"], "unknown executor `cuda-fuser`"),
+        (
+            vec![
+                "run",
+                "prog.py",
+                "--input",
+                "x=x.npy",
+                "--input",
+                "nope=ones:f32[3]",
+            ],
+            "unknown input `nope`; the program's inputs are: x, w",
+        ),
+        (
+            vec!["run", "prog.py", "--input", "x=x.npy"],
+            "missing input `w`",
+        ),
+        (
+            vec![
+                "run",
+                "prog.py",
+                "--input",
+                "x=x.npy",
+                "--input",
+                "w=ones:f64[3]",
+            ],
+            "input `w`: the program expects f32[3], got f64[3]",
+        ),
+        (
+            vec![
+                "run",
+                "prog.py",
+                "--input",
+                "x=bad.npy",
+                "--input",
+                "w=ones:f32[3]",
+            ],
+            "bad.npy: not a valid .npy file",
+        ),
+        (
+            vec![
+                "run",
+                "prog.py",
+                "--input",
+                "x=missing.npy",
+                "--input",
+                "w=ones:f32[3]",
+            ],
+            "missing.npy: cannot read",
+        ),
+        (
+            vec!["run", "broken.py"],
+            "line 4, column 21: expected an argument",
+        ),
+        (
+            vec!["--config", "bad.toml", "plugins"],
+            "bad.toml: field `priorty`",
+        ),
+        (
+            vec!["--config", "badtype.toml", "plugins"],
+            "field `priority`",
+        ),
+        (
+            vec!["--executors", "cuda-fuser", "plugins"],
+            "unknown executor `cuda-fuser`",
+        ),
     ];
     std::fs::write(p.join("bad.npy"), b"\x93NUMPY garbage").unwrap();
-    std::fs::write(p.join("broken.py"), PROGRAM.replace("ltorch.mul(x, w)", "ltorch.mul(x, )")).unwrap();
-    std::fs::write(p.join("bad.toml"), "[[executor]]\nname = \"interpreter\"\npriorty = 1\n").unwrap();
-    std::fs::write(p.join("badtype.toml"), "[[executor]]\nname = \"interpreter\"\npriority = \"high\"\n").unwrap();
+    std::fs::write(
+        p.join("broken.py"),
+        PROGRAM.replace("ltorch.mul(x, w)", "ltorch.mul(x, )"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("bad.toml"),
+        "[[executor]]\nname = \"interpreter\"\npriorty = 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("badtype.toml"),
+        "[[executor]]\nname = \"interpreter\"\npriority = \"high\"\n",
+    )
+    .unwrap();
     for (args, want) in cases {
         let o = thunder(p, &args);
         let err = stderr(&o);

@@ -4,7 +4,10 @@ use thunder_core::text::parse_trace;
 use thunder_core::{jit_with, Array, DType, Error};
 use thunder_tests::interpreter_host;
 
-fn op_error(f: impl Fn(&[thunder_core::Tensor]) -> Vec<thunder_core::Tensor> + Send + Sync + 'static, inputs: &[Array]) -> (String, String) {
+fn op_error(
+    f: impl Fn(&[thunder_core::Tensor]) -> Vec<thunder_core::Tensor> + Send + Sync + 'static,
+    inputs: &[Array],
+) -> (String, String) {
     let j = jit_with(interpreter_host(), f);
     match j.call(inputs) {
         Err(Error::Op { op, message }) => (op, message),
@@ -25,14 +28,23 @@ fn unbroadcastable_add_names_op_and_shapes() {
 
 #[test]
 fn matmul_inner_dims_name_op_and_shapes() {
-    let (op, msg) = op_error(|xs| vec![xs[0].matmul(&xs[1])], &[arr(&[2, 3]), arr(&[4, 5])]);
+    let (op, msg) = op_error(
+        |xs| vec![xs[0].matmul(&xs[1])],
+        &[arr(&[2, 3]), arr(&[4, 5])],
+    );
     assert_eq!(op, "ltorch.matmul");
-    assert!(msg.contains("[2, 3]") && msg.contains("[4, 5]") && msg.contains("3 != 4"), "{msg}");
+    assert!(
+        msg.contains("[2, 3]") && msg.contains("[4, 5]") && msg.contains("3 != 4"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn nested_errors_show_the_path() {
-    let (op, msg) = op_error(|xs| vec![xs[0].linear(&xs[1], None)], &[arr(&[2, 3]), arr(&[5, 4])]);
+    let (op, msg) = op_error(
+        |xs| vec![xs[0].linear(&xs[1], None)],
+        &[arr(&[2, 3]), arr(&[5, 4])],
+    );
     assert_eq!(op, "ltorch.linear");
     assert!(msg.starts_with("ltorch.matmul:"), "{msg}");
 }
@@ -46,7 +58,10 @@ fn reshape_to_other_element_count() {
 
 #[test]
 fn first_error_wins_and_later_ops_are_ignored() {
-    let (op, _) = op_error(|xs| vec![(&xs[0] + &xs[1]).exp().softmax(7)], &[arr(&[2]), arr(&[3])]);
+    let (op, _) = op_error(
+        |xs| vec![(&xs[0] + &xs[1]).exp().softmax(7)],
+        &[arr(&[2]), arr(&[3])],
+    );
     assert_eq!(op, "ltorch.add");
 }
 
@@ -59,13 +74,19 @@ fn panicking_closure_is_an_error() {
 
 #[test]
 fn wrong_input_type_to_a_compiled_program() {
-    let t = parse_trace("def computation(x):\n  # x: \"cpu f32[2]\"\n  y = ltorch.exp(x)\n  return (y,)\n").unwrap();
+    let t = parse_trace(
+        "def computation(x):\n  # x: \"cpu f32[2]\"\n  y = ltorch.exp(x)\n  return (y,)\n",
+    )
+    .unwrap();
     let (_, p) = thunder_core::compile_trace(&interpreter_host(), t).unwrap();
     let bad = Array::from_slice(&[1.0f64, 2.0], &[2]).unwrap();
     match p.run(&[bad]) {
         Err(Error::Input { name, message }) => {
             assert_eq!(name, "x");
-            assert!(message.contains("f32[2]") && message.contains("f64[2]"), "{message}");
+            assert!(
+                message.contains("f32[2]") && message.contains("f64[2]"),
+                "{message}"
+            );
         }
         other => panic!("expected an input error, got {other:?}"),
     }
@@ -73,7 +94,11 @@ fn wrong_input_type_to_a_compiled_program() {
 
 fn parse_error(text: &str) -> (usize, usize, String) {
     match parse_trace(text) {
-        Err(Error::Parse { line, column, message }) => (line, column, message),
+        Err(Error::Parse {
+            line,
+            column,
+            message,
+        }) => (line, column, message),
         other => panic!("expected a parse error, got {other:?}"),
     }
 }
@@ -82,10 +107,13 @@ const HEADER: &str = "def computation(x):\n  # x: \"cpu f32[2, 3]\"\n";
 
 #[test]
 fn syntax_error_names_line_and_column() {
-    let (line, column, msg) = parse_error(&format!("{HEADER}  t0 = ltorch.add(x, )\n  return (t0,)\n"));
+    let (line, column, msg) =
+        parse_error(&format!("{HEADER}  t0 = ltorch.add(x, )\n  return (t0,)\n"));
     assert_eq!((line, column), (3, 22), "{msg}");
     assert!(msg.contains("expected an argument"), "{msg}");
-    let (line, column, _) = parse_error(&format!("{HEADER}  t0 = ltorch.add(x, 1 $)\n  return (t0,)\n"));
+    let (line, column, _) = parse_error(&format!(
+        "{HEADER}  t0 = ltorch.add(x, 1 $)\n  return (t0,)\n"
+    ));
     assert_eq!((line, column), (3, 24));
 }
 
@@ -94,18 +122,30 @@ fn semantic_errors_in_text_name_the_line() {
     let (line, _, msg) = parse_error(&format!("{HEADER}  t0 = ltorch.nope(x)\n  return (t0,)\n"));
     assert_eq!(line, 3);
     assert!(msg.contains("unknown symbol `ltorch.nope`"), "{msg}");
-    let (line, col, msg) = parse_error(&format!("{HEADER}  t0 = ltorch.add(x, y)\n  return (t0,)\n"));
+    let (line, col, msg) = parse_error(&format!(
+        "{HEADER}  t0 = ltorch.add(x, y)\n  return (t0,)\n"
+    ));
     assert_eq!((line, col), (3, 22));
     assert!(msg.contains("unknown name `y`"), "{msg}");
-    let (line, _, msg) = parse_error(&format!("{HEADER}  t0 = ltorch.add(x, 1)  # t0: \"cpu f64[2, 3]\"\n  return (t0,)\n"));
+    let (line, _, msg) = parse_error(&format!(
+        "{HEADER}  t0 = ltorch.add(x, 1)  # t0: \"cpu f64[2, 3]\"\n  return (t0,)\n"
+    ));
     assert_eq!(line, 3);
     assert!(msg.contains("annotation says"), "{msg}");
-    let (line, _, msg) = parse_error(&format!("{HEADER}  t0 = ltorch.matmul(x, x)\n  return (t0,)\n"));
+    let (line, _, msg) = parse_error(&format!(
+        "{HEADER}  t0 = ltorch.matmul(x, x)\n  return (t0,)\n"
+    ));
     assert_eq!(line, 3);
-    assert!(msg.contains("ltorch.matmul") && msg.contains("[2, 3] @ [2, 3]"), "{msg}");
+    assert!(
+        msg.contains("ltorch.matmul") && msg.contains("[2, 3] @ [2, 3]"),
+        "{msg}"
+    );
     let (line, _, msg) = parse_error("def computation(x):\n  t0 = ltorch.exp(x)\n  return (t0,)\n");
     assert_eq!(line, 1);
-    assert!(msg.contains("parameter `x` has no type annotation"), "{msg}");
+    assert!(
+        msg.contains("parameter `x` has no type annotation"),
+        "{msg}"
+    );
     let (_, _, msg) = parse_error(&format!("{HEADER}  t0 = ltorch.exp(x)\n"));
     assert!(msg.contains("no `return`"), "{msg}");
     let (line, _, msg) = parse_error(&format!("{HEADER}  x = ltorch.exp(x)\n  return (x,)\n"));
@@ -123,7 +163,13 @@ fn subsymbol_lines_must_match_the_decomposition() {
 
 #[test]
 fn unsupported_dtype_is_an_op_error() {
-    let (op, msg) = op_error(|xs| vec![xs[0].to_dtype(DType::I32).softmax(0)], &[arr(&[3])]);
+    let (op, msg) = op_error(
+        |xs| vec![xs[0].to_dtype(DType::I32).softmax(0)],
+        &[arr(&[3])],
+    );
     assert_eq!(op, "ltorch.softmax");
-    assert!(msg.contains("floating-point") && msg.contains("i32"), "{msg}");
+    assert!(
+        msg.contains("floating-point") && msg.contains("i32"),
+        "{msg}"
+    );
 }

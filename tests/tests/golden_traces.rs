@@ -17,7 +17,11 @@ fn section_header(name: &str) -> String {
 fn split_sections(text: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for line in text.split_inclusive('\n') {
-        if let Some(name) = line.trim_end().strip_prefix("==== ").and_then(|l| l.strip_suffix(" ====")) {
+        if let Some(name) = line
+            .trim_end()
+            .strip_prefix("==== ")
+            .and_then(|l| l.strip_suffix(" ===="))
+        {
             out.push((name.to_string(), String::new()));
         } else if let Some((_, body)) = out.last_mut() {
             body.push_str(line);
@@ -44,14 +48,28 @@ fn stages(program: &str) -> Vec<(String, String)> {
 fn check_file(path: &Path, bless: bool) -> Option<String> {
     let text = std::fs::read_to_string(path).expect("golden file");
     let sections = split_sections(&text);
-    let program = sections.iter().find(|(n, _)| n == "program").map(|(_, b)| b.clone()).expect("a program section");
+    let program = sections
+        .iter()
+        .find(|(n, _)| n == "program")
+        .map(|(_, b)| b.clone())
+        .expect("a program section");
     let actual = stages(&program);
     // Round trip: every parseable stage parses into an equal trace that prints the same.
     for (name, printed) in actual.iter().filter(|(n, _)| n != "execution") {
-        let reparsed = parse_trace(printed).unwrap_or_else(|e| panic!("{}: {name} does not parse back: {e}", path.display()));
-        assert_eq!(&print_trace(&reparsed), printed, "{}: {name} does not print the same after parsing", path.display());
+        let reparsed = parse_trace(printed)
+            .unwrap_or_else(|e| panic!("{}: {name} does not parse back: {e}", path.display()));
+        assert_eq!(
+            &print_trace(&reparsed),
+            printed,
+            "{}: {name} does not print the same after parsing",
+            path.display()
+        );
         let original = parse_trace(printed).expect("parse");
-        assert!(reparsed == original, "{}: {name}: traces differ after a round trip", path.display());
+        assert!(
+            reparsed == original,
+            "{}: {name}: traces differ after a round trip",
+            path.display()
+        );
     }
     if bless {
         let mut out = section_header("program") + &program;
@@ -64,11 +82,19 @@ fn check_file(path: &Path, bless: bool) -> Option<String> {
     }
     let mut report = String::new();
     for stage in STAGES {
-        let expected = sections.iter().find(|(n, _)| n == stage).map(|(_, b)| b.as_str()).unwrap_or("");
+        let expected = sections
+            .iter()
+            .find(|(n, _)| n == stage)
+            .map(|(_, b)| b.as_str())
+            .unwrap_or("");
         let got = &actual.iter().find(|(n, _)| n == stage).expect("stage").1;
         if expected != got {
             let diff = similar::TextDiff::from_lines(expected, got.as_str());
-            report += &format!("{} [{stage}]:\n{}\n", path.display(), diff.unified_diff().header("expected", "actual"));
+            report += &format!(
+                "{} [{stage}]:\n{}\n",
+                path.display(),
+                diff.unified_diff().header("expected", "actual")
+            );
         }
     }
     (!report.is_empty()).then_some(report)
@@ -83,7 +109,15 @@ fn golden_traces_match() {
         .filter(|p| p.extension().is_some_and(|e| e == "trace"))
         .collect();
     files.sort();
-    assert!(files.len() >= 5, "expected golden files, found {}", files.len());
+    assert!(
+        files.len() >= 5,
+        "expected golden files, found {}",
+        files.len()
+    );
     let failures: Vec<String> = files.iter().filter_map(|f| check_file(f, bless)).collect();
-    assert!(failures.is_empty(), "golden traces differ (THUNDER_BLESS=1 to accept):\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "golden traces differ (THUNDER_BLESS=1 to accept):\n{}",
+        failures.join("\n")
+    );
 }

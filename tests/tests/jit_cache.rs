@@ -16,48 +16,91 @@ fn traces_once_per_signature() {
     });
     let x = Array::from_slice(&[1.0f32, 2.0, 3.0, -4.0, 0.5, 0.0], &[2, 3]).unwrap();
     let out = f.call(std::slice::from_ref(&x)).unwrap();
-    assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![3.0, 5.0, 7.0, -7.0, 2.0, 1.0]);
-    assert_eq!((traced.load(Ordering::SeqCst), f.cache_misses(), f.cache_hits()), (1, 1, 0));
+    assert_eq!(
+        out[0].to_vec::<f32>().unwrap(),
+        vec![3.0, 5.0, 7.0, -7.0, 2.0, 1.0]
+    );
+    assert_eq!(
+        (
+            traced.load(Ordering::SeqCst),
+            f.cache_misses(),
+            f.cache_hits()
+        ),
+        (1, 1, 0)
+    );
 
     for _ in 0..3 {
         f.call(std::slice::from_ref(&x)).unwrap();
     }
-    assert_eq!((traced.load(Ordering::SeqCst), f.cache_misses(), f.cache_hits()), (1, 1, 3));
+    assert_eq!(
+        (
+            traced.load(Ordering::SeqCst),
+            f.cache_misses(),
+            f.cache_hits()
+        ),
+        (1, 1, 3)
+    );
 
     // Each change of signature traces again.
     let other_shape = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     let other_dtype = Array::from_slice(&[1.0f64, 2.0], &[2]).unwrap();
     let with_grad = x.clone().with_requires_grad(true);
-    assert_eq!(f.call(&[other_shape]).unwrap()[0].to_vec::<f32>().unwrap(), vec![3.0, 5.0]);
-    assert_eq!(f.call(&[other_dtype]).unwrap()[0].to_vec::<f64>().unwrap(), vec![3.0, 5.0]);
+    assert_eq!(
+        f.call(&[other_shape]).unwrap()[0].to_vec::<f32>().unwrap(),
+        vec![3.0, 5.0]
+    );
+    assert_eq!(
+        f.call(&[other_dtype]).unwrap()[0].to_vec::<f64>().unwrap(),
+        vec![3.0, 5.0]
+    );
     f.call(&[with_grad]).unwrap();
     assert_eq!(traced.load(Ordering::SeqCst), 4);
 
     // The first signature is still cached.
     f.call(&[x]).unwrap();
-    assert_eq!((traced.load(Ordering::SeqCst), f.cache_misses(), f.cache_hits()), (4, 4, 4));
+    assert_eq!(
+        (
+            traced.load(Ordering::SeqCst),
+            f.cache_misses(),
+            f.cache_hits()
+        ),
+        (4, 4, 4)
+    );
 }
 
 #[test]
 fn last_traces_show_every_stage() {
-    let f = jit_with(interpreter_host(), |xs| vec![(&xs[0] - &xs[1]).exp().sum(None, false)])
-        .with_input_names(&["a", "b"]);
+    let f = jit_with(interpreter_host(), |xs| {
+        vec![(&xs[0] - &xs[1]).exp().sum(None, false)]
+    })
+    .with_input_names(&["a", "b"]);
     let a = Array::random(&[3, 4], DType::F32, 1).unwrap();
     let b = Array::random(&[4], DType::F32, 2).unwrap();
     f.call(&[a, b]).unwrap();
     let t = f.last_traces().expect("traces");
     let initial = thunder_core::text::print_trace(&t.initial);
-    assert!(initial.starts_with("# Constructed by Tracing\ndef computation(a, b):"), "{initial}");
-    assert!(initial.contains("ltorch.sub(a, b)") && initial.contains("ltorch.sum("), "{initial}");
+    assert!(
+        initial.starts_with("# Constructed by Tracing\ndef computation(a, b):"),
+        "{initial}"
+    );
+    assert!(
+        initial.contains("ltorch.sub(a, b)") && initial.contains("ltorch.sum("),
+        "{initial}"
+    );
     assert_eq!(t.passes.len(), 3);
     assert_eq!(t.final_trace().provenance, "Dead Code Elimination");
     let exec = t.execution.print();
-    assert!(exec.contains("interpreter.region0(") && exec.contains("prims.exp("), "{exec}");
+    assert!(
+        exec.contains("interpreter.region0(") && exec.contains("prims.exp("),
+        "{exec}"
+    );
 }
 
 #[test]
 fn scalar_and_empty_inputs_run() {
-    let f = jit_with(interpreter_host(), |xs| vec![&xs[0] * &xs[1], xs[1].sum(None, false)]);
+    let f = jit_with(interpreter_host(), |xs| {
+        vec![&xs[0] * &xs[1], xs[1].sum(None, false)]
+    });
     let s = Array::scalar(3.0f32).unwrap();
     let e = Array::from_slice::<f32>(&[], &[0]).unwrap();
     let out = f.call(&[s, e]).unwrap();

@@ -40,14 +40,20 @@ fn dtype_of(d: Dtype) -> DType {
 fn load(st: &SafeTensors, name: &str) -> Array {
     let view = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
     let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
-    Array::from_bytes(view.data(), TensorType::new(shape, dtype_of(view.dtype()), Device::Cpu)).expect("fixture array")
+    Array::from_bytes(
+        view.data(),
+        TensorType::new(shape, dtype_of(view.dtype()), Device::Cpu),
+    )
+    .expect("fixture array")
 }
 
 #[test]
 fn every_op_matches_pytorch() {
     let dir = repo_root().join("tests/fixtures/ops");
-    let manifest: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).expect("manifest")).expect("json");
+    let manifest: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest"),
+    )
+    .expect("json");
     let host = interpreter_host();
     let mut files: HashMap<String, Vec<u8>> = HashMap::new();
     let mut failures = Vec::new();
@@ -57,14 +63,26 @@ fn every_op_matches_pytorch() {
         let (op, file, program) = (s("op"), s("file"), s("program"));
         let key = format!("{op}/{}", s("case"));
         let id = format!("{key} ({})", s("note"));
-        let bytes = files.entry(file.clone()).or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
+        let bytes = files
+            .entry(file.clone())
+            .or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
         let st = SafeTensors::deserialize(bytes).expect("safetensors");
         let names = |k: &str| -> Vec<String> {
-            case[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+            case[k]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
         };
         let inputs: Vec<Array> = names("inputs").iter().map(|n| load(&st, n)).collect();
         let expected: Vec<Array> = names("outputs").iter().map(|n| load(&st, n)).collect();
-        let (rtol, atol) = (case["rtol"].as_f64().unwrap_or(0.0), case["atol"].as_f64().unwrap_or(0.0));
+        let (rtol, atol) = (
+            case["rtol"].as_f64().unwrap_or(0.0),
+            case["atol"].as_f64().unwrap_or(0.0),
+        );
         let equal_nan = case["equal_nan"].as_bool().unwrap_or(false);
         let result = thunder_core::text::parse_trace(&program)
             .and_then(|t| thunder_core::compile_trace(&host, t))
@@ -78,12 +96,19 @@ fn every_op_matches_pytorch() {
         };
         for (k, (a, e)) in actual.iter().zip(&expected).enumerate() {
             if a.dtype() != e.dtype() || a.shape() != e.shape() {
-                failures.push(format!("{id}: output {k} is {}, PyTorch gives {}", a.ty(), e.ty()));
+                failures.push(format!(
+                    "{id}: output {k} is {}, PyTorch gives {}",
+                    a.ty(),
+                    e.ty()
+                ));
                 continue;
             }
             let (av, ev) = (a.to_f64_vec(), e.to_f64_vec());
             if let Some(i) = (0..av.len()).find(|&i| !close(av[i], ev[i], rtol, atol, equal_nan)) {
-                failures.push(format!("{id}: output {k} element {i}: got {} expected {} (rtol {rtol}, atol {atol})", av[i], ev[i]));
+                failures.push(format!(
+                    "{id}: output {k} element {i}: got {} expected {} (rtol {rtol}, atol {atol})",
+                    av[i], ev[i]
+                ));
             }
         }
         *per_op.entry(op).or_default() += 1;
@@ -93,17 +118,28 @@ fn every_op_matches_pytorch() {
         let before = failures.len();
         failures.retain(|f| !f.starts_with(&format!("{key} ")));
         if failures.len() == before {
-            stale.push(format!("{key} is listed as a known deviation ({why}) but now matches PyTorch"));
+            stale.push(format!(
+                "{key} is listed as a known deviation ({why}) but now matches PyTorch"
+            ));
         }
     }
     assert!(stale.is_empty(), "{}", stale.join("\n"));
-    assert!(manifest.len() > 1000, "the fixture set is unexpectedly small: {}", manifest.len());
+    assert!(
+        manifest.len() > 1000,
+        "the fixture set is unexpectedly small: {}",
+        manifest.len()
+    );
     assert!(
         failures.is_empty(),
         "{} of {} cases differ from PyTorch:\n{}",
         failures.len(),
         manifest.len(),
-        failures.iter().take(60).cloned().collect::<Vec<_>>().join("\n")
+        failures
+            .iter()
+            .take(60)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     assert!(per_op.len() >= 40, "only {} ops covered", per_op.len());
 }

@@ -5,7 +5,10 @@
 use crate::view::{OpView, TraceView};
 
 /// Maximal contiguous runs of unclaimed ops for which `supported` holds.
-pub fn contiguous_runs(view: &TraceView, mut supported: impl FnMut(&OpView) -> bool) -> Vec<Vec<u32>> {
+pub fn contiguous_runs(
+    view: &TraceView,
+    mut supported: impl FnMut(&OpView) -> bool,
+) -> Vec<Vec<u32>> {
     let mut runs = Vec::new();
     let mut current: Vec<u32> = Vec::new();
     for (i, op) in view.ops.iter().enumerate() {

@@ -74,7 +74,9 @@ impl CompiledRegionObj for CompiledAdapter {
         outputs: RSlice<'_, TensorDesc<'_>>,
         ctx: ExecContext,
     ) -> RResult<(), PluginError> {
-        guard("run", || self.0.run(inputs.as_slice(), outputs.as_slice(), &ctx))
+        guard("run", || {
+            self.0.run(inputs.as_slice(), outputs.as_slice(), &ctx)
+        })
     }
 }
 
@@ -83,21 +85,29 @@ impl<E: Executor> ExecutorObj for ExecutorAdapter<E> {
         match catch_unwind(AssertUnwindSafe(|| self.0.available())) {
             Ok(Ok(())) => RResult::ROk(()),
             Ok(Err(reason)) => RResult::RErr(reason.into()),
-            Err(payload) => RResult::RErr(format!("panicked in available: {}", panic_message(payload)).into()),
+            Err(payload) => {
+                RResult::RErr(format!("panicked in available: {}", panic_message(payload)).into())
+            }
         }
     }
 
     fn claim(&self, view: &TraceView) -> RResult<RVec<RegionClaim>, PluginError> {
         guard("claim", || {
             let regions = self.0.claim(view)?;
-            Ok(regions.into_iter().map(|ops| RegionClaim { ops: ops.into() }).collect())
+            Ok(regions
+                .into_iter()
+                .map(|ops| RegionClaim { ops: ops.into() })
+                .collect())
         })
     }
 
     fn compile(&self, view: &TraceView, region: &RegionSpec) -> RResult<CompiledBox, PluginError> {
         guard("compile", || {
             let compiled = self.0.compile(view, region)?;
-            Ok(CompiledRegionObj_TO::from_value(CompiledAdapter(compiled), TD_Opaque))
+            Ok(CompiledRegionObj_TO::from_value(
+                CompiledAdapter(compiled),
+                TD_Opaque,
+            ))
         })
     }
 }
@@ -150,9 +160,14 @@ macro_rules! export_executor {
         extern "C" fn __thunder_plugin_create(
             host: $crate::services::HostServices,
             options: $crate::abi_stable::std_types::RVec<$crate::plugin::PluginOption>,
-        ) -> $crate::abi_stable::std_types::RResult<$crate::plugin::ExecutorBox, $crate::plugin::PluginError> {
-            let options: Vec<(String, $crate::plugin::OptionValue)> =
-                options.into_iter().map(|t| (t.0.into_string(), t.1)).collect();
+        ) -> $crate::abi_stable::std_types::RResult<
+            $crate::plugin::ExecutorBox,
+            $crate::plugin::PluginError,
+        > {
+            let options: Vec<(String, $crate::plugin::OptionValue)> = options
+                .into_iter()
+                .map(|t| (t.0.into_string(), t.1))
+                .collect();
             $crate::export::guard("create", || {
                 let executor = $create(host, &options)?;
                 Ok($crate::plugin::ExecutorObj_TO::from_value(
@@ -176,7 +191,10 @@ macro_rules! export_executor {
 }
 
 /// Reads an option by key, checking its type; the error names the field and both types.
-pub fn option_int(options: &[(String, crate::plugin::OptionValue)], key: &str) -> Result<Option<i64>, PluginError> {
+pub fn option_int(
+    options: &[(String, crate::plugin::OptionValue)],
+    key: &str,
+) -> Result<Option<i64>, PluginError> {
     match options.iter().find(|(k, _)| k == key) {
         None => Ok(None),
         Some((_, crate::plugin::OptionValue::Int(v))) => Ok(Some(*v)),

@@ -4,6 +4,7 @@
 //! host checks when it loads a plugin. Plugins depend on this crate alone; the host never names
 //! an executor. Symbols cross as stable string ids (`prims.add`), never as enum numbers.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod claim;
 pub mod export;
@@ -17,8 +18,8 @@ pub mod view;
 pub use abi_stable;
 pub use plugin::{
     CompiledBox, CompiledRegionObj, CompiledRegionObj_TO, ExecutorBox, ExecutorObj, ExecutorObj_TO,
-    PluginError, PluginErrorKind, PluginInfo, PluginModule, PluginModuleRef, PluginOption,
-    OptionValue, RegionClaim, RegionSpec,
+    OptionValue, PluginError, PluginErrorKind, PluginInfo, PluginModule, PluginModuleRef,
+    PluginOption, RegionClaim, RegionSpec,
 };
 pub use services::{ExecContext, HostServices, LogLevel};
 pub use tensor::{DTypeCode, DeviceDesc, DeviceKind, TensorDesc};

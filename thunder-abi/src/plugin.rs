@@ -10,8 +10,7 @@ use crate::view::TraceView;
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings,
-    sabi_trait,
+    package_version_strings, sabi_trait,
     sabi_types::VersionStrings,
     std_types::{RBox, RResult, RSlice, RString, RVec, Tuple2},
     StableAbi,
@@ -40,7 +39,10 @@ pub struct PluginError {
 
 impl PluginError {
     pub fn new(kind: PluginErrorKind, message: impl Into<String>) -> Self {
-        PluginError { kind, message: RString::from(message.into()) }
+        PluginError {
+            kind,
+            message: RString::from(message.into()),
+        }
     }
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(PluginErrorKind::Unsupported, message)

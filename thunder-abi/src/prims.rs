@@ -102,7 +102,11 @@ impl Prim {
     pub fn is_elementwise(self) -> bool {
         matches!(
             self.class(),
-            PrimClass::Unary | PrimClass::Binary | PrimClass::Compare | PrimClass::Where | PrimClass::Convert
+            PrimClass::Unary
+                | PrimClass::Binary
+                | PrimClass::Compare
+                | PrimClass::Where
+                | PrimClass::Convert
         )
     }
 }

@@ -63,7 +63,10 @@ impl DTypeCode {
     }
 
     pub const fn is_float(self) -> bool {
-        matches!(self, DTypeCode::F16 | DTypeCode::BF16 | DTypeCode::F32 | DTypeCode::F64)
+        matches!(
+            self,
+            DTypeCode::F16 | DTypeCode::BF16 | DTypeCode::F32 | DTypeCode::F64
+        )
     }
 }
 
@@ -83,7 +86,10 @@ pub struct DeviceDesc {
 }
 
 impl DeviceDesc {
-    pub const CPU: DeviceDesc = DeviceDesc { kind: DeviceKind::Cpu, index: 0 };
+    pub const CPU: DeviceDesc = DeviceDesc {
+        kind: DeviceKind::Cpu,
+        index: 0,
+    };
 }
 
 /// One tensor handed to `run`: DLPack's fields. Strides are in elements, as in DLPack.

@@ -14,7 +14,11 @@ pub struct AbiVersion {
     pub patch: u16,
 }
 
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 0, patch: 0 };
+pub const ABI_VERSION: AbiVersion = AbiVersion {
+    major: 1,
+    minor: 0,
+    patch: 0,
+};
 
 /// The C symbol every thunder plugin exports: `extern "C" fn() -> u64` returning
 /// [`AbiVersion::pack`]. Its presence is what makes a `.so` a thunder plugin.
@@ -63,18 +67,40 @@ mod tests {
 
     #[test]
     fn pack_round_trips() {
-        let v = AbiVersion { major: 3, minor: 7, patch: 65535 };
+        let v = AbiVersion {
+            major: 3,
+            minor: 7,
+            patch: 65535,
+        };
         assert_eq!(AbiVersion::unpack(v.pack()), v);
     }
 
     #[test]
     fn other_major_is_refused_naming_both() {
-        let plugin = AbiVersion { major: 2, minor: 0, patch: 0 };
+        let plugin = AbiVersion {
+            major: 2,
+            minor: 0,
+            patch: 0,
+        };
         let err = plugin.compatible_with_host(ABI_VERSION).unwrap_err();
         assert!(err.contains("2.0.0") && err.contains("1.0.0"), "{err}");
-        let newer_minor = AbiVersion { major: 1, minor: 9, patch: 0 };
+        let newer_minor = AbiVersion {
+            major: 1,
+            minor: 9,
+            patch: 0,
+        };
         assert!(newer_minor.compatible_with_host(ABI_VERSION).is_err());
-        let older_minor = AbiVersion { major: 1, minor: 0, patch: 3 };
-        assert!(older_minor.compatible_with_host(AbiVersion { major: 1, minor: 2, patch: 0 }).is_ok());
+        let older_minor = AbiVersion {
+            major: 1,
+            minor: 0,
+            patch: 3,
+        };
+        assert!(older_minor
+            .compatible_with_host(AbiVersion {
+                major: 1,
+                minor: 2,
+                patch: 0
+            })
+            .is_ok());
     }
 }

@@ -23,9 +23,14 @@ impl HostArgs {
         let mut dirs = self.plugin_dirs.clone();
         let config = match &self.config {
             Some(path) => Config::load(path)?,
-            None if std::path::Path::new("plugins.toml").exists() => Config::load(std::path::Path::new("plugins.toml"))?,
+            None if std::path::Path::new("plugins.toml").exists() => {
+                Config::load(std::path::Path::new("plugins.toml"))?
+            }
             None => {
-                if let Some(dir) = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from)) {
+                if let Some(dir) = std::env::current_exe()
+                    .ok()
+                    .and_then(|e| e.parent().map(PathBuf::from))
+                {
                     dirs.push(dir);
                 }
                 Config::default()

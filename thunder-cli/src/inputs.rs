@@ -7,7 +7,9 @@ use thunder_core::text::parse_type;
 use thunder_core::Array;
 
 fn generated(spec: &str, name: &str) -> Result<Option<Array>> {
-    let Some((kind, ty)) = spec.split_once(':') else { return Ok(None) };
+    let Some((kind, ty)) = spec.split_once(':') else {
+        return Ok(None);
+    };
     if !matches!(kind, "randn" | "zeros" | "ones") {
         return Ok(None);
     }
@@ -17,7 +19,9 @@ fn generated(spec: &str, name: &str) -> Result<Option<Array>> {
     Ok(Some(match kind {
         "randn" => {
             // A seed from the name keeps runs reproducible and inputs distinct.
-            let seed = name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+            let seed = name
+                .bytes()
+                .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
             Array::random(&shape, ty.dtype, seed)?
         }
         "zeros" => Array::from_f64(&vec![0.0; ty.numel()], &shape, ty.dtype)?,
@@ -52,13 +56,18 @@ pub fn match_inputs(
     let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
     for (n, _) in &given {
         if !names.contains(&n.as_str()) {
-            bail!("unknown input `{n}`; the program's inputs are: {}", names.join(", "));
+            bail!(
+                "unknown input `{n}`; the program's inputs are: {}",
+                names.join(", ")
+            );
         }
     }
     let mut by_name: std::collections::HashMap<String, Array> = given.into_iter().collect();
     let mut out = Vec::new();
     for (name, ty) in params {
-        let a = by_name.remove(name).ok_or_else(|| anyhow!("missing input `{name}` (expected \"{ty}\"); pass --input {name}=FILE.npy"))?;
+        let a = by_name.remove(name).ok_or_else(|| {
+            anyhow!("missing input `{name}` (expected \"{ty}\"); pass --input {name}=FILE.npy")
+        })?;
         if a.shape() != ty.shape.as_slice() || a.dtype() != ty.dtype {
             bail!(
                 "input `{name}`: the program expects {}{}, got {}{}",

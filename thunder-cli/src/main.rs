@@ -10,7 +10,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "thunder", version, about = "A trace-based deep-learning compiler with plugin executors")]
+#[command(
+    name = "thunder",
+    version,
+    about = "A trace-based deep-learning compiler with plugin executors"
+)]
 struct Cli {
     #[command(flatten)]
     host: HostArgs,
@@ -53,16 +57,20 @@ enum Command {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("THUNDER_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("THUNDER_LOG")
+                .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plugins { json } => commands::plugins::run(&cli.host, json),
-        Command::Run { program, inputs, out, print_trace } => {
-            commands::run::run(&cli.host, &program, &inputs, &out, print_trace)
-        }
+        Command::Run {
+            program,
+            inputs,
+            out,
+            print_trace,
+        } => commands::run::run(&cli.host, &program, &inputs, &out, print_trace),
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
         Command::Examine { program } => commands::examine::run(&cli.host, &program),
         Command::Demo => commands::demo::run(&cli.host),

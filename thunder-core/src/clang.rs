@@ -83,9 +83,16 @@ pub enum Promotion {
 /// (promoted, computation, result) dtypes.
 fn promote(op: &str, operands: &[Operand], kind: Promotion) -> Result<(DType, DType, DType)> {
     let kinds: Vec<_> = operands.iter().map(Operand::promotion_operand).collect();
-    let promoted = dtype::result_type(&kinds).ok_or_else(|| Error::op(op, "needs at least one operand"))?;
+    let promoted =
+        dtype::result_type(&kinds).ok_or_else(|| Error::op(op, "needs at least one operand"))?;
     let float_result = |d: DType| if dtype::is_float(d) { d } else { DType::F32 };
-    let opmath = |d: DType| if dtype::is_low_precision(d) { DType::F32 } else { d };
+    let opmath = |d: DType| {
+        if dtype::is_low_precision(d) {
+            DType::F32
+        } else {
+            d
+        }
+    };
     Ok(match kind {
         Promotion::Default => (promoted, opmath(promoted), promoted),
         Promotion::NoOpMath => (promoted, promoted, promoted),
@@ -108,7 +115,13 @@ pub fn broadcast_shapes(op: &str, shapes: &[&[i64]]) -> Result<Vec<i64>> {
                 *o = d;
             } else if d != 1 && d != *o {
                 let all: Vec<String> = shapes.iter().map(|s| ShapeDisplay(s).to_string()).collect();
-                bail_op!(op, "shapes {} cannot be broadcast together (dim {} has sizes {} and {d})", all.join(" and "), offset + i, *o);
+                bail_op!(
+                    op,
+                    "shapes {} cannot be broadcast together (dim {} has sizes {} and {d})",
+                    all.join(" and "),
+                    offset + i,
+                    *o
+                );
             }
         }
     }
@@ -122,21 +135,32 @@ pub fn expand_to(t: &Tensor, shape: &[i64]) -> Result<Tensor> {
     }
     let offset = shape.len() as i64 - t.rank() as i64;
     if offset < 0 {
-        bail_op!(Prim::BroadcastInDim.id(), "cannot broadcast {} to the smaller rank {}", ShapeDisplay(t.shape()), shape.len());
+        bail_op!(
+            Prim::BroadcastInDim.id(),
+            "cannot broadcast {} to the smaller rank {}",
+            ShapeDisplay(t.shape()),
+            shape.len()
+        );
     }
     let dims = (0..t.rank() as i64).map(|i| i + offset).collect();
     broadcast_in_dim(t, shape.to_vec(), dims)
 }
 
 pub fn broadcast_in_dim(t: &Tensor, shape: Vec<i64>, dims: Vec<i64>) -> Result<Tensor> {
-    prim1(Prim::BroadcastInDim, vec![Arg::Value(t.value()), Arg::Ints(shape), Arg::Ints(dims)])
+    prim1(
+        Prim::BroadcastInDim,
+        vec![Arg::Value(t.value()), Arg::Ints(shape), Arg::Ints(dims)],
+    )
 }
 
 pub fn convert(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {
         return Ok(t.clone());
     }
-    prim1(Prim::ConvertElementType, vec![Arg::Value(t.value()), Arg::DType(dtype)])
+    prim1(
+        Prim::ConvertElementType,
+        vec![Arg::Value(t.value()), Arg::DType(dtype)],
+    )
 }
 
 pub fn reshape(t: &Tensor, shape: Vec<i64>) -> Result<Tensor> {
@@ -150,16 +174,28 @@ pub fn transpose(t: &Tensor, perm: Vec<i64>) -> Result<Tensor> {
     if perm.iter().enumerate().all(|(i, &p)| p == i as i64) && perm.len() == t.rank() {
         return Ok(t.clone());
     }
-    prim1(Prim::Transpose, vec![Arg::Value(t.value()), Arg::Ints(perm)])
+    prim1(
+        Prim::Transpose,
+        vec![Arg::Value(t.value()), Arg::Ints(perm)],
+    )
 }
 
 /// Canonicalizes a possibly negative dim against `rank` (a 0-d tensor accepts 0 and -1).
 pub fn canonical_dim(op: &str, dim: i64, rank: usize) -> Result<usize> {
     let r = rank.max(1) as i64;
     if dim < -r || dim >= r {
-        bail_op!(op, "dimension out of range (expected to be in range of [{}, {}], but got {dim})", -r, r - 1);
+        bail_op!(
+            op,
+            "dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+            -r,
+            r - 1
+        );
     }
-    Ok(if dim < 0 { (dim + r) as usize } else { dim as usize })
+    Ok(if dim < 0 {
+        (dim + r) as usize
+    } else {
+        dim as usize
+    })
 }
 
 /// Elementwise op on already promoted operands: broadcasts, converts, applies, converts back.
@@ -182,7 +218,11 @@ pub fn elementwise(op: &str, prim: Prim, operands: &[Operand], kind: Promotion) 
             // Like torch, tensors are cast to the common dtype first (a 0-d f32 operand of an
             // f16 op is rounded to f16), then widened for the computation.
             Operand::Tensor(t) => {
-                let common = if dtype::is_float(promoted) { convert(t, promoted)? } else { t.clone() };
+                let common = if dtype::is_float(promoted) {
+                    convert(t, promoted)?
+                } else {
+                    t.clone()
+                };
                 Arg::Value(convert(&expand_to(&common, &shape)?, compute)?.value())
             }
             number => number.scalar_as(compute),
@@ -202,7 +242,11 @@ pub fn unary(op: &str, prim: Prim, a: &Tensor, kind: Promotion) -> Result<Tensor
 /// `where(pred, a, b)` with broadcasting and promotion of the branches.
 pub fn where_(op: &str, pred: &Tensor, a: &Operand, b: &Operand) -> Result<Tensor> {
     if pred.dtype() != DType::Bool {
-        bail_op!(op, "condition must be b8, got {}", pred.dtype().short_name());
+        bail_op!(
+            op,
+            "condition must be b8, got {}",
+            pred.dtype().short_name()
+        );
     }
     let (_, _, dtype) = promote(op, &[a.clone(), b.clone()], Promotion::NoOpMath)?;
     let mut shapes: Vec<&[i64]> = vec![pred.shape()];
@@ -222,13 +266,36 @@ pub fn where_(op: &str, pred: &Tensor, a: &Operand, b: &Operand) -> Result<Tenso
     if !matches!(a, Operand::Tensor(_)) && !matches!(b, Operand::Tensor(_)) {
         // Both branches are numbers: materialize one so the prim sees a tensor of the dtype.
         let filled = full(shape.clone(), a.scalar_as(dtype), pred.device(), dtype)?;
-        return prim1(Prim::Where, vec![Arg::Value(pred.value()), Arg::Value(filled.value()), branch(b)?]);
+        return prim1(
+            Prim::Where,
+            vec![
+                Arg::Value(pred.value()),
+                Arg::Value(filled.value()),
+                branch(b)?,
+            ],
+        );
     }
-    prim1(Prim::Where, vec![Arg::Value(pred.value()), branch(a)?, branch(b)?])
+    prim1(
+        Prim::Where,
+        vec![Arg::Value(pred.value()), branch(a)?, branch(b)?],
+    )
 }
 
-pub fn full(shape: Vec<i64>, fill: Arg, device: crate::device::Device, dtype: DType) -> Result<Tensor> {
-    prim1(Prim::Full, vec![Arg::Ints(shape), fill, Arg::Device(device), Arg::DType(dtype)])
+pub fn full(
+    shape: Vec<i64>,
+    fill: Arg,
+    device: crate::device::Device,
+    dtype: DType,
+) -> Result<Tensor> {
+    prim1(
+        Prim::Full,
+        vec![
+            Arg::Ints(shape),
+            fill,
+            Arg::Device(device),
+            Arg::DType(dtype),
+        ],
+    )
 }
 
 /// Canonical, sorted, distinct reduction dims; `None` means every dim.

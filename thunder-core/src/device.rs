@@ -12,7 +12,10 @@ impl Device {
     pub fn to_desc(self) -> DeviceDesc {
         match self {
             Device::Cpu => DeviceDesc::CPU,
-            Device::Cuda(index) => DeviceDesc { kind: DeviceKind::Cuda, index },
+            Device::Cuda(index) => DeviceDesc {
+                kind: DeviceKind::Cuda,
+                index,
+            },
         }
     }
 

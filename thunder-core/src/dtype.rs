@@ -143,15 +143,33 @@ mod tests {
     #[test]
     fn result_type_matches_torch() {
         // torch.result_type(torch.ones(2, dtype=torch.int32), 2.5) == float32
-        assert_eq!(result_type(&[Operand::Tensor(I32), Operand::Scalar(Category::Float)]), Some(F32));
+        assert_eq!(
+            result_type(&[Operand::Tensor(I32), Operand::Scalar(Category::Float)]),
+            Some(F32)
+        );
         // int tensor with int scalar keeps the tensor's dtype
-        assert_eq!(result_type(&[Operand::Tensor(U8), Operand::Scalar(Category::Int)]), Some(U8));
+        assert_eq!(
+            result_type(&[Operand::Tensor(U8), Operand::Scalar(Category::Int)]),
+            Some(U8)
+        );
         // f16 tensor with a f32 0-d tensor stays f16
-        assert_eq!(result_type(&[Operand::Tensor(F16), Operand::ZeroDim(F32)]), Some(F16));
+        assert_eq!(
+            result_type(&[Operand::Tensor(F16), Operand::ZeroDim(F32)]),
+            Some(F16)
+        );
         // i32 tensor with a f64 0-d tensor: category rises, default dtype of the 0-d kind
-        assert_eq!(result_type(&[Operand::Tensor(I32), Operand::ZeroDim(F64)]), Some(F64));
+        assert_eq!(
+            result_type(&[Operand::Tensor(I32), Operand::ZeroDim(F64)]),
+            Some(F64)
+        );
         // bool tensor with an int scalar becomes i64
-        assert_eq!(result_type(&[Operand::Tensor(Bool), Operand::Scalar(Category::Int)]), Some(I64));
-        assert_eq!(result_type(&[Operand::ZeroDim(I16), Operand::Scalar(Category::Float)]), Some(F32));
+        assert_eq!(
+            result_type(&[Operand::Tensor(Bool), Operand::Scalar(Category::Int)]),
+            Some(I64)
+        );
+        assert_eq!(
+            result_type(&[Operand::ZeroDim(I16), Operand::Scalar(Category::Float)]),
+            Some(F32)
+        );
     }
 }

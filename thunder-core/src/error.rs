@@ -12,7 +12,11 @@ pub enum Error {
     Op { op: String, message: String },
 
     #[error("line {line}, column {column}: {message}")]
-    Parse { line: usize, column: usize, message: String },
+    Parse {
+        line: usize,
+        column: usize,
+        message: String,
+    },
 
     #[error("input `{name}`: {message}")]
     Input { name: String, message: String },
@@ -21,7 +25,11 @@ pub enum Error {
     File { path: PathBuf, message: String },
 
     #[error("{path}: field `{field}`: {message}")]
-    Config { path: PathBuf, field: String, message: String },
+    Config {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
 
     #[error("plugin `{plugin}`: {message}")]
     Plugin { plugin: String, message: String },
@@ -39,16 +47,20 @@ pub enum Error {
 
 impl Error {
     pub fn op(op: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Op { op: op.into(), message: message.into() }
+        Error::Op {
+            op: op.into(),
+            message: message.into(),
+        }
     }
 
     /// Adds the name of the enclosing op, so an error inside a decomposition reads
     /// `ltorch.linear: ltorch.matmul: prims.matmul: ...`.
     pub fn within(self, outer: &str) -> Self {
         match self {
-            Error::Op { op, message } if op != outer => {
-                Error::Op { op: outer.to_string(), message: format!("{op}: {message}") }
-            }
+            Error::Op { op, message } if op != outer => Error::Op {
+                op: outer.to_string(),
+                message: format!("{op}: {message}"),
+            },
             other => other,
         }
     }

@@ -38,7 +38,14 @@ pub fn compile_trace(host: &PluginHost, initial: Trace) -> Result<(Traces, Compi
         passes.push(current.clone());
     }
     let (execution, program) = compile(host, &current)?;
-    Ok((Traces { initial, passes, execution }, program))
+    Ok((
+        Traces {
+            initial,
+            passes,
+            execution,
+        },
+        program,
+    ))
 }
 
 struct Entry {
@@ -74,7 +81,10 @@ pub fn jit(f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static) -> Jitt
 }
 
 /// Jits `f` with a given plugin host.
-pub fn jit_with(host: Arc<PluginHost>, f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static) -> Jitted {
+pub fn jit_with(
+    host: Arc<PluginHost>,
+    f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static,
+) -> Jitted {
     let j = jit(f);
     let _ = j.host.set(Ok(host));
     j
@@ -100,7 +110,10 @@ impl Jitted {
 
     fn lookup(&self, inputs: &[Array]) -> Option<Arc<Entry>> {
         let cache = self.cache.read().ok()?;
-        cache.iter().find(|e| same_signature(&e.key, inputs)).cloned()
+        cache
+            .iter()
+            .find(|e| same_signature(&e.key, inputs))
+            .cloned()
     }
 
     /// Traces `f` for inputs of these types (no compilation).
@@ -108,12 +121,19 @@ impl Jitted {
         let names: Vec<String> = match &self.names {
             Some(n) if n.len() == types.len() => n.clone(),
             Some(n) => {
-                return Err(Error::Usage(format!("{} input names given for {} inputs", n.len(), types.len())));
+                return Err(Error::Usage(format!(
+                    "{} input names given for {} inputs",
+                    n.len(),
+                    types.len()
+                )));
             }
             None => (0..types.len()).map(|i| format!("x{i}")).collect(),
         };
-        let inputs: Vec<(String, TensorType)> = names.into_iter().zip(types.iter().cloned()).collect();
-        trace_with(&inputs, HashSet::new(), "Tracing", |proxies| Ok((self.f)(proxies)))
+        let inputs: Vec<(String, TensorType)> =
+            names.into_iter().zip(types.iter().cloned()).collect();
+        trace_with(&inputs, HashSet::new(), "Tracing", |proxies| {
+            Ok((self.f)(proxies))
+        })
     }
 
     pub fn call(&self, inputs: &[Array]) -> Result<Vec<Array>> {
@@ -127,7 +147,11 @@ impl Jitted {
                 let types: Vec<TensorType> = inputs.iter().map(|a| a.ty().clone()).collect();
                 let trace = self.trace(&types)?;
                 let (traces, program) = compile_trace(self.host()?, trace)?;
-                let entry = Arc::new(Entry { key: types, program, traces: Arc::new(traces) });
+                let entry = Arc::new(Entry {
+                    key: types,
+                    program,
+                    traces: Arc::new(traces),
+                });
                 if let Ok(mut cache) = self.cache.write() {
                     cache.push(entry.clone());
                 }

@@ -2,6 +2,7 @@
 //! [`Tensor`] API is traced into a [`ir::Trace`], transformed by passes, partitioned among
 //! executor plugins and run.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod clang;
 pub mod device;
@@ -21,7 +22,7 @@ pub mod trace_ctx;
 pub use device::Device;
 pub use dtype::DType;
 pub use error::{Error, Result};
-pub use tensor::Tensor;
 pub use host::PluginHost;
 pub use jit::{compile_trace, jit, jit_with, Jitted, Traces};
 pub use runtime::Array;
+pub use tensor::Tensor;

@@ -18,7 +18,10 @@ impl Tensor {
     }
 
     pub(crate) fn poisoned() -> Self {
-        Tensor { value: Value::POISON, ty: Arc::new(TensorType::new(Vec::new(), DType::F32, Device::Cpu)) }
+        Tensor {
+            value: Value::POISON,
+            ty: Arc::new(TensorType::new(Vec::new(), DType::F32, Device::Cpu)),
+        }
     }
 
     pub fn is_poisoned(&self) -> bool {

@@ -131,7 +131,10 @@ where
         }
         output_values.push(t.value());
     }
-    let scope = builder.scopes.pop().ok_or_else(|| Error::Bug("scope stack empty".into()))?;
+    let scope = builder
+        .scopes
+        .pop()
+        .ok_or_else(|| Error::Bug("scope stack empty".into()))?;
     Ok(Trace {
         fn_name: "computation".into(),
         values: builder.values,
@@ -171,7 +174,10 @@ fn arg_types(b: &Builder, args: &[Arg]) -> Result<Vec<Option<TensorType>>> {
 /// Binds a symbol: a prim runs its meta; a composite traces its decomposition in a new scope,
 /// whose bound symbols become the subsymbols.
 pub fn bind(sym: &'static Symbol, args: Vec<Arg>) -> Result<Vec<Tensor>> {
-    if args.iter().any(|a| matches!(a, Arg::Value(v) if *v == Value::POISON)) {
+    if args
+        .iter()
+        .any(|a| matches!(a, Arg::Value(v) if *v == Value::POISON))
+    {
         return Err(Error::Bug("poisoned input".into()));
     }
     match sym.kind {
@@ -188,7 +194,12 @@ pub fn bind(sym: &'static Symbol, args: Vec<Arg>) -> Result<Vec<Tensor>> {
                 outputs.push(v);
                 tensors.push(Tensor::new(v, ty));
             }
-            let bsym = BoundSymbol { sym, args, outputs, subsymbols: Vec::new() };
+            let bsym = BoundSymbol {
+                sym,
+                args,
+                outputs,
+                subsymbols: Vec::new(),
+            };
             current_scope(b)?.bsyms.push(bsym);
             Ok(tensors)
         }),
@@ -198,15 +209,24 @@ pub fn bind(sym: &'static Symbol, args: Vec<Arg>) -> Result<Vec<Tensor>> {
                 b.scopes.push(Scope { bsyms: Vec::new() });
                 Ok(b.values.len() as u32)
             })?;
-            let result = decompose(&crate::ltorch::CallArgs { op: sym.id, args: &args });
+            let result = decompose(&crate::ltorch::CallArgs {
+                op: sym.id,
+                args: &args,
+            });
             with_builder(|b| {
-                let scope = b.scopes.pop().ok_or_else(|| Error::Bug("scope stack empty".into()))?;
+                let scope = b
+                    .scopes
+                    .pop()
+                    .ok_or_else(|| Error::Bug("scope stack empty".into()))?;
                 if let Some(e) = b.error.take() {
                     return Err(e.within(sym.id));
                 }
                 let outputs = result.map_err(|e| e.within(sym.id))?;
                 if outputs.iter().any(Tensor::is_poisoned) {
-                    return Err(Error::Bug(format!("{}: poisoned output without an error", sym.id)));
+                    return Err(Error::Bug(format!(
+                        "{}: poisoned output without an error",
+                        sym.id
+                    )));
                 }
                 let parent = current_scope(b)?;
                 // A decomposition that hands back a value made before it started (e.g. a
@@ -228,7 +248,9 @@ pub fn bind(sym: &'static Symbol, args: Vec<Arg>) -> Result<Vec<Tensor>> {
 }
 
 fn current_scope(b: &mut Builder) -> Result<&mut Scope> {
-    b.scopes.last_mut().ok_or_else(|| Error::Bug("scope stack empty".into()))
+    b.scopes
+        .last_mut()
+        .ok_or_else(|| Error::Bug("scope stack empty".into()))
 }
 
 /// Renames a value of the trace being built (the parser gives values their written names).

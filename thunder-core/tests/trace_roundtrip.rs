@@ -9,8 +9,14 @@ use thunder_core::{DType, Device};
 #[test]
 fn traced_program_round_trips_through_text() {
     let inputs = vec![
-        ("x".to_string(), TensorType::new(vec![8, 16], DType::F16, Device::Cpu)),
-        ("w".to_string(), TensorType::new(vec![4, 16], DType::F16, Device::Cpu)),
+        (
+            "x".to_string(),
+            TensorType::new(vec![8, 16], DType::F16, Device::Cpu),
+        ),
+        (
+            "w".to_string(),
+            TensorType::new(vec![4, 16], DType::F16, Device::Cpu),
+        ),
     ];
     let t = trace_with(&inputs, HashSet::new(), "Tracing", |xs| {
         let y = thunder_core::ltorch::linear(&xs[0], &xs[1], None)?;
@@ -20,7 +26,10 @@ fn traced_program_round_trips_through_text() {
     .unwrap();
     let text = print_trace(&t);
     assert!(text.contains("t1 = ltorch.linear(x, w, None)"), "{text}");
-    assert!(text.contains("      # t0 = prims.transpose(w, [1, 0])"), "{text}");
+    assert!(
+        text.contains("      # t0 = prims.transpose(w, [1, 0])"),
+        "{text}"
+    );
     let t2 = parse_trace(&text).unwrap();
     let text2 = print_trace(&t2);
     assert_eq!(text, text2);

@@ -28,15 +28,30 @@ pub fn run(args: &HostArgs) -> Result<()> {
     let start = Instant::now();
     let out = mlp.call(&inputs)?;
     let first = start.elapsed();
-    let traces = mlp.last_traces().ok_or_else(|| anyhow::anyhow!("no traces recorded"))?;
-    println!("=== initial trace ===\n{}", thunder_core::text::print_trace(&traces.initial));
-    println!("=== final trace (after passes) ===\n{}", thunder_core::text::print_trace(traces.final_trace()));
+    let traces = mlp
+        .last_traces()
+        .ok_or_else(|| anyhow::anyhow!("no traces recorded"))?;
+    println!(
+        "=== initial trace ===\n{}",
+        thunder_core::text::print_trace(&traces.initial)
+    );
+    println!(
+        "=== final trace (after passes) ===\n{}",
+        thunder_core::text::print_trace(traces.final_trace())
+    );
     println!("=== execution trace ===\n{}", traces.execution.print());
 
     let probs = out[0].to_vec::<f32>()?;
     for (row, p) in probs.chunks(classes as usize).enumerate() {
-        let (best, pmax) = p.iter().enumerate().fold((0, f32::MIN), |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc });
-        println!("row {row}: class {best} with p = {pmax:.3} (row sums to {:.6})", p.iter().sum::<f32>());
+        let (best, pmax) =
+            p.iter().enumerate().fold(
+                (0, f32::MIN),
+                |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc },
+            );
+        println!(
+            "row {row}: class {best} with p = {pmax:.3} (row sums to {:.6})",
+            p.iter().sum::<f32>()
+        );
     }
     let n = 1000;
     let start = Instant::now();

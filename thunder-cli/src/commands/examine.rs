@@ -10,14 +10,29 @@ use thunder_core::Error;
 pub fn run(args: &HostArgs, program: &Path) -> Result<()> {
     let trace = load_program(program)?;
     let host = args.host()?;
-    let active: Vec<&str> = host.entries().iter().filter(|e| e.is_active()).map(|e| e.name.as_str()).collect();
-    println!("executors asked, in order: {}", if active.is_empty() { "none".into() } else { active.join(", ") });
+    let active: Vec<&str> = host
+        .entries()
+        .iter()
+        .filter(|e| e.is_active())
+        .map(|e| e.name.as_str())
+        .collect();
+    println!(
+        "executors asked, in order: {}",
+        if active.is_empty() {
+            "none".into()
+        } else {
+            active.join(", ")
+        }
+    );
     match partition(&host, &trace, &HashSet::new()) {
         Ok(part) => {
             let mut by_symbol: BTreeMap<(String, String), usize> = BTreeMap::new();
             for r in &part.regions {
                 for &i in &r.ops {
-                    let key = (part.bsyms[i].sym.id.to_string(), host.entries()[r.executor].name.clone());
+                    let key = (
+                        part.bsyms[i].sym.id.to_string(),
+                        host.entries()[r.executor].name.clone(),
+                    );
                     *by_symbol.entry(key).or_default() += 1;
                 }
             }

@@ -10,6 +10,7 @@ use thunder_core::ir::Trace;
 
 /// Reads and parses a program file; parse errors keep their line and column.
 pub fn load_program(path: &Path) -> Result<Trace> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     thunder_core::text::parse_trace(&text).with_context(|| format!("{}", path.display()))
 }

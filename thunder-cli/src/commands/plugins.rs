@@ -30,11 +30,16 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
             .iter()
             .map(|i| json!({"path": i.path, "executor": i.executor, "message": i.message}))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({"executors": executors, "load_errors": issues}))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"executors": executors, "load_errors": issues}))?
+        );
         return Ok(());
     }
     if host.entries().is_empty() {
-        println!("no executor plugins loaded (build them with `cargo build --release --workspace`)");
+        println!(
+            "no executor plugins loaded (build them with `cargo build --release --workspace`)"
+        );
     }
     for e in host.entries() {
         let status = match &e.available {
@@ -42,12 +47,24 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
             Ok(()) => "disabled".to_string(),
             Err(reason) => format!("unavailable: {reason}"),
         };
-        println!("{} {} (ABI {}) priority {} [{}]", e.name, e.version, e.abi_version, e.priority, status);
+        println!(
+            "{} {} (ABI {}) priority {} [{}]",
+            e.name, e.version, e.abi_version, e.priority, status
+        );
         println!("    path: {}", e.path.display());
-        println!("    devices: {}; {} symbols; {}", e.devices.join(", "), e.symbols.len(), e.description);
+        println!(
+            "    devices: {}; {} symbols; {}",
+            e.devices.join(", "),
+            e.symbols.len(),
+            e.description
+        );
     }
     for i in host.issues() {
-        let what = i.executor.clone().or_else(|| i.path.as_ref().map(|p| p.display().to_string())).unwrap_or_default();
+        let what = i
+            .executor
+            .clone()
+            .or_else(|| i.path.as_ref().map(|p| p.display().to_string()))
+            .unwrap_or_default();
         println!("load error: {what}: {}", i.message);
     }
     Ok(())

@@ -57,8 +57,15 @@ impl Config {
                 .map(str::to_string)
                 .or(key_at_span)
                 .unwrap_or_else(|| "<document>".into());
-            let at = e.span().map(|s| format!(" (line {})", line_of(s.start))).unwrap_or_default();
-            Error::Config { path: path.to_path_buf(), field, message: format!("{message}{at}") }
+            let at = e
+                .span()
+                .map(|s| format!(" (line {})", line_of(s.start)))
+                .unwrap_or_default();
+            Error::Config {
+                path: path.to_path_buf(),
+                field,
+                message: format!("{message}{at}"),
+            }
         })?;
         for (i, e) in config.executors.iter().enumerate() {
             if let Some(req) = &e.requires {
@@ -83,8 +90,10 @@ impl Config {
     }
 
     pub fn load(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::File { path: path.to_path_buf(), message: format!("cannot read: {e}") })?;
+        let text = std::fs::read_to_string(path).map_err(|e| Error::File {
+            path: path.to_path_buf(),
+            message: format!("cannot read: {e}"),
+        })?;
         Config::parse(&text, path)
     }
 
@@ -109,7 +118,11 @@ mod tests {
 
     #[test]
     fn unknown_key_names_the_field() {
-        let err = Config::parse("[[executor]]\nname = \"a\"\npriorty = 3\n", Path::new("p.toml")).unwrap_err();
+        let err = Config::parse(
+            "[[executor]]\nname = \"a\"\npriorty = 3\n",
+            Path::new("p.toml"),
+        )
+        .unwrap_err();
         match err {
             Error::Config { field, message, .. } => {
                 assert_eq!(field, "priorty");
@@ -121,20 +134,38 @@ mod tests {
 
     #[test]
     fn wrong_type_names_the_field() {
-        let err = Config::parse("[[executor]]\nname = \"a\"\npriority = \"high\"\n", Path::new("p.toml")).unwrap_err();
+        let err = Config::parse(
+            "[[executor]]\nname = \"a\"\npriority = \"high\"\n",
+            Path::new("p.toml"),
+        )
+        .unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("p.toml: field `priority`") && text.contains("line 3"), "{text}");
+        assert!(
+            text.contains("p.toml: field `priority`") && text.contains("line 3"),
+            "{text}"
+        );
     }
 
     #[test]
     fn bad_semver_requirement_is_rejected() {
-        let err = Config::parse("[[executor]]\nname = \"a\"\nrequires = \"lots\"\n", Path::new("p.toml")).unwrap_err();
+        let err = Config::parse(
+            "[[executor]]\nname = \"a\"\nrequires = \"lots\"\n",
+            Path::new("p.toml"),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("executor[0].requires"), "{err}");
     }
 
     #[test]
     fn relative_paths_resolve_from_the_config_folder() {
-        let c = Config::parse("plugin_dirs = [\"plugins\"]\n", Path::new("/etc/thunder/plugins.toml")).unwrap();
-        assert_eq!(c.resolve(&c.plugin_dirs[0]), PathBuf::from("/etc/thunder/plugins"));
+        let c = Config::parse(
+            "plugin_dirs = [\"plugins\"]\n",
+            Path::new("/etc/thunder/plugins.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.resolve(&c.plugin_dirs[0]),
+            PathBuf::from("/etc/thunder/plugins")
+        );
     }
 }

@@ -70,7 +70,11 @@ impl ExecutionTrace {
         for (k, s) in self.steps.iter().enumerate() {
             let outs: Vec<&str> = s.outputs.iter().map(|&v| t.name(v)).collect();
             let ins: Vec<&str> = s.inputs.iter().map(|&v| t.name(v)).collect();
-            let types: Vec<String> = s.outputs.iter().map(|&v| format!("{}: \"{}\"", t.name(v), t.ty(v))).collect();
+            let types: Vec<String> = s
+                .outputs
+                .iter()
+                .map(|&v| format!("{}: \"{}\"", t.name(v), t.ty(v)))
+                .collect();
             let _ = writeln!(
                 out,
                 "  {} = {}.region{k}({})  # {}",

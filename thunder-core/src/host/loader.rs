@@ -18,13 +18,22 @@ pub enum Probe {
 /// half-copied plugin must be caught here.
 fn check_complete(path: &Path) -> Result<(), String> {
     use object::{Object, ObjectSection, ObjectSegment};
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot load library: cannot read: {e}"))?;
-    let file = object::File::parse(&*bytes).map_err(|e| format!("cannot load library: not a shared library: {e}"))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot load library: cannot read: {e}"))?;
+    let file = object::File::parse(&*bytes)
+        .map_err(|e| format!("cannot load library: not a shared library: {e}"))?;
     for segment in file.segments() {
-        segment.data().map_err(|e| format!("cannot load library: truncated or corrupt (segment: {e})"))?;
+        segment
+            .data()
+            .map_err(|e| format!("cannot load library: truncated or corrupt (segment: {e})"))?;
     }
     for section in file.sections() {
-        section.data().map_err(|e| format!("cannot load library: truncated or corrupt (section {}: {e})", section.name().unwrap_or("?")))?;
+        section.data().map_err(|e| {
+            format!(
+                "cannot load library: truncated or corrupt (section {}: {e})",
+                section.name().unwrap_or("?")
+            )
+        })?;
     }
     Ok(())
 }
@@ -33,7 +42,8 @@ pub fn probe(path: &Path) -> Result<Probe, String> {
     check_complete(path)?;
     // SAFETY: loading a library runs its initializers; plugin folders are trusted locations
     // chosen by the user, as for any plugin system that loads native code.
-    let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load library: {e}"))?;
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| format!("cannot load library: {e}"))?;
     // SAFETY: the entry symbol's type is fixed forever: `extern "C" fn() -> u64`.
     let entry = unsafe { lib.get::<extern "C" fn() -> u64>(ENTRY_SYMBOL.as_bytes()) };
     match entry {
@@ -46,10 +56,13 @@ pub fn probe(path: &Path) -> Result<Probe, String> {
 pub fn load_module(path: &Path) -> Result<PluginModuleRef, String> {
     let version = match probe(path)? {
         Probe::Plugin(v) => v,
-        Probe::NotAPlugin => return Err(format!("not a thunder plugin (no `{ENTRY_SYMBOL}` symbol)")),
+        Probe::NotAPlugin => {
+            return Err(format!("not a thunder plugin (no `{ENTRY_SYMBOL}` symbol)"))
+        }
     };
     version.compatible_with_host(ABI_VERSION)?;
-    let header = lib_header_from_path(path).map_err(|e| format!("not an abi_stable library: {e}"))?;
+    let header =
+        lib_header_from_path(path).map_err(|e| format!("not an abi_stable library: {e}"))?;
     header
         .init_root_module::<PluginModuleRef>()
         .map_err(|e| format!("ABI layout check failed: {e}"))

@@ -61,7 +61,12 @@ fn option_value(key: &str, v: &toml::Value) -> std::result::Result<OptionValue, 
         toml::Value::Integer(i) => OptionValue::Int(*i),
         toml::Value::Float(x) => OptionValue::Float(*x),
         toml::Value::String(s) => OptionValue::Str(RString::from(s.as_str())),
-        other => return Err(format!("option `{key}` must be a bool, integer, float or string, got {}", other.type_str())),
+        other => {
+            return Err(format!(
+                "option `{key}` must be a bool, integer, float or string, got {}",
+                other.type_str()
+            ))
+        }
     })
 }
 
@@ -72,13 +77,19 @@ fn sha256_hex(path: &Path) -> std::result::Result<String, String> {
 }
 
 fn is_library(path: &Path) -> bool {
-    matches!(path.extension().and_then(|e| e.to_str()), Some("so" | "dylib" | "dll"))
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("so" | "dylib" | "dll")
+    )
 }
 
 impl PluginHost {
     /// A host with no executors (everything fails to claim); useful for tracing only.
     pub fn empty() -> PluginHost {
-        PluginHost { entries: Vec::new(), issues: Vec::new() }
+        PluginHost {
+            entries: Vec::new(),
+            issues: Vec::new(),
+        }
     }
 
     /// Loads every plugin the config names or its folders hold. Problems become
@@ -91,22 +102,38 @@ impl PluginHost {
             if let Some(lib) = &e.library {
                 let p = config.resolve(lib);
                 if !p.exists() {
-                    host.issue(Some(p.clone()), Some(e.name.clone()), format!("executor[{i}].library: file not found"));
+                    host.issue(
+                        Some(p.clone()),
+                        Some(e.name.clone()),
+                        format!("executor[{i}].library: file not found"),
+                    );
                 }
                 candidates.push(p);
             }
         }
-        let dirs = config.plugin_dirs.iter().map(|d| config.resolve(d)).chain(extra_dirs.iter().cloned());
+        let dirs = config
+            .plugin_dirs
+            .iter()
+            .map(|d| config.resolve(d))
+            .chain(extra_dirs.iter().cloned());
         for dir in dirs {
             let Ok(read) = std::fs::read_dir(&dir) else {
                 tracing::debug!(dir = %dir.display(), "plugin folder not found");
                 continue;
             };
-            let mut files: Vec<PathBuf> = read.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_library(p)).collect();
+            let mut files: Vec<PathBuf> = read
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_library(p))
+                .collect();
             files.sort();
             candidates.extend(files);
         }
-        let listed_min = config.executors.iter().map(|e| e.priority).min().unwrap_or(0);
+        let listed_min = config
+            .executors
+            .iter()
+            .map(|e| e.priority)
+            .min()
+            .unwrap_or(0);
         for path in candidates {
             let key = path.canonicalize().unwrap_or_else(|_| path.clone());
             if !path.exists() || !seen_paths.insert(key) {
@@ -116,7 +143,14 @@ impl PluginHost {
         }
         for (i, e) in config.executors.iter().enumerate() {
             if !host.entries.iter().any(|x| x.name == e.name) {
-                host.issue(None, Some(e.name.clone()), format!("executor[{i}] `{}` is listed but no plugin of that name was found", e.name));
+                host.issue(
+                    None,
+                    Some(e.name.clone()),
+                    format!(
+                        "executor[{i}] `{}` is listed but no plugin of that name was found",
+                        e.name
+                    ),
+                );
             }
         }
         host.sort();
@@ -125,7 +159,11 @@ impl PluginHost {
 
     fn issue(&mut self, path: Option<PathBuf>, executor: Option<String>, message: String) {
         tracing::warn!(path = ?path, executor = ?executor, "{message}");
-        self.issues.push(LoadIssue { path, executor, message });
+        self.issues.push(LoadIssue {
+            path,
+            executor,
+            message,
+        });
     }
 
     fn load_one(&mut self, path: &Path, config: &Config, default_priority: i64) {
@@ -144,9 +182,17 @@ impl PluginHost {
         let info = (module.info())();
         let name = info.name.to_string();
         if self.entries.iter().any(|e| e.name == name) {
-            return self.issue(Some(path.to_path_buf()), Some(name.clone()), format!("a plugin named `{name}` is already loaded; this one is skipped"));
+            return self.issue(
+                Some(path.to_path_buf()),
+                Some(name.clone()),
+                format!("a plugin named `{name}` is already loaded; this one is skipped"),
+            );
         }
-        let listed = config.executors.iter().enumerate().find(|(_, e)| e.name == name);
+        let listed = config
+            .executors
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.name == name);
         let mut entry = ExecutorEntry {
             name: name.clone(),
             version: info.version.to_string(),
@@ -173,7 +219,11 @@ impl PluginHost {
             for (k, v) in &cfg.options {
                 match option_value(k, v) {
                     Ok(v) => options.push(Tuple2(RString::from(k.as_str()), v)),
-                    Err(e) => self.issue(Some(path.to_path_buf()), Some(name.clone()), format!("executor[{i}].options: {e}")),
+                    Err(e) => self.issue(
+                        Some(path.to_path_buf()),
+                        Some(name.clone()),
+                        format!("executor[{i}].options: {e}"),
+                    ),
                 }
             }
         }
@@ -185,7 +235,11 @@ impl PluginHost {
                 }
                 RResult::RErr(e) => {
                     entry.available = Err(format!("create failed: {e}"));
-                    self.issue(Some(path.to_path_buf()), Some(name), format!("create failed: {e}"));
+                    self.issue(
+                        Some(path.to_path_buf()),
+                        Some(name),
+                        format!("create failed: {e}"),
+                    );
                 }
             }
         } else {
@@ -194,26 +248,40 @@ impl PluginHost {
         self.entries.push(entry);
     }
 
-    fn check_pins(&self, i: usize, cfg: &ExecutorConfig, entry: &ExecutorEntry) -> std::result::Result<(), String> {
+    fn check_pins(
+        &self,
+        i: usize,
+        cfg: &ExecutorConfig,
+        entry: &ExecutorEntry,
+    ) -> std::result::Result<(), String> {
         if let Some(req) = &cfg.requires {
-            let req = semver::VersionReq::parse(req).map_err(|e| format!("executor[{i}].requires: {e}"))?;
+            let req = semver::VersionReq::parse(req)
+                .map_err(|e| format!("executor[{i}].requires: {e}"))?;
             let version = semver::Version::parse(&entry.version)
                 .map_err(|e| format!("plugin version `{}` is not semver: {e}", entry.version))?;
             if !req.matches(&version) {
-                return Err(format!("executor[{i}].requires: plugin version {version} does not satisfy `{req}`"));
+                return Err(format!(
+                    "executor[{i}].requires: plugin version {version} does not satisfy `{req}`"
+                ));
             }
         }
         if let Some(want) = &cfg.sha256 {
             let got = sha256_hex(&entry.path)?;
             if !got.eq_ignore_ascii_case(want) {
-                return Err(format!("executor[{i}].sha256: library hash {got} does not match the pinned {want}"));
+                return Err(format!(
+                    "executor[{i}].sha256: library hash {got} does not match the pinned {want}"
+                ));
             }
         }
         Ok(())
     }
 
     fn sort(&mut self) {
-        self.entries.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.name.cmp(&b.name)));
+        self.entries.sort_by(|a, b| {
+            b.priority
+                .cmp(&a.priority)
+                .then_with(|| a.name.cmp(&b.name))
+        });
     }
 
     /// Loads from a config file.
@@ -226,7 +294,9 @@ impl PluginHost {
     pub fn from_env() -> Result<PluginHost> {
         let mut host = match std::env::var_os("THUNDER_CONFIG") {
             Some(p) => PluginHost::from_config_file(Path::new(&p), &[])?,
-            None if Path::new("plugins.toml").exists() => PluginHost::from_config_file(Path::new("plugins.toml"), &[])?,
+            None if Path::new("plugins.toml").exists() => {
+                PluginHost::from_config_file(Path::new("plugins.toml"), &[])?
+            }
             None => {
                 let dirs: Vec<PathBuf> = std::env::current_exe()
                     .ok()
@@ -237,7 +307,11 @@ impl PluginHost {
             }
         };
         if let Ok(list) = std::env::var("THUNDER_EXECUTORS") {
-            let names: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            let names: Vec<&str> = list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
             host.restrict_to(&names)?;
         }
         Ok(host)
@@ -248,7 +322,10 @@ impl PluginHost {
         for n in names {
             if !self.entries.iter().any(|e| e.name == *n) {
                 let known: Vec<&str> = self.entries.iter().map(|e| e.name.as_str()).collect();
-                return Err(Error::Usage(format!("unknown executor `{n}` in the executor list; loaded: {}", known.join(", "))));
+                return Err(Error::Usage(format!(
+                    "unknown executor `{n}` in the executor list; loaded: {}",
+                    known.join(", ")
+                )));
             }
         }
         let count = names.len() as i64;

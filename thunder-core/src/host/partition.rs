@@ -56,13 +56,19 @@ fn check_claim(ops: &[u32], owner: &[Option<usize>], bsyms: &[BoundSymbol]) -> O
     let mut seen = HashSet::new();
     for &i in ops {
         let Some(slot) = owner.get(i as usize) else {
-            return Some(format!("op index {i} is out of range (the trace has {} ops)", owner.len()));
+            return Some(format!(
+                "op index {i} is out of range (the trace has {} ops)",
+                owner.len()
+            ));
         };
         if !seen.insert(i) {
             return Some(format!("op {i} is listed twice"));
         }
         if slot.is_some() {
-            return Some(format!("op {i} ({}) is already claimed", bsyms[i as usize].sym.id));
+            return Some(format!(
+                "op {i} ({}) is already claimed",
+                bsyms[i as usize].sym.id
+            ));
         }
     }
     let members: HashSet<usize> = ops.iter().map(|&i| i as usize).collect();
@@ -78,10 +84,15 @@ fn non_convex(members: &HashSet<usize>, bsyms: &[BoundSymbol]) -> Option<String>
     let mut produced: HashSet<Value> = HashSet::new();
     let mut tainted: HashSet<Value> = HashSet::new();
     for (i, b) in bsyms.iter().enumerate().take(hi + 1).skip(lo) {
-        let reads_region = b.input_values().any(|v| produced.contains(&v) || tainted.contains(&v));
+        let reads_region = b
+            .input_values()
+            .any(|v| produced.contains(&v) || tainted.contains(&v));
         if members.contains(&i) {
             if b.input_values().any(|v| tainted.contains(&v)) {
-                return Some(format!("not convex: op {i} ({}) depends on the region through ops outside it", b.sym.id));
+                return Some(format!(
+                    "not convex: op {i} ({}) depends on the region through ops outside it",
+                    b.sym.id
+                ));
             }
             produced.extend(b.outputs.iter().copied());
         } else if reads_region {
@@ -105,7 +116,13 @@ fn decompose_unclaimed(bsyms: &[BoundSymbol], owner: &[Option<usize>]) -> Option
     changed.then_some(out)
 }
 
-fn region_io(trace: &Trace, bsyms: &[BoundSymbol], ops: &[usize], owner: &[Option<usize>], me: usize) -> (Vec<Value>, Vec<Value>) {
+fn region_io(
+    trace: &Trace,
+    bsyms: &[BoundSymbol],
+    ops: &[usize],
+    owner: &[Option<usize>],
+    me: usize,
+) -> (Vec<Value>, Vec<Value>) {
     let mut produced_here = HashSet::new();
     let mut inputs = Vec::new();
     for &i in ops {
@@ -133,20 +150,30 @@ fn region_io(trace: &Trace, bsyms: &[BoundSymbol], ops: &[usize], owner: &[Optio
 /// Orders regions so each runs after the regions whose outputs it reads; ties go to the
 /// region whose first op comes first.
 fn order_regions(regions: Vec<Region>) -> Result<Vec<Region>> {
-    let producer: HashMap<Value, usize> =
-        regions.iter().enumerate().flat_map(|(r, reg)| reg.outputs.iter().map(move |&v| (v, r))).collect();
+    let producer: HashMap<Value, usize> = regions
+        .iter()
+        .enumerate()
+        .flat_map(|(r, reg)| reg.outputs.iter().map(move |&v| (v, r)))
+        .collect();
     let mut indegree = vec![0usize; regions.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); regions.len()];
     for (r, reg) in regions.iter().enumerate() {
-        let deps: HashSet<usize> = reg.inputs.iter().filter_map(|v| producer.get(v).copied()).filter(|&p| p != r).collect();
+        let deps: HashSet<usize> = reg
+            .inputs
+            .iter()
+            .filter_map(|v| producer.get(v).copied())
+            .filter(|&p| p != r)
+            .collect();
         indegree[r] = deps.len();
         for p in deps {
             users[p].push(r);
         }
     }
     let first_op = |r: usize| std::cmp::Reverse(regions[r].ops[0]);
-    let mut ready: BinaryHeap<(std::cmp::Reverse<usize>, usize)> =
-        (0..regions.len()).filter(|&r| indegree[r] == 0).map(|r| (first_op(r), r)).collect();
+    let mut ready: BinaryHeap<(std::cmp::Reverse<usize>, usize)> = (0..regions.len())
+        .filter(|&r| indegree[r] == 0)
+        .map(|r| (first_op(r), r))
+        .collect();
     let mut order = Vec::with_capacity(regions.len());
     while let Some((_, r)) = ready.pop() {
         order.push(r);
@@ -179,7 +206,11 @@ pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) ->
         let mut owner: Vec<Option<usize>> = vec![None; bsyms.len()];
         let mut claims: Vec<(usize, Vec<usize>)> = Vec::new();
         for (ei, entry) in host.entries.iter().enumerate() {
-            let Some(exec) = entry.executor.as_ref().filter(|_| entry.is_active() && !excluded.contains(&ei)) else {
+            let Some(exec) = entry
+                .executor
+                .as_ref()
+                .filter(|_| entry.is_active() && !excluded.contains(&ei))
+            else {
                 continue;
             };
             for (op, o) in view.ops.iter_mut().zip(&owner) {
@@ -189,14 +220,20 @@ pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) ->
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(executor = %entry.name, "claim failed: {e}");
-                    rejections.push(Rejection { executor: entry.name.clone(), reason: format!("claim failed: {e}") });
+                    rejections.push(Rejection {
+                        executor: entry.name.clone(),
+                        reason: format!("claim failed: {e}"),
+                    });
                     continue;
                 }
             };
             for claim in claimed {
                 if let Some(reason) = check_claim(&claim.ops, &owner, &bsyms) {
                     tracing::warn!(executor = %entry.name, "claim rejected: {reason}");
-                    rejections.push(Rejection { executor: entry.name.clone(), reason });
+                    rejections.push(Rejection {
+                        executor: entry.name.clone(),
+                        reason,
+                    });
                     continue;
                 }
                 let mut ops: Vec<usize> = claim.ops.iter().map(|&i| i as usize).collect();
@@ -219,7 +256,9 @@ pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) ->
             .map(|(b, _)| format!("{} (`{}`)", b.sym.id, bsym_line(trace, b)))
             .collect();
         if !unclaimed.is_empty() {
-            return Err(Error::Unclaimed { ops: unclaimed.join("; ") });
+            return Err(Error::Unclaimed {
+                ops: unclaimed.join("; "),
+            });
         }
         for (op, o) in view.ops.iter_mut().zip(&owner) {
             op.claimed = o.is_some();
@@ -229,10 +268,20 @@ pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) ->
             .enumerate()
             .map(|(claim, (executor, ops))| {
                 let (inputs, outputs) = region_io(trace, &bsyms, &ops, &owner, claim);
-                Region { executor, ops, inputs, outputs }
+                Region {
+                    executor,
+                    ops,
+                    inputs,
+                    outputs,
+                }
             })
             .collect();
         let regions = order_regions(regions)?;
-        return Ok(Partition { bsyms, view, regions, rejections });
+        return Ok(Partition {
+            bsyms,
+            view,
+            regions,
+            rejections,
+        });
     }
 }

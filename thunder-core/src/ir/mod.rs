@@ -35,7 +35,12 @@ pub struct TensorType {
 
 impl TensorType {
     pub fn new(shape: Vec<i64>, dtype: DType, device: Device) -> Self {
-        TensorType { shape, dtype, device, requires_grad: false }
+        TensorType {
+            shape,
+            dtype,
+            device,
+            requires_grad: false,
+        }
     }
 
     pub fn numel(&self) -> usize {
@@ -54,7 +59,13 @@ impl TensorType {
 impl std::fmt::Display for TensorType {
     /// `cpu f32[8, 16]`, the form used in trace annotations.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}{}", self.device, self.dtype.short_name(), ShapeDisplay(&self.shape))?;
+        write!(
+            f,
+            "{} {}{}",
+            self.device,
+            self.dtype.short_name(),
+            ShapeDisplay(&self.shape)
+        )?;
         if self.requires_grad {
             write!(f, " requires_grad")?;
         }

@@ -52,9 +52,11 @@ impl std::fmt::Debug for Symbol {
 
 fn prim_tags(p: Prim) -> &'static [Tag] {
     match p.class() {
-        PrimClass::Unary | PrimClass::Binary | PrimClass::Compare | PrimClass::Where | PrimClass::Convert => {
-            &[Tag::Elementwise]
-        }
+        PrimClass::Unary
+        | PrimClass::Binary
+        | PrimClass::Compare
+        | PrimClass::Where
+        | PrimClass::Convert => &[Tag::Elementwise],
         PrimClass::Shape => &[Tag::ShapeOp],
         PrimClass::Reduction => &[Tag::Reduction],
         PrimClass::Matmul => &[Tag::Matmul],
@@ -67,7 +69,11 @@ fn prim_symbols() -> &'static [Symbol] {
     SYMBOLS.get_or_init(|| {
         Prim::ALL
             .iter()
-            .map(|&p| Symbol { id: p.id(), kind: SymbolKind::Prim(p), tags: prim_tags(p) })
+            .map(|&p| Symbol {
+                id: p.id(),
+                kind: SymbolKind::Prim(p),
+                tags: prim_tags(p),
+            })
             .collect()
     })
 }

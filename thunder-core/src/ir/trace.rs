@@ -32,7 +32,10 @@ impl Trace {
     }
 
     pub fn input_names(&self) -> Vec<String> {
-        self.inputs.iter().map(|&v| self.name(v).to_string()).collect()
+        self.inputs
+            .iter()
+            .map(|&v| self.name(v).to_string())
+            .collect()
     }
 
     /// Number of top-level bound symbols whose symbol is a prim, counting into composites.

@@ -15,7 +15,10 @@ pub struct CallArgs<'a> {
 impl CallArgs<'_> {
     pub fn expect(&self, n: usize) -> Result<()> {
         if self.args.len() != n {
-            return Err(Error::op(self.op, format!("expected {n} arguments, got {}", self.args.len())));
+            return Err(Error::op(
+                self.op,
+                format!("expected {n} arguments, got {}", self.args.len()),
+            ));
         }
         Ok(())
     }
@@ -27,7 +30,11 @@ impl CallArgs<'_> {
     }
 
     fn wrong(&self, i: usize, what: &str) -> Error {
-        let got = self.args.get(i).map(|a| format!("{a:?}")).unwrap_or_else(|| "nothing".into());
+        let got = self
+            .args
+            .get(i)
+            .map(|a| format!("{a:?}"))
+            .unwrap_or_else(|| "nothing".into());
         Error::op(self.op, format!("argument {i} must be {what}, got {got}"))
     }
 

@@ -103,11 +103,23 @@ impl From<bool> for Operand {
 
 pub(crate) fn where_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(3)?;
-    Ok(vec![clang::where_(c.op, &c.tensor(0)?, &c.operand(1)?, &c.operand(2)?)?])
+    Ok(vec![clang::where_(
+        c.op,
+        &c.tensor(0)?,
+        &c.operand(1)?,
+        &c.operand(2)?,
+    )?])
 }
 
 pub fn where_(cond: &Tensor, a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Tensor> {
-    call1("ltorch.where", vec![Arg::Value(cond.value()), a.into().to_arg(), b.into().to_arg()])
+    call1(
+        "ltorch.where",
+        vec![
+            Arg::Value(cond.value()),
+            a.into().to_arg(),
+            b.into().to_arg(),
+        ],
+    )
 }
 
 pub(crate) fn to_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -135,7 +147,11 @@ pub fn relu(a: &Tensor) -> Result<Tensor> {
 
 fn require_float(op: &str, a: &Tensor) -> Result<()> {
     if !dtype::is_float(a.dtype()) {
-        bail_op!(op, "expected a floating-point tensor, got {}", a.dtype().short_name());
+        bail_op!(
+            op,
+            "expected a floating-point tensor, got {}",
+            a.dtype().short_name()
+        );
     }
     Ok(())
 }
@@ -158,10 +174,16 @@ pub(crate) fn gelu_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         "none" => erf(&mul(&x, std::f64::consts::FRAC_1_SQRT_2)?)?,
         "tanh" => {
             let cube = mul(&mul(&x, &x)?, &x)?;
-            let arg = mul(&add(&x, mul(&cube, 0.044715)?)?, (2.0 / std::f64::consts::PI).sqrt())?;
+            let arg = mul(
+                &add(&x, mul(&cube, 0.044715)?)?,
+                (2.0 / std::f64::consts::PI).sqrt(),
+            )?;
             tanh(&arg)?
         }
-        other => bail_op!(c.op, "approximate must be \"none\" or \"tanh\", got \"{other}\""),
+        other => bail_op!(
+            c.op,
+            "approximate must be \"none\" or \"tanh\", got \"{other}\""
+        ),
     };
     let y = mul(&mul(&x, 0.5)?, add(&inner, 1.0)?)?;
     Ok(vec![to(&y, a.dtype())?])
@@ -169,5 +191,8 @@ pub(crate) fn gelu_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 
 /// GELU; `approximate` is `"none"` (erf) or `"tanh"`.
 pub fn gelu(a: &Tensor, approximate: &str) -> Result<Tensor> {
-    call1("ltorch.gelu", vec![Arg::Value(a.value()), Arg::Str(approximate.into())])
+    call1(
+        "ltorch.gelu",
+        vec![Arg::Value(a.value()), Arg::Str(approximate.into())],
+    )
 }

@@ -29,20 +29,35 @@ fn fill_as(fill: &Arg, dtype: DType) -> Arg {
 pub(crate) fn full_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(4)?;
     let dtype = c.dtype(3)?;
-    Ok(vec![clang::full(c.ints(0)?, fill_as(&c.number(1)?, dtype), c.device(2)?, dtype)?])
+    Ok(vec![clang::full(
+        c.ints(0)?,
+        fill_as(&c.number(1)?, dtype),
+        c.device(2)?,
+        dtype,
+    )?])
 }
 
 pub fn full(shape: &[i64], fill: impl Into<Arg>, device: Device, dtype: DType) -> Result<Tensor> {
     call1(
         "ltorch.full",
-        vec![Arg::Ints(shape.to_vec()), fill.into(), Arg::Device(device), Arg::DType(dtype)],
+        vec![
+            Arg::Ints(shape.to_vec()),
+            fill.into(),
+            Arg::Device(device),
+            Arg::DType(dtype),
+        ],
     )
 }
 
 fn filled(c: &CallArgs, value: i64) -> Result<Vec<Tensor>> {
     c.expect(3)?;
     let dtype = c.dtype(2)?;
-    Ok(vec![clang::full(c.ints(0)?, fill_as(&Arg::Int(value), dtype), c.device(1)?, dtype)?])
+    Ok(vec![clang::full(
+        c.ints(0)?,
+        fill_as(&Arg::Int(value), dtype),
+        c.device(1)?,
+        dtype,
+    )?])
 }
 
 pub(crate) fn zeros_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -54,11 +69,25 @@ pub(crate) fn ones_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn zeros(shape: &[i64], device: Device, dtype: DType) -> Result<Tensor> {
-    call1("ltorch.zeros", vec![Arg::Ints(shape.to_vec()), Arg::Device(device), Arg::DType(dtype)])
+    call1(
+        "ltorch.zeros",
+        vec![
+            Arg::Ints(shape.to_vec()),
+            Arg::Device(device),
+            Arg::DType(dtype),
+        ],
+    )
 }
 
 pub fn ones(shape: &[i64], device: Device, dtype: DType) -> Result<Tensor> {
-    call1("ltorch.ones", vec![Arg::Ints(shape.to_vec()), Arg::Device(device), Arg::DType(dtype)])
+    call1(
+        "ltorch.ones",
+        vec![
+            Arg::Ints(shape.to_vec()),
+            Arg::Device(device),
+            Arg::DType(dtype),
+        ],
+    )
 }
 
 impl From<f64> for Arg {

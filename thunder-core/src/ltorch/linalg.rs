@@ -21,7 +21,11 @@ pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         );
     }
     let k_a = a.shape()[a.rank() - 1];
-    let k_b = if b.rank() == 1 { b.shape()[0] } else { b.shape()[b.rank() - 2] };
+    let k_b = if b.rank() == 1 {
+        b.shape()[0]
+    } else {
+        b.shape()[b.rank() - 2]
+    };
     if k_a != k_b {
         bail_op!(
             c.op,
@@ -31,8 +35,16 @@ pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         );
     }
     // 1-D operands become matrices, and their added dim is dropped from the result.
-    let a2 = if a.rank() == 1 { clang::reshape(&a, vec![1, k_a])? } else { a.clone() };
-    let b2 = if b.rank() == 1 { clang::reshape(&b, vec![k_b, 1])? } else { b.clone() };
+    let a2 = if a.rank() == 1 {
+        clang::reshape(&a, vec![1, k_a])?
+    } else {
+        a.clone()
+    };
+    let b2 = if b.rank() == 1 {
+        clang::reshape(&b, vec![k_b, 1])?
+    } else {
+        b.clone()
+    };
     let (ra, rb) = (a2.rank(), b2.rank());
     let batch = clang::broadcast_shapes(c.op, &[&a2.shape()[..ra - 2], &b2.shape()[..rb - 2]])?;
     let with_batch = |t: &Tensor, r: usize| -> Result<Tensor> {
@@ -41,7 +53,10 @@ pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         clang::expand_to(t, &shape)
     };
     let (a3, b3) = (with_batch(&a2, ra)?, with_batch(&b2, rb)?);
-    let out = prim1(Prim::Matmul, vec![Arg::Value(a3.value()), Arg::Value(b3.value())])?;
+    let out = prim1(
+        Prim::Matmul,
+        vec![Arg::Value(a3.value()), Arg::Value(b3.value())],
+    )?;
     let mut shape = batch;
     if a.rank() > 1 {
         shape.push(a.shape()[a.rank() - 2]);
@@ -53,16 +68,27 @@ pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    call1("ltorch.matmul", vec![Arg::Value(a.value()), Arg::Value(b.value())])
+    call1(
+        "ltorch.matmul",
+        vec![Arg::Value(a.value()), Arg::Value(b.value())],
+    )
 }
 
 pub(crate) fn linear_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(3)?;
     let (x, w) = (c.tensor(0)?, c.tensor(1)?);
     if w.rank() == 0 || w.rank() > 2 {
-        bail_op!(c.op, "weight must be 1-D or 2-D, got {}", ShapeDisplay(w.shape()));
+        bail_op!(
+            c.op,
+            "weight must be 1-D or 2-D, got {}",
+            ShapeDisplay(w.shape())
+        );
     }
-    let wt = if w.rank() == 2 { transpose(&w, 0, 1)? } else { w.clone() };
+    let wt = if w.rank() == 2 {
+        transpose(&w, 0, 1)?
+    } else {
+        w.clone()
+    };
     let y = super::linalg::matmul(&x, &wt)?;
     Ok(vec![match c.opt_tensor(2)? {
         Some(bias) => add(&y, &bias)?,
@@ -73,5 +99,8 @@ pub(crate) fn linear_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 /// `x @ w.T + bias`.
 pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let b = bias.map_or(Arg::None, |b| Arg::Value(b.value()));
-    call1("ltorch.linear", vec![Arg::Value(x.value()), Arg::Value(w.value()), b])
+    call1(
+        "ltorch.linear",
+        vec![Arg::Value(x.value()), Arg::Value(w.value()), b],
+    )
 }

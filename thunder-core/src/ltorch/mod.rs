@@ -94,5 +94,7 @@ pub fn call(id: &str, args: Vec<Arg>) -> Result<Vec<Tensor>> {
 
 /// Binds a one-output ltorch op.
 pub(crate) fn call1(id: &str, args: Vec<Arg>) -> Result<Tensor> {
-    call(id, args)?.pop().ok_or_else(|| Error::Bug(format!("{id} returned no output")))
+    call(id, args)?
+        .pop()
+        .ok_or_else(|| Error::Bug(format!("{id} returned no output")))
 }

@@ -35,7 +35,10 @@ fn dims_arg(dims: Option<&[i64]>) -> Arg {
 
 /// Sum over `dims` (`None`: all).
 pub fn sum(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-    call1("ltorch.sum", vec![Arg::Value(a.value()), dims_arg(dims), Arg::Bool(keepdim)])
+    call1(
+        "ltorch.sum",
+        vec![Arg::Value(a.value()), dims_arg(dims), Arg::Bool(keepdim)],
+    )
 }
 
 pub(crate) fn amax_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -46,7 +49,10 @@ pub(crate) fn amax_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn amax(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-    call1("ltorch.amax", vec![Arg::Value(a.value()), dims_arg(dims), Arg::Bool(keepdim)])
+    call1(
+        "ltorch.amax",
+        vec![Arg::Value(a.value()), dims_arg(dims), Arg::Bool(keepdim)],
+    )
 }
 
 pub(crate) fn mean_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -67,21 +73,32 @@ pub(crate) fn mean_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn mean(a: &Tensor, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-    call1("ltorch.mean", vec![Arg::Value(a.value()), dims_arg(dims), Arg::Bool(keepdim)])
+    call1(
+        "ltorch.mean",
+        vec![Arg::Value(a.value()), dims_arg(dims), Arg::Bool(keepdim)],
+    )
 }
 
 pub(crate) fn softmax_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(2)?;
     let a = c.tensor(0)?;
     if !dtype::is_float(a.dtype()) {
-        bail_op!(c.op, "expected a floating-point tensor, got {}", a.dtype().short_name());
+        bail_op!(
+            c.op,
+            "expected a floating-point tensor, got {}",
+            a.dtype().short_name()
+        );
     }
     let dim = clang::canonical_dim(c.op, c.int(1)?, a.rank())?;
     if a.numel() == 0 {
         // Nothing to normalize; the row maximum of an empty row does not exist.
         return Ok(vec![a]);
     }
-    let dims: Vec<i64> = if a.rank() == 0 { vec![] } else { vec![dim as i64] };
+    let dims: Vec<i64> = if a.rank() == 0 {
+        vec![]
+    } else {
+        vec![dim as i64]
+    };
     let x = upcast(&a)?;
     // Subtracting the row maximum keeps exp from overflowing.
     let max = clang::reduce(Prim::Amax, &x, &dims, true)?;

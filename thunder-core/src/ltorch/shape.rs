@@ -9,9 +9,18 @@ use crate::tensor::Tensor;
 /// Resolves one `-1` in a requested shape against the element count.
 fn infer_shape(op: &str, from: &[i64], numel: usize, shape: &[i64]) -> Result<Vec<i64>> {
     let mut out = shape.to_vec();
-    let unknown: Vec<usize> = shape.iter().enumerate().filter(|(_, &d)| d == -1).map(|(i, _)| i).collect();
+    let unknown: Vec<usize> = shape
+        .iter()
+        .enumerate()
+        .filter(|(_, &d)| d == -1)
+        .map(|(i, _)| i)
+        .collect();
     if unknown.len() > 1 {
-        bail_op!(op, "only one dimension can be inferred, got {}", ShapeDisplay(shape));
+        bail_op!(
+            op,
+            "only one dimension can be inferred, got {}",
+            ShapeDisplay(shape)
+        );
     }
     if let Some(d) = shape.iter().find(|&&d| d < -1) {
         bail_op!(op, "invalid shape dimension {d} in {}", ShapeDisplay(shape));
@@ -19,11 +28,21 @@ fn infer_shape(op: &str, from: &[i64], numel: usize, shape: &[i64]) -> Result<Ve
     let known: i64 = shape.iter().filter(|&&d| d != -1).product();
     if let Some(&i) = unknown.first() {
         if known == 0 || numel as i64 % known != 0 {
-            bail_op!(op, "shape {} is invalid for input {} of size {numel}", ShapeDisplay(shape), ShapeDisplay(from));
+            bail_op!(
+                op,
+                "shape {} is invalid for input {} of size {numel}",
+                ShapeDisplay(shape),
+                ShapeDisplay(from)
+            );
         }
         out[i] = numel as i64 / known;
     } else if known as usize != numel {
-        bail_op!(op, "cannot reshape {} ({numel} elements) to {} ({known} elements)", ShapeDisplay(from), ShapeDisplay(shape));
+        bail_op!(
+            op,
+            "cannot reshape {} ({numel} elements) to {} ({known} elements)",
+            ShapeDisplay(from),
+            ShapeDisplay(shape)
+        );
     }
     Ok(out)
 }
@@ -36,7 +55,10 @@ pub(crate) fn reshape_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn reshape(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    call1("ltorch.reshape", vec![Arg::Value(a.value()), Arg::Ints(shape.to_vec())])
+    call1(
+        "ltorch.reshape",
+        vec![Arg::Value(a.value()), Arg::Ints(shape.to_vec())],
+    )
 }
 
 pub(crate) fn transpose_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -52,7 +74,10 @@ pub(crate) fn transpose_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn transpose(a: &Tensor, dim0: i64, dim1: i64) -> Result<Tensor> {
-    call1("ltorch.transpose", vec![Arg::Value(a.value()), Arg::Int(dim0), Arg::Int(dim1)])
+    call1(
+        "ltorch.transpose",
+        vec![Arg::Value(a.value()), Arg::Int(dim0), Arg::Int(dim1)],
+    )
 }
 
 pub(crate) fn permute_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -60,7 +85,12 @@ pub(crate) fn permute_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     let a = c.tensor(0)?;
     let dims = c.ints(1)?;
     if dims.len() != a.rank() {
-        bail_op!(c.op, "number of dims {} does not match the input rank {}", dims.len(), a.rank());
+        bail_op!(
+            c.op,
+            "number of dims {} does not match the input rank {}",
+            dims.len(),
+            a.rank()
+        );
     }
     let perm = dims
         .iter()
@@ -70,7 +100,10 @@ pub(crate) fn permute_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn permute(a: &Tensor, dims: &[i64]) -> Result<Tensor> {
-    call1("ltorch.permute", vec![Arg::Value(a.value()), Arg::Ints(dims.to_vec())])
+    call1(
+        "ltorch.permute",
+        vec![Arg::Value(a.value()), Arg::Ints(dims.to_vec())],
+    )
 }
 
 pub(crate) fn unsqueeze_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -83,7 +116,10 @@ pub(crate) fn unsqueeze_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn unsqueeze(a: &Tensor, dim: i64) -> Result<Tensor> {
-    call1("ltorch.unsqueeze", vec![Arg::Value(a.value()), Arg::Int(dim)])
+    call1(
+        "ltorch.unsqueeze",
+        vec![Arg::Value(a.value()), Arg::Int(dim)],
+    )
 }
 
 pub(crate) fn expand_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -91,7 +127,12 @@ pub(crate) fn expand_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     let a = c.tensor(0)?;
     let mut shape = c.ints(1)?;
     if shape.len() < a.rank() {
-        bail_op!(c.op, "the target shape {} has fewer dims than the input {}", ShapeDisplay(&shape), ShapeDisplay(a.shape()));
+        bail_op!(
+            c.op,
+            "the target shape {} has fewer dims than the input {}",
+            ShapeDisplay(&shape),
+            ShapeDisplay(a.shape())
+        );
     }
     let offset = shape.len() - a.rank();
     for (i, d) in shape.iter_mut().enumerate() {
@@ -106,5 +147,8 @@ pub(crate) fn expand_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 }
 
 pub fn expand(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
-    call1("ltorch.expand", vec![Arg::Value(a.value()), Arg::Ints(shape.to_vec())])
+    call1(
+        "ltorch.expand",
+        vec![Arg::Value(a.value()), Arg::Ints(shape.to_vec())],
+    )
 }

@@ -26,7 +26,13 @@ impl Pass for Dce {
             }
         }
         let mut out = trace.clone();
-        out.bsyms = trace.bsyms.iter().zip(&keep).filter(|(_, &k)| k).map(|(b, _)| b.clone()).collect();
+        out.bsyms = trace
+            .bsyms
+            .iter()
+            .zip(&keep)
+            .filter(|(_, &k)| k)
+            .map(|(b, _)| b.clone())
+            .collect();
         out.provenance = self.name().into();
         Ok(out)
     }

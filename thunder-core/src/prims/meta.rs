@@ -26,7 +26,10 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
         PrimClass::Matmul => matmul(op, args, types)?,
         PrimClass::Factory => full(op, args)?,
     };
-    Ok(vec![TensorType { requires_grad: false, ..out }])
+    Ok(vec![TensorType {
+        requires_grad: false,
+        ..out
+    }])
 }
 
 fn expect_arity(op: &str, args: &[Arg], n: usize) -> Result<()> {
@@ -46,20 +49,30 @@ fn tensor<'a>(op: &str, types: &'a [Option<TensorType>], i: usize) -> Result<&'a
 fn ints_arg<'a>(op: &str, args: &'a [Arg], i: usize, what: &str) -> Result<&'a [i64]> {
     match args.get(i) {
         Some(Arg::Ints(v)) => Ok(v),
-        other => Err(Error::op(op, format!("argument {i} ({what}) must be a list of ints, got {other:?}"))),
+        other => Err(Error::op(
+            op,
+            format!("argument {i} ({what}) must be a list of ints, got {other:?}"),
+        )),
     }
 }
 
 fn dtype_arg(op: &str, args: &[Arg], i: usize) -> Result<DType> {
     match args.get(i) {
         Some(Arg::DType(d)) => Ok(*d),
-        other => Err(Error::op(op, format!("argument {i} must be a dtype, got {other:?}"))),
+        other => Err(Error::op(
+            op,
+            format!("argument {i} must be a dtype, got {other:?}"),
+        )),
     }
 }
 
 fn check_shape(op: &str, shape: &[i64]) -> Result<()> {
     if let Some(d) = shape.iter().find(|&&d| d < 0) {
-        bail_op!(op, "shape {} has a negative dimension {d}", ShapeDisplay(shape));
+        bail_op!(
+            op,
+            "shape {} has a negative dimension {d}",
+            ShapeDisplay(shape)
+        );
     }
     Ok(())
 }
@@ -87,7 +100,11 @@ fn scalar_fits(op: &str, arg: &Arg, dtype: DType) -> Result<()> {
         other => bail_op!(op, "operand must be a tensor or a number, got {other:?}"),
     };
     if !ok {
-        bail_op!(op, "scalar {arg:?} does not fit tensor dtype {}", dtype.short_name());
+        bail_op!(
+            op,
+            "scalar {arg:?} does not fit tensor dtype {}",
+            dtype.short_name()
+        );
     }
     Ok(())
 }
@@ -98,13 +115,28 @@ fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
     let t = match (&types[0], &types[1]) {
         (Some(a), Some(b)) => {
             if a.shape != b.shape {
-                bail_op!(op, "shapes {} and {} must be equal (prims do not broadcast)", ShapeDisplay(&a.shape), ShapeDisplay(&b.shape));
+                bail_op!(
+                    op,
+                    "shapes {} and {} must be equal (prims do not broadcast)",
+                    ShapeDisplay(&a.shape),
+                    ShapeDisplay(&b.shape)
+                );
             }
             if a.dtype != b.dtype {
-                bail_op!(op, "dtypes {} and {} must be equal (prims do not promote)", a.dtype.short_name(), b.dtype.short_name());
+                bail_op!(
+                    op,
+                    "dtypes {} and {} must be equal (prims do not promote)",
+                    a.dtype.short_name(),
+                    b.dtype.short_name()
+                );
             }
             if a.device != b.device {
-                bail_op!(op, "tensors are on different devices: {} and {}", a.device, b.device);
+                bail_op!(
+                    op,
+                    "tensors are on different devices: {} and {}",
+                    a.device,
+                    b.device
+                );
             }
             a
         }
@@ -141,13 +173,23 @@ fn where_meta(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
         bail_op!(op, "condition must be b8, got {}", pred.dtype.short_name());
     }
     let mut dtype = None;
-    for i in 1..3 {
-        if let Some(t) = &types[i] {
+    for t in types[1..3].iter().flatten() {
+        {
             if t.shape != pred.shape {
-                bail_op!(op, "shapes {} and {} must be equal", ShapeDisplay(&pred.shape), ShapeDisplay(&t.shape));
+                bail_op!(
+                    op,
+                    "shapes {} and {} must be equal",
+                    ShapeDisplay(&pred.shape),
+                    ShapeDisplay(&t.shape)
+                );
             }
             if t.device != pred.device {
-                bail_op!(op, "tensors are on different devices: {} and {}", pred.device, t.device);
+                bail_op!(
+                    op,
+                    "tensors are on different devices: {} and {}",
+                    pred.device,
+                    t.device
+                );
             }
             if dtype.is_some_and(|d| d != t.dtype) {
                 bail_op!(op, "branch dtypes must be equal");
@@ -158,9 +200,9 @@ fn where_meta(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
     let Some(dtype) = dtype else {
         bail_op!(op, "at least one branch must be a tensor");
     };
-    for i in 1..3 {
-        if types[i].is_none() {
-            scalar_fits(op, &args[i], dtype)?;
+    for (ty, arg) in types[1..3].iter().zip(&args[1..3]) {
+        if ty.is_none() {
+            scalar_fits(op, arg, dtype)?;
         }
     }
     Ok(TensorType::new(pred.shape.clone(), dtype, pred.device))
@@ -176,17 +218,30 @@ fn shape_op(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
             let dims = ints_arg(op, args, 2, "broadcast_dims")?;
             check_shape(op, shape)?;
             if dims.len() != a.rank() {
-                bail_op!(op, "broadcast_dims {dims:?} must name one output dim per input dim ({})", a.rank());
+                bail_op!(
+                    op,
+                    "broadcast_dims {dims:?} must name one output dim per input dim ({})",
+                    a.rank()
+                );
             }
             let mut last: i64 = -1;
             for (i, &d) in dims.iter().enumerate() {
                 if d <= last || d >= shape.len() as i64 {
-                    bail_op!(op, "broadcast_dims {dims:?} must be increasing and below the output rank {}", shape.len());
+                    bail_op!(
+                        op,
+                        "broadcast_dims {dims:?} must be increasing and below the output rank {}",
+                        shape.len()
+                    );
                 }
                 last = d;
                 let (from, to) = (a.shape[i], shape[d as usize]);
                 if from != 1 && from != to {
-                    bail_op!(op, "cannot broadcast {} to {}: dim {i} has size {from}, expected 1 or {to}", ShapeDisplay(&a.shape), ShapeDisplay(shape));
+                    bail_op!(
+                        op,
+                        "cannot broadcast {} to {}: dim {i} has size {from}, expected 1 or {to}",
+                        ShapeDisplay(&a.shape),
+                        ShapeDisplay(shape)
+                    );
                 }
             }
             Ok(TensorType::new(shape.to_vec(), a.dtype, a.device))
@@ -197,7 +252,13 @@ fn shape_op(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
             check_shape(op, shape)?;
             let n: i64 = shape.iter().product();
             if n as usize != a.numel() {
-                bail_op!(op, "cannot reshape {} ({} elements) to {} ({n} elements)", ShapeDisplay(&a.shape), a.numel(), ShapeDisplay(shape));
+                bail_op!(
+                    op,
+                    "cannot reshape {} ({} elements) to {} ({n} elements)",
+                    ShapeDisplay(&a.shape),
+                    a.numel(),
+                    ShapeDisplay(shape)
+                );
             }
             Ok(TensorType::new(shape.to_vec(), a.dtype, a.device))
         }
@@ -229,17 +290,30 @@ fn reduction(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
     let mut reduced = vec![false; a.rank()];
     for &d in dims {
         if d < 0 || d as usize >= a.rank() || reduced[d as usize] {
-            bail_op!(op, "dims {dims:?} must be distinct and in [0, {})", a.rank());
+            bail_op!(
+                op,
+                "dims {dims:?} must be distinct and in [0, {})",
+                a.rank()
+            );
         }
         reduced[d as usize] = true;
         if prim == Prim::Amax && a.shape[d as usize] == 0 {
-            bail_op!(op, "cannot reduce over dim {d} of size 0 (the maximum of nothing is undefined)");
+            bail_op!(
+                op,
+                "cannot reduce over dim {d} of size 0 (the maximum of nothing is undefined)"
+            );
         }
     }
     if prim == Prim::Sum && a.dtype == DType::Bool {
         bail_op!(op, "does not support dtype b8");
     }
-    let shape = a.shape.iter().zip(&reduced).filter(|(_, &r)| !r).map(|(&d, _)| d).collect();
+    let shape = a
+        .shape
+        .iter()
+        .zip(&reduced)
+        .filter(|(_, &r)| !r)
+        .map(|(&d, _)| d)
+        .collect();
     Ok(TensorType::new(shape, a.dtype, a.device))
 }
 
@@ -252,20 +326,35 @@ fn matmul(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
         bail_op!(op, "expects tensors of rank >= 2, got {sa} and {sb}");
     }
     if a.dtype != b.dtype {
-        bail_op!(op, "dtypes {} and {} must be equal", a.dtype.short_name(), b.dtype.short_name());
+        bail_op!(
+            op,
+            "dtypes {} and {} must be equal",
+            a.dtype.short_name(),
+            b.dtype.short_name()
+        );
     }
     if a.dtype == DType::Bool {
         bail_op!(op, "does not support dtype b8");
     }
     if a.device != b.device {
-        bail_op!(op, "tensors are on different devices: {} and {}", a.device, b.device);
+        bail_op!(
+            op,
+            "tensors are on different devices: {} and {}",
+            a.device,
+            b.device
+        );
     }
     let (ra, rb) = (a.rank(), b.rank());
     if a.shape[..ra - 2] != b.shape[..rb - 2] {
         bail_op!(op, "batch dims of {sa} and {sb} must be equal");
     }
     if a.shape[ra - 1] != b.shape[rb - 2] {
-        bail_op!(op, "inner dimensions do not match: {sa} @ {sb} ({} != {})", a.shape[ra - 1], b.shape[rb - 2]);
+        bail_op!(
+            op,
+            "inner dimensions do not match: {sa} @ {sb} ({} != {})",
+            a.shape[ra - 1],
+            b.shape[rb - 2]
+        );
     }
     let mut shape = a.shape[..ra - 1].to_vec();
     shape.push(b.shape[rb - 1]);

@@ -13,5 +13,6 @@ use crate::trace_ctx::bind;
 /// Records a prim with one output in the current trace.
 pub fn prim1(prim: Prim, args: Vec<Arg>) -> Result<Tensor> {
     let mut out = bind(prim_symbol(prim), args)?;
-    out.pop().ok_or_else(|| crate::error::Error::Bug(format!("{} returned no output", prim.id())))
+    out.pop()
+        .ok_or_else(|| crate::error::Error::Bug(format!("{} returned no output", prim.id())))
 }

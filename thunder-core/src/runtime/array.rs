@@ -76,16 +76,24 @@ impl Array {
     /// writes less than it should).
     pub fn zeros(ty: TensorType) -> Result<Array> {
         if ty.device != Device::Cpu {
-            return Err(Error::Usage(format!("cannot allocate on {}: only cpu memory is supported so far", ty.device)));
+            return Err(Error::Usage(format!(
+                "cannot allocate on {}: only cpu memory is supported so far",
+                ty.device
+            )));
         }
         let bytes = ty.size_bytes();
         let ptr = cpu_alloc(bytes, ALIGN);
         if ptr.is_null() {
-            return Err(Error::Usage(format!("out of memory allocating {bytes} bytes for {ty}")));
+            return Err(Error::Usage(format!(
+                "out of memory allocating {bytes} bytes for {ty}"
+            )));
         }
         // SAFETY: freshly allocated, `bytes` long (or dangling with bytes == 0).
         unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
-        Ok(Array { buf: Arc::new(Buffer { ptr, bytes }), ty })
+        Ok(Array {
+            buf: Arc::new(Buffer { ptr, bytes }),
+            ty,
+        })
     }
 
     pub fn from_slice<T: Element>(data: &[T], shape: &[i64]) -> Result<Array> {
@@ -99,7 +107,9 @@ impl Array {
         }
         let a = Array::zeros(ty)?;
         // SAFETY: same byte length, non-overlapping.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr() as *const u8, a.buf.ptr, a.buf.bytes) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr() as *const u8, a.buf.ptr, a.buf.bytes)
+        };
         Ok(a)
     }
 
@@ -125,7 +135,10 @@ impl Array {
     /// Builds an array of `dtype` from f64 values (rounded or truncated like a cast).
     pub fn from_f64(values: &[f64], shape: &[i64], dtype: DType) -> Result<Array> {
         fn conv<T: Element>(v: &[f64], shape: &[i64]) -> Result<Array> {
-            Array::from_slice(&v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>(), shape)
+            Array::from_slice(
+                &v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>(),
+                shape,
+            )
         }
         match dtype {
             DType::Bool => conv::<bool>(values, shape),
@@ -144,7 +157,11 @@ impl Array {
     /// Builds an array from raw little-endian bytes of `ty`.
     pub fn from_bytes(bytes: &[u8], ty: TensorType) -> Result<Array> {
         if bytes.len() != ty.size_bytes() {
-            return Err(Error::Usage(format!("{} bytes do not hold {ty} ({} bytes)", bytes.len(), ty.size_bytes())));
+            return Err(Error::Usage(format!(
+                "{} bytes do not hold {ty} ({} bytes)",
+                bytes.len(),
+                ty.size_bytes()
+            )));
         }
         let a = Array::zeros(ty)?;
         // SAFETY: same length, non-overlapping.
@@ -207,7 +224,9 @@ impl Array {
     /// Every element as f64, whatever the dtype (for comparisons and printing).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         fn conv<T: Element>(a: &Array) -> Vec<f64> {
-            a.to_vec::<T>().map(|v| v.into_iter().map(T::to_f64).collect()).unwrap_or_default()
+            a.to_vec::<T>()
+                .map(|v| v.into_iter().map(T::to_f64).collect())
+                .unwrap_or_default()
         }
         match self.ty.dtype {
             DType::Bool => conv::<bool>(self),

@@ -46,10 +46,12 @@ pub fn compile(host: &PluginHost, trace: &Trace) -> Result<(ExecutionTrace, Comp
         let mut compiled = Vec::with_capacity(part.regions.len());
         for region in &part.regions {
             let entry = &host.entries()[region.executor];
-            let exec = entry
-                .executor
-                .as_ref()
-                .ok_or_else(|| Error::Bug(format!("executor {} claimed without being created", entry.name)))?;
+            let exec = entry.executor.as_ref().ok_or_else(|| {
+                Error::Bug(format!(
+                    "executor {} claimed without being created",
+                    entry.name
+                ))
+            })?;
             match exec.compile(&part.view, &region.spec()).into_result() {
                 Ok(c) => compiled.push(c),
                 Err(e) => {
@@ -60,7 +62,11 @@ pub fn compile(host: &PluginHost, trace: &Trace) -> Result<(ExecutionTrace, Comp
             }
         }
         let mut exec_trace = ExecutionTrace {
-            trace: Trace { bsyms: part.bsyms, provenance: "Claim".into(), ..trace.clone() },
+            trace: Trace {
+                bsyms: part.bsyms,
+                provenance: "Claim".into(),
+                ..trace.clone()
+            },
             steps: part
                 .regions
                 .iter()
@@ -103,12 +109,25 @@ impl CompiledProgram {
             });
         }
         let outputs = t.outputs.iter().map(|&v| slot(v)).collect();
-        let slot_strides = slot_types.iter().map(|ty| contiguous_strides(&ty.shape)).collect();
-        CompiledProgram { slot_types, slot_strides, input_names: t.input_names(), inputs, outputs, steps }
+        let slot_strides = slot_types
+            .iter()
+            .map(|ty| contiguous_strides(&ty.shape))
+            .collect();
+        CompiledProgram {
+            slot_types,
+            slot_strides,
+            input_names: t.input_names(),
+            inputs,
+            outputs,
+            steps,
+        }
     }
 
     pub fn input_types(&self) -> Vec<TensorType> {
-        self.inputs.iter().map(|&s| self.slot_types[s].clone()).collect()
+        self.inputs
+            .iter()
+            .map(|&s| self.slot_types[s].clone())
+            .collect()
     }
 
     fn desc<'a>(&'a self, slot: usize, a: &Array) -> TensorDesc<'a> {
@@ -156,16 +175,27 @@ impl CompiledProgram {
         for step in &self.steps {
             let mut in_descs = Vec::with_capacity(step.inputs.len());
             for &s in &step.inputs {
-                let a = slots[s].as_ref().ok_or_else(|| Error::Bug(format!("slot {s} read before it was written")))?;
+                let a = slots[s]
+                    .as_ref()
+                    .ok_or_else(|| Error::Bug(format!("slot {s} read before it was written")))?;
                 in_descs.push(self.desc(s, a));
             }
             let mut outs = Vec::with_capacity(step.outputs.len());
             for &s in &step.outputs {
                 outs.push(Array::zeros(self.slot_types[s].clone())?);
             }
-            let out_descs: Vec<TensorDesc> = step.outputs.iter().zip(&outs).map(|(&s, a)| self.desc(s, a)).collect();
+            let out_descs: Vec<TensorDesc> = step
+                .outputs
+                .iter()
+                .zip(&outs)
+                .map(|(&s, a)| self.desc(s, a))
+                .collect();
             step.compiled
-                .run(RSlice::from_slice(&in_descs), RSlice::from_slice(&out_descs), ExecContext::CPU)
+                .run(
+                    RSlice::from_slice(&in_descs),
+                    RSlice::from_slice(&out_descs),
+                    ExecContext::CPU,
+                )
                 .into_result()
                 .map_err(|e| Error::Plugin {
                     plugin: step.executor.clone(),
@@ -180,7 +210,11 @@ impl CompiledProgram {
         }
         self.outputs
             .iter()
-            .map(|&s| slots[s].clone().ok_or_else(|| Error::Bug(format!("output slot {s} never written"))))
+            .map(|&s| {
+                slots[s]
+                    .clone()
+                    .ok_or_else(|| Error::Bug(format!("output slot {s} never written")))
+            })
             .collect()
     }
 }

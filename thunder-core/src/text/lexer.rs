@@ -30,7 +30,11 @@ pub fn lex(line: &str, line_no: usize) -> Result<Vec<Token>> {
     let chars: Vec<char> = line.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
-    let err = |column: usize, message: String| Error::Parse { line: line_no, column, message };
+    let err = |column: usize, message: String| Error::Parse {
+        line: line_no,
+        column,
+        message,
+    };
     while i < chars.len() {
         let c = chars[i];
         let column = i + 1;
@@ -51,7 +55,10 @@ pub fn lex(line: &str, line_no: usize) -> Result<Vec<Token>> {
             i += 1;
         } else if c == '#' {
             let text: String = chars[i + 1..].iter().collect();
-            out.push(Token { tok: Tok::Comment(text.trim().to_string()), column });
+            out.push(Token {
+                tok: Tok::Comment(text.trim().to_string()),
+                column,
+            });
             break;
         } else if c == '"' {
             let mut s = String::new();
@@ -72,12 +79,22 @@ pub fn lex(line: &str, line_no: usize) -> Result<Vec<Token>> {
                 }
                 i += 1;
             }
-            out.push(Token { tok: Tok::Str(s), column });
+            out.push(Token {
+                tok: Tok::Str(s),
+                column,
+            });
             i += 1;
-        } else if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit() || *n == 'i')) {
+        } else if c.is_ascii_digit()
+            || (c == '-'
+                && chars
+                    .get(i + 1)
+                    .is_some_and(|n| n.is_ascii_digit() || *n == 'i'))
+        {
             let start = i;
             i += 1;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '.' | '_' | '+' | '-')) {
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '.' | '_' | '+' | '-'))
+            {
                 // A sign is part of the number only right after an exponent marker.
                 if matches!(chars[i], '+' | '-') && !matches!(chars[i - 1], 'e' | 'E') {
                     break;
@@ -88,9 +105,15 @@ pub fn lex(line: &str, line_no: usize) -> Result<Vec<Token>> {
             let tok = if text == "-inf" {
                 Tok::Float(f64::NEG_INFINITY)
             } else if text.contains(['.', 'e', 'E']) {
-                Tok::Float(text.parse().map_err(|_| err(column, format!("invalid number `{text}`")))?)
+                Tok::Float(
+                    text.parse()
+                        .map_err(|_| err(column, format!("invalid number `{text}`")))?,
+                )
             } else {
-                Tok::Int(text.parse().map_err(|_| err(column, format!("invalid integer `{text}`")))?)
+                Tok::Int(
+                    text.parse()
+                        .map_err(|_| err(column, format!("invalid integer `{text}`")))?,
+                )
             };
             out.push(Token { tok, column });
         } else if c.is_alphabetic() || c == '_' {

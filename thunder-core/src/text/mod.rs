@@ -26,9 +26,16 @@ pub fn parse_type(text: &str) -> Option<TensorType> {
     let shape = if dims.trim().is_empty() {
         Vec::new()
     } else {
-        dims.split(',').map(|d| d.trim().parse::<i64>().ok().filter(|&d| d >= 0)).collect::<Option<Vec<_>>>()?
+        dims.split(',')
+            .map(|d| d.trim().parse::<i64>().ok().filter(|&d| d >= 0))
+            .collect::<Option<Vec<_>>>()?
     };
-    Some(TensorType { shape, dtype, device, requires_grad })
+    Some(TensorType {
+        shape,
+        dtype,
+        device,
+        requires_grad,
+    })
 }
 
 /// Device literal in trace text: `devices.cpu`, `devices.cuda0`.

@@ -34,7 +34,11 @@ struct Statement {
 }
 
 fn perr(line: usize, column: usize, message: impl Into<String>) -> Error {
-    Error::Parse { line, column, message: message.into() }
+    Error::Parse {
+        line,
+        column,
+        message: message.into(),
+    }
 }
 
 struct Cursor<'a> {
@@ -60,16 +64,32 @@ impl Cursor<'_> {
         let col = self.col();
         match self.next() {
             Some(t) if &t == want => Ok(()),
-            Some(t) => Err(perr(self.line, col, format!("expected {what}, found {t:?}"))),
-            None => Err(perr(self.line, col, format!("expected {what}, found the end of the line"))),
+            Some(t) => Err(perr(
+                self.line,
+                col,
+                format!("expected {what}, found {t:?}"),
+            )),
+            None => Err(perr(
+                self.line,
+                col,
+                format!("expected {what}, found the end of the line"),
+            )),
         }
     }
     fn ident(&mut self, what: &str) -> Result<(String, usize)> {
         let col = self.col();
         match self.next() {
             Some(Tok::Ident(s)) => Ok((s, col)),
-            Some(t) => Err(perr(self.line, col, format!("expected {what}, found {t:?}"))),
-            None => Err(perr(self.line, col, format!("expected {what}, found the end of the line"))),
+            Some(t) => Err(perr(
+                self.line,
+                col,
+                format!("expected {what}, found {t:?}"),
+            )),
+            None => Err(perr(
+                self.line,
+                col,
+                format!("expected {what}, found the end of the line"),
+            )),
         }
     }
 }
@@ -117,20 +137,40 @@ fn parse_literal_or_name(c: &mut Cursor) -> Result<ArgExpr> {
                 ArgExpr::Lit(Arg::DType(d))
             }
             _ if name.starts_with("devices.") => {
-                let d = parse_device_literal(&name).ok_or_else(|| perr(line, col, format!("unknown device `{name}`")))?;
+                let d = parse_device_literal(&name)
+                    .ok_or_else(|| perr(line, col, format!("unknown device `{name}`")))?;
                 ArgExpr::Lit(Arg::Device(d))
             }
-            _ if name.contains('.') => return Err(perr(line, col, format!("unexpected dotted name `{name}`"))),
+            _ if name.contains('.') => {
+                return Err(perr(line, col, format!("unexpected dotted name `{name}`")))
+            }
             _ => ArgExpr::Name(name),
         },
-        Some(t) => return Err(perr(line, col, format!("expected an argument, found {t:?}"))),
-        None => return Err(perr(line, col, "expected an argument, found the end of the line")),
+        Some(t) => {
+            return Err(perr(
+                line,
+                col,
+                format!("expected an argument, found {t:?}"),
+            ))
+        }
+        None => {
+            return Err(perr(
+                line,
+                col,
+                "expected an argument, found the end of the line",
+            ))
+        }
     })
 }
 
 /// `a, b = sym.id(args)  # a: "type", b: "type"`
 fn parse_call(toks: &[Token], line: usize, end_col: usize) -> Result<Call> {
-    let mut c = Cursor { toks, pos: 0, line, end_col };
+    let mut c = Cursor {
+        toks,
+        pos: 0,
+        line,
+        end_col,
+    };
     let mut targets = Vec::new();
     let parens = c.peek() == Some(&Tok::LParen);
     if parens {
@@ -172,9 +212,22 @@ fn parse_call(toks: &[Token], line: usize, end_col: usize) -> Result<Call> {
     match c.next() {
         None => {}
         Some(Tok::Comment(text)) => annotations = parse_annotations(&text),
-        Some(t) => return Err(perr(line, c.toks[c.pos - 1].column, format!("unexpected {t:?} after the call"))),
+        Some(t) => {
+            return Err(perr(
+                line,
+                c.toks[c.pos - 1].column,
+                format!("unexpected {t:?} after the call"),
+            ))
+        }
     }
-    Ok(Call { line, targets, symbol, symbol_col, args, annotations })
+    Ok(Call {
+        line,
+        targets,
+        symbol,
+        symbol_col,
+        args,
+        annotations,
+    })
 }
 
 /// `t0: "cpu f32[2]", t1: "cpu b8[2]"` (anything else in the comment is ignored).
@@ -182,7 +235,11 @@ fn parse_annotations(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(colon) = rest.find(": \"") {
-        let name = rest[..colon].trim().trim_start_matches(',').trim().to_string();
+        let name = rest[..colon]
+            .trim()
+            .trim_start_matches(',')
+            .trim()
+            .to_string();
         let after = &rest[colon + 3..];
         let Some(close) = after.find('"') else { break };
         out.push((name, after[..close].to_string()));
@@ -205,7 +262,13 @@ fn parse_structure(text: &str) -> Result<Parsed> {
     // Header: comments and blank lines before `def`.
     let (def_line, def_text) = loop {
         match lines.next() {
-            None => return Err(perr(text.lines().count().max(1), 1, "expected `def NAME(PARAMS):`, found the end of the text")),
+            None => {
+                return Err(perr(
+                    text.lines().count().max(1),
+                    1,
+                    "expected `def NAME(PARAMS):`, found the end of the text",
+                ))
+            }
             Some((_, l)) if l.trim().is_empty() => {}
             Some((_, l)) if l.trim_start().starts_with('#') => {
                 if let Some(p) = l.trim_start().strip_prefix("# Constructed by ") {
@@ -216,10 +279,19 @@ fn parse_structure(text: &str) -> Result<Parsed> {
         }
     };
     let toks = lex(def_text, def_line)?;
-    let mut c = Cursor { toks: &toks, pos: 0, line: def_line, end_col: def_text.len() + 1 };
+    let mut c = Cursor {
+        toks: &toks,
+        pos: 0,
+        line: def_line,
+        end_col: def_text.len() + 1,
+    };
     let (kw, kw_col) = c.ident("`def`")?;
     if kw != "def" {
-        return Err(perr(def_line, kw_col, format!("expected `def`, found `{kw}`")));
+        return Err(perr(
+            def_line,
+            kw_col,
+            format!("expected `def`, found `{kw}`"),
+        ));
     }
     let (fn_name, _) = c.ident("a function name")?;
     c.expect(&Tok::LParen, "`(`")?;
@@ -265,7 +337,13 @@ fn parse_structure(text: &str) -> Result<Parsed> {
             if statements.is_empty() && indent == body {
                 if let Some((name, ty)) = parse_annotations(comment).into_iter().next() {
                     if param_names.iter().any(|(p, _)| *p == name) {
-                        let t = parse_type(&ty).ok_or_else(|| perr(n, col, format!("invalid type annotation \"{ty}\" for `{name}`")))?;
+                        let t = parse_type(&ty).ok_or_else(|| {
+                            perr(
+                                n,
+                                col,
+                                format!("invalid type annotation \"{ty}\" for `{name}`"),
+                            )
+                        })?;
                         types.insert(name, t);
                     }
                     continue;
@@ -276,7 +354,13 @@ fn parse_structure(text: &str) -> Result<Parsed> {
                     // Column of the comment's text within the raw line.
                     let offset = raw.len() - comment.len();
                     let toks = lex(comment, n)?;
-                    let toks: Vec<Token> = toks.into_iter().map(|t| Token { column: t.column + offset, ..t }).collect();
+                    let toks: Vec<Token> = toks
+                        .into_iter()
+                        .map(|t| Token {
+                            column: t.column + offset,
+                            ..t
+                        })
+                        .collect();
                     let call = parse_call(&toks, n, raw.len() + 1)?;
                     stmt.subs.push(((indent - body) / 2, call));
                 }
@@ -291,26 +375,52 @@ fn parse_structure(text: &str) -> Result<Parsed> {
                     Tok::Ident(name) => names.push((name.clone(), n, t.column)),
                     Tok::LParen | Tok::RParen | Tok::Comma => {}
                     Tok::Comment(_) => break,
-                    other => return Err(perr(n, t.column, format!("`return` takes names, found {other:?}"))),
+                    other => {
+                        return Err(perr(
+                            n,
+                            t.column,
+                            format!("`return` takes names, found {other:?}"),
+                        ))
+                    }
                 }
             }
             returns = Some(names);
             continue;
         }
         if indent != body {
-            return Err(perr(n, col, format!("unexpected indentation (expected {body} spaces)")));
+            return Err(perr(
+                n,
+                col,
+                format!("unexpected indentation (expected {body} spaces)"),
+            ));
         }
-        statements.push(Statement { call: parse_call(&toks, n, raw.len() + 1)?, subs: Vec::new() });
+        statements.push(Statement {
+            call: parse_call(&toks, n, raw.len() + 1)?,
+            subs: Vec::new(),
+        });
     }
-    let returns = returns.ok_or_else(|| perr(text.lines().count(), 1, "the function has no `return`"))?;
+    let returns =
+        returns.ok_or_else(|| perr(text.lines().count(), 1, "the function has no `return`"))?;
     let mut params = Vec::new();
     for (name, col) in param_names {
-        let ty = types
-            .remove(&name)
-            .ok_or_else(|| perr(def_line, col, format!("parameter `{name}` has no type annotation (add `# {name}: \"cpu f32[2, 3]\"`)")))?;
+        let ty = types.remove(&name).ok_or_else(|| {
+            perr(
+                def_line,
+                col,
+                format!(
+                    "parameter `{name}` has no type annotation (add `# {name}: \"cpu f32[2, 3]\"`)"
+                ),
+            )
+        })?;
         params.push((name, ty));
     }
-    Ok(Parsed { provenance, fn_name, params, statements, returns })
+    Ok(Parsed {
+        provenance,
+        fn_name,
+        params,
+        statements,
+        returns,
+    })
 }
 
 /// Pre-order list of a bound symbol's subsymbols with their depth.
@@ -323,14 +433,21 @@ fn flatten<'a>(subs: &'a [BoundSymbol], depth: usize, out: &mut Vec<(usize, &'a 
 
 fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result<()> {
     let call = &stmt.call;
-    let sym = lookup_symbol(&call.symbol)
-        .ok_or_else(|| perr(call.line, call.symbol_col, format!("unknown symbol `{}`", call.symbol)))?;
+    let sym = lookup_symbol(&call.symbol).ok_or_else(|| {
+        perr(
+            call.line,
+            call.symbol_col,
+            format!("unknown symbol `{}`", call.symbol),
+        )
+    })?;
     let mut args = Vec::with_capacity(call.args.len());
     for (expr, col) in &call.args {
         args.push(match expr {
             ArgExpr::Lit(a) => a.clone(),
             ArgExpr::Name(name) => Arg::Value(
-                env.get(name).ok_or_else(|| perr(call.line, *col, format!("unknown name `{name}`")))?.value(),
+                env.get(name)
+                    .ok_or_else(|| perr(call.line, *col, format!("unknown name `{name}`")))?
+                    .value(),
             ),
         });
     }
@@ -340,7 +457,12 @@ fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result
         return Err(perr(
             call.line,
             1,
-            format!("`{}` returns {} values but {} names are assigned", call.symbol, outs.len(), call.targets.len()),
+            format!(
+                "`{}` returns {} values but {} names are assigned",
+                call.symbol,
+                outs.len(),
+                call.targets.len()
+            ),
         ));
     }
     let recorded = trace_ctx::scope_len()? == before + 1;
@@ -355,13 +477,22 @@ fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result
     }
     for (name, ty_text) in &call.annotations {
         let Some(t) = env.get(name) else { continue };
-        let want = parse_type(ty_text)
-            .ok_or_else(|| perr(call.line, 1, format!("invalid type annotation \"{ty_text}\" for `{name}`")))?;
+        let want = parse_type(ty_text).ok_or_else(|| {
+            perr(
+                call.line,
+                1,
+                format!("invalid type annotation \"{ty_text}\" for `{name}`"),
+            )
+        })?;
         if &want != t.ty() {
             return Err(perr(
                 call.line,
                 call.symbol_col,
-                format!("annotation says `{name}` is \"{want}\" but {} computes \"{}\"", call.symbol, t.ty()),
+                format!(
+                    "annotation says `{name}` is \"{want}\" but {} computes \"{}\"",
+                    call.symbol,
+                    t.ty()
+                ),
             ));
         }
     }
@@ -388,14 +519,25 @@ fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result
         }
         let mut renames = Vec::new();
         for ((depth, sub), (want_depth, written)) in flat.iter().zip(&stmt.subs) {
-            if sub.sym.id != written.symbol || depth != want_depth || sub.outputs.len() != written.targets.len() {
+            if sub.sym.id != written.symbol
+                || depth != want_depth
+                || sub.outputs.len() != written.targets.len()
+            {
                 return Err(perr(
                     written.line,
                     written.symbol_col,
-                    format!("expected `{}` here (the decomposition of `{}`), found `{}`", sub.sym.id, call.symbol, written.symbol),
+                    format!(
+                        "expected `{}` here (the decomposition of `{}`), found `{}`",
+                        sub.sym.id, call.symbol, written.symbol
+                    ),
                 ));
             }
-            renames.extend(sub.outputs.iter().copied().zip(written.targets.iter().cloned()));
+            renames.extend(
+                sub.outputs
+                    .iter()
+                    .copied()
+                    .zip(written.targets.iter().cloned()),
+            );
         }
         Ok(renames)
     })??;
@@ -416,8 +558,12 @@ pub fn parse_trace(text: &str) -> Result<Trace> {
         }
     }
     let mut trace = trace_with(&parsed.params, reserved, &parsed.provenance, |inputs| {
-        let mut env: HashMap<String, Tensor> =
-            parsed.params.iter().map(|(n, _)| n.clone()).zip(inputs.iter().cloned()).collect();
+        let mut env: HashMap<String, Tensor> = parsed
+            .params
+            .iter()
+            .map(|(n, _)| n.clone())
+            .zip(inputs.iter().cloned())
+            .collect();
         for stmt in &parsed.statements {
             bind_statement(stmt, &mut env)?;
         }
@@ -425,7 +571,9 @@ pub fn parse_trace(text: &str) -> Result<Trace> {
             .returns
             .iter()
             .map(|(name, line, col)| {
-                env.get(name).cloned().ok_or_else(|| perr(*line, *col, format!("unknown name `{name}` in return")))
+                env.get(name)
+                    .cloned()
+                    .ok_or_else(|| perr(*line, *col, format!("unknown name `{name}` in return")))
             })
             .collect()
     })?;

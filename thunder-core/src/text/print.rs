@@ -7,7 +7,11 @@ pub fn format_float(x: f64) -> String {
     if x.is_nan() {
         "nan".into()
     } else if x.is_infinite() {
-        if x > 0.0 { "inf".into() } else { "-inf".into() }
+        if x > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
     } else {
         // Debug formatting is the shortest text that parses back to the same bits.
         format!("{x:?}")
@@ -38,19 +42,34 @@ fn targets(trace: &Trace, bsym: &BoundSymbol) -> String {
 }
 
 fn annotations(trace: &Trace, bsym: &BoundSymbol) -> String {
-    let items: Vec<String> =
-        bsym.outputs.iter().map(|&v| format!("{}: \"{}\"", trace.name(v), trace.ty(v))).collect();
+    let items: Vec<String> = bsym
+        .outputs
+        .iter()
+        .map(|&v| format!("{}: \"{}\"", trace.name(v), trace.ty(v)))
+        .collect();
     items.join(", ")
 }
 
 /// `t0 = prims.add(a, b)  # t0: "cpu f32[2]"`
 pub fn bsym_line(trace: &Trace, bsym: &BoundSymbol) -> String {
     let args: Vec<String> = bsym.args.iter().map(|a| format_arg(trace, a)).collect();
-    format!("{} = {}({})  # {}", targets(trace, bsym), bsym.sym.id, args.join(", "), annotations(trace, bsym))
+    format!(
+        "{} = {}({})  # {}",
+        targets(trace, bsym),
+        bsym.sym.id,
+        args.join(", "),
+        annotations(trace, bsym)
+    )
 }
 
 /// A bound symbol and, as indented comments, its subsymbols.
-pub fn print_bsym_lines(out: &mut String, trace: &Trace, bsym: &BoundSymbol, indent: usize, comment: bool) {
+pub fn print_bsym_lines(
+    out: &mut String,
+    trace: &Trace,
+    bsym: &BoundSymbol,
+    indent: usize,
+    comment: bool,
+) {
     let pad = " ".repeat(indent);
     let hash = if comment { "# " } else { "" };
     let _ = writeln!(out, "{pad}{hash}{}", bsym_line(trace, bsym));
@@ -62,7 +81,12 @@ pub fn print_bsym_lines(out: &mut String, trace: &Trace, bsym: &BoundSymbol, ind
 pub fn print_trace(trace: &Trace) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Constructed by {}", trace.provenance);
-    let _ = writeln!(out, "def {}({}):", trace.fn_name, trace.input_names().join(", "));
+    let _ = writeln!(
+        out,
+        "def {}({}):",
+        trace.fn_name,
+        trace.input_names().join(", ")
+    );
     for &v in &trace.inputs {
         let _ = writeln!(out, "  # {}: \"{}\"", trace.name(v), trace.ty(v));
     }
