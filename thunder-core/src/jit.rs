@@ -54,12 +54,48 @@ struct Entry {
     traces: Arc<Traces>,
 }
 
-pub type TracedFn = dyn Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync;
+pub type TracedFn = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync;
+
+/// What a traced function may return: its outputs, or a `Result` of them (so code inside it
+/// can use `?` with the `Result`-returning ltorch functions and autograd).
+pub trait IntoTraceOutputs {
+    fn into_outputs(self) -> Result<Vec<Tensor>>;
+}
+
+impl IntoTraceOutputs for Vec<Tensor> {
+    fn into_outputs(self) -> Result<Vec<Tensor>> {
+        Ok(self)
+    }
+}
+
+impl IntoTraceOutputs for Result<Vec<Tensor>> {
+    fn into_outputs(self) -> Result<Vec<Tensor>> {
+        self
+    }
+}
+
+pub(crate) fn boxed<O: IntoTraceOutputs>(
+    f: impl Fn(&[Tensor]) -> O + Send + Sync + 'static,
+) -> Box<TracedFn> {
+    Box::new(move |xs: &[Tensor]| f(xs).into_outputs())
+}
+
+/// Default names of traced inputs: `x0, x1, ...`, or the given ones.
+pub(crate) fn input_names(names: &Option<Vec<String>>, n: usize) -> Result<Vec<String>> {
+    match names {
+        Some(given) if given.len() == n => Ok(given.clone()),
+        Some(given) => Err(Error::Usage(format!(
+            "{} input names given for {n} inputs",
+            given.len()
+        ))),
+        None => Ok((0..n).map(|i| format!("x{i}")).collect()),
+    }
+}
 
 /// A jitted function. Calls are thread-safe.
 pub struct Jitted {
     f: Box<TracedFn>,
-    host: OnceLock<std::result::Result<Arc<PluginHost>, Error>>,
+    host: HostCell,
     names: Option<Vec<String>>,
     cache: RwLock<Vec<Arc<Entry>>>,
     last: Mutex<Option<Arc<Traces>>>,
@@ -68,9 +104,9 @@ pub struct Jitted {
 }
 
 /// Jits `f` with the default plugin host ([`PluginHost::from_env`], loaded on first call).
-pub fn jit(f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static) -> Jitted {
+pub fn jit<O: IntoTraceOutputs>(f: impl Fn(&[Tensor]) -> O + Send + Sync + 'static) -> Jitted {
     Jitted {
-        f: Box::new(f),
+        f: boxed(f),
         host: OnceLock::new(),
         names: None,
         cache: RwLock::new(Vec::new()),
@@ -90,7 +126,15 @@ pub fn jit_with(
     j
 }
 
-fn same_signature(key: &[TensorType], inputs: &[Array]) -> bool {
+pub(crate) type HostCell = OnceLock<std::result::Result<Arc<PluginHost>, Error>>;
+
+pub(crate) fn default_host(cell: &HostCell) -> Result<&Arc<PluginHost>> {
+    cell.get_or_init(|| PluginHost::from_env().map(Arc::new))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+pub(crate) fn same_signature(key: &[TensorType], inputs: &[Array]) -> bool {
     key.len() == inputs.len() && key.iter().zip(inputs).all(|(k, a)| k == a.ty())
 }
 
@@ -102,10 +146,7 @@ impl Jitted {
     }
 
     fn host(&self) -> Result<&Arc<PluginHost>> {
-        self.host
-            .get_or_init(|| PluginHost::from_env().map(Arc::new))
-            .as_ref()
-            .map_err(Clone::clone)
+        default_host(&self.host)
     }
 
     fn lookup(&self, inputs: &[Array]) -> Option<Arc<Entry>> {
@@ -118,21 +159,11 @@ impl Jitted {
 
     /// Traces `f` for inputs of these types (no compilation).
     pub fn trace(&self, types: &[TensorType]) -> Result<Trace> {
-        let names: Vec<String> = match &self.names {
-            Some(n) if n.len() == types.len() => n.clone(),
-            Some(n) => {
-                return Err(Error::Usage(format!(
-                    "{} input names given for {} inputs",
-                    n.len(),
-                    types.len()
-                )));
-            }
-            None => (0..types.len()).map(|i| format!("x{i}")).collect(),
-        };
+        let names = input_names(&self.names, types.len())?;
         let inputs: Vec<(String, TensorType)> =
             names.into_iter().zip(types.iter().cloned()).collect();
         trace_with(&inputs, HashSet::new(), "Tracing", |proxies| {
-            Ok((self.f)(proxies))
+            (self.f)(proxies)
         })
     }
 

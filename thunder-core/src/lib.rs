@@ -4,6 +4,7 @@
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod autograd;
 pub mod clang;
 pub mod device;
 pub mod dtype;

@@ -278,3 +278,94 @@ pub(crate) fn scope_len() -> Result<usize> {
 pub(crate) fn tensor_of(v: Value) -> Result<Tensor> {
     with_builder(|b| Ok(Tensor::new(v, Arc::new(b.ty(v)?.clone()))))
 }
+
+/// Takes the trace's recorded error, if any (autograd checks it after running user code).
+pub(crate) fn take_error() -> Result<Option<Error>> {
+    with_builder(|b| Ok(b.error.take()))
+}
+
+/// Replaces the current scope's bound symbols from `start` on by their decomposition down to
+/// prims, keeping the composites for which `keep` holds, and returns the new list.
+pub(crate) fn flatten_scope_from(
+    start: usize,
+    keep: &dyn Fn(&Symbol) -> bool,
+) -> Result<Vec<BoundSymbol>> {
+    fn flatten(b: BoundSymbol, keep: &dyn Fn(&Symbol) -> bool, out: &mut Vec<BoundSymbol>) {
+        if b.sym.is_composite() && !keep(b.sym) {
+            for sub in b.subsymbols {
+                flatten(sub, keep, out);
+            }
+        } else {
+            out.push(b);
+        }
+    }
+    with_builder(|b| {
+        let scope = current_scope(b)?;
+        if start > scope.bsyms.len() {
+            return Err(Error::Bug(format!(
+                "flatten from {start} past the end of the scope"
+            )));
+        }
+        let tail: Vec<BoundSymbol> = scope.bsyms.drain(start..).collect();
+        let mut flat = Vec::new();
+        for bsym in tail {
+            flatten(bsym, keep, &mut flat);
+        }
+        scope.bsyms.extend(flat.iter().cloned());
+        Ok(flat)
+    })
+}
+
+/// Records `trace` again in the current trace, on `inputs` (one per trace input).
+pub fn replay(trace: &Trace, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    if inputs.len() != trace.inputs.len() {
+        return Err(Error::Usage(format!(
+            "replay: {} inputs for a trace of {}",
+            inputs.len(),
+            trace.inputs.len()
+        )));
+    }
+    let mut env: std::collections::HashMap<Value, Tensor> = trace
+        .inputs
+        .iter()
+        .copied()
+        .zip(inputs.iter().cloned())
+        .collect();
+    for b in &trace.bsyms {
+        let mut args = Vec::with_capacity(b.args.len());
+        for a in &b.args {
+            args.push(match a {
+                Arg::Value(v) => Arg::Value(
+                    env.get(v)
+                        .ok_or_else(|| {
+                            Error::Bug(format!("replay: value {} used before definition", v.0))
+                        })?
+                        .value(),
+                ),
+                other => other.clone(),
+            });
+        }
+        let outs = bind(b.sym, args)?;
+        for (&old, new) in b.outputs.iter().zip(outs) {
+            env.insert(old, new);
+        }
+    }
+    trace
+        .outputs
+        .iter()
+        .map(|v| {
+            env.get(v)
+                .cloned()
+                .ok_or_else(|| Error::Bug(format!("replay: output {} never defined", v.0)))
+        })
+        .collect()
+}
+
+pub(crate) fn value_name(v: Value) -> Result<String> {
+    with_builder(|b| {
+        b.values
+            .get(v.index())
+            .map(|i| i.name.clone())
+            .ok_or_else(|| Error::Bug(format!("value {} is not in this trace", v.0)))
+    })
+}

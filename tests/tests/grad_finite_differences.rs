@@ -1,0 +1,215 @@
+//! Every differentiable op's gradient against central finite differences in f64. The loss is
+//! `sum(op(inputs) * w)` with a fixed random `w`, so every output element gets its own
+//! cotangent.
+
+use std::sync::Arc;
+use thunder_core::autograd::value_and_grad;
+use thunder_core::{jit_with, Array, DType, Tensor};
+use thunder_tests::interpreter_host;
+
+type Op = Arc<dyn Fn(&[Tensor]) -> Tensor + Send + Sync>;
+
+fn values(shape: &[i64], seed: u64, lo: f64, hi: f64) -> Array {
+    // Deterministic values in [lo, hi], spread so no two are equal (no ties for max/min).
+    let n: i64 = shape.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|i| {
+            let u = ((i as u64 * 7919 + seed * 104_729) % 1000) as f64 / 1000.0;
+            lo + (hi - lo) * (0.05 + 0.9 * u) + i as f64 * 1e-4
+        })
+        .collect();
+    Array::from_slice(&v, shape).unwrap()
+}
+
+fn loss_fn(op: Op, n_inputs: usize) -> impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync {
+    move |xs: &[Tensor]| {
+        let out = op(&xs[..n_inputs]);
+        vec![(&out * &xs[n_inputs]).sum(None, false)]
+    }
+}
+
+fn check(name: &str, op: Op, inputs: Vec<Array>) {
+    let host = interpreter_host();
+    let n = inputs.len();
+    let probe = jit_with(host.clone(), {
+        let op = op.clone();
+        move |xs: &[Tensor]| vec![op(xs)]
+    });
+    let out_shape = probe
+        .call(&inputs)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))[0]
+        .shape()
+        .to_vec();
+    let w = values(&out_shape, 99, -1.0, 1.0);
+    let forward = jit_with(host.clone(), loss_fn(op.clone(), n));
+    let vg = value_and_grad(Some(host), loss_fn(op, n));
+    let mut args: Vec<Array> = inputs
+        .iter()
+        .map(|a| a.clone().with_requires_grad(true))
+        .collect();
+    args.push(w.clone());
+    let (_, grads) = vg.call(&args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(grads.len(), n, "{name}");
+    let eps = 1e-6;
+    for (k, input) in inputs.iter().enumerate() {
+        let base = input.to_vec::<f64>().unwrap();
+        let g = grads[k].to_vec::<f64>().unwrap();
+        assert_eq!(grads[k].shape(), input.shape(), "{name}: grad {k} shape");
+        for i in 0..base.len() {
+            let eval = |delta: f64| -> f64 {
+                let mut v = base.clone();
+                v[i] += delta;
+                let mut a: Vec<Array> = inputs.clone();
+                a[k] = Array::from_slice(&v, input.shape()).unwrap();
+                a.push(w.clone());
+                forward.call(&a).unwrap()[0].to_vec::<f64>().unwrap()[0]
+            };
+            let fd = (eval(eps) - eval(-eps)) / (2.0 * eps);
+            assert!(
+                (fd - g[i]).abs() <= 1e-5 + 1e-5 * fd.abs(),
+                "{name}: d/d input{k}[{i}]: autograd {} vs finite difference {fd}",
+                g[i]
+            );
+        }
+    }
+}
+
+macro_rules! op {
+    (|$xs:ident| $body:expr) => {
+        Arc::new(|$xs: &[Tensor]| $body) as Op
+    };
+}
+
+#[test]
+fn unary_ops() {
+    let pos = || values(&[2, 3], 1, 0.5, 2.0);
+    let any = || values(&[2, 3], 2, -1.5, 1.5);
+    check("neg", op!(|x| x[0].neg()), vec![any()]);
+    check("abs", op!(|x| x[0].abs()), vec![any()]);
+    check("exp", op!(|x| x[0].exp()), vec![any()]);
+    check("log", op!(|x| x[0].log()), vec![pos()]);
+    check("sqrt", op!(|x| x[0].sqrt()), vec![pos()]);
+    check("rsqrt", op!(|x| x[0].rsqrt()), vec![pos()]);
+    check("tanh", op!(|x| x[0].tanh()), vec![any()]);
+    check("sin", op!(|x| x[0].sin()), vec![any()]);
+    check("cos", op!(|x| x[0].cos()), vec![any()]);
+    check("erf", op!(|x| x[0].erf()), vec![any()]);
+    check("reciprocal", op!(|x| x[0].reciprocal()), vec![pos()]);
+    check("relu", op!(|x| x[0].relu()), vec![any()]);
+    check("gelu none", op!(|x| x[0].gelu("none")), vec![any()]);
+    check("gelu tanh", op!(|x| x[0].gelu("tanh")), vec![any()]);
+    check(
+        "scalar input",
+        op!(|x| x[0].exp() * 3.0),
+        vec![values(&[], 3, -1.0, 1.0)],
+    );
+}
+
+#[test]
+fn binary_ops_with_broadcasting() {
+    let a = || values(&[2, 3], 4, 0.5, 2.0);
+    let b = || values(&[3], 5, 0.5, 2.0);
+    check("add", op!(|x| &x[0] + &x[1]), vec![a(), b()]);
+    check("sub", op!(|x| &x[0] - &x[1]), vec![a(), b()]);
+    check("mul", op!(|x| &x[0] * &x[1]), vec![a(), b()]);
+    check("div", op!(|x| &x[0] / &x[1]), vec![a(), b()]);
+    check("pow", op!(|x| x[0].pow(&x[1])), vec![a(), b()]);
+    check("pow scalar exponent", op!(|x| x[0].pow(2.5)), vec![a()]);
+    check("rsub scalar", op!(|x| 2.0 - &x[0]), vec![a()]);
+    check("maximum", op!(|x| x[0].maximum(&x[1])), vec![a(), b()]);
+    check("minimum", op!(|x| x[0].minimum(&x[1])), vec![a(), b()]);
+    check(
+        "where",
+        op!(|x| x[0].gt(1.0).select(&x[0], &x[1])),
+        vec![a(), b()],
+    );
+    check(
+        "0-d with 2-D",
+        op!(|x| &x[0] * &x[1]),
+        vec![values(&[], 6, 0.5, 1.5), a()],
+    );
+}
+
+#[test]
+fn shapes_reductions_and_matmul() {
+    let x = || values(&[2, 3, 4], 7, -1.0, 1.0);
+    check("reshape", op!(|x| x[0].reshape(&[6, 4])), vec![x()]);
+    check("permute", op!(|x| x[0].permute(&[2, 0, 1])), vec![x()]);
+    check("transpose", op!(|x| x[0].transpose(0, 2)), vec![x()]);
+    check(
+        "expand",
+        op!(|x| x[0].unsqueeze(0).expand(&[2, 2, 3, 4])),
+        vec![x()],
+    );
+    check("sum", op!(|x| x[0].sum(Some(&[1]), true)), vec![x()]);
+    check("mean", op!(|x| x[0].mean(Some(&[0, 2]), false)), vec![x()]);
+    check("amax", op!(|x| x[0].amax(Some(&[2]), false)), vec![x()]);
+    check("softmax", op!(|x| x[0].softmax(-1)), vec![x()]);
+    let m = || values(&[3, 4], 8, -1.0, 1.0);
+    check(
+        "matmul",
+        op!(|x| x[0].matmul(&x[1])),
+        vec![x(), values(&[4, 5], 9, -1.0, 1.0)],
+    );
+    check(
+        "matmul 1-D",
+        op!(|x| x[0].matmul(&x[1])),
+        vec![values(&[3], 10, -1.0, 1.0), m()],
+    );
+    check(
+        "linear",
+        op!(|x| x[0].linear(&x[1], Some(&x[2]))),
+        vec![
+            x(),
+            values(&[5, 4], 11, -1.0, 1.0),
+            values(&[5], 12, -1.0, 1.0),
+        ],
+    );
+}
+
+/// Finite differences cannot see through an f32 rounding, so the convert rule is checked
+/// exactly: the gradient of `sum(x.to(f32) * 3)` is 3 everywhere, returned in x's dtype.
+#[test]
+fn convert_element_type_returns_the_input_dtype() {
+    let f = value_and_grad(Some(interpreter_host()), |x: &[Tensor]| {
+        vec![(x[0].to_dtype(DType::F32) * 3.0).sum(None, false)]
+    });
+    let (_, g) = f
+        .call(&[values(&[2, 2], 1, -1.0, 1.0).with_requires_grad(true)])
+        .unwrap();
+    assert_eq!(g[0].dtype(), DType::F64);
+    assert_eq!(g[0].to_vec::<f64>().unwrap(), vec![3.0; 4]);
+}
+
+#[test]
+fn grad_errors() {
+    let host = interpreter_host();
+    let f = value_and_grad(Some(host.clone()), |x: &[Tensor]| {
+        vec![x[0].sum(None, false).to_dtype(DType::F64)]
+    });
+    let ints = Array::from_slice(&[1i64, 2], &[2])
+        .unwrap()
+        .with_requires_grad(true);
+    let err = f.call(&[ints]).unwrap_err().to_string();
+    assert!(
+        err.contains("cannot differentiate with respect to input 0 (`x0`)") && err.contains("i64"),
+        "{err}"
+    );
+
+    let non_scalar = value_and_grad(Some(host.clone()), |x: &[Tensor]| vec![x[0].exp()]);
+    let err = non_scalar
+        .call(&[values(&[2], 1, 0.0, 1.0).with_requires_grad(true)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("must be a floating-point scalar") && err.contains("[2]"),
+        "{err}"
+    );
+
+    let none = value_and_grad(Some(host), |x: &[Tensor]| vec![x[0].sum(None, false)]);
+    let err = none
+        .call(&[values(&[2], 1, 0.0, 1.0)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no input requires grad"), "{err}");
+}

@@ -1,0 +1,167 @@
+//! Reverse-mode autodiff as a trace transform.
+//!
+//! [`value_and_grad_in_trace`] runs a function inside the trace being built, flattens what it
+//! recorded down to the level where VJP rules exist (prims, and composites with their own
+//! rule), then walks that tape backwards appending the backward computation to the same trace:
+//! the joint trace. [`split_forward_backward`] cuts a joint trace into a forward trace (outputs
+//! plus the residuals the backward reads) and a backward trace (residuals in, gradients out).
+//!
+//! Saving policy: the backward reads forward values directly, so everything it needs is saved;
+//! nothing is recomputed yet. Cheap elementwise values could be recomputed in the backward to
+//! save memory; that is a later pass over the split, not a change here.
+
+mod value_and_grad;
+pub mod vjp;
+
+pub use value_and_grad::{value_and_grad, GradTraces, ValueAndGrad};
+
+use crate::dtype;
+use crate::error::{Error, Result};
+use crate::ir::{Arg, Trace, Value};
+use crate::prims::{prim1, Prim};
+use crate::tensor::Tensor;
+use crate::trace_ctx::{flatten_scope_from, scope_len, take_error, tensor_of};
+use std::collections::{HashMap, HashSet};
+use vjp::{composite_vjp, has_composite_vjp, prim_vjp};
+
+/// What [`value_and_grad_in_trace`] recorded.
+pub struct GradResult {
+    pub outputs: Vec<Tensor>,
+    /// One per `wrt` input, in order.
+    pub grads: Vec<Tensor>,
+    /// Number of bound symbols of the current scope that belong to the forward computation
+    /// (everything recorded before the call plus the flattened forward).
+    pub forward_len: usize,
+}
+
+/// Runs `f` on `inputs` in the current trace and appends the gradient of its first output
+/// (a floating-point scalar) with respect to the inputs listed in `wrt`.
+pub fn value_and_grad_in_trace<F>(inputs: &[Tensor], wrt: &[usize], f: F) -> Result<GradResult>
+where
+    F: FnOnce(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    for &i in wrt {
+        let t = inputs.get(i).ok_or_else(|| {
+            Error::Usage(format!(
+                "grad: input {i} does not exist ({} inputs)",
+                inputs.len()
+            ))
+        })?;
+        if !dtype::is_float(t.dtype()) {
+            return Err(Error::Usage(format!(
+                "grad: cannot differentiate with respect to input {i} (`{}`): its dtype {} is not floating point",
+                crate::trace_ctx::value_name(t.value())?,
+                t.dtype().short_name()
+            )));
+        }
+    }
+    let start = scope_len()?;
+    let outputs = f(inputs);
+    if let Some(e) = take_error()? {
+        return Err(e);
+    }
+    let outputs = outputs?;
+    let loss = outputs
+        .first()
+        .ok_or_else(|| Error::Usage("grad: the function returned no outputs".into()))?;
+    if loss.rank() != 0 || !dtype::is_float(loss.dtype()) {
+        return Err(Error::Usage(format!(
+            "grad: the first output must be a floating-point scalar (a loss), got {}; reduce it (e.g. `.sum(None, false)`) or give a cotangent",
+            loss.ty()
+        )));
+    }
+    let tape = flatten_scope_from(start, &|s| has_composite_vjp(s.id))?;
+    let forward_len = scope_len()?;
+
+    let mut grads: HashMap<Value, Tensor> = HashMap::new();
+    let seed = crate::clang::full(Vec::new(), Arg::Float(1.0), loss.device(), loss.dtype())?;
+    grads.insert(loss.value(), seed);
+    for b in tape.iter().rev() {
+        // Every prim and every composite with a rule has a single output.
+        let Some(&out) = b.outputs.first() else {
+            continue;
+        };
+        let Some(g) = grads.get(&out).cloned() else {
+            continue;
+        };
+        let out_t = tensor_of(out)?;
+        let cots = match b.sym.prim() {
+            Some(p) => prim_vjp(p, &b.args, &out_t, &g)?,
+            None => composite_vjp(b.sym.id, &b.args, &out_t, &g).ok_or_else(|| {
+                Error::Bug(format!(
+                    "{} has no VJP rule and was not flattened",
+                    b.sym.id
+                ))
+            })??,
+        };
+        for (arg, cot) in b.args.iter().zip(cots) {
+            if let (Arg::Value(v), Some(c)) = (arg, cot) {
+                let total = match grads.remove(v) {
+                    Some(prev) => prim1(
+                        Prim::Add,
+                        vec![Arg::Value(prev.value()), Arg::Value(c.value())],
+                    )?,
+                    None => c,
+                };
+                grads.insert(*v, total);
+            }
+        }
+    }
+    let mut out_grads = Vec::with_capacity(wrt.len());
+    for &i in wrt {
+        let x = &inputs[i];
+        out_grads.push(match grads.get(&x.value()) {
+            Some(g) => g.clone(),
+            None => crate::clang::full(x.shape().to_vec(), Arg::Float(0.0), x.device(), x.dtype())?,
+        });
+    }
+    Ok(GradResult {
+        outputs,
+        grads: out_grads,
+        forward_len,
+    })
+}
+
+/// The values the backward part of `joint` reads from the forward part, in definition order.
+fn saved_values(joint: &Trace, forward_len: usize, n_outputs: usize) -> Vec<Value> {
+    let mut defined: HashSet<Value> = joint.inputs.iter().copied().collect();
+    for b in &joint.bsyms[..forward_len] {
+        defined.extend(b.outputs.iter().copied());
+    }
+    let mut read: HashSet<Value> = HashSet::new();
+    for b in &joint.bsyms[forward_len..] {
+        read.extend(b.input_values());
+    }
+    read.extend(joint.outputs[n_outputs..].iter().copied());
+    let mut saved: Vec<Value> = read.into_iter().filter(|v| defined.contains(v)).collect();
+    saved.sort();
+    saved
+}
+
+/// Splits a joint trace (`outputs` = the function's outputs, then the gradients) at
+/// `forward_len` into a forward trace returning the outputs and the saved residuals, and a
+/// backward trace taking the residuals and returning the gradients.
+pub fn split_forward_backward(
+    joint: &Trace,
+    forward_len: usize,
+    n_outputs: usize,
+) -> Result<(Trace, Trace, Vec<Value>)> {
+    if forward_len > joint.bsyms.len() || n_outputs > joint.outputs.len() {
+        return Err(Error::Bug(
+            "split point past the end of the joint trace".into(),
+        ));
+    }
+    let saved = saved_values(joint, forward_len, n_outputs);
+    let mut forward = joint.clone();
+    forward.bsyms.truncate(forward_len);
+    forward.outputs = joint.outputs[..n_outputs].to_vec();
+    forward.outputs.extend(saved.iter().copied());
+    forward.provenance = "Grad transform (forward)".into();
+    let mut backward = joint.clone();
+    backward.bsyms = joint.bsyms[forward_len..].to_vec();
+    backward.inputs = saved.clone();
+    backward.outputs = joint.outputs[n_outputs..].to_vec();
+    backward.fn_name = "backward".into();
+    backward.provenance = "Grad transform (backward)".into();
+    Ok((forward, backward, saved))
+}

@@ -1,0 +1,320 @@
+//! Vector-Jacobian products, one rule per prim (an exhaustive match, so a new prim must decide
+//! its rule), plus rules for composites whose decomposition would give a different gradient
+//! than torch's.
+//!
+//! A rule gets the prim's arguments, its output and the cotangent of the output, and returns
+//! one cotangent per argument (`None` for literals and non-differentiable arguments).
+
+use crate::dtype;
+use crate::error::{Error, Result};
+use crate::ir::Arg;
+use crate::prims::{prim1, Prim};
+use crate::tensor::Tensor;
+use crate::trace_ctx::tensor_of;
+
+fn v(t: &Tensor) -> Arg {
+    Arg::Value(t.value())
+}
+
+fn p2(p: Prim, a: Arg, b: Arg) -> Result<Tensor> {
+    prim1(p, vec![a, b])
+}
+
+fn mul(a: &Tensor, b: Arg) -> Result<Tensor> {
+    p2(Prim::Mul, v(a), b)
+}
+
+fn div(a: &Tensor, b: Arg) -> Result<Tensor> {
+    p2(Prim::Div, v(a), b)
+}
+
+fn neg(a: &Tensor) -> Result<Tensor> {
+    prim1(Prim::Neg, vec![v(a)])
+}
+
+/// A comparison turned into 0/1 of the float dtype `like`.
+fn mask(p: Prim, a: Arg, b: Arg, like: &Tensor) -> Result<Tensor> {
+    crate::clang::convert(&p2(p, a, b)?, like.dtype())
+}
+
+/// The tensor behind an argument, if it is a differentiable (floating-point) tensor.
+fn diff_tensor(arg: &Arg) -> Result<Option<Tensor>> {
+    match arg {
+        Arg::Value(val) => {
+            let t = tensor_of(*val)?;
+            Ok(dtype::is_float(t.dtype()).then_some(t))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn scalar_f64(arg: &Arg) -> Option<f64> {
+    match arg {
+        Arg::Float(x) => Some(*x),
+        Arg::Int(i) => Some(*i as f64),
+        Arg::Bool(b) => Some(*b as i64 as f64),
+        _ => None,
+    }
+}
+
+fn ints(arg: &Arg, prim: Prim) -> Result<Vec<i64>> {
+    match arg {
+        Arg::Ints(v) => Ok(v.clone()),
+        other => Err(Error::Bug(format!(
+            "{}: expected ints, got {other:?}",
+            prim.id()
+        ))),
+    }
+}
+
+/// Sums `g` (shaped like the broadcast output) back to the shape of the broadcast input.
+fn unbroadcast(g: &Tensor, input_shape: &[i64], bdims: &[i64]) -> Result<Tensor> {
+    let out_shape = g.shape().to_vec();
+    let mut reduce: Vec<i64> = Vec::new();
+    for d in 0..out_shape.len() as i64 {
+        match bdims.iter().position(|&b| b == d) {
+            None => reduce.push(d),
+            Some(i) if input_shape[i] == 1 && out_shape[d as usize] != 1 => reduce.push(d),
+            Some(_) => {}
+        }
+    }
+    let summed = if reduce.is_empty() {
+        g.clone()
+    } else {
+        prim1(Prim::Sum, vec![v(g), Arg::Ints(reduce)])?
+    };
+    crate::clang::reshape(&summed, input_shape.to_vec())
+}
+
+/// Broadcasts a reduced tensor back over the reduced `dims` of `shape`.
+fn unreduce(g: &Tensor, shape: &[i64], dims: &[i64]) -> Result<Tensor> {
+    let kept: Vec<i64> = (0..shape.len() as i64)
+        .filter(|d| !dims.contains(d))
+        .collect();
+    crate::clang::broadcast_in_dim(g, shape.to_vec(), kept)
+}
+
+fn swap_last_two(t: &Tensor) -> Result<Tensor> {
+    let r = t.rank() as i64;
+    let mut perm: Vec<i64> = (0..r).collect();
+    perm.swap((r - 1) as usize, (r - 2) as usize);
+    crate::clang::transpose(t, perm)
+}
+
+/// Cotangents of the arguments of `prim(args) = out`, given the cotangent `g` of `out`.
+pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    let a = args.first().map(diff_tensor).transpose()?.flatten();
+    let b = args.get(1).map(diff_tensor).transpose()?.flatten();
+    let x = || {
+        a.clone()
+            .ok_or_else(|| Error::Bug(format!("{}: no differentiable input", prim.id())))
+    };
+    let one = |t: Result<Tensor>| -> Result<Vec<Option<Tensor>>> { Ok(vec![Some(t?)]) };
+    match prim {
+        Prim::Neg => one(neg(g)),
+        Prim::Abs => {
+            let x = x()?;
+            let sign = p2(
+                Prim::Sub,
+                v(&mask(Prim::Gt, v(&x), Arg::Float(0.0), &x)?),
+                v(&mask(Prim::Lt, v(&x), Arg::Float(0.0), &x)?),
+            )?;
+            one(p2(Prim::Mul, v(g), v(&sign)))
+        }
+        Prim::Exp => one(p2(Prim::Mul, v(g), v(out))),
+        Prim::Log => one(p2(Prim::Div, v(g), v(&x()?))),
+        Prim::Sqrt => one(p2(Prim::Div, v(g), v(&mul(out, Arg::Float(2.0))?))),
+        Prim::Rsqrt => {
+            let cube = p2(Prim::Mul, v(&p2(Prim::Mul, v(out), v(out))?), v(out))?;
+            one(mul(&p2(Prim::Mul, v(g), v(&cube))?, Arg::Float(-0.5)))
+        }
+        Prim::Tanh => {
+            let d = p2(
+                Prim::Sub,
+                Arg::Float(1.0),
+                v(&p2(Prim::Mul, v(out), v(out))?),
+            )?;
+            one(p2(Prim::Mul, v(g), v(&d)))
+        }
+        Prim::Sin => one(p2(Prim::Mul, v(g), v(&prim1(Prim::Cos, vec![v(&x()?)])?))),
+        Prim::Cos => one(neg(&p2(
+            Prim::Mul,
+            v(g),
+            v(&prim1(Prim::Sin, vec![v(&x()?)])?),
+        )?)),
+        Prim::Erf => {
+            let x = x()?;
+            let e = prim1(Prim::Exp, vec![v(&neg(&p2(Prim::Mul, v(&x), v(&x))?)?)])?;
+            one(mul(
+                &p2(Prim::Mul, v(g), v(&e))?,
+                Arg::Float(std::f64::consts::FRAC_2_SQRT_PI),
+            ))
+        }
+        Prim::Reciprocal => one(neg(&p2(
+            Prim::Mul,
+            v(g),
+            v(&p2(Prim::Mul, v(out), v(out))?),
+        )?)),
+        Prim::Add => Ok(vec![a.map(|_| g.clone()), b.map(|_| g.clone())]),
+        Prim::Sub => Ok(vec![a.map(|_| g.clone()), b.map(|_| neg(g)).transpose()?]),
+        Prim::Mul => Ok(vec![
+            a.as_ref().map(|_| mul(g, args[1].clone())).transpose()?,
+            b.as_ref().map(|_| mul(g, args[0].clone())).transpose()?,
+        ]),
+        Prim::Div => Ok(vec![
+            a.as_ref().map(|_| div(g, args[1].clone())).transpose()?,
+            b.as_ref()
+                .map(|_| -> Result<Tensor> {
+                    neg(&div(&p2(Prim::Mul, v(g), v(out))?, args[1].clone())?)
+                })
+                .transpose()?,
+        ]),
+        Prim::Pow => {
+            let ga = match &a {
+                None => None,
+                Some(base) => {
+                    let exp_minus_one = match scalar_f64(&args[1]) {
+                        Some(e) => Arg::Float(e - 1.0),
+                        None => v(&p2(Prim::Sub, args[1].clone(), Arg::Float(1.0))?),
+                    };
+                    let d = p2(
+                        Prim::Mul,
+                        args[1].clone(),
+                        v(&p2(Prim::Pow, v(base), exp_minus_one)?),
+                    )?;
+                    Some(p2(Prim::Mul, v(g), v(&d))?)
+                }
+            };
+            let gb = match &b {
+                None => None,
+                Some(_) => {
+                    let log_base = match scalar_f64(&args[0]) {
+                        Some(base) => Arg::Float(base.ln()),
+                        None => v(&prim1(Prim::Log, vec![args[0].clone()])?),
+                    };
+                    Some(p2(Prim::Mul, v(&p2(Prim::Mul, v(g), v(out))?), log_base)?)
+                }
+            };
+            Ok(vec![ga, gb])
+        }
+        Prim::Maximum | Prim::Minimum => {
+            // Like torch: the cotangent goes to the larger (smaller) operand, split evenly on ties.
+            let (win_a, win_b) = if prim == Prim::Maximum {
+                (Prim::Gt, Prim::Lt)
+            } else {
+                (Prim::Lt, Prim::Gt)
+            };
+            let share = |win: Prim| -> Result<Tensor> {
+                let wins = mask(win, args[0].clone(), args[1].clone(), g)?;
+                let ties = mask(Prim::Eq, args[0].clone(), args[1].clone(), g)?;
+                let weight = p2(Prim::Add, v(&wins), v(&mul(&ties, Arg::Float(0.5))?))?;
+                p2(Prim::Mul, v(g), v(&weight))
+            };
+            Ok(vec![
+                a.as_ref().map(|_| share(win_a)).transpose()?,
+                b.as_ref().map(|_| share(win_b)).transpose()?,
+            ])
+        }
+        Prim::Eq | Prim::Ne | Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge => Ok(vec![None, None]),
+        Prim::Where => {
+            let branch = |i: usize, keep_first: bool| -> Result<Option<Tensor>> {
+                if diff_tensor(&args[i])?.is_none() {
+                    return Ok(None);
+                }
+                let (t, f) = if keep_first {
+                    (v(g), Arg::Float(0.0))
+                } else {
+                    (Arg::Float(0.0), v(g))
+                };
+                Ok(Some(prim1(Prim::Where, vec![args[0].clone(), t, f])?))
+            };
+            Ok(vec![None, branch(1, true)?, branch(2, false)?])
+        }
+        Prim::ConvertElementType => Ok(vec![
+            a.map(|x| crate::clang::convert(g, x.dtype())).transpose()?,
+            None,
+        ]),
+        Prim::BroadcastInDim => {
+            let x = x()?;
+            one(unbroadcast(g, x.shape(), &ints(&args[2], prim)?))
+        }
+        Prim::Reshape => one(crate::clang::reshape(g, x()?.shape().to_vec())),
+        Prim::Transpose => {
+            let perm = ints(&args[1], prim)?;
+            let mut inverse = vec![0i64; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inverse[p as usize] = i as i64;
+            }
+            one(crate::clang::transpose(g, inverse))
+        }
+        Prim::Sum => one(unreduce(g, x()?.shape(), &ints(&args[1], prim)?)),
+        Prim::Amax => {
+            // Like torch, the cotangent is shared evenly among the positions of the maximum.
+            let x = x()?;
+            let dims = ints(&args[1], prim)?;
+            let hits = mask(Prim::Eq, v(&x), v(&unreduce(out, x.shape(), &dims)?), &x)?;
+            let count = prim1(Prim::Sum, vec![v(&hits), Arg::Ints(dims.clone())])?;
+            let share = unreduce(&p2(Prim::Div, v(g), v(&count))?, x.shape(), &dims)?;
+            one(p2(Prim::Mul, v(&share), v(&hits)))
+        }
+        Prim::Matmul => Ok(vec![
+            a.as_ref()
+                .map(|_| -> Result<Tensor> {
+                    p2(
+                        Prim::Matmul,
+                        v(g),
+                        v(&swap_last_two(&tensor_of(
+                            args[1]
+                                .as_value()
+                                .ok_or_else(|| Error::Bug("matmul rhs".into()))?,
+                        )?)?),
+                    )
+                })
+                .transpose()?,
+            b.as_ref()
+                .map(|_| -> Result<Tensor> {
+                    p2(
+                        Prim::Matmul,
+                        v(&swap_last_two(&tensor_of(
+                            args[0]
+                                .as_value()
+                                .ok_or_else(|| Error::Bug("matmul lhs".into()))?,
+                        )?)?),
+                        v(g),
+                    )
+                })
+                .transpose()?,
+        ]),
+        Prim::Full => Ok(vec![None; args.len()]),
+    }
+}
+
+/// Composites with their own rule: differentiating through their decomposition would not
+/// give torch's gradient (relu is `maximum(x, 0)`, whose tie rule would send half the
+/// cotangent through at 0; torch sends none).
+pub fn composite_vjp(
+    id: &str,
+    args: &[Arg],
+    out: &Tensor,
+    g: &Tensor,
+) -> Option<Result<Vec<Option<Tensor>>>> {
+    match id {
+        "ltorch.relu" => Some((|| {
+            let x = diff_tensor(&args[0])?;
+            Ok(vec![match x {
+                Some(_) => Some(p2(
+                    Prim::Mul,
+                    v(g),
+                    v(&mask(Prim::Gt, v(out), Arg::Float(0.0), g)?),
+                )?),
+                None => None,
+            }])
+        })()),
+        _ => None,
+    }
+}
+
+/// Whether a composite keeps its own rule (and is not flattened for differentiation).
+pub fn has_composite_vjp(id: &str) -> bool {
+    matches!(id, "ltorch.relu")
+}
