@@ -145,6 +145,20 @@ fn shapes_reductions_and_matmul() {
     check("mean", op!(|x| x[0].mean(Some(&[0, 2]), false)), vec![x()]);
     check("amax", op!(|x| x[0].amax(Some(&[2]), false)), vec![x()]);
     check("softmax", op!(|x| x[0].softmax(-1)), vec![x()]);
+    check("log_softmax", op!(|x| x[0].log_softmax(1)), vec![x()]);
+    check(
+        "layer_norm",
+        op!(|x| x[0].layer_norm(&[4], Some(&x[1]), Some(&x[2]), 1e-5)),
+        vec![x(), values(&[4], 13, 0.5, 1.5), values(&[4], 14, -1.0, 1.0)],
+    );
+    check(
+        "cross_entropy with probabilities",
+        op!(|x| x[0].cross_entropy(&x[1].softmax(1))),
+        vec![
+            values(&[3, 4], 15, -2.0, 2.0),
+            values(&[3, 4], 16, -1.0, 1.0),
+        ],
+    );
     let m = || values(&[3, 4], 8, -1.0, 1.0);
     check(
         "matmul",
@@ -165,6 +179,36 @@ fn shapes_reductions_and_matmul() {
             values(&[5], 12, -1.0, 1.0),
         ],
     );
+}
+
+/// Cross-entropy with class indices: the index input is an integer and gets no gradient.
+#[test]
+fn cross_entropy_with_class_indices() {
+    let host = interpreter_host();
+    let logits = values(&[3, 4], 17, -2.0, 2.0);
+    let target = Array::from_slice(&[2i64, 0, 3], &[3]).unwrap();
+    let f = value_and_grad(Some(host.clone()), |x: &[Tensor]| {
+        vec![x[0].cross_entropy(&x[1])]
+    });
+    let (loss, g) = f
+        .call(&[logits.clone().with_requires_grad(true), target.clone()])
+        .unwrap();
+    // Reference computed here from the definition: mean over rows of logsumexp - logit[target].
+    let l = logits.to_vec::<f64>().unwrap();
+    let mut want = 0.0;
+    let mut want_grad = vec![0.0; 12];
+    for (r, &t) in [2usize, 0, 3].iter().enumerate() {
+        let row = &l[r * 4..r * 4 + 4];
+        let lse = row.iter().map(|v| v.exp()).sum::<f64>().ln();
+        want += (lse - row[t]) / 3.0;
+        for c in 0..4 {
+            want_grad[r * 4 + c] = ((row[c] - lse).exp() - if c == t { 1.0 } else { 0.0 }) / 3.0;
+        }
+    }
+    assert!((loss[0].to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
+    for (a, b) in g[0].to_vec::<f64>().unwrap().iter().zip(&want_grad) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
 }
 
 /// Finite differences cannot see through an f32 rounding, so the convert rule is checked

@@ -13,6 +13,7 @@
 //! - `sum(a, dims)`, `amax(a, dims)`: the listed dims are removed
 //! - `matmul(a, b)`: `[..., m, k] @ [..., k, n]` with equal batch dims
 //! - `full(shape, fill_value, device, dtype)`
+//! - `iota(length, start, step, device, dtype)`: `[start, start + step, ...]`, `length` values
 
 /// The family a prim belongs to; shared meta rules and tags hang off it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,6 +92,7 @@ prim_table! {
     Amax => "amax", Reduction;
     Matmul => "matmul", Matmul;
     Full => "full", Factory;
+    Iota => "iota", Factory;
 }
 
 impl Prim {

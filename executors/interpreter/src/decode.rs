@@ -65,6 +65,10 @@ pub(crate) enum Instr {
     Full {
         value: Scalar,
     },
+    Iota {
+        start: i64,
+        step: i64,
+    },
 }
 
 /// Decodes `prim(args)` whose output has metadata `out`.
@@ -108,6 +112,7 @@ pub(crate) fn decode(
         Prim::Amax => reduce(ReduceOp::Amax, args, out, env),
         Prim::Matmul => matmul(args, out, env),
         Prim::Full => full(args, out),
+        Prim::Iota => iota(args, out),
     }
 }
 
@@ -348,4 +353,29 @@ fn full(args: &[ArgView], out: &SlotMeta) -> Result<Instr, DecodeError> {
     expect_out(out, *dtype, &shape)?;
     let value = fill.cast_to(*dtype).or_else(invalid)?;
     Ok(Instr::Full { value })
+}
+
+fn iota(args: &[ArgView], out: &SlotMeta) -> Result<Instr, DecodeError> {
+    arity(args, 5)?;
+    let int = |i: usize| match args.get(i) {
+        Some(ArgView::Int(v)) => Ok(*v),
+        other => invalid(format!("argument {i} must be an int, got {other:?}")),
+    };
+    let (length, start, step) = (int(0)?, int(1)?, int(2)?);
+    if length < 0 {
+        return invalid(format!("length must be >= 0, got {length}"));
+    }
+    match args.get(3) {
+        Some(ArgView::Device(d)) if d.kind == DeviceKind::Cpu => {}
+        Some(ArgView::Device(d)) => return unsupported(format!("runs on CPU only, not {d:?}")),
+        other => return invalid(format!("argument 3 must be a device, got {other:?}")),
+    }
+    let Some(ArgView::DType(dtype)) = args.get(4) else {
+        return invalid(format!("argument 4 must be a dtype, got {:?}", args.get(4)));
+    };
+    if *dtype == DTypeCode::Bool {
+        return unsupported("iota of b8");
+    }
+    expect_out(out, *dtype, &[length as usize])?;
+    Ok(Instr::Iota { start, step })
 }

@@ -78,7 +78,7 @@ fn reads(instr: &Instr) -> Vec<usize> {
             .flatten()
             .collect(),
         Instr::Matmul { a, b } => vec![*a, *b],
-        Instr::Full { .. } => Vec::new(),
+        Instr::Full { .. } | Instr::Iota { .. } => Vec::new(),
     }
 }
 
@@ -225,6 +225,18 @@ impl Program {
             Instr::Reduce { op, a, dims } => reduce::reduce(*op, lanes(*a)?, shape(*a), dims),
             Instr::Matmul { a, b } => matmul::matmul(lanes(*a)?, shape(*a), lanes(*b)?, shape(*b)),
             Instr::Full { value } => Ok(Lanes::splat(*value, n)),
+            // Values are exact in i64 and rounded to a float dtype by `normalize`.
+            Instr::Iota {
+                start,
+                step: stride,
+            } => {
+                let values = (0..n as i64).map(|i| start.wrapping_add(i.wrapping_mul(*stride)));
+                Ok(if out.dtype.is_float() {
+                    Lanes::Float(values.map(|v| v as f64).collect())
+                } else {
+                    Lanes::Int(values.collect())
+                })
+            }
         }
     }
 }

@@ -285,7 +285,7 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
                 })
                 .transpose()?,
         ]),
-        Prim::Full => Ok(vec![None; args.len()]),
+        Prim::Full | Prim::Iota => Ok(vec![None; args.len()]),
     }
 }
 

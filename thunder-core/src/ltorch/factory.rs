@@ -105,3 +105,37 @@ impl From<bool> for Arg {
         Arg::Bool(x)
     }
 }
+
+/// `arange(start, end, step, device, dtype)`: integers from `start` below `end`.
+pub(crate) fn arange_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(5)?;
+    let (start, end, step) = (c.int(0)?, c.int(1)?, c.int(2)?);
+    if step == 0 {
+        return Err(crate::error::Error::op(c.op, "step must be nonzero"));
+    }
+    let length = ((end - start + step - step.signum()) / step).max(0);
+    let out = crate::prims::prim1(
+        crate::prims::Prim::Iota,
+        vec![
+            Arg::Int(length),
+            Arg::Int(start),
+            Arg::Int(step),
+            Arg::Device(c.device(3)?),
+            Arg::DType(c.dtype(4)?),
+        ],
+    )?;
+    Ok(vec![out])
+}
+
+pub fn arange(start: i64, end: i64, step: i64, device: Device, dtype: DType) -> Result<Tensor> {
+    call1(
+        "ltorch.arange",
+        vec![
+            Arg::Int(start),
+            Arg::Int(end),
+            Arg::Int(step),
+            Arg::Device(device),
+            Arg::DType(dtype),
+        ],
+    )
+}

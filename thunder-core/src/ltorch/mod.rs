@@ -8,6 +8,7 @@ mod args;
 mod elementwise;
 mod factory;
 mod linalg;
+mod nn;
 mod reduction;
 mod shape;
 mod tensor_api;
@@ -16,6 +17,7 @@ pub use args::CallArgs;
 pub use elementwise::*;
 pub use factory::*;
 pub use linalg::*;
+pub use nn::*;
 pub use reduction::*;
 pub use shape::*;
 
@@ -79,11 +81,15 @@ ltorch_table! {
     "amax" => reduction::amax_rule,
     "mean" => reduction::mean_rule,
     "softmax" => reduction::softmax_rule,
+    "log_softmax" => nn::log_softmax_rule,
+    "cross_entropy" => nn::cross_entropy_rule,
+    "layer_norm" => nn::layer_norm_rule,
     "matmul" => linalg::matmul_rule,
     "linear" => linalg::linear_rule,
     "full" => factory::full_rule,
     "zeros" => factory::zeros_rule,
     "ones" => factory::ones_rule,
+    "arange" => factory::arange_rule,
 }
 
 /// Binds the ltorch symbol `id` (e.g. `ltorch.add`) to `args` in the current trace.

@@ -32,6 +32,25 @@ impl Tensor {
         sticky(super::gelu(self, approximate))
     }
 
+    pub fn log_softmax(&self, dim: i64) -> Tensor {
+        sticky(super::log_softmax(self, dim))
+    }
+
+    /// `cross_entropy(self, target)` with class indices or probabilities, mean over the batch.
+    pub fn cross_entropy(&self, target: &Tensor) -> Tensor {
+        sticky(super::cross_entropy(self, target))
+    }
+
+    pub fn layer_norm(
+        &self,
+        normalized_shape: &[i64],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Tensor {
+        sticky(super::layer_norm(self, normalized_shape, weight, bias, eps))
+    }
+
     pub fn softmax(&self, dim: i64) -> Tensor {
         sticky(super::softmax(self, dim))
     }

@@ -24,7 +24,10 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
         PrimClass::Shape => shape_op(prim, args, types)?,
         PrimClass::Reduction => reduction(prim, args, types)?,
         PrimClass::Matmul => matmul(op, args, types)?,
-        PrimClass::Factory => full(op, args)?,
+        PrimClass::Factory => match prim {
+            Prim::Iota => iota(op, args)?,
+            _ => full(op, args)?,
+        },
     };
     Ok(vec![TensorType {
         requires_grad: false,
@@ -377,4 +380,30 @@ fn full(op: &str, args: &[Arg]) -> Result<TensorType> {
     })?;
     let _: Device = device;
     Ok(TensorType::new(shape.to_vec(), dtype, device))
+}
+
+fn iota(op: &str, args: &[Arg]) -> Result<TensorType> {
+    expect_arity(op, args, 5)?;
+    let int = |i: usize, what: &str| match &args[i] {
+        Arg::Int(v) => Ok(*v),
+        other => Err(Error::op(
+            op,
+            format!("argument {i} ({what}) must be an int, got {other:?}"),
+        )),
+    };
+    let length = int(0, "length")?;
+    int(1, "start")?;
+    int(2, "step")?;
+    if length < 0 {
+        bail_op!(op, "length must be >= 0, got {length}");
+    }
+    let device = match &args[3] {
+        Arg::Device(d) => *d,
+        other => bail_op!(op, "argument 3 must be a device, got {other:?}"),
+    };
+    let dtype = dtype_arg(op, args, 4)?;
+    if dtype == DType::Bool {
+        bail_op!(op, "does not support dtype b8");
+    }
+    Ok(TensorType::new(vec![length], dtype, device))
 }
