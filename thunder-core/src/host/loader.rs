@@ -52,14 +52,9 @@ pub fn probe(path: &Path) -> Result<Probe, String> {
     }
 }
 
-/// Loads a plugin's root module, refusing other ABI major versions and layout mismatches.
-pub fn load_module(path: &Path) -> Result<PluginModuleRef, String> {
-    let version = match probe(path)? {
-        Probe::Plugin(v) => v,
-        Probe::NotAPlugin => {
-            return Err(format!("not a thunder plugin (no `{ENTRY_SYMBOL}` symbol)"))
-        }
-    };
+/// Loads the root module of a library that [`probe`] found to be a plugin of ABI `version`,
+/// refusing other ABI major versions and layout mismatches.
+pub fn load_module(path: &Path, version: AbiVersion) -> Result<PluginModuleRef, String> {
     version.compatible_with_host(ABI_VERSION)?;
     let header =
         lib_header_from_path(path).map_err(|e| format!("not an abi_stable library: {e}"))?;

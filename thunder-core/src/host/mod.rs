@@ -167,15 +167,15 @@ impl PluginHost {
     }
 
     fn load_one(&mut self, path: &Path, config: &Config, default_priority: i64) {
-        match loader::probe(path) {
+        let version = match loader::probe(path) {
             Err(e) => return self.issue(Some(path.to_path_buf()), None, e),
             Ok(loader::Probe::NotAPlugin) => {
                 tracing::debug!(path = %path.display(), "skipped: not a thunder plugin");
                 return;
             }
-            Ok(loader::Probe::Plugin(_)) => {}
-        }
-        let module = match loader::load_module(path) {
+            Ok(loader::Probe::Plugin(v)) => v,
+        };
+        let module = match loader::load_module(path, version) {
             Ok(m) => m,
             Err(e) => return self.issue(Some(path.to_path_buf()), None, e),
         };
