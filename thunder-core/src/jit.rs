@@ -117,9 +117,9 @@ pub fn jit<O: IntoTraceOutputs>(f: impl Fn(&[Tensor]) -> O + Send + Sync + 'stat
 }
 
 /// Jits `f` with a given plugin host.
-pub fn jit_with(
+pub fn jit_with<O: IntoTraceOutputs>(
     host: Arc<PluginHost>,
-    f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static,
+    f: impl Fn(&[Tensor]) -> O + Send + Sync + 'static,
 ) -> Jitted {
     let j = jit(f);
     let _ = j.host.set(Ok(host));

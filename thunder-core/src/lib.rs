@@ -13,6 +13,7 @@ pub mod host;
 pub mod ir;
 pub mod jit;
 pub mod ltorch;
+pub mod optim;
 pub mod passes;
 pub mod prims;
 pub mod runtime;
