@@ -67,7 +67,10 @@ fn first_error_wins_and_later_ops_are_ignored() {
 
 #[test]
 fn panicking_closure_is_an_error() {
-    let j = jit_with(interpreter_host(), |_| panic!("user bug"));
+    let j = jit_with(
+        interpreter_host(),
+        |_: &[thunder_core::Tensor]| -> Vec<thunder_core::Tensor> { panic!("user bug") },
+    );
     let err = j.call(&[arr(&[1])]).unwrap_err();
     assert!(err.to_string().contains("panicked"), "{err}");
 }

@@ -257,3 +257,39 @@ fn grad_errors() {
         .to_string();
     assert!(err.contains("no input requires grad"), "{err}");
 }
+
+/// The forward saves exactly what the backward reads: every backward input is used.
+#[test]
+fn forward_saves_only_what_backward_reads() {
+    let f = value_and_grad(Some(interpreter_host()), |x: &[Tensor]| {
+        vec![x[0]
+            .linear(&x[1], None)
+            .relu()
+            .log_softmax(1)
+            .mean(None, false)]
+    });
+    let (out, grads) = f
+        .call(&[
+            values(&[4, 3], 1, -1.0, 1.0),
+            values(&[5, 3], 2, -1.0, 1.0).with_requires_grad(true),
+        ])
+        .unwrap();
+    assert_eq!((out.len(), grads.len()), (1, 1));
+    let t = f.last_traces().unwrap();
+    let bwd = t.backward.final_trace();
+    for &input in &bwd.inputs {
+        assert!(
+            bwd.bsyms
+                .iter()
+                .any(|b| b.input_values().any(|v| v == input)),
+            "backward input {} is never read",
+            bwd.name(input)
+        );
+    }
+    let fwd = t.forward.final_trace();
+    assert_eq!(
+        fwd.outputs.len(),
+        1 + bwd.inputs.len(),
+        "forward returns the loss and the saved values"
+    );
+}

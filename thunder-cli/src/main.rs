@@ -50,8 +50,21 @@ enum Command {
     },
     /// Say which executor claims each op of a program and what nobody can run.
     Examine { program: PathBuf },
-    /// Build and run a small model through the jit and show every stage.
-    Demo,
+    /// Train an MLP on the digits dataset through the jit and autograd; show every stage.
+    Demo {
+        /// Folder with images.npy and labels.npy.
+        #[arg(long, default_value = "data/digits")]
+        data: PathBuf,
+        #[arg(long, default_value_t = 20)]
+        epochs: usize,
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        #[arg(long, default_value_t = 0.05)]
+        lr: f64,
+        /// Do not print the forward and backward execution traces.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -73,7 +86,22 @@ fn main() -> ExitCode {
         } => commands::run::run(&cli.host, &program, &inputs, &out, print_trace),
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
         Command::Examine { program } => commands::examine::run(&cli.host, &program),
-        Command::Demo => commands::demo::run(&cli.host),
+        Command::Demo {
+            data,
+            epochs,
+            batch,
+            lr,
+            quiet,
+        } => commands::demo::run(
+            &cli.host,
+            &commands::demo::DemoOptions {
+                data: &data,
+                epochs,
+                batch,
+                lr,
+                quiet_traces: quiet,
+            },
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,6 +18,7 @@ pub use value_and_grad::{value_and_grad, GradTraces, ValueAndGrad};
 use crate::dtype;
 use crate::error::{Error, Result};
 use crate::ir::{Arg, Trace, Value};
+use crate::passes::Pass;
 use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
 use crate::trace_ctx::{flatten_scope_from, scope_len, take_error, tensor_of};
@@ -151,16 +152,23 @@ pub fn split_forward_backward(
             "split point past the end of the joint trace".into(),
         ));
     }
-    let saved = saved_values(joint, forward_len, n_outputs);
+    // Dead code in the backward must not keep residuals alive: prune it first, then save
+    // only what the remaining backward reads.
+    let mut backward = joint.clone();
+    backward.bsyms = joint.bsyms[forward_len..].to_vec();
+    backward.outputs = joint.outputs[n_outputs..].to_vec();
+    let backward = crate::passes::Dce.run(&backward)?;
+    let mut pruned = joint.clone();
+    pruned.bsyms.truncate(forward_len);
+    pruned.bsyms.extend(backward.bsyms.iter().cloned());
+    let saved = saved_values(&pruned, forward_len, n_outputs);
     let mut forward = joint.clone();
     forward.bsyms.truncate(forward_len);
     forward.outputs = joint.outputs[..n_outputs].to_vec();
     forward.outputs.extend(saved.iter().copied());
     forward.provenance = "Grad transform (forward)".into();
-    let mut backward = joint.clone();
-    backward.bsyms = joint.bsyms[forward_len..].to_vec();
+    let mut backward = backward;
     backward.inputs = saved.clone();
-    backward.outputs = joint.outputs[n_outputs..].to_vec();
     backward.fn_name = "backward".into();
     backward.provenance = "Grad transform (backward)".into();
     Ok((forward, backward, saved))
