@@ -229,3 +229,76 @@ fn bad_inputs_get_clear_errors() {
         assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
     }
 }
+
+#[test]
+fn run_with_grad_writes_gradients() {
+    let dir = setup();
+    let p = dir.path();
+    std::fs::write(p.join("loss.py"), "def computation(x, w):\n  # x: \"cpu f32[2, 3]\"\n  # w: \"cpu f32[3]\"\n  y = ltorch.mul(x, w)\n  z = ltorch.sum(y, None, False)\n  return (z,)\n").unwrap();
+    write_npy(
+        &p.join("w.npy"),
+        &Array::from_slice(&[1.0f32, -2.0, 0.5], &[3]).unwrap(),
+    )
+    .unwrap();
+    let o = thunder(
+        p,
+        &[
+            "run", "loss.py", "-i", "x=x.npy", "-i", "w=w.npy", "--grad", "--out", "g",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // d/dx sum(x * w) = w broadcast over rows; d/dw = column sums of x.
+    assert_eq!(
+        read_npy(&p.join("g/grad_x.npy"))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![1.0, -2.0, 0.5, 1.0, -2.0, 0.5]
+    );
+    assert_eq!(
+        read_npy(&p.join("g/grad_w.npy"))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![5.0, 7.0, 9.0]
+    );
+    assert_eq!(
+        read_npy(&p.join("g/out_0.npy"))
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![1.0 * 5.0 - 2.0 * 7.0 + 0.5 * 9.0]
+    );
+
+    let o = thunder(
+        p,
+        &[
+            "run", "loss.py", "-i", "x=x.npy", "-i", "w=w.npy", "--grad", "--wrt", "w", "--out",
+            "h",
+        ],
+    );
+    assert!(
+        o.status.success() && p.join("h/grad_w.npy").exists() && !p.join("h/grad_x.npy").exists()
+    );
+
+    let o = thunder(
+        p,
+        &[
+            "run", "loss.py", "-i", "x=x.npy", "-i", "w=w.npy", "--grad", "--wrt", "v",
+        ],
+    );
+    assert!(
+        stderr(&o).contains("--wrt: unknown input `v`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = thunder(
+        p,
+        &["run", "prog.py", "-i", "x=x.npy", "-i", "w=w.npy", "--grad"],
+    );
+    assert!(
+        stderr(&o).contains("must be a floating-point scalar"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -41,6 +41,12 @@ enum Command {
         /// Print the execution trace after running.
         #[arg(long)]
         print_trace: bool,
+        /// Also differentiate the first output (a scalar loss) and write grad_NAME.npy.
+        #[arg(long)]
+        grad: bool,
+        /// Inputs to differentiate with respect to (default: every floating-point input).
+        #[arg(long, value_delimiter = ',', requires = "grad")]
+        wrt: Vec<String>,
     },
     /// Print a program's trace at one stage.
     Trace {
@@ -83,7 +89,12 @@ fn main() -> ExitCode {
             inputs,
             out,
             print_trace,
-        } => commands::run::run(&cli.host, &program, &inputs, &out, print_trace),
+            grad,
+            wrt,
+        } => {
+            let grad = grad.then_some(wrt.as_slice());
+            commands::run::run(&cli.host, &program, &inputs, &out, print_trace, grad)
+        }
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
         Command::Examine { program } => commands::examine::run(&cli.host, &program),
         Command::Demo {

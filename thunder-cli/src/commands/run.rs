@@ -1,9 +1,80 @@
 use super::load_program;
 use crate::host_args::HostArgs;
 use crate::inputs::{match_inputs, parse_inputs};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::path::Path;
+use std::sync::Arc;
+use thunder_core::autograd::value_and_grad;
+use thunder_core::ir::Trace;
 use thunder_core::runtime::npy::write_npy;
+use thunder_core::{Array, Tensor};
+
+fn write_outputs(out: &Path, prefix: &str, names: &[String], arrays: &[Array]) -> Result<()> {
+    for (name, a) in names.iter().zip(arrays) {
+        let path = out.join(format!("{prefix}{name}.npy"));
+        write_npy(&path, a)?;
+        println!("{}: {}", path.display(), a.ty());
+    }
+    Ok(())
+}
+
+/// Differentiates the program's first output with respect to `wrt` (default: every float input).
+fn run_with_grad(
+    host: thunder_core::PluginHost,
+    trace: Trace,
+    arrays: Vec<Array>,
+    wrt: &[String],
+    out: &Path,
+    print_trace: bool,
+) -> Result<()> {
+    let names = trace.input_names();
+    for w in wrt {
+        if !names.contains(w) {
+            bail!(
+                "--wrt: unknown input `{w}`; the program's inputs are: {}",
+                names.join(", ")
+            );
+        }
+    }
+    let marked: Vec<Array> = arrays
+        .into_iter()
+        .zip(&names)
+        .map(|(a, n)| {
+            let pick = if wrt.is_empty() {
+                a.dtype().is_float()
+            } else {
+                wrt.contains(n)
+            };
+            a.with_requires_grad(pick)
+        })
+        .collect();
+    let grad_names: Vec<String> = names
+        .iter()
+        .zip(&marked)
+        .filter(|(_, a)| a.ty().requires_grad)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let program = Arc::new(trace);
+    let f = value_and_grad(Some(Arc::new(host)), move |xs: &[Tensor]| {
+        thunder_core::trace_ctx::replay(&program, xs)
+    })
+    .with_input_names(&name_refs);
+    let (outputs, grads) = f.call(&marked)?;
+    let indices: Vec<String> = (0..outputs.len()).map(|i| i.to_string()).collect();
+    write_outputs(out, "out_", &indices, &outputs)?;
+    write_outputs(out, "grad_", &grad_names, &grads)?;
+    if print_trace {
+        if let Some(t) = f.last_traces() {
+            print!(
+                "{}{}",
+                t.forward.execution.print(),
+                t.backward.execution.print()
+            );
+        }
+    }
+    Ok(())
+}
 
 pub fn run(
     args: &HostArgs,
@@ -11,6 +82,7 @@ pub fn run(
     inputs: &[String],
     out: &Path,
     print_trace: bool,
+    grad: Option<&[String]>,
 ) -> Result<()> {
     let trace = load_program(program)?;
     let params: Vec<_> = trace
@@ -20,15 +92,15 @@ pub fn run(
         .collect();
     let arrays = match_inputs(&params, parse_inputs(inputs)?)?;
     let host = args.host()?;
-    let (traces, compiled) = thunder_core::compile_trace(&host, trace)?;
-    let outputs = compiled.run(&arrays)?;
     std::fs::create_dir_all(out)
         .with_context(|| format!("{}: cannot create the output folder", out.display()))?;
-    for (i, a) in outputs.iter().enumerate() {
-        let path = out.join(format!("out_{i}.npy"));
-        write_npy(&path, a)?;
-        println!("{}: {}", path.display(), a.ty());
+    if let Some(wrt) = grad {
+        return run_with_grad(host, trace, arrays, wrt, out, print_trace);
     }
+    let (traces, compiled) = thunder_core::compile_trace(&host, trace)?;
+    let outputs = compiled.run(&arrays)?;
+    let indices: Vec<String> = (0..outputs.len()).map(|i| i.to_string()).collect();
+    write_outputs(out, "out_", &indices, &outputs)?;
     if print_trace {
         print!("{}", traces.execution.print());
     }
