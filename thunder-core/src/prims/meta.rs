@@ -80,6 +80,27 @@ fn check_shape(op: &str, shape: &[i64]) -> Result<()> {
     Ok(())
 }
 
+/// Elementwise prims neither broadcast nor move data between devices.
+fn check_same_shape_and_device(op: &str, a: &TensorType, b: &TensorType) -> Result<()> {
+    if a.shape != b.shape {
+        bail_op!(
+            op,
+            "shapes {} and {} must be equal (prims do not broadcast)",
+            ShapeDisplay(&a.shape),
+            ShapeDisplay(&b.shape)
+        );
+    }
+    if a.device != b.device {
+        bail_op!(
+            op,
+            "tensors are on different devices: {} and {}",
+            a.device,
+            b.device
+        );
+    }
+    Ok(())
+}
+
 fn unary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
     let op = prim.id();
     expect_arity(op, args, 1)?;
@@ -117,28 +138,13 @@ fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
     expect_arity(op, args, 2)?;
     let t = match (&types[0], &types[1]) {
         (Some(a), Some(b)) => {
-            if a.shape != b.shape {
-                bail_op!(
-                    op,
-                    "shapes {} and {} must be equal (prims do not broadcast)",
-                    ShapeDisplay(&a.shape),
-                    ShapeDisplay(&b.shape)
-                );
-            }
+            check_same_shape_and_device(op, a, b)?;
             if a.dtype != b.dtype {
                 bail_op!(
                     op,
                     "dtypes {} and {} must be equal (prims do not promote)",
                     a.dtype.short_name(),
                     b.dtype.short_name()
-                );
-            }
-            if a.device != b.device {
-                bail_op!(
-                    op,
-                    "tensors are on different devices: {} and {}",
-                    a.device,
-                    b.device
                 );
             }
             a
@@ -177,28 +183,11 @@ fn where_meta(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
     }
     let mut dtype = None;
     for t in types[1..3].iter().flatten() {
-        {
-            if t.shape != pred.shape {
-                bail_op!(
-                    op,
-                    "shapes {} and {} must be equal",
-                    ShapeDisplay(&pred.shape),
-                    ShapeDisplay(&t.shape)
-                );
-            }
-            if t.device != pred.device {
-                bail_op!(
-                    op,
-                    "tensors are on different devices: {} and {}",
-                    pred.device,
-                    t.device
-                );
-            }
-            if dtype.is_some_and(|d| d != t.dtype) {
-                bail_op!(op, "branch dtypes must be equal");
-            }
-            dtype = Some(t.dtype);
+        check_same_shape_and_device(op, pred, t)?;
+        if dtype.is_some_and(|d| d != t.dtype) {
+            bail_op!(op, "branch dtypes must be equal");
         }
+        dtype = Some(t.dtype);
     }
     let Some(dtype) = dtype else {
         bail_op!(op, "at least one branch must be a tensor");

@@ -60,36 +60,22 @@ impl Cursor<'_> {
         self.pos += 1;
         t
     }
+    fn unexpected(&self, col: usize, what: &str, found: Option<Tok>) -> Error {
+        let found = found.map_or("the end of the line".to_string(), |t| format!("{t:?}"));
+        perr(self.line, col, format!("expected {what}, found {found}"))
+    }
     fn expect(&mut self, want: &Tok, what: &str) -> Result<()> {
         let col = self.col();
         match self.next() {
             Some(t) if &t == want => Ok(()),
-            Some(t) => Err(perr(
-                self.line,
-                col,
-                format!("expected {what}, found {t:?}"),
-            )),
-            None => Err(perr(
-                self.line,
-                col,
-                format!("expected {what}, found the end of the line"),
-            )),
+            other => Err(self.unexpected(col, what, other)),
         }
     }
     fn ident(&mut self, what: &str) -> Result<(String, usize)> {
         let col = self.col();
         match self.next() {
             Some(Tok::Ident(s)) => Ok((s, col)),
-            Some(t) => Err(perr(
-                self.line,
-                col,
-                format!("expected {what}, found {t:?}"),
-            )),
-            None => Err(perr(
-                self.line,
-                col,
-                format!("expected {what}, found the end of the line"),
-            )),
+            other => Err(self.unexpected(col, what, other)),
         }
     }
 }
