@@ -8,8 +8,6 @@ use thunder_core::passes::default_passes;
 use thunder_core::text::{parse_trace, print_trace};
 use thunder_tests::{interpreter_host, repo_root};
 
-const STAGES: [&str; 3] = ["initial", "final", "execution"];
-
 fn section_header(name: &str) -> String {
     format!("==== {name} ====\n")
 }
@@ -38,11 +36,30 @@ fn stages(program: &str) -> Vec<(String, String)> {
     }
     let host = interpreter_host();
     let (traces, _) = thunder_core::compile_trace(&host, initial.clone()).expect("compile");
-    vec![
+    let mut out = vec![
         ("initial".into(), print_trace(&initial)),
         ("final".into(), print_trace(&final_trace)),
         ("execution".into(), traces.execution.print()),
-    ]
+    ];
+    // Programs with requires_grad inputs also pin the grad transform's forward and backward.
+    if initial.inputs.iter().any(|&v| initial.ty(v).requires_grad) {
+        let types = initial.input_types();
+        let names = initial.input_names();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let program = std::sync::Arc::new(initial.clone());
+        let vg = thunder_core::autograd::value_and_grad(
+            Some(host.clone()),
+            move |xs: &[thunder_core::Tensor]| thunder_core::trace_ctx::replay(&program, xs),
+        )
+        .with_input_names(&names);
+        let (joint, forward_len, n_outputs) = vg.joint_trace(&types).expect("joint trace");
+        let (fwd, bwd, _) =
+            thunder_core::autograd::split_forward_backward(&joint, forward_len, n_outputs)
+                .expect("split");
+        out.push(("forward".into(), print_trace(&fwd)));
+        out.push(("backward".into(), print_trace(&bwd)));
+    }
+    out
 }
 
 fn check_file(path: &Path, bless: bool) -> Option<String> {
@@ -55,7 +72,10 @@ fn check_file(path: &Path, bless: bool) -> Option<String> {
         .expect("a program section");
     let actual = stages(&program);
     // Round trip: every parseable stage parses into an equal trace that prints the same.
-    for (name, printed) in actual.iter().filter(|(n, _)| n != "execution") {
+    for (name, printed) in actual
+        .iter()
+        .filter(|(n, _)| matches!(n.as_str(), "initial" | "final"))
+    {
         let reparsed = parse_trace(printed)
             .unwrap_or_else(|e| panic!("{}: {name} does not parse back: {e}", path.display()));
         assert_eq!(
@@ -81,13 +101,24 @@ fn check_file(path: &Path, bless: bool) -> Option<String> {
         return None;
     }
     let mut report = String::new();
-    for stage in STAGES {
+    let written: Vec<&str> = sections
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| *n != "program")
+        .collect();
+    let produced: Vec<&str> = actual.iter().map(|(n, _)| n.as_str()).collect();
+    if written != produced {
+        report += &format!(
+            "{}: sections {written:?} but the program produces {produced:?}\n",
+            path.display()
+        );
+    }
+    for (stage, got) in &actual {
         let expected = sections
             .iter()
             .find(|(n, _)| n == stage)
             .map(|(_, b)| b.as_str())
             .unwrap_or("");
-        let got = &actual.iter().find(|(n, _)| n == stage).expect("stage").1;
         if expected != got {
             let diff = similar::TextDiff::from_lines(expected, got.as_str());
             report += &format!(
