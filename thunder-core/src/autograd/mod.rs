@@ -13,7 +13,7 @@
 mod value_and_grad;
 pub mod vjp;
 
-pub use value_and_grad::{value_and_grad, GradTraces, ValueAndGrad};
+pub use value_and_grad::{grad, value_and_grad, Grad, GradTraces, ValueAndGrad};
 
 use crate::dtype;
 use crate::error::{Error, Result};
@@ -89,10 +89,10 @@ where
         let cots = match b.sym.prim() {
             Some(p) => prim_vjp(p, &b.args, &out_t, &g)?,
             None => composite_vjp(b.sym.id, &b.args, &out_t, &g).ok_or_else(|| {
-                Error::Bug(format!(
-                    "{} has no VJP rule and was not flattened",
-                    b.sym.id
-                ))
+                Error::op(
+                    b.sym.id,
+                    "has no grad rule and no decomposition to differentiate through",
+                )
             })??,
         };
         for (arg, cot) in b.args.iter().zip(cots) {

@@ -169,3 +169,19 @@ impl ValueAndGrad {
         self.misses.load(Ordering::Relaxed)
     }
 }
+
+/// `grad(f)`: like [`value_and_grad`], returning only the gradients.
+pub struct Grad(pub ValueAndGrad);
+
+pub fn grad<O: IntoTraceOutputs>(
+    host: Option<Arc<PluginHost>>,
+    f: impl Fn(&[Tensor]) -> O + Send + Sync + 'static,
+) -> Grad {
+    Grad(value_and_grad(host, f))
+}
+
+impl Grad {
+    pub fn call(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        self.0.call(inputs).map(|(_, grads)| grads)
+    }
+}

@@ -285,3 +285,50 @@ pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) ->
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::parse_trace;
+
+    /// a -> b -> c -> d in a chain, plus e reading a.
+    fn chain() -> Vec<BoundSymbol> {
+        let t = parse_trace(
+            "def computation(x):\n  # x: \"cpu f32[2]\"\n  a = prims.exp(x)\n  b = prims.neg(a)\n  c = prims.abs(b)\n  d = prims.add(a, c)\n  e = prims.sin(a)\n  return (d, e)\n",
+        )
+        .unwrap();
+        t.bsyms
+    }
+
+    #[test]
+    fn valid_claims_pass() {
+        let b = chain();
+        assert_eq!(check_claim(&[0, 1, 2, 3], &[None; 5], &b), None);
+        assert_eq!(check_claim(&[4], &[None; 5], &b), None);
+        // Not contiguous in trace order but convex: e (4) only reads a (0).
+        assert_eq!(check_claim(&[0, 4], &[None; 5], &b), None);
+    }
+
+    #[test]
+    fn invalid_claims_are_refused_with_a_reason() {
+        let b = chain();
+        let free = [None; 5];
+        assert!(check_claim(&[], &free, &b).unwrap().contains("empty"));
+        assert!(check_claim(&[9], &free, &b)
+            .unwrap()
+            .contains("out of range"));
+        assert!(check_claim(&[1, 1], &free, &b)
+            .unwrap()
+            .contains("listed twice"));
+        let owned = [None, Some(0), None, None, None];
+        assert!(check_claim(&[1], &owned, &b)
+            .unwrap()
+            .contains("already claimed"));
+        // a and d without b and c: the path a -> b -> c -> d leaves the region and comes back.
+        let reason = check_claim(&[0, 3], &free, &b).unwrap();
+        assert!(
+            reason.contains("not convex") && reason.contains("prims.add"),
+            "{reason}"
+        );
+    }
+}
