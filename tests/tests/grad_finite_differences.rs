@@ -294,3 +294,38 @@ fn forward_saves_only_what_backward_reads() {
         "forward returns the loss and the saved values"
     );
 }
+
+/// pow at base 0: a^0 and 0^b (b >= 0) are constant there, so torch's gradients are 0, not the
+/// NaN and -inf of the plain formulas.
+#[test]
+fn pow_gradient_at_zero_base_matches_torch() {
+    let f = value_and_grad(Some(interpreter_host()), |x: &[Tensor]| {
+        vec![x[0].pow(&x[1]).sum(None, false)]
+    });
+    let a = Array::from_slice(&[0.0f64, 0.0, 2.0], &[3])
+        .unwrap()
+        .with_requires_grad(true);
+    let b = Array::from_slice(&[2.0f64, 0.0, 0.0], &[3])
+        .unwrap()
+        .with_requires_grad(true);
+    let (_, g) = f.call(&[a, b]).unwrap();
+    assert_eq!(g[0].to_vec::<f64>().unwrap(), vec![0.0, 0.0, 0.0]);
+    assert_eq!(g[1].to_vec::<f64>().unwrap(), vec![0.0, 0.0, 2f64.ln()]);
+    // A scalar exponent of 0, and a scalar base of 0 with exponents of both signs.
+    let f = value_and_grad(
+        Some(interpreter_host()),
+        |x: &[Tensor]| -> thunder_core::Result<Vec<Tensor>> {
+            let zero_base = thunder_core::ltorch::pow(0.0, &x[1])?;
+            Ok(vec![(x[0].pow(0.0) + zero_base).sum(None, false)])
+        },
+    );
+    let a = Array::from_slice(&[0.0f64, 3.0], &[2])
+        .unwrap()
+        .with_requires_grad(true);
+    let b = Array::from_slice(&[2.0f64, 0.0], &[2])
+        .unwrap()
+        .with_requires_grad(true);
+    let (_, g) = f.call(&[a, b]).unwrap();
+    assert_eq!(g[0].to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
+    assert_eq!(g[1].to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
+}

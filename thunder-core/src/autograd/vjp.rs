@@ -170,6 +170,12 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
                 .transpose()?,
         ]),
         Prim::Pow => {
+            // As torch: d/da is 0 where the exponent is 0 (a^0 is constant), and d/db is 0
+            // where the base is 0 and the exponent non-negative (0^b is constant), instead of
+            // the NaN and -inf the plain formulas give there.
+            let zero_where = |cond: Tensor, value: Tensor| {
+                prim1(Prim::Where, vec![v(&cond), Arg::Float(0.0), v(&value)])
+            };
             let ga = match &a {
                 None => None,
                 Some(base) => {
@@ -182,17 +188,37 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
                         args[1].clone(),
                         v(&p2(Prim::Pow, v(base), exp_minus_one)?),
                     )?;
+                    let d = match scalar_f64(&args[1]) {
+                        Some(0.0) => crate::clang::full(
+                            base.shape().to_vec(),
+                            Arg::Float(0.0),
+                            base.device(),
+                            base.dtype(),
+                        )?,
+                        Some(_) => d,
+                        None => zero_where(p2(Prim::Eq, args[1].clone(), Arg::Float(0.0))?, d)?,
+                    };
                     Some(p2(Prim::Mul, v(g), v(&d))?)
                 }
             };
             let gb = match &b {
                 None => None,
-                Some(_) => {
+                Some(exponent) => {
                     let log_base = match scalar_f64(&args[0]) {
                         Some(base) => Arg::Float(base.ln()),
                         None => v(&prim1(Prim::Log, vec![args[0].clone()])?),
                     };
-                    Some(p2(Prim::Mul, v(&p2(Prim::Mul, v(g), v(out))?), log_base)?)
+                    let d = p2(Prim::Mul, v(out), log_base)?;
+                    let exponent_ok = p2(Prim::Ge, v(exponent), Arg::Float(0.0))?;
+                    let d = match scalar_f64(&args[0]) {
+                        Some(0.0) => zero_where(exponent_ok, d)?,
+                        Some(_) => d,
+                        None => {
+                            let base_zero = p2(Prim::Eq, args[0].clone(), Arg::Float(0.0))?;
+                            zero_where(p2(Prim::Mul, v(&base_zero), v(&exponent_ok))?, d)?
+                        }
+                    };
+                    Some(p2(Prim::Mul, v(g), v(&d))?)
                 }
             };
             Ok(vec![ga, gb])

@@ -1,0 +1,197 @@
+//! Every gradient case of `tests/fixtures/grads` (made by `scripts/gen_grad_fixtures.py` with
+//! PyTorch): the op's program is parsed and replayed inside a `value_and_grad` closure whose
+//! loss is `sum(out * cot)` (the cotangent `cot` is an extra input without grad), and the
+//! gradients are compared with PyTorch's `autograd.grad(out, inputs, cot)` in dtype, shape and
+//! value.
+
+use safetensors::{Dtype, SafeTensors};
+use std::collections::{BTreeMap, HashMap};
+use thunder_core::autograd::value_and_grad;
+use thunder_core::ir::TensorType;
+use thunder_core::{Array, DType, Device, Tensor};
+use thunder_tests::{close, interpreter_host, repo_root};
+
+/// The number of cases `scripts/gen_grad_fixtures.py` generates; the test fails if fewer ran.
+const EXPECTED_CASES: usize = 346;
+
+/// Cases where we deliberately differ from PyTorch, with the reason. The test checks that each
+/// still differs, so the list cannot go stale.
+const KNOWN_DEVIATIONS: &[(&str, &str)] = &[];
+
+fn dtype_of(d: Dtype) -> DType {
+    match d {
+        Dtype::BOOL => DType::Bool,
+        Dtype::U8 => DType::U8,
+        Dtype::I8 => DType::I8,
+        Dtype::I16 => DType::I16,
+        Dtype::I32 => DType::I32,
+        Dtype::I64 => DType::I64,
+        Dtype::F16 => DType::F16,
+        Dtype::BF16 => DType::BF16,
+        Dtype::F32 => DType::F32,
+        Dtype::F64 => DType::F64,
+        other => panic!("fixture dtype {other:?} is not one of ours"),
+    }
+}
+
+fn load(st: &SafeTensors, name: &str) -> Array {
+    let view = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+    Array::from_bytes(
+        view.data(),
+        TensorType::new(shape, dtype_of(view.dtype()), Device::Cpu),
+    )
+    .expect("fixture array")
+}
+
+/// Runs one case; returns its mismatches (empty when every gradient matches).
+fn run_case(
+    program: &str,
+    inputs: Vec<Array>,
+    requires_grad: &[bool],
+    cot: Array,
+    expected: &[Array],
+    rtol: f64,
+    atol: f64,
+) -> Vec<String> {
+    let trace = match thunder_core::text::parse_trace(program) {
+        Ok(t) => t,
+        Err(e) => return vec![format!("parse error: {e}")],
+    };
+    let n = inputs.len();
+    let vg = value_and_grad(
+        Some(interpreter_host()),
+        move |xs: &[Tensor]| -> thunder_core::Result<Vec<Tensor>> {
+            let outs = thunder_core::trace_ctx::replay(&trace, &xs[..n])?;
+            Ok(vec![(&outs[0] * &xs[n]).sum(None, false)])
+        },
+    );
+    let mut args: Vec<Array> = inputs
+        .into_iter()
+        .zip(requires_grad)
+        .map(|(a, &r)| a.with_requires_grad(r))
+        .collect();
+    args.push(cot);
+    let grads = match vg.call(&args) {
+        Ok((_, g)) => g,
+        Err(e) => return vec![format!("error: {e}")],
+    };
+    if grads.len() != expected.len() {
+        return vec![format!(
+            "{} gradients, PyTorch gives {}",
+            grads.len(),
+            expected.len()
+        )];
+    }
+    let wrt: Vec<usize> = (0..n).filter(|&i| requires_grad[i]).collect();
+    let mut failures = Vec::new();
+    for ((a, e), k) in grads.iter().zip(expected).zip(wrt) {
+        if a.dtype() != e.dtype() || a.shape() != e.shape() {
+            failures.push(format!(
+                "grad of input {k} is {}, PyTorch gives {}",
+                a.ty(),
+                e.ty()
+            ));
+            continue;
+        }
+        let (av, ev) = (a.to_f64_vec(), e.to_f64_vec());
+        let bad: Vec<usize> = (0..av.len())
+            .filter(|&i| !close(av[i], ev[i], rtol, atol, false))
+            .collect();
+        if let Some(&i) = bad.first() {
+            failures.push(format!(
+                "grad of input {k}: {} of {} elements differ, first at {i}: got {} expected {} (rtol {rtol}, atol {atol}); got {:?} expected {:?}",
+                bad.len(),
+                av.len(),
+                av[i],
+                ev[i],
+                av,
+                ev
+            ));
+        }
+    }
+    failures
+}
+
+#[test]
+fn every_gradient_matches_pytorch() {
+    let dir = repo_root().join("tests/fixtures/grads");
+    let manifest: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    let mut files: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut failures = Vec::new();
+    let mut per_op: BTreeMap<String, usize> = BTreeMap::new();
+    for case in &manifest {
+        let s = |k: &str| case[k].as_str().unwrap_or_default().to_string();
+        let (op, file, program) = (s("op"), s("file"), s("program"));
+        let key = format!("{op}/{}", s("case"));
+        let id = format!("{key} ({})", s("note"));
+        let bytes = files
+            .entry(file.clone())
+            .or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
+        let st = SafeTensors::deserialize(bytes).expect("safetensors");
+        let names = |k: &str| -> Vec<String> {
+            case[k]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let inputs: Vec<Array> = names("inputs").iter().map(|n| load(&st, n)).collect();
+        let requires_grad: Vec<bool> = case["requires_grad"]
+            .as_array()
+            .expect("requires_grad")
+            .iter()
+            .map(|v| v.as_bool().expect("requires_grad flag"))
+            .collect();
+        assert_eq!(requires_grad.len(), inputs.len(), "{id}: requires_grad");
+        let cot = load(&st, &s("cot"));
+        let expected: Vec<Array> = names("grads").iter().map(|n| load(&st, n)).collect();
+        let (rtol, atol) = (
+            case["rtol"].as_f64().expect("rtol"),
+            case["atol"].as_f64().expect("atol"),
+        );
+        for f in run_case(&program, inputs, &requires_grad, cot, &expected, rtol, atol) {
+            failures.push(format!("{id}: {f}"));
+        }
+        *per_op.entry(op).or_default() += 1;
+    }
+    let mut stale = Vec::new();
+    for (key, why) in KNOWN_DEVIATIONS {
+        let before = failures.len();
+        failures.retain(|f| !f.starts_with(&format!("{key} ")));
+        if failures.len() == before {
+            stale.push(format!(
+                "{key} is listed as a known deviation ({why}) but now matches PyTorch"
+            ));
+        }
+    }
+    assert!(stale.is_empty(), "{}", stale.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} gradient mismatches with PyTorch over {} cases:\n{}",
+        failures.len(),
+        manifest.len(),
+        failures
+            .iter()
+            .take(60)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let ran: usize = per_op.values().sum();
+    assert!(
+        ran >= EXPECTED_CASES,
+        "only {ran} gradient cases ran, expected at least {EXPECTED_CASES}"
+    );
+    assert!(
+        per_op.len() >= 33,
+        "only {} ops covered: {per_op:?}",
+        per_op.len()
+    );
+}
