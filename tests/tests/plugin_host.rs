@@ -53,7 +53,7 @@ fn other_abi_major_is_refused_naming_both_versions() {
     assert_eq!(host.entries().len(), 1, "only the interpreter loads");
     assert_eq!(host.issues().len(), 1, "{:?}", host.issues());
     let msg = &host.issues()[0].message;
-    assert!(msg.contains("2.0.0") && msg.contains("1.0.0"), "{msg}");
+    assert!(msg.contains("2.0.0") && msg.contains("1.1.0"), "{msg}");
 }
 
 #[test]

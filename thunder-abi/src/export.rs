@@ -125,17 +125,77 @@ impl HostLogger {
     }
 }
 
+/// Shape and dtype rule of a plugin's op: `ArgView::Value(i)` in the arguments refers to the
+/// `i`th value metadata; returns the outputs' metadata.
+pub type CustomOpMeta = fn(
+    &[crate::view::ArgView],
+    &[crate::view::ValueMeta],
+) -> Result<Vec<crate::view::ValueMeta>, PluginError>;
+
+/// An op a plugin adds to the language (see [`crate::plugin::CustomOpDecl`]).
+pub struct CustomOp {
+    pub id: String,
+    pub description: String,
+    /// Shape and dtype rule: `ArgView::Value(i)` in `args` refers to `values[i]`.
+    pub meta: CustomOpMeta,
+    /// Trace text replayed on the op's tensor arguments when no executor claims the op.
+    pub decomposition: Option<String>,
+}
+
+/// For plugins that declare no ops.
+pub fn no_custom_ops() -> Vec<CustomOp> {
+    Vec::new()
+}
+
+/// The declarations the export macro hands to the host.
+pub fn custom_op_decls(ops: fn() -> Vec<CustomOp>) -> RVec<crate::plugin::CustomOpDecl> {
+    match catch_unwind(ops) {
+        Ok(ops) => ops
+            .into_iter()
+            .map(|op| crate::plugin::CustomOpDecl {
+                id: op.id.into(),
+                description: op.description.into(),
+                decomposition: op.decomposition.map(RString::from).into(),
+            })
+            .collect(),
+        // A panicking declaration list declares nothing; the host then sees no such ops.
+        Err(_) => RVec::new(),
+    }
+}
+
+/// Runs the meta of op `id`, catching panics.
+pub fn custom_op_meta(
+    ops: fn() -> Vec<CustomOp>,
+    id: RStr<'_>,
+    args: RSlice<'_, crate::view::ArgView>,
+    values: RSlice<'_, crate::view::ValueMeta>,
+) -> RResult<RVec<crate::view::ValueMeta>, PluginError> {
+    guard("custom op meta", || {
+        let op = ops()
+            .into_iter()
+            .find(|op| op.id == id.as_str())
+            .ok_or_else(|| {
+                PluginError::unsupported(format!("this plugin declares no op `{id}`"))
+            })?;
+        (op.meta)(args.as_slice(), values.as_slice()).map(RVec::from)
+    })
+}
+
 /// Exports an executor plugin.
 ///
 /// ```ignore
 /// thunder_abi::export_executor! {
 ///     info: my_info,            // fn() -> thunder_abi::PluginInfo
 ///     create: MyExecutor::new,  // fn(HostServices, &[(String, OptionValue)]) -> Result<MyExecutor, PluginError>
+///     custom_ops: my_ops,       // optional: fn() -> Vec<thunder_abi::export::CustomOp>
 /// }
 /// ```
 #[macro_export]
 macro_rules! export_executor {
     (info: $info:path, create: $create:path $(,)?) => {
+        $crate::export_executor!(info: $info, create: $create, custom_ops: $crate::export::no_custom_ops);
+    };
+    (info: $info:path, create: $create:path, custom_ops: $ops:path $(,)?) => {
         #[no_mangle]
         pub extern "C" fn thunder_plugin_abi_version() -> u64 {
             $crate::version::ABI_VERSION.pack()
@@ -177,6 +237,21 @@ macro_rules! export_executor {
             })
         }
 
+        extern "C" fn __thunder_plugin_custom_ops() -> $crate::abi_stable::std_types::RVec<$crate::plugin::CustomOpDecl> {
+            $crate::export::custom_op_decls($ops)
+        }
+
+        extern "C" fn __thunder_plugin_custom_op_meta(
+            op: $crate::abi_stable::std_types::RStr<'_>,
+            args: $crate::abi_stable::std_types::RSlice<'_, $crate::view::ArgView>,
+            values: $crate::abi_stable::std_types::RSlice<'_, $crate::view::ValueMeta>,
+        ) -> $crate::abi_stable::std_types::RResult<
+            $crate::abi_stable::std_types::RVec<$crate::view::ValueMeta>,
+            $crate::plugin::PluginError,
+        > {
+            $crate::export::custom_op_meta($ops, op, args, values)
+        }
+
         #[$crate::abi_stable::export_root_module]
         pub fn __thunder_plugin_root_module() -> $crate::plugin::PluginModuleRef {
             use $crate::abi_stable::prefix_type::PrefixTypeTrait;
@@ -184,6 +259,8 @@ macro_rules! export_executor {
                 abi_version: $crate::version::ABI_VERSION,
                 info: __thunder_plugin_info,
                 create: __thunder_plugin_create,
+                custom_ops: __thunder_plugin_custom_ops,
+                custom_op_meta: __thunder_plugin_custom_op_meta,
             }
             .leak_into_prefix()
         }
@@ -200,6 +277,20 @@ pub fn option_int(
         Some((_, crate::plugin::OptionValue::Int(v))) => Ok(Some(*v)),
         Some((_, other)) => Err(PluginError::invalid(format!(
             "option `{key}`: expected an integer, got {other:?}"
+        ))),
+    }
+}
+
+/// Reads a boolean option by key, checking its type.
+pub fn option_bool(
+    options: &[(String, crate::plugin::OptionValue)],
+    key: &str,
+) -> Result<Option<bool>, PluginError> {
+    match options.iter().find(|(k, _)| k == key) {
+        None => Ok(None),
+        Some((_, crate::plugin::OptionValue::Bool(v))) => Ok(Some(*v)),
+        Some((_, other)) => Err(PluginError::invalid(format!(
+            "option `{key}`: expected true or false, got {other:?}"
         ))),
     }
 }

@@ -6,13 +6,13 @@
 use crate::services::{ExecContext, HostServices};
 use crate::tensor::TensorDesc;
 use crate::version::AbiVersion;
-use crate::view::TraceView;
+use crate::view::{ArgView, TraceView, ValueMeta};
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
     package_version_strings, sabi_trait,
     sabi_types::VersionStrings,
-    std_types::{RBox, RResult, RSlice, RString, RVec, Tuple2},
+    std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec, Tuple2},
     StableAbi,
 };
 
@@ -135,6 +135,20 @@ pub trait ExecutorObj: Send + Sync {
 
 pub type ExecutorBox = ExecutorObj_TO<'static, RBox<()>>;
 
+/// A new symbol a plugin adds to the language, e.g. `mylib.fused_rms_norm`.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct CustomOpDecl {
+    /// Stable id, `namespace.name`; it must not collide with built-in or other plugins' ops.
+    pub id: RString,
+    pub description: RString,
+    /// Optional decomposition as trace text whose parameters are the op's tensor arguments in
+    /// order. It is replayed on the actual inputs, so it should be written with shape-agnostic
+    /// ltorch ops; the annotated parameter types are an example. Without one, only executors
+    /// that claim the op can run it, and it has no gradient.
+    pub decomposition: ROption<RString>,
+}
+
 /// The root module every plugin exports (through [`crate::export_executor!`]).
 #[repr(C)]
 #[derive(StableAbi)]
@@ -148,6 +162,17 @@ pub struct PluginModule {
         host: HostServices,
         options: RVec<PluginOption>,
     ) -> RResult<ExecutorBox, PluginError>,
+    /// Ops this plugin declares (ABI 1.1; absent in plugins built against 1.0).
+    #[sabi(missing_field(option))]
+    pub custom_ops: extern "C" fn() -> RVec<CustomOpDecl>,
+    /// Shape and dtype rule of a declared op: output metadata for these arguments, where
+    /// `ArgView::Value(i)` refers to `values[i]` (ABI 1.1).
+    #[sabi(missing_field(option))]
+    pub custom_op_meta: extern "C" fn(
+        op: RStr<'_>,
+        args: RSlice<'_, ArgView>,
+        values: RSlice<'_, ValueMeta>,
+    ) -> RResult<RVec<ValueMeta>, PluginError>,
 }
 
 impl RootModule for PluginModuleRef {

@@ -14,9 +14,10 @@ pub struct AbiVersion {
     pub patch: u16,
 }
 
+/// 1.1 added the optional `custom_ops` and `custom_op_meta` root-module fields.
 pub const ABI_VERSION: AbiVersion = AbiVersion {
     major: 1,
-    minor: 0,
+    minor: 1,
     patch: 0,
 };
 
@@ -83,7 +84,7 @@ mod tests {
             patch: 0,
         };
         let err = plugin.compatible_with_host(ABI_VERSION).unwrap_err();
-        assert!(err.contains("2.0.0") && err.contains("1.0.0"), "{err}");
+        assert!(err.contains("2.0.0") && err.contains("1.1.0"), "{err}");
         let newer_minor = AbiVersion {
             major: 1,
             minor: 9,

@@ -5,12 +5,16 @@
 //! no-ops, and the error is returned by whoever finishes the trace.
 
 use crate::error::{Error, Result};
-use crate::ir::{Arg, BoundSymbol, Symbol, SymbolKind, TensorType, Trace, Value, ValueInfo};
+use crate::ir::{
+    Arg, BoundSymbol, CustomOp, Symbol, SymbolKind, TensorType, Trace, Value, ValueInfo,
+};
 use crate::prims::meta::prim_meta;
 use crate::tensor::Tensor;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::Arc;
+use thunder_abi::abi_stable::std_types::{RSlice, RStr};
+use thunder_abi::{ArgView, ValueMeta};
 
 struct Scope {
     bsyms: Vec<BoundSymbol>,
@@ -172,7 +176,8 @@ fn arg_types(b: &Builder, args: &[Arg]) -> Result<Vec<Option<TensorType>>> {
 }
 
 /// Binds a symbol: a prim runs its meta; a composite traces its decomposition in a new scope,
-/// whose bound symbols become the subsymbols.
+/// whose bound symbols become the subsymbols; a plugin's op runs the plugin's meta and, if it
+/// has a decomposition, is recorded like a composite.
 pub fn bind(sym: &'static Symbol, args: Vec<Arg>) -> Result<Vec<Tensor>> {
     if args
         .iter()
@@ -181,70 +186,161 @@ pub fn bind(sym: &'static Symbol, args: Vec<Arg>) -> Result<Vec<Tensor>> {
         return Err(Error::Bug("poisoned input".into()));
     }
     match sym.kind {
-        SymbolKind::Prim(prim) => with_builder(|b| {
-            b.check_clean()?;
-            let types = arg_types(b, &args)?;
-            let out_types = prim_meta(prim, &args, &types)?;
-            let mut outputs = Vec::with_capacity(out_types.len());
-            let mut tensors = Vec::with_capacity(out_types.len());
-            for ty in out_types {
-                let name = b.fresh_name();
-                let ty = Arc::new(ty);
-                let v = b.new_value(name, (*ty).clone());
-                outputs.push(v);
-                tensors.push(Tensor::new(v, ty));
-            }
-            let bsym = BoundSymbol {
-                sym,
-                args,
-                outputs,
-                subsymbols: Vec::new(),
-            };
-            current_scope(b)?.bsyms.push(bsym);
-            Ok(tensors)
-        }),
-        SymbolKind::Composite(decompose) => {
-            let first_new_value = with_builder(|b| {
+        SymbolKind::Prim(prim) => {
+            let out_types = with_builder(|b| {
                 b.check_clean()?;
-                b.scopes.push(Scope { bsyms: Vec::new() });
-                Ok(b.values.len() as u32)
+                prim_meta(prim, &args, &arg_types(b, &args)?)
             })?;
-            let result = decompose(&crate::ltorch::CallArgs {
-                op: sym.id,
-                args: &args,
-            });
-            with_builder(|b| {
-                let scope = b
-                    .scopes
-                    .pop()
-                    .ok_or_else(|| Error::Bug("scope stack empty".into()))?;
-                if let Some(e) = b.error.take() {
-                    return Err(e.within(sym.id));
+            bind_leaf(sym, args, out_types)
+        }
+        SymbolKind::Composite(decompose) => bind_decomposed(sym, args, |args| {
+            decompose(&crate::ltorch::CallArgs { op: sym.id, args })
+        }),
+        SymbolKind::Custom(op) => {
+            let out_types = with_builder(|b| {
+                b.check_clean()?;
+                custom_meta(sym.id, op, &args, &arg_types(b, &args)?)
+            })?;
+            let Some(decomposition) = &op.decomposition else {
+                return bind_leaf(sym, args, out_types);
+            };
+            bind_decomposed(sym, args, |args| {
+                let tensors = args
+                    .iter()
+                    .filter_map(Arg::as_value)
+                    .map(tensor_of)
+                    .collect::<Result<Vec<_>>>()?;
+                let outs = replay(decomposition, &tensors)?;
+                let computed: Vec<&TensorType> = outs.iter().map(Tensor::ty).collect();
+                let declared: Vec<&TensorType> = out_types.iter().collect();
+                if computed != declared {
+                    return Err(Error::op(
+                        sym.id,
+                        format!("the decomposition from plugin `{}` computes {computed:?} but the op's meta says {declared:?}", op.plugin),
+                    ));
                 }
-                let outputs = result.map_err(|e| e.within(sym.id))?;
-                if outputs.iter().any(Tensor::is_poisoned) {
-                    return Err(Error::Bug(format!(
-                        "{}: poisoned output without an error",
-                        sym.id
-                    )));
-                }
-                let parent = current_scope(b)?;
-                // A decomposition that hands back a value made before it started (e.g. a
-                // reshape to the same shape) is not recorded: its output would redefine a name.
-                if outputs.iter().any(|t| t.value().0 < first_new_value) {
-                    parent.bsyms.extend(scope.bsyms);
-                } else {
-                    parent.bsyms.push(BoundSymbol {
-                        sym,
-                        args,
-                        outputs: outputs.iter().map(Tensor::value).collect(),
-                        subsymbols: scope.bsyms,
-                    });
-                }
-                Ok(outputs)
+                Ok(outs)
             })
         }
     }
+}
+
+/// Records `sym` with fresh outputs of the given types and no subsymbols.
+fn bind_leaf(
+    sym: &'static Symbol,
+    args: Vec<Arg>,
+    out_types: Vec<TensorType>,
+) -> Result<Vec<Tensor>> {
+    with_builder(|b| {
+        let mut outputs = Vec::with_capacity(out_types.len());
+        let mut tensors = Vec::with_capacity(out_types.len());
+        for ty in out_types {
+            let name = b.fresh_name();
+            let ty = Arc::new(ty);
+            let v = b.new_value(name, (*ty).clone());
+            outputs.push(v);
+            tensors.push(Tensor::new(v, ty));
+        }
+        current_scope(b)?.bsyms.push(BoundSymbol {
+            sym,
+            args,
+            outputs,
+            subsymbols: Vec::new(),
+        });
+        Ok(tensors)
+    })
+}
+
+/// Records `sym` with the bound symbols `decompose` records as its subsymbols.
+fn bind_decomposed(
+    sym: &'static Symbol,
+    args: Vec<Arg>,
+    decompose: impl FnOnce(&[Arg]) -> Result<Vec<Tensor>>,
+) -> Result<Vec<Tensor>> {
+    let first_new_value = with_builder(|b| {
+        b.check_clean()?;
+        b.scopes.push(Scope { bsyms: Vec::new() });
+        Ok(b.values.len() as u32)
+    })?;
+    let result = decompose(&args);
+    with_builder(|b| {
+        let scope = b
+            .scopes
+            .pop()
+            .ok_or_else(|| Error::Bug("scope stack empty".into()))?;
+        if let Some(e) = b.error.take() {
+            return Err(e.within(sym.id));
+        }
+        let outputs = result.map_err(|e| e.within(sym.id))?;
+        if outputs.iter().any(Tensor::is_poisoned) {
+            return Err(Error::Bug(format!(
+                "{}: poisoned output without an error",
+                sym.id
+            )));
+        }
+        let parent = current_scope(b)?;
+        // A decomposition that hands back a value made before it started (e.g. a reshape to
+        // the same shape) is not recorded: its output would redefine a name.
+        if outputs.iter().any(|t| t.value().0 < first_new_value) {
+            parent.bsyms.extend(scope.bsyms);
+        } else {
+            parent.bsyms.push(BoundSymbol {
+                sym,
+                args,
+                outputs: outputs.iter().map(Tensor::value).collect(),
+                subsymbols: scope.bsyms,
+            });
+        }
+        Ok(outputs)
+    })
+}
+
+/// Calls a plugin op's meta across the ABI.
+fn custom_meta(
+    id: &str,
+    op: &CustomOp,
+    args: &[Arg],
+    types: &[Option<TensorType>],
+) -> Result<Vec<TensorType>> {
+    let mut values = Vec::new();
+    let views: Vec<ArgView> = args
+        .iter()
+        .zip(types)
+        .map(|(a, t)| match t {
+            Some(t) => {
+                values.push(ValueMeta {
+                    shape: t.shape.clone().into(),
+                    dtype: t.dtype,
+                    device: t.device.to_desc(),
+                    requires_grad: t.requires_grad,
+                });
+                ArgView::Value(values.len() as u32 - 1)
+            }
+            None => crate::host::view::arg_view(a),
+        })
+        .collect();
+    let out = (op.meta)(
+        RStr::from(id),
+        RSlice::from_slice(&views),
+        RSlice::from_slice(&values),
+    )
+    .into_result()
+    .map_err(|e| {
+        Error::op(
+            id,
+            format!("{} (meta of plugin `{}`)", e.message, op.plugin),
+        )
+    })?;
+    Ok(out
+        .into_iter()
+        .map(|m| {
+            TensorType::new(
+                m.shape.into_vec(),
+                m.dtype,
+                crate::device::Device::from_desc(m.device),
+            )
+        })
+        .collect())
 }
 
 fn current_scope(b: &mut Builder) -> Result<&mut Scope> {

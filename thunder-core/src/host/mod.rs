@@ -2,6 +2,7 @@
 //! order. It never names an executor; what runs where is decided by claiming.
 
 pub mod config;
+mod custom_ops;
 pub mod exec_trace;
 mod loader;
 pub mod partition;
@@ -32,6 +33,8 @@ pub struct ExecutorEntry {
     pub enabled: bool,
     /// `Err(reason)` when the plugin says it cannot run here.
     pub available: std::result::Result<(), String>,
+    /// Ids of the ops this plugin added to the language.
+    pub custom_ops: Vec<String>,
     pub(crate) executor: Option<ExecutorBox>,
 }
 
@@ -205,6 +208,7 @@ impl PluginHost {
             listed: listed.is_some(),
             enabled: listed.is_none_or(|(_, e)| e.enabled),
             available: Err("not created".into()),
+            custom_ops: Vec::new(),
             executor: None,
         };
         let mut options: RVec<PluginOption> = RVec::new();
@@ -227,6 +231,7 @@ impl PluginHost {
                 }
             }
         }
+        entry.custom_ops = self.register_custom_ops(&module, &name, path);
         if entry.enabled {
             match (module.create())(services::host_services(), options) {
                 RResult::ROk(exec) => {

@@ -5,7 +5,10 @@ mod symbol;
 mod trace;
 
 pub use bsym::BoundSymbol;
-pub use symbol::{lookup_symbol, prim_symbol, Decomposition, Symbol, SymbolKind, Tag};
+pub use symbol::{
+    lookup_symbol, prim_symbol, register_custom_op, CustomMetaFn, CustomOp, Decomposition, Symbol,
+    SymbolKind, Tag,
+};
 pub use trace::{Trace, ValueInfo};
 
 use crate::device::Device;

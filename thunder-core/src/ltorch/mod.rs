@@ -98,6 +98,19 @@ pub fn call(id: &str, args: Vec<Arg>) -> Result<Vec<Tensor>> {
     bind(sym, args)
 }
 
+/// Calls an op a plugin declared (e.g. `mylib.fused_rms_norm`) on tensors and literals.
+pub fn custom(id: &str, args: Vec<Arg>) -> Result<Vec<Tensor>> {
+    match lookup_symbol(id) {
+        Some(sym) if matches!(sym.kind, SymbolKind::Custom(_)) => bind(sym, args),
+        Some(_) => Err(Error::Usage(format!(
+            "`{id}` is a built-in op, not a plugin's; call it through its ltorch function"
+        ))),
+        None => Err(Error::Usage(format!(
+            "unknown op `{id}`: no loaded plugin declares it (see `thunder plugins`)"
+        ))),
+    }
+}
+
 /// Binds a one-output ltorch op.
 pub(crate) fn call1(id: &str, args: Vec<Arg>) -> Result<Tensor> {
     call(id, args)?
