@@ -52,6 +52,33 @@ struct Entry {
     key: Vec<TensorType>,
     program: CompiledProgram,
     traces: Arc<Traces>,
+    /// `traces` with the execution trace of the program's run fallback, once a run failure
+    /// replaced it, tagged with [`CompiledProgram::fallbacks`] when made.
+    fallback_traces: Mutex<Option<(usize, Arc<Traces>)>>,
+}
+
+impl Entry {
+    /// The traces of what runs now: as compiled, or as re-compiled after run failures.
+    fn current_traces(&self) -> Arc<Traces> {
+        let n = self.program.fallbacks();
+        let Some(execution) = self.program.fallback_execution().filter(|_| n > 0) else {
+            return self.traces.clone();
+        };
+        let Ok(mut cached) = self.fallback_traces.lock() else {
+            return self.traces.clone();
+        };
+        match &*cached {
+            Some((k, t)) if *k == n => t.clone(),
+            _ => {
+                let t = Arc::new(Traces {
+                    execution: execution.clone(),
+                    ..(*self.traces).clone()
+                });
+                *cached = Some((n, t.clone()));
+                t
+            }
+        }
+    }
 }
 
 pub type TracedFn = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync;
@@ -182,6 +209,7 @@ impl Jitted {
                     key: types,
                     program,
                     traces: Arc::new(traces),
+                    fallback_traces: Mutex::new(None),
                 });
                 if let Ok(mut cache) = self.cache.write() {
                     cache.push(entry.clone());
@@ -189,15 +217,19 @@ impl Jitted {
                 entry
             }
         };
+        let result = entry.program.run(inputs);
+        // After the run: a run failure may have replaced the program (`run_fallback`).
+        let traces = entry.current_traces();
         if let Ok(mut last) = self.last.lock() {
-            if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &entry.traces)) {
-                *last = Some(entry.traces.clone());
+            if !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, &traces)) {
+                *last = Some(traces);
             }
         }
-        entry.program.run(inputs)
+        result
     }
 
-    /// The traces of the last call's signature.
+    /// The traces of the last call's signature; after a run fallback, its execution trace is
+    /// the one the program runs now, with notes saying what failed.
     pub fn last_traces(&self) -> Option<Arc<Traces>> {
         self.last.lock().ok().and_then(|l| l.clone())
     }

@@ -12,6 +12,11 @@ pub struct Config {
     pub plugin_dirs: Vec<String>,
     #[serde(default, rename = "executor")]
     pub executors: Vec<ExecutorConfig>,
+    /// Load plugin files and folders that users other than the owner may write to. Off by
+    /// default: such a file could be swapped for arbitrary code (ssh refuses loose key
+    /// permissions for the same reason). Unix only; elsewhere nothing is checked.
+    #[serde(default)]
+    pub allow_writable_plugins: bool,
     /// Where the file was read from; relative paths in it are relative to its folder.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -30,8 +35,13 @@ pub struct ExecutorConfig {
     pub requires: Option<String>,
     /// Explicit path of the plugin's library.
     pub library: Option<String>,
-    /// Pin of the library's exact build.
+    /// Pin of the library's exact build. With `library` set it is checked before the library
+    /// is loaded, so no code of another build runs.
     pub sha256: Option<String>,
+    /// When a region of this executor fails in `run`, compile the program again without it and
+    /// re-run on the next executors (with a warning) instead of returning the error.
+    #[serde(default)]
+    pub run_fallback: bool,
     #[serde(default)]
     pub options: toml::Table,
 }
@@ -43,7 +53,8 @@ fn yes() -> bool {
 impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
         let mut config: Config = toml::from_str(text).map_err(|e| {
-            let message = e.message().to_string();
+            // toml's syntax errors span lines ("invalid table header\nexpected `.`"): keep one.
+            let message = e.message().trim().replace('\n', ": ");
             let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
             // toml names an unknown key in backticks; for a wrong type it points at the value,
             // so the key is what precedes `=` on that line.
@@ -51,12 +62,12 @@ impl Config {
                 let line = text.lines().nth(line_of(s.start) - 1)?;
                 line.split_once('=').map(|(k, _)| k.trim().to_string())
             });
-            let field = message
-                .split('`')
-                .nth(1)
-                .map(str::to_string)
-                .or(key_at_span)
-                .unwrap_or_else(|| "<document>".into());
+            let named = ["field `", "key `", "variant `"]
+                .iter()
+                .find_map(|p| message.split_once(p))
+                .and_then(|(_, rest)| rest.split('`').next())
+                .map(str::to_string);
+            let field = named.or(key_at_span).unwrap_or_else(|| "<document>".into());
             let at = e
                 .span()
                 .map(|s| format!(" (line {})", line_of(s.start)))
@@ -154,6 +165,30 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("executor[0].requires"), "{err}");
+    }
+
+    #[test]
+    fn trust_and_fallback_switches_default_off() {
+        let c = Config::parse("[[executor]]\nname = \"a\"\n", Path::new("p.toml")).unwrap();
+        assert!(!c.allow_writable_plugins && !c.executors[0].run_fallback);
+        let c = Config::parse(
+            "allow_writable_plugins = true\n[[executor]]\nname = \"a\"\nrun_fallback = true\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert!(c.allow_writable_plugins && c.executors[0].run_fallback);
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line_on_one_line() {
+        let err = Config::parse("[[executor]\nname = \"a\"\n", Path::new("p.toml")).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("p.toml: field `<document>`: invalid table header")
+                && text.contains("(line 1)")
+                && !text.contains('\n'),
+            "{text}"
+        );
     }
 
     #[test]

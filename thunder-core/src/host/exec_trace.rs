@@ -17,11 +17,27 @@ pub struct ExecStep {
     pub frees: Vec<Value>,
 }
 
+/// What the host did about a misbehaving executor while building (or re-building) this
+/// program: a rejected claim, a failed claim or compile, a run that failed and was re-run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub executor: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "plugin `{}`: {}", self.executor, self.message)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ExecutionTrace {
     /// Values, inputs and outputs of the program; `bsyms` as partitioned (decomposed).
     pub trace: Trace,
     pub steps: Vec<ExecStep>,
+    /// Fallbacks that shaped this program, printed as `# Note:` lines at its top.
+    pub notes: Vec<Note>,
 }
 
 impl ExecutionTrace {
@@ -63,6 +79,9 @@ impl ExecutionTrace {
         let mut out = String::new();
         let _ = writeln!(out, "# Constructed by {}", t.provenance);
         let _ = writeln!(out, "# Executors: {}", self.executors_used().join(", "));
+        for note in &self.notes {
+            let _ = writeln!(out, "# Note: {note}");
+        }
         let _ = writeln!(out, "def {}({}):", t.fn_name, t.input_names().join(", "));
         for &v in &t.inputs {
             let _ = writeln!(out, "  # {}: \"{}\"", t.name(v), t.ty(v));

@@ -7,6 +7,7 @@ pub mod exec_trace;
 mod loader;
 pub mod partition;
 pub mod services;
+mod trust;
 pub mod view;
 
 pub use config::{Config, ExecutorConfig};
@@ -15,6 +16,7 @@ pub use thunder_abi::{AbiVersion, ABI_VERSION as HOST_ABI_VERSION};
 use crate::error::{Error, Result};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use thunder_abi::abi_stable::std_types::{RResult, RString, RVec, Tuple2};
 use thunder_abi::{ExecutorBox, OptionValue, PluginOption};
 
@@ -35,7 +37,10 @@ pub struct ExecutorEntry {
     pub available: std::result::Result<(), String>,
     /// Ids of the ops this plugin added to the language.
     pub custom_ops: Vec<String>,
-    pub(crate) executor: Option<ExecutorBox>,
+    /// `run_fallback` from plugins.toml: a failed `run` re-runs without this executor.
+    pub run_fallback: bool,
+    /// Shared with compiled programs, which may partition again after a run failure.
+    pub(crate) executor: Option<Arc<ExecutorBox>>,
 }
 
 impl ExecutorEntry {
@@ -100,7 +105,8 @@ impl PluginHost {
     pub fn load(config: &Config, extra_dirs: &[PathBuf]) -> PluginHost {
         let mut host = PluginHost::empty();
         let mut seen_paths = HashSet::new();
-        let mut candidates: Vec<PathBuf> = Vec::new();
+        // Each candidate library, with the index of the listed executor naming it as `library`.
+        let mut candidates: Vec<(PathBuf, Option<usize>)> = Vec::new();
         for (i, e) in config.executors.iter().enumerate() {
             if let Some(lib) = &e.library {
                 let p = config.resolve(lib);
@@ -111,7 +117,7 @@ impl PluginHost {
                         format!("executor[{i}].library: file not found"),
                     );
                 }
-                candidates.push(p);
+                candidates.push((p, Some(i)));
             }
         }
         let dirs = config
@@ -124,12 +130,18 @@ impl PluginHost {
                 tracing::debug!(dir = %dir.display(), "plugin folder not found");
                 continue;
             };
+            if !config.allow_writable_plugins {
+                if let Err(e) = trust::check_folder(&dir) {
+                    host.issue(Some(dir), None, e);
+                    continue;
+                }
+            }
             let mut files: Vec<PathBuf> = read
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| is_library(p))
                 .collect();
             files.sort();
-            candidates.extend(files);
+            candidates.extend(files.into_iter().map(|f| (f, None)));
         }
         let listed_min = config
             .executors
@@ -137,15 +149,23 @@ impl PluginHost {
             .map(|e| e.priority)
             .min()
             .unwrap_or(0);
-        for path in candidates {
+        // Listed executors whose library was refused before loading (already reported).
+        let mut refused: HashSet<usize> = HashSet::new();
+        for (path, listed) in candidates {
             let key = path.canonicalize().unwrap_or_else(|_| path.clone());
             if !path.exists() || !seen_paths.insert(key) {
+                continue;
+            }
+            let pinned = listed.map(|i| (i, &config.executors[i]));
+            if let Err(e) = trust::vet(&path, pinned, config.allow_writable_plugins) {
+                host.issue(Some(path), pinned.map(|(_, cfg)| cfg.name.clone()), e);
+                refused.extend(listed);
                 continue;
             }
             host.load_one(&path, config, listed_min - 1);
         }
         for (i, e) in config.executors.iter().enumerate() {
-            if !host.entries.iter().any(|x| x.name == e.name) {
+            if !refused.contains(&i) && !host.entries.iter().any(|x| x.name == e.name) {
                 host.issue(
                     None,
                     Some(e.name.clone()),
@@ -209,6 +229,7 @@ impl PluginHost {
             enabled: listed.is_none_or(|(_, e)| e.enabled),
             available: Err("not created".into()),
             custom_ops: Vec::new(),
+            run_fallback: listed.is_some_and(|(_, e)| e.run_fallback),
             executor: None,
         };
         let mut options: RVec<PluginOption> = RVec::new();
@@ -236,7 +257,7 @@ impl PluginHost {
             match (module.create())(services::host_services(), options) {
                 RResult::ROk(exec) => {
                     entry.available = exec.available().into_result().map_err(|r| r.to_string());
-                    entry.executor = Some(exec);
+                    entry.executor = Some(Arc::new(exec));
                 }
                 RResult::RErr(e) => {
                     entry.available = Err(format!("create failed: {e}"));

@@ -9,7 +9,55 @@ use crate::error::{Error, Result};
 use crate::ir::{BoundSymbol, Trace, Value};
 use crate::text::print::bsym_line;
 use std::collections::{BinaryHeap, HashMap, HashSet};
-use thunder_abi::{RegionSpec, TraceView};
+use std::sync::Arc;
+use thunder_abi::{ExecutorBox, RegionSpec, TraceView};
+
+/// The executors a trace is partitioned among, in the host's priority order, indexed as
+/// [`PluginHost::entries`] (an inactive executor keeps its seat, empty). It holds shared
+/// handles, so a compiled program can partition its trace again without the host (to re-run
+/// without an executor whose `run` failed).
+#[derive(Clone)]
+pub struct Lineup {
+    seats: Vec<Seat>,
+}
+
+#[derive(Clone)]
+struct Seat {
+    name: String,
+    /// `None` when the executor is not active (disabled, unavailable, failed to create).
+    executor: Option<Arc<ExecutorBox>>,
+    run_fallback: bool,
+}
+
+impl Lineup {
+    pub fn of(host: &PluginHost) -> Lineup {
+        Lineup {
+            seats: host
+                .entries
+                .iter()
+                .map(|e| Seat {
+                    name: e.name.clone(),
+                    executor: e.executor.clone().filter(|_| e.is_active()),
+                    run_fallback: e.run_fallback,
+                })
+                .collect(),
+        }
+    }
+
+    /// The name of executor `i`.
+    pub fn name(&self, i: usize) -> &str {
+        self.seats.get(i).map_or("<unknown executor>", |s| &s.name)
+    }
+
+    /// Whether executor `i`'s run failures may be re-run on the next executors.
+    pub fn run_fallback(&self, i: usize) -> bool {
+        self.seats.get(i).is_some_and(|s| s.run_fallback)
+    }
+
+    pub(crate) fn executor(&self, i: usize) -> Option<&ExecutorBox> {
+        self.seats.get(i).and_then(|s| s.executor.as_deref())
+    }
+}
 
 /// A validated region: ops (indices into [`Partition::bsyms`], in trace order), the values it
 /// reads from outside and the values it writes that others need.
@@ -31,10 +79,13 @@ impl Region {
     }
 }
 
-/// A claim the host refused, with the reason (shown by `examine` and logged).
+/// A claim the host refused, with the reason (shown by `examine`, logged, and noted in the
+/// execution trace).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
     pub executor: String,
+    /// The claimed op indices as the executor gave them; empty when `claim` itself failed.
+    pub ops: Vec<u32>,
     pub reason: String,
 }
 
@@ -48,8 +99,14 @@ pub struct Partition {
     pub rejections: Vec<Rejection>,
 }
 
-/// Why a claim is invalid, or `None` if it may be accepted.
-fn check_claim(ops: &[u32], owner: &[Option<usize>], bsyms: &[BoundSymbol]) -> Option<String> {
+/// Why a claim is invalid, or `None` if it may be accepted. `claimed_by` describes the owner
+/// of an earlier claim (by claim number) for the message.
+fn check_claim(
+    ops: &[u32],
+    owner: &[Option<usize>],
+    bsyms: &[BoundSymbol],
+    claimed_by: impl Fn(usize) -> String,
+) -> Option<String> {
     if ops.is_empty() {
         return Some("empty region".into());
     }
@@ -64,10 +121,11 @@ fn check_claim(ops: &[u32], owner: &[Option<usize>], bsyms: &[BoundSymbol]) -> O
         if !seen.insert(i) {
             return Some(format!("op {i} is listed twice"));
         }
-        if slot.is_some() {
+        if let Some(claim) = slot {
             return Some(format!(
-                "op {i} ({}) is already claimed",
-                bsyms[i as usize].sym.id
+                "op {i} ({}) is already claimed by {}",
+                bsyms[i as usize].sym.id,
+                claimed_by(*claim)
             ));
         }
     }
@@ -193,6 +251,15 @@ fn order_regions(regions: Vec<Region>) -> Result<Vec<Region>> {
 
 /// Partitions `trace` among the host's active executors, skipping those in `excluded`.
 pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) -> Result<Partition> {
+    partition_among(&Lineup::of(host), trace, excluded)
+}
+
+/// Partitions `trace` among the active executors of `lineup`, skipping those in `excluded`.
+pub fn partition_among(
+    lineup: &Lineup,
+    trace: &Trace,
+    excluded: &HashSet<usize>,
+) -> Result<Partition> {
     let mut bsyms = trace.bsyms.clone();
     let values = value_metas(trace);
     let mut rejections = Vec::new();
@@ -205,12 +272,8 @@ pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) ->
         };
         let mut owner: Vec<Option<usize>> = vec![None; bsyms.len()];
         let mut claims: Vec<(usize, Vec<usize>)> = Vec::new();
-        for (ei, entry) in host.entries.iter().enumerate() {
-            let Some(exec) = entry
-                .executor
-                .as_ref()
-                .filter(|_| entry.is_active() && !excluded.contains(&ei))
-            else {
+        for (ei, seat) in lineup.seats.iter().enumerate() {
+            let Some(exec) = seat.executor.as_deref().filter(|_| !excluded.contains(&ei)) else {
                 continue;
             };
             for (op, o) in view.ops.iter_mut().zip(&owner) {
@@ -219,19 +282,29 @@ pub fn partition(host: &PluginHost, trace: &Trace, excluded: &HashSet<usize>) ->
             let claimed = match exec.claim(&view).into_result() {
                 Ok(c) => c,
                 Err(e) => {
-                    tracing::warn!(executor = %entry.name, "claim failed: {e}");
+                    tracing::warn!(executor = %seat.name, "claim failed: {e}");
                     rejections.push(Rejection {
-                        executor: entry.name.clone(),
+                        executor: seat.name.clone(),
+                        ops: Vec::new(),
                         reason: format!("claim failed: {e}"),
                     });
                     continue;
                 }
             };
             for claim in claimed {
-                if let Some(reason) = check_claim(&claim.ops, &owner, &bsyms) {
-                    tracing::warn!(executor = %entry.name, "claim rejected: {reason}");
+                let claimed_by = |c: usize| {
+                    let (owner_exec, _) = &claims[c];
+                    if *owner_exec == ei {
+                        format!("another region of `{}`: regions may not overlap", seat.name)
+                    } else {
+                        format!("`{}`", lineup.name(*owner_exec))
+                    }
+                };
+                if let Some(reason) = check_claim(&claim.ops, &owner, &bsyms, claimed_by) {
+                    tracing::warn!(executor = %seat.name, ops = ?claim.ops, "claim rejected: {reason}");
                     rejections.push(Rejection {
-                        executor: entry.name.clone(),
+                        executor: seat.name.clone(),
+                        ops: claim.ops.to_vec(),
                         reason,
                     });
                     continue;
@@ -300,32 +373,37 @@ mod tests {
         t.bsyms
     }
 
+    fn by(claim: usize) -> String {
+        format!("claim {claim}")
+    }
+
     #[test]
     fn valid_claims_pass() {
         let b = chain();
-        assert_eq!(check_claim(&[0, 1, 2, 3], &[None; 5], &b), None);
-        assert_eq!(check_claim(&[4], &[None; 5], &b), None);
+        assert_eq!(check_claim(&[0, 1, 2, 3], &[None; 5], &b, by), None);
+        assert_eq!(check_claim(&[4], &[None; 5], &b, by), None);
         // Not contiguous in trace order but convex: e (4) only reads a (0).
-        assert_eq!(check_claim(&[0, 4], &[None; 5], &b), None);
+        assert_eq!(check_claim(&[0, 4], &[None; 5], &b, by), None);
     }
 
     #[test]
     fn invalid_claims_are_refused_with_a_reason() {
         let b = chain();
         let free = [None; 5];
-        assert!(check_claim(&[], &free, &b).unwrap().contains("empty"));
-        assert!(check_claim(&[9], &free, &b)
+        assert!(check_claim(&[], &free, &b, by).unwrap().contains("empty"));
+        assert!(check_claim(&[9], &free, &b, by)
             .unwrap()
             .contains("out of range"));
-        assert!(check_claim(&[1, 1], &free, &b)
+        assert!(check_claim(&[1, 1], &free, &b, by)
             .unwrap()
             .contains("listed twice"));
         let owned = [None, Some(0), None, None, None];
-        assert!(check_claim(&[1], &owned, &b)
-            .unwrap()
-            .contains("already claimed"));
+        assert_eq!(
+            check_claim(&[1], &owned, &b, by).unwrap(),
+            "op 1 (prims.neg) is already claimed by claim 0"
+        );
         // a and d without b and c: the path a -> b -> c -> d leaves the region and comes back.
-        let reason = check_claim(&[0, 3], &free, &b).unwrap();
+        let reason = check_claim(&[0, 3], &free, &b, by).unwrap();
         assert!(
             reason.contains("not convex") && reason.contains("prims.add"),
             "{reason}"

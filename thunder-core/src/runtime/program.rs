@@ -2,16 +2,19 @@
 
 use super::array::Array;
 use crate::error::{Error, Result};
-use crate::host::exec_trace::{ExecStep, ExecutionTrace};
-use crate::host::partition::partition;
+use crate::host::exec_trace::{ExecStep, ExecutionTrace, Note};
+use crate::host::partition::{partition_among, Lineup, Partition, Region, Rejection};
 use crate::host::PluginHost;
 use crate::ir::{ShapeDisplay, TensorType, Trace, Value};
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use thunder_abi::abi_stable::std_types::RSlice;
-use thunder_abi::{CompiledBox, ExecContext, TensorDesc};
+use thunder_abi::{CompiledBox, ExecContext, PluginError, TensorDesc};
 
 struct Step {
-    executor: String,
+    /// Index of the executor in the lineup.
+    executor: usize,
+    name: String,
     region: usize,
     compiled: CompiledBox,
     inputs: Vec<usize>,
@@ -27,6 +30,44 @@ pub struct CompiledProgram {
     inputs: Vec<usize>,
     outputs: Vec<usize>,
     steps: Vec<Step>,
+    /// Present when an executor of a step has `run_fallback = true`.
+    rebuild: Option<Rebuild>,
+}
+
+/// What a program keeps to replace itself when a step of an executor with `run_fallback` fails
+/// in `run`: the executors and the trace it was compiled from, and what was already left out.
+struct Rebuild {
+    lineup: Arc<Lineup>,
+    trace: Trace,
+    excluded: HashSet<usize>,
+    notes: Vec<Note>,
+    /// The program compiled without the failed executor; once set, every run goes to it.
+    fallback: OnceLock<Box<Fallback>>,
+    /// Held while the fallback is built, so concurrent failures build it once.
+    building: Mutex<()>,
+}
+
+struct Fallback {
+    execution: ExecutionTrace,
+    program: CompiledProgram,
+}
+
+// Jitted functions share compiled programs between threads.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<CompiledProgram>();
+};
+
+/// Why a run stopped: a step's plugin failed (maybe recoverable), or anything else.
+enum RunFailure {
+    Step { step: usize, error: PluginError },
+    Other(Error),
+}
+
+impl From<Error> for RunFailure {
+    fn from(e: Error) -> Self {
+        RunFailure::Other(e)
+    }
 }
 
 fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
@@ -37,25 +78,96 @@ fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
     strides
 }
 
+/// Adds a note unless an equal one is there (claims repeat in every decomposition round).
+fn add_note(notes: &mut Vec<Note>, executor: &str, message: String) {
+    let note = Note {
+        executor: executor.to_string(),
+        message,
+    };
+    if !notes.contains(&note) {
+        notes.push(note);
+    }
+}
+
+fn rejection_message(r: &Rejection) -> String {
+    if r.ops.is_empty() {
+        r.reason.clone()
+    } else {
+        format!("claim of ops {:?} rejected: {}", r.ops, r.reason)
+    }
+}
+
+/// `3 ops (prims.neg, prims.exp, prims.add)`, for messages.
+fn describe_region(part: &Partition, region: &Region) -> String {
+    const SHOWN: usize = 4;
+    let mut ids: Vec<&str> = region
+        .ops
+        .iter()
+        .take(SHOWN)
+        .map(|&i| &*part.bsyms[i].sym.id)
+        .collect();
+    if region.ops.len() > SHOWN {
+        ids.push("...");
+    }
+    let n = region.ops.len();
+    format!(
+        "{n} op{} ({})",
+        if n == 1 { "" } else { "s" },
+        ids.join(", ")
+    )
+}
+
 /// Partitions and compiles `trace`. An executor whose compile fails is reported and left out,
 /// and the trace is partitioned again without it, so its regions fall to the next executor.
+/// Rejected claims and compile failures become notes of the execution trace.
 pub fn compile(host: &PluginHost, trace: &Trace) -> Result<(ExecutionTrace, CompiledProgram)> {
-    let mut excluded: HashSet<usize> = HashSet::new();
+    compile_among(
+        &Arc::new(Lineup::of(host)),
+        trace,
+        HashSet::new(),
+        Vec::new(),
+    )
+}
+
+fn compile_among(
+    lineup: &Arc<Lineup>,
+    trace: &Trace,
+    mut excluded: HashSet<usize>,
+    mut notes: Vec<Note>,
+) -> Result<(ExecutionTrace, CompiledProgram)> {
+    // The last compile failure, to explain why nobody is left to run an op.
+    let mut last_failure: Option<(String, String)> = None;
     'attempt: loop {
-        let part = partition(host, trace, &excluded)?;
+        let part = partition_among(lineup, trace, &excluded).map_err(|e| match &last_failure {
+            Some((plugin, failure)) => Error::Plugin {
+                plugin: plugin.clone(),
+                message: format!("{failure}, and without it: {e}"),
+            },
+            None => e,
+        })?;
+        for r in &part.rejections {
+            add_note(&mut notes, &r.executor, rejection_message(r));
+        }
         let mut compiled = Vec::with_capacity(part.regions.len());
         for region in &part.regions {
-            let entry = &host.entries()[region.executor];
-            let exec = entry.executor.as_ref().ok_or_else(|| {
-                Error::Bug(format!(
-                    "executor {} claimed without being created",
-                    entry.name
-                ))
+            let name = lineup.name(region.executor);
+            let exec = lineup.executor(region.executor).ok_or_else(|| {
+                Error::Bug(format!("executor {name} claimed without being created"))
             })?;
             match exec.compile(&part.view, &region.spec()).into_result() {
                 Ok(c) => compiled.push(c),
                 Err(e) => {
-                    tracing::warn!(executor = %entry.name, "compile failed, falling back to the next executor: {e}");
+                    let failure = format!(
+                        "compile failed for a region of {}: {e}",
+                        describe_region(&part, region)
+                    );
+                    tracing::warn!(executor = %name, "{failure}; falling back to the next executor");
+                    add_note(
+                        &mut notes,
+                        name,
+                        format!("{failure}; its ops fell back to the next executors"),
+                    );
+                    last_failure = Some((name.to_string(), failure));
                     excluded.insert(region.executor);
                     continue 'attempt;
                 }
@@ -71,22 +183,40 @@ pub fn compile(host: &PluginHost, trace: &Trace) -> Result<(ExecutionTrace, Comp
                 .regions
                 .iter()
                 .map(|r| ExecStep {
-                    executor: host.entries()[r.executor].name.clone(),
+                    executor: lineup.name(r.executor).to_string(),
                     ops: r.ops.clone(),
                     inputs: r.inputs.clone(),
                     outputs: r.outputs.clone(),
                     frees: Vec::new(),
                 })
                 .collect(),
+            notes: notes.clone(),
         };
         exec_trace.delete_last_used();
-        let program = CompiledProgram::new(&exec_trace, compiled);
+        let executors: Vec<usize> = part.regions.iter().map(|r| r.executor).collect();
+        let rebuild = executors
+            .iter()
+            .any(|&e| lineup.run_fallback(e))
+            .then(|| Rebuild {
+                lineup: lineup.clone(),
+                trace: trace.clone(),
+                excluded,
+                notes,
+                fallback: OnceLock::new(),
+                building: Mutex::new(()),
+            });
+        let program = CompiledProgram::new(&exec_trace, &executors, compiled, rebuild);
         return Ok((exec_trace, program));
     }
 }
 
 impl CompiledProgram {
-    fn new(et: &ExecutionTrace, compiled: Vec<CompiledBox>) -> CompiledProgram {
+    fn new(
+        et: &ExecutionTrace,
+        executors: &[usize],
+        compiled: Vec<CompiledBox>,
+        rebuild: Option<Rebuild>,
+    ) -> CompiledProgram {
         let t = &et.trace;
         let mut slot_of: HashMap<Value, usize> = HashMap::new();
         let mut slot_types = Vec::new();
@@ -98,9 +228,12 @@ impl CompiledProgram {
         };
         let inputs: Vec<usize> = t.inputs.iter().map(|&v| slot(v)).collect();
         let mut steps = Vec::with_capacity(et.steps.len());
-        for (region, (s, c)) in et.steps.iter().zip(compiled).enumerate() {
+        for (region, ((s, c), &executor)) in
+            et.steps.iter().zip(compiled).zip(executors).enumerate()
+        {
             steps.push(Step {
-                executor: s.executor.clone(),
+                executor,
+                name: s.executor.clone(),
                 region,
                 compiled: c,
                 inputs: s.inputs.iter().map(|&v| slot(v)).collect(),
@@ -120,7 +253,36 @@ impl CompiledProgram {
             inputs,
             outputs,
             steps,
+            rebuild,
         }
+    }
+
+    fn fallback(&self) -> Option<&Fallback> {
+        self.rebuild.as_ref()?.fallback.get().map(|b| &**b)
+    }
+
+    /// How many times a run failure replaced this program (each replacement compiled without
+    /// one more executor); 0 while it runs as compiled.
+    pub fn fallbacks(&self) -> usize {
+        let mut n = 0;
+        let mut p = self;
+        while let Some(fb) = p.fallback() {
+            n += 1;
+            p = &fb.program;
+        }
+        n
+    }
+
+    /// The execution trace that runs follow now, when run failures replaced this program
+    /// (`run_fallback`); its notes say what failed. `None` while it runs as compiled.
+    pub fn fallback_execution(&self) -> Option<&ExecutionTrace> {
+        let mut found = None;
+        let mut p = self;
+        while let Some(fb) = p.fallback() {
+            found = Some(&fb.execution);
+            p = &fb.program;
+        }
+        found
     }
 
     pub fn input_types(&self) -> Vec<TensorType> {
@@ -143,7 +305,79 @@ impl CompiledProgram {
     }
 
     /// Runs the program. Inputs must match the traced types exactly.
+    ///
+    /// A step whose plugin fails returns [`Error::Plugin`] naming the plugin and region, unless
+    /// that executor has `run_fallback = true`: then the trace is compiled again without it
+    /// (once; later runs go straight to that program) and run from the inputs. Either way no
+    /// output of the failed run reaches the caller.
     pub fn run(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        if let Some(fb) = self.fallback() {
+            return fb.program.run(inputs);
+        }
+        let (step, error) = match self.run_steps(inputs) {
+            Ok(outputs) => return Ok(outputs),
+            Err(RunFailure::Other(e)) => return Err(e),
+            Err(RunFailure::Step { step, error }) => (&self.steps[step], error),
+        };
+        let failure = format!("region{} failed in run: {error}", step.region);
+        let Some(rebuild) = self
+            .rebuild
+            .as_ref()
+            .filter(|r| r.lineup.run_fallback(step.executor))
+        else {
+            return Err(Error::Plugin {
+                plugin: step.name.clone(),
+                message: format!(
+                    "{failure} (with `run_fallback = true` in its plugins.toml entry, the \
+                     program would be re-run on the next executors instead)"
+                ),
+            });
+        };
+        tracing::warn!(
+            executor = %step.name,
+            region = step.region,
+            "{failure}; compiling the program without it and running it again (run_fallback)"
+        );
+        self.build_fallback(rebuild, step, &failure)?
+            .program
+            .run(inputs)
+    }
+
+    /// The program without `step`'s executor, built once however many runs fail at a time.
+    fn build_fallback<'a>(
+        &'a self,
+        rebuild: &'a Rebuild,
+        step: &Step,
+        failure: &str,
+    ) -> Result<&'a Fallback> {
+        let _building = rebuild
+            .building
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(fb) = rebuild.fallback.get() {
+            return Ok(fb);
+        }
+        let mut excluded = rebuild.excluded.clone();
+        excluded.insert(step.executor);
+        let mut notes = rebuild.notes.clone();
+        add_note(
+            &mut notes,
+            &step.name,
+            format!(
+                "{failure}; the program was compiled again without it and re-run (run_fallback)"
+            ),
+        );
+        let (execution, program) = compile_among(&rebuild.lineup, &rebuild.trace, excluded, notes)
+            .map_err(|e| Error::Plugin {
+                plugin: step.name.clone(),
+                message: format!("{failure}; re-running without it failed: {e}"),
+            })?;
+        Ok(rebuild
+            .fallback
+            .get_or_init(|| Box::new(Fallback { execution, program })))
+    }
+
+    fn check_inputs(&self, inputs: &[Array]) -> Result<()> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::Usage(format!(
                 "expected {} inputs ({}), got {}",
@@ -152,7 +386,6 @@ impl CompiledProgram {
                 inputs.len()
             )));
         }
-        let mut slots: Vec<Option<Array>> = vec![None; self.slot_types.len()];
         for ((&s, a), name) in self.inputs.iter().zip(inputs).zip(&self.input_names) {
             let want = &self.slot_types[s];
             let got = a.ty();
@@ -170,9 +403,19 @@ impl CompiledProgram {
                     ),
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// Runs every step. Each step writes fresh buffers that join the program's values only
+    /// when the step succeeds, so a failed step leaves nothing half-written behind.
+    fn run_steps(&self, inputs: &[Array]) -> std::result::Result<Vec<Array>, RunFailure> {
+        self.check_inputs(inputs)?;
+        let mut slots: Vec<Option<Array>> = vec![None; self.slot_types.len()];
+        for (&s, a) in self.inputs.iter().zip(inputs) {
             slots[s] = Some(a.clone());
         }
-        for step in &self.steps {
+        for (k, step) in self.steps.iter().enumerate() {
             let mut in_descs = Vec::with_capacity(step.inputs.len());
             for &s in &step.inputs {
                 let a = slots[s]
@@ -197,10 +440,7 @@ impl CompiledProgram {
                     ExecContext::CPU,
                 )
                 .into_result()
-                .map_err(|e| Error::Plugin {
-                    plugin: step.executor.clone(),
-                    message: format!("region{} failed in run: {e}", step.region),
-                })?;
+                .map_err(|error| RunFailure::Step { step: k, error })?;
             for (&s, a) in step.outputs.iter().zip(outs) {
                 slots[s] = Some(a);
             }
@@ -208,13 +448,14 @@ impl CompiledProgram {
                 slots[s] = None;
             }
         }
-        self.outputs
+        Ok(self
+            .outputs
             .iter()
             .map(|&s| {
                 slots[s]
                     .clone()
                     .ok_or_else(|| Error::Bug(format!("output slot {s} never written")))
             })
-            .collect()
+            .collect::<Result<_>>()?)
     }
 }
