@@ -1,4 +1,5 @@
-//! `thunder`: inspect plugins, run and trace programs written in trace text, and a demo.
+//! `thunder`: inspect plugins, run, trace, examine and draw programs written in trace text,
+//! and a demo.
 
 mod commands;
 mod host_args;
@@ -54,8 +55,30 @@ enum Command {
         #[arg(long, value_enum, default_value = "final")]
         stage: commands::trace::Stage,
     },
-    /// Say which executor claims each op of a program and what nobody can run.
-    Examine { program: PathBuf },
+    /// Say which executor claims each op of a program and what nobody can run (and why);
+    /// with inputs, compare its outputs with the interpreter's.
+    Examine {
+        program: PathBuf,
+        /// NAME=FILE.npy, or NAME=randn:f32[8,16] (also zeros:, ones:); inputs not given are
+        /// generated with randn. Runs the program on the configured executors and on the
+        /// interpreter alone and reports the max abs/rel difference per output.
+        #[arg(long = "input", short = 'i')]
+        inputs: Vec<String>,
+        /// Compare with the interpreter on randn inputs (as if every input were left out).
+        #[arg(long)]
+        random_inputs: bool,
+    },
+    /// Write the execution trace as a Graphviz graph: one cluster per region, colored by
+    /// executor (DOT on stdout unless --dot or --svg is given).
+    Partition {
+        program: PathBuf,
+        /// Write the graph (DOT) here.
+        #[arg(long)]
+        dot: Option<PathBuf>,
+        /// Also render it to SVG with Graphviz's `dot` program.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
     /// Train an MLP on the digits dataset through the jit and autograd; show every stage.
     Demo {
         /// Folder with images.npy and labels.npy.
@@ -96,7 +119,14 @@ fn main() -> ExitCode {
             commands::run::run(&cli.host, &program, &inputs, &out, print_trace, grad)
         }
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
-        Command::Examine { program } => commands::examine::run(&cli.host, &program),
+        Command::Examine {
+            program,
+            inputs,
+            random_inputs,
+        } => commands::examine::run(&cli.host, &program, &inputs, random_inputs),
+        Command::Partition { program, dot, svg } => {
+            commands::partition::run(&cli.host, &program, dot.as_deref(), svg.as_deref())
+        }
         Command::Demo {
             data,
             epochs,

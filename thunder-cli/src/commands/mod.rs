@@ -1,5 +1,6 @@
 pub mod demo;
 pub mod examine;
+pub mod partition;
 pub mod plugins;
 pub mod run;
 pub mod trace;
