@@ -143,6 +143,24 @@ fn healthy_faulty_plugin_wins_its_claims() {
     assert_matches_interpreter(&program.run(&inputs()).unwrap());
 }
 
+/// Priority decides who claims: below the interpreter, the (healthy) faulty plugin gets
+/// nothing; an executor list for one run (`--executors` / `THUNDER_EXECUTORS`) reorders too.
+#[test]
+fn reordering_priority_changes_who_claims() {
+    let below = load(&config_text(
+        "priority = -10\n[executor.options]\nfault = \"none\"\n",
+    ));
+    assert_eq!(executors(&compile(&below).0), ["interpreter"]);
+    let mut above = faulty_host("none");
+    assert_eq!(executors(&compile(&above).0), ["faulty", "interpreter"]);
+    above.restrict_to(&["interpreter", "faulty"]).unwrap();
+    assert_eq!(executors(&compile(&above).0), ["interpreter"]);
+    above.restrict_to(&["faulty", "interpreter"]).unwrap();
+    let (et, program) = compile(&above);
+    assert_eq!(executors(&et), ["faulty", "interpreter"]);
+    assert_matches_interpreter(&program.run(&inputs()).unwrap());
+}
+
 #[test]
 fn panic_claim() {
     let et = survives(

@@ -22,6 +22,8 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
                     "devices": e.devices,
                     "symbols": e.symbols.len(),
                     "description": e.description,
+                    "custom_ops": e.custom_ops,
+                    "run_fallback": e.run_fallback,
                 })
             })
             .collect();
@@ -58,6 +60,9 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
             e.symbols.len(),
             e.description
         );
+        if !e.custom_ops.is_empty() {
+            println!("    declares ops: {}", e.custom_ops.join(", "));
+        }
     }
     for i in host.issues() {
         let what = i
