@@ -135,3 +135,321 @@ pub fn mlp_inputs() -> Vec<Array> {
         .map(|(i, ty)| Array::random(&ty.shape, ty.dtype, i as u64).expect("random input"))
         .collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Training step (benches/train_step.rs; `train_step` in peer/torch_peer.py mirrors it).
+
+/// The MLP trained by the train-step bench: `(fan_in, fan_out)` per `Linear`, ReLU between.
+pub const TRAIN_LAYERS: [(i64, i64); 3] = [(64, 128), (128, 128), (128, 10)];
+/// Weights and biases: `w1, b1, w2, b2, w3, b3`.
+pub const TRAIN_PARAMS: usize = 2 * TRAIN_LAYERS.len();
+pub const TRAIN_BATCH: i64 = 256;
+pub const TRAIN_FEATURES: i64 = TRAIN_LAYERS[0].0;
+pub const TRAIN_CLASSES: i64 = TRAIN_LAYERS[TRAIN_LAYERS.len() - 1].1;
+pub const TRAIN_LR: f64 = 0.01;
+pub const TRAIN_MOMENTUM: f64 = 0.9;
+
+/// splitmix64: a small seeded generator, so the helpers need no `rand` dependency.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-bound, bound).
+    fn uniform(&mut self, bound: f32) -> f32 {
+        let unit = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        (2.0 * unit - 1.0) * bound
+    }
+}
+
+/// `w1, b1, w2, b2, w3, b3`, uniform in ±1/sqrt(fan_in) as `torch.nn.Linear` initializes them.
+/// `requires_grad` marks them for `value_and_grad` (it is part of the cache key).
+pub fn train_params(seed: u64, requires_grad: bool) -> Vec<Array> {
+    let mut rng = SplitMix(seed);
+    let mut params = Vec::with_capacity(TRAIN_PARAMS);
+    for (fan_in, fan_out) in TRAIN_LAYERS {
+        let bound = 1.0 / (fan_in as f32).sqrt();
+        let mut uniform = |n: i64| -> Vec<f32> { (0..n).map(|_| rng.uniform(bound)).collect() };
+        let w = Array::from_slice(&uniform(fan_in * fan_out), &[fan_out, fan_in]).expect("w");
+        let b = Array::from_slice(&uniform(fan_out), &[fan_out]).expect("b");
+        params.push(w.with_requires_grad(requires_grad));
+        params.push(b.with_requires_grad(requires_grad));
+    }
+    params
+}
+
+/// Zero momentum buffers shaped like `params` (torch's first step then sets `buf = grad`).
+pub fn zero_buffers(params: &[Array]) -> Vec<Array> {
+    params
+        .iter()
+        .map(|p| Array::zeros(TensorType::new(p.shape().to_vec(), p.dtype(), Device::Cpu)))
+        .collect::<thunder_core::Result<_>>()
+        .expect("zero buffers")
+}
+
+/// One batch: `x: f32[256, 64]` from N(0, 1), `y: i64[256]` class indices in `0..10`.
+pub fn train_batch(seed: u64) -> (Array, Array) {
+    let x = Array::random(&[TRAIN_BATCH, TRAIN_FEATURES], DType::F32, seed).expect("x");
+    let mut rng = SplitMix(seed ^ 0x5EED);
+    let y: Vec<i64> = (0..TRAIN_BATCH)
+        .map(|_| (rng.next_u64() % TRAIN_CLASSES as u64) as i64)
+        .collect();
+    (x, Array::from_slice(&y, &[TRAIN_BATCH]).expect("y"))
+}
+
+/// Logits of the MLP for `x: [B, 64]`; `p` holds `w1, b1, w2, b2, w3, b3`.
+pub fn train_logits(p: &[Tensor], x: &Tensor) -> Tensor {
+    let mut h = x.clone();
+    for (i, layer) in p.chunks(2).enumerate() {
+        h = h.linear(&layer[0], Some(&layer[1]));
+        if i + 1 < TRAIN_LAYERS.len() {
+            h = h.relu();
+        }
+    }
+    h
+}
+
+/// The loss for `value_and_grad`: inputs `w1, b1, w2, b2, w3, b3, x, y`; output the mean
+/// cross-entropy.
+pub fn train_loss(xs: &[Tensor]) -> Vec<Tensor> {
+    let n = TRAIN_PARAMS;
+    vec![train_logits(&xs[..n], &xs[n]).cross_entropy(&xs[n + 1])]
+}
+
+/// The SGD update as its own program: inputs `params, grads, bufs` (6 each); outputs
+/// `new_params, new_bufs`.
+pub fn sgd_update(xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
+    let n = TRAIN_PARAMS;
+    let (params, bufs) = thunder_core::optim::sgd(
+        &xs[..n],
+        &xs[n..2 * n],
+        &xs[2 * n..3 * n],
+        TRAIN_LR,
+        TRAIN_MOMENTUM,
+        0.0,
+    )?;
+    Ok(params.into_iter().chain(bufs).collect())
+}
+
+/// A whole training step in one program: forward, gradients (recorded in the same trace by
+/// `value_and_grad_in_trace`) and the SGD update. Inputs: `params` (6), `bufs` (6), `x`, `y`;
+/// outputs: `loss, new_params (6), new_bufs (6)`.
+pub fn fused_train_step(xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
+    let n = TRAIN_PARAMS;
+    let (params, rest) = xs.split_at(n);
+    let (bufs, data) = rest.split_at(n);
+    let inputs: Vec<Tensor> = params.iter().chain(data).cloned().collect();
+    let wrt: Vec<usize> = (0..n).collect();
+    let r = thunder_core::autograd::value_and_grad_in_trace(&inputs, &wrt, |p| Ok(train_loss(p)))?;
+    let (new_params, new_bufs) =
+        thunder_core::optim::sgd(params, &r.grads, bufs, TRAIN_LR, TRAIN_MOMENTUM, 0.0)?;
+    Ok(std::iter::once(r.outputs[0].clone())
+        .chain(new_params)
+        .chain(new_bufs)
+        .collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2 (benches/translation_gpt2.rs). At GPT-2-small size the program is only traced,
+// differentiated, split and compiled, never run; the bench runs a tiny configuration of the same
+// code once as a check.
+
+/// Sizes of a GPT-2 model and of the batch it is traced for.
+#[derive(Debug, Clone, Copy)]
+pub struct Gpt2Config {
+    pub layers: usize,
+    /// Width C.
+    pub embd: i64,
+    pub heads: i64,
+    /// Sequence length T; also the block size (rows of `wpe`).
+    pub seq: i64,
+    pub vocab: i64,
+    pub batch: i64,
+}
+
+/// GPT-2 small: 12 layers, C = 768, 12 heads, T = 1024, vocab 50257; batch 1.
+pub const GPT2_SMALL: Gpt2Config = Gpt2Config {
+    layers: 12,
+    embd: 768,
+    heads: 12,
+    seq: 1024,
+    vocab: 50257,
+    batch: 1,
+};
+
+/// A tiny GPT-2 that the interpreter runs in milliseconds, for checking the program.
+pub const GPT2_TINY: Gpt2Config = Gpt2Config {
+    layers: 2,
+    embd: 32,
+    heads: 4,
+    seq: 16,
+    vocab: 50,
+    batch: 2,
+};
+
+/// Inputs per transformer block, in this order.
+pub const GPT2_BLOCK_INPUT_NAMES: [&str; 12] = [
+    "ln1_w", "ln1_b", "w_qkv", "b_qkv", "w_proj", "b_proj", "ln2_w", "ln2_b", "w_fc", "b_fc",
+    "w_fc2", "b_fc2",
+];
+/// Inputs before the blocks: `tokens, targets, wte, wpe`.
+pub const GPT2_LEADING_INPUTS: usize = 4;
+
+/// `tokens, targets, wte, wpe`, then `h{l}_{name}` per block, then `ln_f_w, ln_f_b`.
+pub fn gpt2_input_names(cfg: &Gpt2Config) -> Vec<String> {
+    let mut names: Vec<String> = ["tokens", "targets", "wte", "wpe"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for l in 0..cfg.layers {
+        names.extend(GPT2_BLOCK_INPUT_NAMES.iter().map(|n| format!("h{l}_{n}")));
+    }
+    names.extend(["ln_f_w".to_string(), "ln_f_b".to_string()]);
+    names
+}
+
+/// Types of the GPT-2 inputs: token ids `i64[B, T]`, targets `i64[B*T]`, then every weight
+/// as f32 with `requires_grad` (shapes as nanoGPT's, `Linear` weights `[out, in]`).
+pub fn gpt2_input_types(cfg: &Gpt2Config) -> Vec<TensorType> {
+    let (c, v) = (cfg.embd, cfg.vocab);
+    let int = |shape: Vec<i64>| TensorType::new(shape, DType::I64, Device::Cpu);
+    let weight = |shape: Vec<i64>| {
+        let mut t = TensorType::new(shape, DType::F32, Device::Cpu);
+        t.requires_grad = true;
+        t
+    };
+    let mut types = vec![
+        int(vec![cfg.batch, cfg.seq]),
+        int(vec![cfg.batch * cfg.seq]),
+        weight(vec![v, c]),
+        weight(vec![cfg.seq, c]),
+    ];
+    for _ in 0..cfg.layers {
+        types.extend([
+            weight(vec![c]),
+            weight(vec![c]),
+            weight(vec![3 * c, c]),
+            weight(vec![3 * c]),
+            weight(vec![c, c]),
+            weight(vec![c]),
+            weight(vec![c]),
+            weight(vec![c]),
+            weight(vec![4 * c, c]),
+            weight(vec![4 * c]),
+            weight(vec![c, 4 * c]),
+            weight(vec![c]),
+        ]);
+    }
+    types.extend([weight(vec![c]), weight(vec![c])]);
+    types
+}
+
+/// Inputs for [`gpt2_input_types`]: token ids and targets uniform in `0..vocab`, weights
+/// `scale * N(0, 1)`, layer-norm weights `1 + scale * N(0, 1)`. Only for small configs.
+pub fn gpt2_inputs(cfg: &Gpt2Config, seed: u64, scale: f64) -> Vec<Array> {
+    let names = gpt2_input_names(cfg);
+    let mut rng = SplitMix(seed);
+    gpt2_input_types(cfg)
+        .into_iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, (ty, name))| {
+            if ty.dtype == DType::I64 {
+                let ids: Vec<i64> = (0..ty.numel())
+                    .map(|_| (rng.next_u64() % cfg.vocab as u64) as i64)
+                    .collect();
+                return Array::from_slice(&ids, &ty.shape).expect("ids");
+            }
+            let offset = if name.contains("ln") && name.ends_with("_w") {
+                1.0
+            } else {
+                0.0
+            };
+            let values: Vec<f64> = Array::random(&ty.shape, DType::F64, seed ^ (i as u64 + 1))
+                .expect("random weights")
+                .to_f64_vec()
+                .into_iter()
+                .map(|x| offset + scale * x)
+                .collect();
+            Array::from_f64(&values, &ty.shape, DType::F32)
+                .expect("weights")
+                .with_requires_grad(true)
+        })
+        .collect()
+}
+
+/// One-hot rows as f32: `ids[..., None] == arange(0, classes)`. Stands in for a gather
+/// (embedding lookup) until thunder-core has a gather prim.
+fn one_hot(ids: &Tensor, classes: i64) -> thunder_core::Result<Tensor> {
+    let iota = thunder_core::ltorch::arange(0, classes, 1, Device::Cpu, DType::I64)?;
+    let mut shape = ids.shape().to_vec();
+    shape.push(1);
+    Ok(ids.reshape(&shape).eq(&iota).to_dtype(DType::F32))
+}
+
+/// `t[..., i]` for a last dim of size `n`, as `t @ one_hot(i)`. Stands in for indexing (there
+/// is no slice/select prim yet) to split q, k, v out of the fused qkv projection.
+fn take_last(t: &Tensor, i: i64, n: i64) -> thunder_core::Result<Tensor> {
+    let iota = thunder_core::ltorch::arange(0, n, 1, Device::Cpu, DType::I64)?;
+    Ok(t.matmul(&iota.eq(i).to_dtype(DType::F32)))
+}
+
+/// Causal self-attention of one GPT-2 block on `x: [B, T, C]`; `causal[i, j]` is `j <= i`.
+fn gpt2_attention(
+    cfg: &Gpt2Config,
+    x: &Tensor,
+    p: &[Tensor],
+    causal: &Tensor,
+) -> thunder_core::Result<Tensor> {
+    let (b, t, c, h) = (cfg.batch, cfg.seq, cfg.embd, cfg.heads);
+    let d = c / h;
+    // [B, T, 3C] -> [B, T, 3, H, D] -> [B, H, T, D, 3]; then q, k, v = [..., 0|1|2].
+    let qkv = x
+        .linear(&p[0], Some(&p[1]))
+        .reshape(&[b, t, 3, h, d])
+        .permute(&[0, 3, 1, 4, 2]);
+    let q = take_last(&qkv, 0, 3)?;
+    let k = take_last(&qkv, 1, 3)?;
+    let v = take_last(&qkv, 2, 3)?;
+    let scores = q.matmul(&k.transpose(-2, -1)) * (1.0 / (d as f64).sqrt());
+    let att = causal.select(&scores, f64::NEG_INFINITY).softmax(-1);
+    let y = att.matmul(&v).permute(&[0, 2, 1, 3]).reshape(&[b, t, c]);
+    Ok(y.linear(&p[2], Some(&p[3])))
+}
+
+/// GPT-2 forward with the LM loss: token + position embeddings, `cfg.layers` pre-norm blocks
+/// (`x + attn(ln1(x))`, then `x + mlp(ln2(x))` with `mlp = linear 4C, gelu(tanh), linear C`),
+/// final layer norm, tied output projection (`x @ wte^T`), mean cross-entropy against
+/// `targets`. Inputs as [`gpt2_input_types`]; one output, the loss.
+pub fn gpt2_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
+    let (b, t, c, v) = (cfg.batch, cfg.seq, cfg.embd, cfg.vocab);
+    let (tokens, targets, wte, wpe) = (&xs[0], &xs[1], &xs[2], &xs[3]);
+    // Embeddings as one-hot matmuls (see `one_hot`): [B, T, V] @ [V, C] and [T, T] @ [T, C].
+    let positions = thunder_core::ltorch::arange(0, t, 1, Device::Cpu, DType::I64)?;
+    let tok_emb = one_hot(tokens, v)?.matmul(wte);
+    let pos_emb = one_hot(&positions, cfg.seq)?.matmul(wpe);
+    let mut x = tok_emb + pos_emb;
+    let causal = positions.reshape(&[t, 1]).ge(&positions);
+    let n_block = GPT2_BLOCK_INPUT_NAMES.len();
+    let blocks_end = GPT2_LEADING_INPUTS + cfg.layers * n_block;
+    for p in xs[GPT2_LEADING_INPUTS..blocks_end].chunks(n_block) {
+        let h = x.layer_norm(&[c], Some(&p[0]), Some(&p[1]), 1e-5);
+        x = x + gpt2_attention(cfg, &h, &p[2..6], &causal)?;
+        let h = x.layer_norm(&[c], Some(&p[6]), Some(&p[7]), 1e-5);
+        let mlp = h
+            .linear(&p[8], Some(&p[9]))
+            .gelu("tanh")
+            .linear(&p[10], Some(&p[11]));
+        x = x + mlp;
+    }
+    let (ln_w, ln_b) = (&xs[blocks_end], &xs[blocks_end + 1]);
+    let x = x.layer_norm(&[c], Some(ln_w), Some(ln_b), 1e-5);
+    let logits = x.matmul(&wte.t());
+    Ok(vec![logits.reshape(&[b * t, v]).cross_entropy(targets)])
+}
