@@ -75,3 +75,28 @@ pub fn close(actual: f64, expected: f64, rtol: f64, atol: f64, equal_nan: bool) 
     }
     (actual - expected).abs() <= atol + rtol * expected.abs()
 }
+
+/// Loads tensor `name` of a safetensors fixture as an `Array` of the same dtype and shape.
+pub fn load_fixture_array(st: &safetensors::SafeTensors, name: &str) -> thunder_core::Array {
+    use safetensors::Dtype;
+    use thunder_core::DType;
+    let view = st
+        .tensor(name)
+        .unwrap_or_else(|e| panic!("fixture tensor {name}: {e}"));
+    let dtype = match view.dtype() {
+        Dtype::BOOL => DType::Bool,
+        Dtype::U8 => DType::U8,
+        Dtype::I8 => DType::I8,
+        Dtype::I16 => DType::I16,
+        Dtype::I32 => DType::I32,
+        Dtype::I64 => DType::I64,
+        Dtype::F16 => DType::F16,
+        Dtype::BF16 => DType::BF16,
+        Dtype::F32 => DType::F32,
+        Dtype::F64 => DType::F64,
+        other => panic!("fixture dtype {other:?} is not one of ours"),
+    };
+    let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+    let ty = thunder_core::ir::TensorType::new(shape, dtype, thunder_core::Device::Cpu);
+    thunder_core::Array::from_bytes(view.data(), ty).expect("fixture array")
+}

@@ -4,12 +4,11 @@
 //! gradients are compared with PyTorch's `autograd.grad(out, inputs, cot)` in dtype, shape and
 //! value.
 
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use std::collections::{BTreeMap, HashMap};
 use thunder_core::autograd::value_and_grad;
-use thunder_core::ir::TensorType;
-use thunder_core::{Array, DType, Device, Tensor};
-use thunder_tests::{close, interpreter_host, repo_root};
+use thunder_core::{Array, Tensor};
+use thunder_tests::{close, interpreter_host, load_fixture_array, repo_root};
 
 /// The number of cases `scripts/gen_grad_fixtures.py` generates; the test fails if fewer ran.
 const EXPECTED_CASES: usize = 346;
@@ -17,32 +16,6 @@ const EXPECTED_CASES: usize = 346;
 /// Cases where we deliberately differ from PyTorch, with the reason. The test checks that each
 /// still differs, so the list cannot go stale.
 const KNOWN_DEVIATIONS: &[(&str, &str)] = &[];
-
-fn dtype_of(d: Dtype) -> DType {
-    match d {
-        Dtype::BOOL => DType::Bool,
-        Dtype::U8 => DType::U8,
-        Dtype::I8 => DType::I8,
-        Dtype::I16 => DType::I16,
-        Dtype::I32 => DType::I32,
-        Dtype::I64 => DType::I64,
-        Dtype::F16 => DType::F16,
-        Dtype::BF16 => DType::BF16,
-        Dtype::F32 => DType::F32,
-        Dtype::F64 => DType::F64,
-        other => panic!("fixture dtype {other:?} is not one of ours"),
-    }
-}
-
-fn load(st: &SafeTensors, name: &str) -> Array {
-    let view = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
-    Array::from_bytes(
-        view.data(),
-        TensorType::new(shape, dtype_of(view.dtype()), Device::Cpu),
-    )
-    .expect("fixture array")
-}
 
 /// Runs one case; returns its mismatches (empty when every gradient matches).
 fn run_case(
@@ -142,7 +115,10 @@ fn every_gradient_matches_pytorch() {
                 })
                 .unwrap_or_default()
         };
-        let inputs: Vec<Array> = names("inputs").iter().map(|n| load(&st, n)).collect();
+        let inputs: Vec<Array> = names("inputs")
+            .iter()
+            .map(|n| load_fixture_array(&st, n))
+            .collect();
         let requires_grad: Vec<bool> = case["requires_grad"]
             .as_array()
             .expect("requires_grad")
@@ -150,8 +126,11 @@ fn every_gradient_matches_pytorch() {
             .map(|v| v.as_bool().expect("requires_grad flag"))
             .collect();
         assert_eq!(requires_grad.len(), inputs.len(), "{id}: requires_grad");
-        let cot = load(&st, &s("cot"));
-        let expected: Vec<Array> = names("grads").iter().map(|n| load(&st, n)).collect();
+        let cot = load_fixture_array(&st, &s("cot"));
+        let expected: Vec<Array> = names("grads")
+            .iter()
+            .map(|n| load_fixture_array(&st, n))
+            .collect();
         let (rtol, atol) = (
             case["rtol"].as_f64().expect("rtol"),
             case["atol"].as_f64().expect("atol"),

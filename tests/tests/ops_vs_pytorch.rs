@@ -2,11 +2,10 @@
 //! the program is parsed, compiled through the interpreter plugin, run on the stored inputs,
 //! and compared with PyTorch's outputs in dtype, shape and value.
 
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use std::collections::HashMap;
-use thunder_core::ir::TensorType;
-use thunder_core::{Array, DType, Device};
-use thunder_tests::{close, interpreter_host, repo_root};
+use thunder_core::Array;
+use thunder_tests::{close, interpreter_host, load_fixture_array, repo_root};
 
 /// Cases where we deliberately differ from PyTorch, with the reason. The test checks that each
 /// still differs, so the list cannot go stale.
@@ -20,32 +19,6 @@ const KNOWN_DEVIATIONS: &[(&str, &str)] = &[
         "pow of a bool tensor by a bool is refused by prims.pow (no bool arithmetic beyond add/mul); PyTorch returns bool",
     ),
 ];
-
-fn dtype_of(d: Dtype) -> DType {
-    match d {
-        Dtype::BOOL => DType::Bool,
-        Dtype::U8 => DType::U8,
-        Dtype::I8 => DType::I8,
-        Dtype::I16 => DType::I16,
-        Dtype::I32 => DType::I32,
-        Dtype::I64 => DType::I64,
-        Dtype::F16 => DType::F16,
-        Dtype::BF16 => DType::BF16,
-        Dtype::F32 => DType::F32,
-        Dtype::F64 => DType::F64,
-        other => panic!("fixture dtype {other:?} is not one of ours"),
-    }
-}
-
-fn load(st: &SafeTensors, name: &str) -> Array {
-    let view = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
-    Array::from_bytes(
-        view.data(),
-        TensorType::new(shape, dtype_of(view.dtype()), Device::Cpu),
-    )
-    .expect("fixture array")
-}
 
 #[test]
 fn every_op_matches_pytorch() {
@@ -77,8 +50,14 @@ fn every_op_matches_pytorch() {
                 })
                 .unwrap_or_default()
         };
-        let inputs: Vec<Array> = names("inputs").iter().map(|n| load(&st, n)).collect();
-        let expected: Vec<Array> = names("outputs").iter().map(|n| load(&st, n)).collect();
+        let inputs: Vec<Array> = names("inputs")
+            .iter()
+            .map(|n| load_fixture_array(&st, n))
+            .collect();
+        let expected: Vec<Array> = names("outputs")
+            .iter()
+            .map(|n| load_fixture_array(&st, n))
+            .collect();
         let (rtol, atol) = (
             case["rtol"].as_f64().unwrap_or(0.0),
             case["atol"].as_f64().unwrap_or(0.0),

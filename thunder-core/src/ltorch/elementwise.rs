@@ -145,7 +145,7 @@ pub fn relu(a: &Tensor) -> Result<Tensor> {
     call1("ltorch.relu", vec![Arg::Value(a.value())])
 }
 
-fn require_float(op: &str, a: &Tensor) -> Result<()> {
+pub(crate) fn require_float(op: &str, a: &Tensor) -> Result<()> {
     if !dtype::is_float(a.dtype()) {
         bail_op!(
             op,

@@ -1,6 +1,6 @@
 //! Neural-network functions: log_softmax, cross_entropy, layer_norm.
 
-use super::elementwise::{exp, log, mul, neg, rsqrt, sub, to, upcast};
+use super::elementwise::{exp, log, mul, neg, require_float, rsqrt, sub, to, upcast};
 use super::{call1, CallArgs};
 use crate::clang;
 use crate::dtype::{self, DType};
@@ -8,17 +8,6 @@ use crate::error::{bail_op, Result};
 use crate::ir::{Arg, ShapeDisplay};
 use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
-
-fn require_float(op: &str, a: &Tensor) -> Result<()> {
-    if !dtype::is_float(a.dtype()) {
-        bail_op!(
-            op,
-            "expected a floating-point tensor, got {}",
-            a.dtype().short_name()
-        );
-    }
-    Ok(())
-}
 
 /// `x - max - log(sum(exp(x - max)))` over `dim`, in f32 for f16/bf16.
 fn log_softmax_impl(op: &str, a: &Tensor, dim: i64) -> Result<Tensor> {
