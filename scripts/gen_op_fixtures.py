@@ -140,7 +140,9 @@ def fmt_lit(v):
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        assert v == v and abs(v) != float("inf"), v
+        assert v == v, v
+        if abs(v) == float("inf"):
+            return "inf" if v > 0 else "-inf"  # the trace text's infinity literals
         s = repr(v)
         assert "." in s or "e" in s, s
         return s
@@ -867,6 +869,119 @@ def gen_activations():
 
 
 # ----------------------------------------------------------------------------
+# more composites: activations, norms, losses, masks, statistics, shape helpers
+# ----------------------------------------------------------------------------
+def gen_more():
+    shapes = [((), "0-d"), ((0,), "empty"), ((2, 3), ""), ((3, 5), "")]
+    unary = [
+        ("sigmoid", torch.sigmoid, ALL),
+        ("silu", F.silu, FLOATS),
+        ("relu6", F.relu6, ALL),
+        ("hardswish", F.hardswish, FLOATS),
+    ]
+    for op, fn, dts in unary:
+        g = Gen(op)
+        for dt in dts:
+            case(op, [g((2, 3), dt, "wide")], fn, "dtype sweep", loose="smooth", skip_key="dtype " + dt)
+        for shape, note in shapes:
+            case(op, [g(shape, "f32", "wide")], fn, note)
+        case(op, [torch.tensor(SPECIAL, dtype=torch.float32)], fn, "special values")
+    op = "softplus"
+    g = Gen(op)
+    ref = lambda a, beta, thr: F.softplus(a, beta=beta, threshold=thr)
+    for dt in FLOATS:
+        case(op, [g((2, 3), dt, "wide"), 1.0, 20.0], ref, "dtype sweep", loose="smooth")
+    case(op, [g((4, 5), "f32", "wide"), 2.0, 3.0], ref, "beta 2, threshold 3 (linear part used)")
+    case(op, [torch.tensor([-30.0, -5.0, 0.0, 5.0, 30.0]), 1.0, 20.0], ref, "tails")
+    op = "leaky_relu"
+    g = Gen(op)
+    ref = lambda a, s: F.leaky_relu(a, s)
+    for dt in FLOATS:
+        case(op, [g((2, 3), dt), 0.01], ref, "dtype sweep")
+    case(op, [g((), "f32"), 0.2], ref, "0-d")
+    case(op, [torch.tensor(SPECIAL, dtype=torch.float32), 0.1], ref, "special values")
+    op = "clamp"
+    g = Gen(op)
+    ref = lambda a, lo, hi: torch.clamp(a, lo, hi)
+    for dt in [d for d in ALL if d != "b8"]:
+        case(op, [g((2, 3), dt), -1, 1], ref, "dtype sweep, int bounds")
+    case(op, [g((2, 3), "f32"), -0.5, None], ref, "min only")
+    case(op, [g((2, 3), "f32"), None, 0.5], ref, "max only")
+    case(op, [g((2, 3), "i32"), -0.5, 1.5], ref, "int tensor, float bounds -> float")
+    case(op, [g((2, 3), "f32"), g((3,), "f32"), g((2, 1), "f32") + 2], ref, "tensor bounds, broadcast")
+    case(op, [torch.tensor(SPECIAL, dtype=torch.float32), -1.0, 1.0], ref, "special values")
+
+    op = "rms_norm"
+    g = Gen(op)
+    ref = lambda a, ns, w, eps: F.rms_norm(a, ns, w, eps)
+    for dt in FLOATS:
+        case(op, [g((2, 8), dt), [8], g((8,), dt), 1e-6], ref, "dtype sweep", loose="smooth")
+    case(op, [g((2, 3, 4), "f32"), [3, 4], None, None], ref, "two dims, no weight, default eps")
+    case(op, [g((0, 4), "f32"), [4], g((4,), "f32"), 1e-5], ref, "empty batch")
+    case(op, [g((2, 4), "f32") * 1e4, [4], None, 1e-6], ref, "large values")
+    op = "mse_loss"
+    g = Gen(op)
+    for dt in FLOATS:
+        case(op, [g((3, 4), dt), g((3, 4), dt)], F.mse_loss, "dtype sweep", loose="accum")
+    case(op, [g((), "f32"), g((), "f32")], F.mse_loss, "0-d")
+
+    op = "masked_fill"
+    g = Gen(op)
+    ref = lambda a, m, v: a.masked_fill(m, v)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), g((2, 3), "b8"), 1], ref, "dtype sweep", skip_key="dtype " + dt)
+    case(op, [g((2, 3), "f32"), g((3,), "b8"), -1.5], ref, "broadcast mask")
+    case(op, [g((2, 3), "f32"), g((2, 3), "b8"), float("-inf")], ref, "-inf fill (attention masks)")
+    case(op, [g((0, 3), "f32"), g((0, 3), "b8"), 0.0], ref, "empty")
+    for op, fn in [("tril", torch.tril), ("triu", torch.triu)]:
+        g = Gen(op)
+        for dt in ALL:
+            case(op, [g((3, 4), dt), 0], fn, "dtype sweep", skip_key="dtype " + dt)
+        for shape, k, note in [((4, 4), 1, "k = 1"), ((4, 4), -1, "k = -1"), ((2, 3, 5), 0, "batched"),
+                               ((3, 2), 5, "k beyond"), ((0, 3), 0, "empty")]:
+            case(op, [g(shape, "f32"), k], fn, note)
+
+    for op, fn in [("var", torch.var), ("std", torch.std)]:
+        g = Gen(op)
+        ref = lambda a, dims, corr, keep, fn=fn: fn(a, dim=dims, correction=corr, keepdim=keep)
+        for dt in FLOATS:
+            case(op, [g((3, 4), dt), [1], 1, False], ref, "dtype sweep", loose="accum")
+        for shape, dims, corr, keep, note in [((3, 4), None, 1, False, "all dims"), ((3, 4), [0], 0, True, "biased, keepdim"),
+                                                ((2, 3, 4), [0, 2], 1, False, "two dims"), ((1, 4), [0], 1, False, "n = correction -> nan/inf")]:
+            case(op, [g(shape, "f64"), dims, corr, keep], ref, note)
+    for op, fn in [("all", torch.all), ("any", torch.any)]:
+        g = Gen(op)
+        ref = lambda a, dims, keep, fn=fn: fn(a) if dims is None else fn(a, dim=tuple(dims), keepdim=keep)
+        for dt in ALL:
+            case(op, [g((3, 4), dt), [1], False], ref, "dtype sweep", skip_key="dtype " + dt)
+        case(op, [g((3, 4), "b8"), None, False], ref, "all dims")
+        case(op, [g((0, 4), "f32"), [0], True], ref, "empty dim (all -> True, any -> False)")
+        case(op, [torch.ones(2, 3), [0, 1], False], ref, "all ones")
+
+    for op, fn, extra in [("zeros_like", torch.zeros_like, []), ("ones_like", torch.ones_like, []),
+                          ("full_like", lambda a, v: torch.full_like(a, v), [2])]:
+        g = Gen(op)
+        for dt in ALL:
+            case(op, [g((2, 3), dt)] + extra, fn, "dtype sweep", skip_key="dtype " + dt)
+        case(op, [g((), "f32")] + extra, fn, "0-d")
+    op = "flatten"
+    g = Gen(op)
+    for shape, s0, e0, note in [((2, 3, 4), 0, -1, "all"), ((2, 3, 4), 1, 2, "last two"), ((2, 3, 4), 0, 0, "single dim"),
+                                ((), 0, -1, "0-d -> [1]"), ((2, 0, 3), 0, 1, "empty")]:
+        case(op, [g(shape, "f32"), s0, e0], lambda a, s, e: torch.flatten(a, s, e), note)
+    op = "squeeze"
+    g = Gen(op)
+    ref = lambda a, dims: a.squeeze() if dims is None else a.squeeze(tuple(dims))
+    for shape, dims, note in [((1, 3, 1), None, "all"), ((1, 3, 1), [0], "one dim"), ((1, 3, 1), [1], "non-1 dim kept"),
+                              ((1, 3, 1), [-1, 0], "negative dims"), ((), None, "0-d"), ((1, 0), None, "empty")]:
+        case(op, [g(shape, "f32"), dims], ref, note)
+    op = "t"
+    g = Gen(op)
+    for shape, note in [((2, 3), ""), ((3,), "1-D"), ((), "0-d"), ((0, 2), "empty")]:
+        case(op, [g(shape, "i32")], torch.t, note)
+
+
+# ----------------------------------------------------------------------------
 # factories
 # ----------------------------------------------------------------------------
 def fill_for(dt):
@@ -939,6 +1054,7 @@ def main():
     gen_matmul()
     gen_activations()
     gen_factories()
+    gen_more()
 
     if os.path.isdir(OUT_DIR):
         shutil.rmtree(OUT_DIR)

@@ -106,6 +106,58 @@ fn unary_ops() {
 }
 
 #[test]
+fn activations_norms_losses_and_masks() {
+    // Values avoid the kinks of relu6 (0, 6), hardswish (-3, 3), leaky_relu and clamp (0, ±0.5).
+    let a = || values(&[2, 3], 21, -1.4, 1.4);
+    let w = || values(&[3], 22, 0.5, 1.5);
+    check("sigmoid", op!(|x| x[0].sigmoid()), vec![a()]);
+    check("silu", op!(|x| x[0].silu()), vec![a()]);
+    check("softplus", op!(|x| x[0].softplus(2.0, 20.0)), vec![a()]);
+    check("relu6", op!(|x| (&x[0] * 4.0).relu6()), vec![a()]);
+    check("hardswish", op!(|x| x[0].hardswish()), vec![a()]);
+    check("leaky_relu", op!(|x| x[0].leaky_relu(0.1)), vec![a()]);
+    check(
+        "clamp",
+        op!(|x| x[0].clamp(Some((-0.55).into()), Some(0.45.into()))),
+        vec![a()],
+    );
+    check(
+        "rms_norm",
+        op!(
+            |x| thunder_core::trace_ctx::sticky(thunder_core::ltorch::rms_norm(
+                &x[0],
+                &[3],
+                Some(&x[1]),
+                Some(1e-6)
+            ))
+        ),
+        vec![a(), w()],
+    );
+    check(
+        "mse_loss",
+        op!(|x| thunder_core::trace_ctx::sticky(thunder_core::ltorch::mse_loss(&x[0], &x[1]))),
+        vec![a(), values(&[2, 3], 23, -1.0, 1.0)],
+    );
+    check(
+        "masked_fill",
+        op!(|x| x[0].masked_fill(&x[0].gt(0.0), 0.5)),
+        vec![a()],
+    );
+    check(
+        "tril",
+        op!(|x| thunder_core::trace_ctx::sticky(thunder_core::ltorch::tril(&x[0], 0))),
+        vec![values(&[3, 3], 24, -1.0, 1.0)],
+    );
+    check("var", op!(|x| x[0].var(Some(&[1]), 1, false)), vec![a()]);
+    check("std", op!(|x| x[0].std(None, 1, false)), vec![a()]);
+    check(
+        "flatten, squeeze",
+        op!(|x| x[0].unsqueeze(0).flatten(1, 2).squeeze(None)),
+        vec![a()],
+    );
+}
+
+#[test]
 fn binary_ops_with_broadcasting() {
     let a = || values(&[2, 3], 4, 0.5, 2.0);
     let b = || values(&[3], 5, 0.5, 2.0);

@@ -225,7 +225,14 @@ pub fn elementwise(op: &str, prim: Prim, operands: &[Operand], kind: Promotion) 
                 };
                 Arg::Value(convert(&expand_to(&common, &shape)?, compute)?.value())
             }
-            number => number.scalar_as(compute),
+            number => match (number.scalar_as(compute), kind) {
+                // Like torch, arithmetic casts an int scalar to the tensor's dtype (u8 + 300
+                // adds 44); comparisons keep its value.
+                (Arg::Int(i), Promotion::Default | Promotion::NoOpMath) => {
+                    Arg::Int(dtype::wrap_int(i, compute))
+                }
+                (other, _) => other,
+            },
         });
     }
     let out = prim1(prim, args)?;

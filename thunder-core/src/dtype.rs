@@ -18,6 +18,29 @@ pub fn category(d: DType) -> Category {
     }
 }
 
+/// The values an integer dtype holds (`None` for floats and bool).
+pub fn int_range(d: DType) -> Option<(i64, i64)> {
+    Some(match d {
+        DType::U8 => (0, u8::MAX as i64),
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64),
+        DType::I16 => (i16::MIN as i64, i16::MAX as i64),
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+        DType::I64 => (i64::MIN, i64::MAX),
+        _ => return None,
+    })
+}
+
+/// Wraps an integer into the width of `d`, as a cast does (`u8`: 300 becomes 44).
+pub fn wrap_int(x: i64, d: DType) -> i64 {
+    match d {
+        DType::U8 => x as u8 as i64,
+        DType::I8 => x as i8 as i64,
+        DType::I16 => x as i16 as i64,
+        DType::I32 => x as i32 as i64,
+        _ => x,
+    }
+}
+
 pub fn is_float(d: DType) -> bool {
     category(d) == Category::Float
 }

@@ -151,7 +151,7 @@ where
 
 /// Records the first error of a trace and hands back a poisoned tensor, so operator
 /// overloads can keep an infallible signature.
-pub(crate) fn sticky(result: Result<Tensor>) -> Tensor {
+pub fn sticky(result: Result<Tensor>) -> Tensor {
     match result {
         Ok(t) => t,
         Err(e) => {

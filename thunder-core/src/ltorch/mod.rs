@@ -4,19 +4,23 @@
 //! The table below is the one place that lists the ops: `ltorch.<name>` maps to its
 //! decomposition function in the module that owns it.
 
+mod activations;
 mod args;
 mod elementwise;
 mod factory;
 mod linalg;
+mod more;
 mod nn;
 mod reduction;
 mod shape;
 mod tensor_api;
 
+pub use activations::*;
 pub use args::CallArgs;
 pub use elementwise::*;
 pub use factory::*;
 pub use linalg::*;
+pub use more::*;
 pub use nn::*;
 pub use reduction::*;
 pub use shape::*;
@@ -84,6 +88,28 @@ ltorch_table! {
     "log_softmax" => nn::log_softmax_rule,
     "cross_entropy" => nn::cross_entropy_rule,
     "layer_norm" => nn::layer_norm_rule,
+    "rms_norm" => more::rms_norm_rule,
+    "mse_loss" => more::mse_loss_rule,
+    "sigmoid" => activations::sigmoid_rule,
+    "silu" => activations::silu_rule,
+    "softplus" => activations::softplus_rule,
+    "relu6" => activations::relu6_rule,
+    "hardswish" => activations::hardswish_rule,
+    "leaky_relu" => activations::leaky_relu_rule,
+    "clamp" => activations::clamp_rule,
+    "masked_fill" => more::masked_fill_rule,
+    "tril" => more::tril_rule,
+    "triu" => more::triu_rule,
+    "var" => more::var_rule,
+    "std" => more::std_rule,
+    "all" => more::all_rule,
+    "any" => more::any_rule,
+    "zeros_like" => more::zeros_like_rule,
+    "ones_like" => more::ones_like_rule,
+    "full_like" => more::full_like_rule,
+    "flatten" => more::flatten_rule,
+    "squeeze" => more::squeeze_rule,
+    "t" => more::t_rule,
     "matmul" => linalg::matmul_rule,
     "linear" => linalg::linear_rule,
     "full" => factory::full_rule,

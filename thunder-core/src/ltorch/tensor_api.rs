@@ -28,6 +28,40 @@ impl Tensor {
     unary_methods!(neg, abs, exp, log, sqrt, rsqrt, tanh, sin, cos, erf, reciprocal, relu);
     binary_methods!(add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge);
 
+    unary_methods!(sigmoid, silu, relu6, hardswish);
+
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Tensor {
+        sticky(super::softplus(self, beta, threshold))
+    }
+
+    pub fn leaky_relu(&self, negative_slope: f64) -> Tensor {
+        sticky(super::leaky_relu(self, negative_slope))
+    }
+
+    pub fn clamp(&self, min: Option<Operand>, max: Option<Operand>) -> Tensor {
+        sticky(super::clamp(self, min, max))
+    }
+
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Operand>) -> Tensor {
+        sticky(super::masked_fill(self, mask, value))
+    }
+
+    pub fn var(&self, dims: Option<&[i64]>, correction: i64, keepdim: bool) -> Tensor {
+        sticky(super::var(self, dims, correction, keepdim))
+    }
+
+    pub fn std(&self, dims: Option<&[i64]>, correction: i64, keepdim: bool) -> Tensor {
+        sticky(super::std(self, dims, correction, keepdim))
+    }
+
+    pub fn flatten(&self, start_dim: i64, end_dim: i64) -> Tensor {
+        sticky(super::flatten(self, start_dim, end_dim))
+    }
+
+    pub fn squeeze(&self, dims: Option<&[i64]>) -> Tensor {
+        sticky(super::squeeze(self, dims))
+    }
+
     pub fn gelu(&self, approximate: &str) -> Tensor {
         sticky(super::gelu(self, approximate))
     }

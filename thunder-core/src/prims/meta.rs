@@ -119,7 +119,10 @@ fn unary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
 fn scalar_fits(op: &str, arg: &Arg, dtype: DType) -> Result<()> {
     let ok = match arg {
         Arg::Float(_) => dtype::is_float(dtype),
-        Arg::Int(_) => dtype != DType::Bool,
+        Arg::Int(i) => match dtype::int_range(dtype) {
+            Some((lo, hi)) => (lo..=hi).contains(i),
+            None => dtype != DType::Bool,
+        },
         Arg::Bool(_) => true,
         other => bail_op!(op, "operand must be a tensor or a number, got {other:?}"),
     };
