@@ -981,6 +981,70 @@ def gen_more():
         case(op, [g(shape, "i32")], torch.t, note)
 
 
+def gen_nn():
+    big = torch.tensor([[1e4, -1e4, 0.0, 5e3], [-1e4, -1e4, 1e4, 1e4]])
+    op = "log_softmax"
+    g = Gen(op)
+    ref = lambda a, d: torch.log_softmax(a, d)
+    for dt in FLOATS:
+        case(op, [g((2, 5), dt), -1], ref, "dtype sweep", loose="smooth")
+    for shape, d, note in [((2, 3, 4), 1, "middle dim"), ((), 0, "0-d"), ((0, 3), -1, "empty")]:
+        case(op, [g(shape, "f32"), d], ref, note)
+    case(op, [big, -1], ref, "logits of +-1e4 (stability)")
+    op = "layer_norm"
+    g = Gen(op)
+    ref = lambda a, ns, w, b, eps: F.layer_norm(a, ns, w, b, eps)
+    for dt in FLOATS:
+        case(op, [g((3, 8), dt), [8], g((8,), dt), g((8,), dt), 1e-5], ref, "dtype sweep", loose="smooth")
+    case(op, [g((2, 3, 4), "f32"), [3, 4], None, None, 1e-5], ref, "two dims, no affine")
+    case(op, [big, [4], None, None, 1e-5], ref, "inputs of +-1e4 (stability)")
+    case(op, [g((0, 4), "f32"), [4], None, None, 1e-5], ref, "empty batch")
+    op = "cross_entropy"
+    g = Gen(op)
+    ce = lambda x, t, *rest: F.cross_entropy(x, t) if not rest else F.cross_entropy(x, t, ignore_index=rest[0], label_smoothing=rest[1])
+    tgt = torch.tensor([2, 0, 4, 1])
+    for dt in FLOATS:
+        case(op, [g((4, 5), dt), tgt], ce, "dtype sweep, class indices", loose="accum")
+    case(op, [g((4, 5), "f32"), tgt.to(torch.int32)], ce, "i32 indices")
+    case(op, [g((4, 5), "f32"), torch.softmax(g((4, 5), "f32"), -1)], ce, "probability targets")
+    case(op, [g((4, 5), "f32"), tgt, 0, 0.0], ce, "ignore_index 0")
+    case(op, [g((4, 5), "f32"), torch.tensor([2, -100, 4, -100]), -100, 0.1], ce, "ignore_index and label_smoothing")
+    case(op, [g((4, 5), "f64"), torch.softmax(g((4, 5), "f64"), -1), -100, 0.2], ce, "probabilities with label_smoothing")
+    case(op, [big, torch.tensor([1, 2])], ce, "logits of +-1e4 (stability)")
+    op = "nll_loss"
+    g = Gen(op)
+    nll = lambda x, t, ii: F.nll_loss(x, t, ignore_index=ii)
+    for dt in ["f32", "f64"]:
+        case(op, [torch.log_softmax(g((4, 5), dt), -1), tgt, -100], nll, "dtype sweep")
+    case(op, [torch.log_softmax(g((4, 5), "f32"), -1), torch.tensor([3, 3, -1, 0]), -1], nll, "ignore_index -1")
+    op = "scaled_dot_product_attention"
+    g = Gen(op)
+    sdpa = lambda q, k, v, m, causal, scale: F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal, scale=scale)
+    for dt in FLOATS:
+        case(op, [g((2, 3, 4), dt), g((2, 5, 4), dt), g((2, 5, 6), dt), None, False, None], sdpa, "dtype sweep", loose="accum")
+    case(op, [g((1, 2, 4, 8), "f32"), g((1, 2, 4, 8), "f32"), g((1, 2, 4, 8), "f32"), None, True, None], sdpa, "causal, heads")
+    case(op, [g((2, 3, 4), "f32"), g((2, 5, 4), "f32"), g((2, 5, 4), "f32"), g((3, 5), "b8", "pos") & (g((3, 5), "b8") | torch.eye(3, 5, dtype=torch.bool)), False, 0.3], sdpa, "bool mask, scale 0.3")
+    case(op, [g((2, 3, 4), "f64"), g((2, 5, 4), "f64"), g((2, 5, 4), "f64"), g((3, 5), "f64"), False, None], sdpa, "float mask added")
+    case(op, [g((3, 4), "f32"), g((6, 4), "f32"), g((6, 2), "f32"), None, True, None], sdpa, "2-D, causal with more keys")
+    op = "bmm"
+    g = Gen(op)
+    for dt in ["f32", "f64", "i64"]:
+        case(op, [g((2, 3, 4), dt), g((2, 4, 5), dt)], torch.bmm, "dtype sweep", loose="accum")
+    case(op, [g((0, 3, 4), "f32"), g((0, 4, 5), "f32")], torch.bmm, "empty batch")
+    op = "unflatten"
+    g = Gen(op)
+    for shape, d, sizes, note in [((2, 12), 1, [3, 4], ""), ((2, 12), -1, [2, -1, 3], "inferred size"), ((6,), 0, [1, 6], "leading 1")]:
+        case(op, [g(shape, "f32"), d, sizes], lambda a, d, s: torch.unflatten(a, d, s), note)
+    op = "norm"
+    g = Gen(op)
+    ref = lambda a, p, dims, keep: torch.linalg.vector_norm(a, p, dim=dims, keepdim=keep)
+    for p_ in [2.0, 1.0, INF]:
+        for dt in FLOATS:
+            case(op, [g((3, 4), dt), p_, [1], False], ref, "p=%s dtype sweep" % p_, loose="accum")
+        case(op, [g((2, 3, 4), "f64"), p_, None, False], ref, "p=%s all dims" % p_)
+        case(op, [g((2, 3), "f32"), p_, [0], True], ref, "p=%s keepdim" % p_)
+
+
 # ----------------------------------------------------------------------------
 # factories
 # ----------------------------------------------------------------------------
@@ -1055,6 +1119,7 @@ def main():
     gen_activations()
     gen_factories()
     gen_more()
+    gen_nn()
 
     if os.path.isdir(OUT_DIR):
         shutil.rmtree(OUT_DIR)

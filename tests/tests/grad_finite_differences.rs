@@ -158,6 +158,95 @@ fn activations_norms_losses_and_masks() {
 }
 
 #[test]
+fn attention_losses_and_norms() {
+    use thunder_core::trace_ctx::sticky;
+    let q = || values(&[2, 3, 4], 31, -1.0, 1.0);
+    let k = || values(&[2, 5, 4], 32, -1.0, 1.0);
+    let v = || values(&[2, 5, 3], 33, -1.0, 1.0);
+    check(
+        "sdpa",
+        op!(
+            |x| sticky(thunder_core::ltorch::scaled_dot_product_attention(
+                &x[0], &x[1], &x[2], None, false, None
+            ))
+        ),
+        vec![q(), k(), v()],
+    );
+    check(
+        "sdpa causal",
+        op!(
+            |x| sticky(thunder_core::ltorch::scaled_dot_product_attention(
+                &x[0],
+                &x[1],
+                &x[2],
+                None,
+                true,
+                Some(0.7)
+            ))
+        ),
+        vec![
+            q(),
+            values(&[2, 3, 4], 34, -1.0, 1.0),
+            values(&[2, 3, 2], 35, -1.0, 1.0),
+        ],
+    );
+    check(
+        "bmm",
+        op!(|x| sticky(thunder_core::ltorch::bmm(&x[0], &x[1]))),
+        vec![q(), values(&[2, 4, 2], 36, -1.0, 1.0)],
+    );
+    check(
+        "norm 2",
+        op!(|x| sticky(thunder_core::ltorch::norm(&x[0], 2.0, Some(&[1]), false))),
+        vec![q()],
+    );
+    check(
+        "norm 1",
+        op!(|x| sticky(thunder_core::ltorch::norm(&x[0], 1.0, None, false))),
+        vec![q()],
+    );
+    check(
+        "unflatten",
+        op!(|x| sticky(thunder_core::ltorch::unflatten(&x[0], 2, &[2, 2]))),
+        vec![q()],
+    );
+}
+
+/// cross_entropy with ignore_index and label smoothing, and nll_loss, against closed forms.
+#[test]
+fn class_index_losses_with_ignore_and_smoothing() {
+    let host = interpreter_host();
+    let logits = values(&[3, 4], 41, -2.0, 2.0);
+    let target = Array::from_slice(&[2i64, -100, 0], &[3]).unwrap();
+    let f = value_and_grad(
+        Some(host),
+        |x: &[Tensor]| -> thunder_core::Result<Vec<Tensor>> {
+            let ce = thunder_core::ltorch::cross_entropy_with(&x[0], &x[1], -100, 0.1)?;
+            Ok(vec![ce])
+        },
+    );
+    let (loss, g) = f
+        .call(&[logits.clone().with_requires_grad(true), target])
+        .unwrap();
+    let l = logits.to_vec::<f64>().unwrap();
+    let (mut want, mut want_grad) = (0.0, vec![0.0; 12]);
+    for (r, t) in [(0usize, 2usize), (2, 0)] {
+        let row = &l[r * 4..r * 4 + 4];
+        let lse = row.iter().map(|v| v.exp()).sum::<f64>().ln();
+        let logp: Vec<f64> = row.iter().map(|v| v - lse).collect();
+        want += (0.9 * -logp[t] + 0.1 * -(logp.iter().sum::<f64>() / 4.0)) / 2.0;
+        for c in 0..4 {
+            let target_prob = 0.9 * if c == t { 1.0 } else { 0.0 } + 0.1 / 4.0;
+            want_grad[r * 4 + c] = (logp[c].exp() - target_prob) / 2.0;
+        }
+    }
+    assert!((loss[0].to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
+    for (a, b) in g[0].to_vec::<f64>().unwrap().iter().zip(&want_grad) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+}
+
+#[test]
 fn binary_ops_with_broadcasting() {
     let a = || values(&[2, 3], 4, 0.5, 2.0);
     let b = || values(&[3], 5, 0.5, 2.0);

@@ -411,3 +411,109 @@ pub(crate) fn t_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
 pub fn t(a: &Tensor) -> Result<Tensor> {
     call1("ltorch.t", vec![Arg::Value(a.value())])
 }
+
+/// Batched matmul of two 3-D tensors with equal batch sizes, as torch.bmm.
+pub(crate) fn bmm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+    if a.rank() != 3 || b.rank() != 3 || a.shape()[0] != b.shape()[0] {
+        bail_op!(
+            c.op,
+            "expected [B, N, K] and [B, K, M], got {} and {}",
+            ShapeDisplay(a.shape()),
+            ShapeDisplay(b.shape())
+        );
+    }
+    Ok(vec![super::linalg::matmul(&a, &b)?])
+}
+
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    call1(
+        "ltorch.bmm",
+        vec![Arg::Value(a.value()), Arg::Value(b.value())],
+    )
+}
+
+/// Splits `dim` into `sizes` (one may be -1), as torch.unflatten.
+pub(crate) fn unflatten_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(3)?;
+    let a = c.tensor(0)?;
+    let d = clang::canonical_dim(c.op, c.int(1)?, a.rank())?;
+    let mut sizes = c.ints(2)?;
+    let size = if a.rank() == 0 { 1 } else { a.shape()[d] };
+    let unknown: Vec<usize> = sizes
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s == -1)
+        .map(|(i, _)| i)
+        .collect();
+    let known: i64 = sizes.iter().filter(|&&s| s != -1).product();
+    match unknown.as_slice() {
+        [] if known == size => {}
+        [i] if known > 0 && size % known == 0 => sizes[*i] = size / known,
+        _ => bail_op!(
+            c.op,
+            "sizes {} do not multiply to dim {d}'s size {size}",
+            ShapeDisplay(&sizes)
+        ),
+    }
+    let mut shape = a.shape()[..d.min(a.rank())].to_vec();
+    shape.extend_from_slice(&sizes);
+    if a.rank() > 0 {
+        shape.extend_from_slice(&a.shape()[d + 1..]);
+    }
+    Ok(vec![clang::reshape(&a, shape)?])
+}
+
+pub fn unflatten(a: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    call1(
+        "ltorch.unflatten",
+        vec![
+            Arg::Value(a.value()),
+            Arg::Int(dim),
+            Arg::Ints(sizes.to_vec()),
+        ],
+    )
+}
+
+/// Vector norm over `dims`: p = 2 (sqrt of the sum of squares), 1 (sum of |x|) or inf (max |x|).
+pub(crate) fn norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(4)?;
+    let a = c.tensor(0)?;
+    require_float(c.op, &a)?;
+    let p = match c.args.get(1) {
+        Some(Arg::Float(p)) => *p,
+        Some(Arg::Int(p)) => *p as f64,
+        other => bail_op!(c.op, "p must be a number, got {other:?}"),
+    };
+    let dims = c.opt_ints(2)?.filter(|d| !d.is_empty());
+    let dims = clang::reduction_dims(c.op, dims.as_deref(), a.rank())?;
+    let keepdim = c.bool(3)?;
+    let x = upcast(&a)?;
+    let ax = super::elementwise::abs(&x)?;
+    let out = if p == 2.0 {
+        super::elementwise::sqrt(&clang::reduce(Prim::Sum, &mul(&x, &x)?, &dims, keepdim)?)?
+    } else if p == 1.0 {
+        clang::reduce(Prim::Sum, &ax, &dims, keepdim)?
+    } else if p == f64::INFINITY {
+        if dims.iter().any(|&d| a.shape()[d as usize] == 0) {
+            bail_op!(c.op, "the inf-norm of an empty dim is undefined");
+        }
+        clang::reduce(Prim::Amax, &ax, &dims, keepdim)?
+    } else {
+        bail_op!(c.op, "p = {p} is not supported (2, 1 and inf are)");
+    };
+    Ok(vec![to(&out, a.dtype())?])
+}
+
+pub fn norm(a: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    call1(
+        "ltorch.norm",
+        vec![
+            Arg::Value(a.value()),
+            Arg::Float(p),
+            dims_arg(dims),
+            Arg::Bool(keepdim),
+        ],
+    )
+}

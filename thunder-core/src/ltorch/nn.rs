@@ -1,6 +1,6 @@
 //! Neural-network functions: log_softmax, cross_entropy, layer_norm.
 
-use super::elementwise::{exp, log, mul, neg, require_float, rsqrt, sub, to, upcast};
+use super::elementwise::{div, exp, log, mul, ne, neg, require_float, rsqrt, sub, to, upcast};
 use super::{call1, CallArgs};
 use crate::clang;
 use crate::dtype::{self, DType};
@@ -40,22 +40,96 @@ pub fn log_softmax(a: &Tensor, dim: i64) -> Result<Tensor> {
     )
 }
 
-/// `cross_entropy(logits [N, C], target)`, mean over the batch. `target` holds class
-/// indices (`[N]`, integer) or class probabilities (`[N, C]`, float), as in torch.
-pub(crate) fn cross_entropy_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
-    c.expect(2)?;
-    let (logits, target) = (c.tensor(0)?, c.tensor(1)?);
-    require_float(c.op, &logits)?;
+/// A one-hot encoding of class indices `target: [N]` over `classes`, in `dtype`. Indices
+/// outside `0..classes` give all-zero rows.
+fn one_hot(target: &Tensor, classes: i64, dtype: DType) -> Result<Tensor> {
+    let n = target.shape()[0];
+    let iota = prim1(
+        Prim::Iota,
+        vec![
+            Arg::Int(classes),
+            Arg::Int(0),
+            Arg::Int(1),
+            Arg::Device(target.device()),
+            Arg::DType(DType::I64),
+        ],
+    )?;
+    let idx = clang::reshape(&clang::convert(target, DType::I64)?, vec![n, 1])?;
+    let hot = super::elementwise::eq(&idx, &iota)?;
+    clang::convert(&hot, dtype)
+}
+
+fn check_logits(op: &str, logits: &Tensor) -> Result<(i64, i64)> {
+    require_float(op, logits)?;
     if logits.rank() != 2 {
         bail_op!(
-            c.op,
-            "expected logits of shape [N, C], got {}",
+            op,
+            "expected input of shape [N, C], got {}",
             ShapeDisplay(logits.shape())
         );
     }
-    let (n, classes) = (logits.shape()[0], logits.shape()[1]);
+    Ok((logits.shape()[0], logits.shape()[1]))
+}
+
+fn check_index_target(op: &str, target: &Tensor, n: i64) -> Result<()> {
+    if dtype::is_float(target.dtype()) || target.dtype() == DType::Bool || target.shape() != [n] {
+        bail_op!(
+            op,
+            "class-index targets must be integers of shape [{n}], got {}",
+            target.ty()
+        );
+    }
+    Ok(())
+}
+
+/// Mean over the rows whose target is not `ignore_index` of
+/// `(1 - eps) * -logp[target] + eps * -mean(logp)`, as torch's cross_entropy and nll_loss.
+fn class_index_loss(logp: &Tensor, target: &Tensor, ignore_index: i64, eps: f64) -> Result<Tensor> {
+    let classes = logp.shape()[1];
+    let kept = clang::convert(&ne(target, ignore_index)?, logp.dtype())?;
+    // Masked by `kept`: an ignore_index inside 0..C would otherwise still pick a class.
+    let picked = clang::reduce(
+        Prim::Sum,
+        &mul(&one_hot(target, classes, logp.dtype())?, logp)?,
+        &[1],
+        false,
+    )?;
+    let picked = mul(&picked, &kept)?;
+    let mut per_row = neg(&mul(&picked, 1.0 - eps)?)?;
+    if eps != 0.0 {
+        let uniform = clang::reduce(Prim::Sum, logp, &[1], false)?;
+        per_row = sub(
+            &per_row,
+            &mul(&mul(&uniform, eps / classes as f64)?, &kept)?,
+        )?;
+    }
+    let total = clang::reduce(Prim::Sum, &per_row, &[0], false)?;
+    let count = clang::reduce(Prim::Sum, &kept, &[0], false)?;
+    div(&total, &count)
+}
+
+/// `cross_entropy(logits [N, C], target[, ignore_index, label_smoothing])`, mean over the
+/// batch. `target` holds class indices (`[N]`, integer) or class probabilities (`[N, C]`).
+pub(crate) fn cross_entropy_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    if c.args.len() != 2 {
+        c.expect(4)?;
+    }
+    let (logits, target) = (c.tensor(0)?, c.tensor(1)?);
+    let (n, classes) = check_logits(c.op, &logits)?;
+    let (ignore_index, eps) = if c.args.len() == 4 {
+        let eps = match c.args.get(3) {
+            Some(Arg::Float(e)) if (0.0..=1.0).contains(e) => *e,
+            other => bail_op!(
+                c.op,
+                "label_smoothing must be a float in [0, 1], got {other:?}"
+            ),
+        };
+        (c.int(2)?, eps)
+    } else {
+        (-100, 0.0)
+    };
     let logp = log_softmax_impl(c.op, &logits, 1)?;
-    let probs = if dtype::is_float(target.dtype()) {
+    let loss = if dtype::is_float(target.dtype()) {
         if target.shape() != logits.shape() {
             bail_op!(
                 c.op,
@@ -64,44 +138,144 @@ pub(crate) fn cross_entropy_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
                 ShapeDisplay(target.shape())
             );
         }
-        clang::convert(&target, logp.dtype())?
-    } else {
-        if target.shape() != [n] {
-            bail_op!(
-                c.op,
-                "class-index targets must have shape [{n}], got {}",
-                ShapeDisplay(target.shape())
-            );
+        let mut probs = clang::convert(&target, logp.dtype())?;
+        if eps != 0.0 {
+            probs = super::elementwise::add(&mul(&probs, 1.0 - eps)?, eps / classes as f64)?;
         }
-        // One-hot by comparing each index with 0..C.
-        let classes_iota = prim1(
-            Prim::Iota,
-            vec![
-                Arg::Int(classes),
-                Arg::Int(0),
-                Arg::Int(1),
-                Arg::Device(target.device()),
-                Arg::DType(DType::I64),
-            ],
-        )?;
-        let idx = clang::reshape(&clang::convert(&target, DType::I64)?, vec![n, 1])?;
-        let hot = clang::elementwise(
-            c.op,
-            Prim::Eq,
-            &[
-                clang::Operand::Tensor(idx),
-                clang::Operand::Tensor(classes_iota),
-            ],
-            clang::Promotion::AlwaysBool,
-        )?;
-        clang::convert(&hot, logp.dtype())?
+        let per_row = clang::reduce(Prim::Sum, &mul(&probs, &logp)?, &[1], false)?;
+        let total = clang::reduce(Prim::Sum, &per_row, &[0], false)?;
+        neg(&mul(&total, 1.0 / n.max(1) as f64)?)?
+    } else {
+        check_index_target(c.op, &target, n)?;
+        class_index_loss(&logp, &target, ignore_index, eps)?
     };
-    let per_row = clang::reduce(Prim::Sum, &mul(&probs, &logp)?, &[1], false)?;
-    let total = clang::reduce(Prim::Sum, &per_row, &[0], false)?;
+    Ok(vec![to(&loss, logits.dtype())?])
+}
+
+/// `nll_loss(logp [N, C], target [N], ignore_index)`, mean over the kept rows.
+pub(crate) fn nll_loss_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(3)?;
+    let (logp, target) = (c.tensor(0)?, c.tensor(1)?);
+    let (n, _) = check_logits(c.op, &logp)?;
+    check_index_target(c.op, &target, n)?;
+    let x = upcast(&logp)?;
     Ok(vec![to(
-        &neg(&mul(&total, 1.0 / n.max(1) as f64)?)?,
-        logits.dtype(),
+        &class_index_loss(&x, &target, c.int(2)?, 0.0)?,
+        logp.dtype(),
     )?])
+}
+
+pub fn nll_loss(logp: &Tensor, target: &Tensor, ignore_index: i64) -> Result<Tensor> {
+    call1(
+        "ltorch.nll_loss",
+        vec![
+            Arg::Value(logp.value()),
+            Arg::Value(target.value()),
+            Arg::Int(ignore_index),
+        ],
+    )
+}
+
+/// `scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)`: softmax(q kᵀ · scale
+/// + mask) v, with torch's defaults (scale 1/sqrt(E); a causal mask aligned top-left; a bool
+/// mask keeps where true, a float mask is added).
+pub(crate) fn sdpa_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(6)?;
+    let (q, k, v) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+    require_float(c.op, &q)?;
+    if q.rank() < 2 || k.rank() < 2 || v.rank() < 2 {
+        bail_op!(
+            c.op,
+            "q, k and v need at least 2 dims, got {}, {} and {}",
+            ShapeDisplay(q.shape()),
+            ShapeDisplay(k.shape()),
+            ShapeDisplay(v.shape())
+        );
+    }
+    let mask = c.opt_tensor(3)?;
+    let causal = c.bool(4)?;
+    if causal && mask.is_some() {
+        bail_op!(c.op, "attn_mask and is_causal cannot both be set");
+    }
+    let e = q.shape()[q.rank() - 1];
+    let scale = match c.args.get(5) {
+        Some(Arg::None) => 1.0 / (e as f64).sqrt(),
+        Some(Arg::Float(s)) => *s,
+        other => bail_op!(c.op, "scale must be a float or None, got {other:?}"),
+    };
+    let kt = super::shape::transpose(&k, -2, -1)?;
+    let mut scores = mul(&super::linalg::matmul(&q, &kt)?, scale)?;
+    let (l, s) = (q.shape()[q.rank() - 2], k.shape()[k.rank() - 2]);
+    let keep = if causal {
+        let iota = |n: i64| {
+            prim1(
+                Prim::Iota,
+                vec![
+                    Arg::Int(n),
+                    Arg::Int(0),
+                    Arg::Int(1),
+                    Arg::Device(q.device()),
+                    Arg::DType(DType::I64),
+                ],
+            )
+        };
+        let rows = clang::reshape(&iota(l)?, vec![l, 1])?;
+        let cols = clang::reshape(&iota(s)?, vec![1, s])?;
+        Some(super::elementwise::le(&cols, &rows)?)
+    } else {
+        match &mask {
+            Some(m) if m.dtype() == DType::Bool => Some(m.clone()),
+            Some(m) => {
+                scores = super::elementwise::add(&scores, m)?;
+                None
+            }
+            None => None,
+        }
+    };
+    if let Some(keep) = keep {
+        scores = super::elementwise::where_(&keep, &scores, f64::NEG_INFINITY)?;
+    }
+    let attn = super::reduction::softmax(&scores, -1)?;
+    Ok(vec![super::linalg::matmul(&attn, &v)?])
+}
+
+pub fn scaled_dot_product_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    call1(
+        "ltorch.scaled_dot_product_attention",
+        vec![
+            Arg::Value(q.value()),
+            Arg::Value(k.value()),
+            Arg::Value(v.value()),
+            attn_mask.map_or(Arg::None, |m| Arg::Value(m.value())),
+            Arg::Bool(is_causal),
+            scale.map_or(Arg::None, Arg::Float),
+        ],
+    )
+}
+
+/// `cross_entropy` with `ignore_index` and `label_smoothing` (torch's defaults are -100, 0.0).
+pub fn cross_entropy_with(
+    logits: &Tensor,
+    target: &Tensor,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    call1(
+        "ltorch.cross_entropy",
+        vec![
+            Arg::Value(logits.value()),
+            Arg::Value(target.value()),
+            Arg::Int(ignore_index),
+            Arg::Float(label_smoothing),
+        ],
+    )
 }
 
 pub fn cross_entropy(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
