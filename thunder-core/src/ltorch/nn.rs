@@ -176,9 +176,9 @@ pub fn nll_loss(logp: &Tensor, target: &Tensor, ignore_index: i64) -> Result<Ten
     )
 }
 
-/// `scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)`: softmax(q kᵀ · scale
-/// + mask) v, with torch's defaults (scale 1/sqrt(E); a causal mask aligned top-left; a bool
-/// mask keeps where true, a float mask is added).
+/// `scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)`: the softmax of
+/// `q kᵀ · scale` plus the mask, times `v`. torch's defaults: scale 1/sqrt(E), a causal mask
+/// aligned top-left, a bool mask keeps where true, a float mask is added.
 pub(crate) fn sdpa_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(6)?;
     let (q, k, v) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
