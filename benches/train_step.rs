@@ -23,7 +23,7 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use std::time::Duration;
 use thunder_benches::{
     fused_train_step, interpreter_host, sgd_update, train_batch, train_loss, train_params,
-    zero_buffers, TRAIN_PARAMS,
+    train_step_two_programs, zero_buffers,
 };
 use thunder_core::Array;
 
@@ -56,20 +56,7 @@ fn two_program_once(
     x: &Array,
     y: &Array,
 ) -> (Array, Vec<Array>, Vec<Array>) {
-    let mut inputs = params.clone();
-    inputs.extend([x.clone(), y.clone()]);
-    let (mut outs, grads) = loss_and_grad.call(&inputs).expect("value_and_grad");
-    let mut update = params;
-    update.extend(grads);
-    update.extend(bufs);
-    let mut out = sgd.call(&update).expect("sgd step");
-    let bufs = out.split_off(TRAIN_PARAMS);
-    // The cache key includes requires_grad: keep the parameters marked.
-    let params = out
-        .into_iter()
-        .map(|p| p.with_requires_grad(true))
-        .collect();
-    (outs.remove(0), params, bufs)
+    train_step_two_programs(loss_and_grad, sgd, params, bufs, x, y).expect("train step")
 }
 
 fn train_step(c: &mut Criterion) {

@@ -27,6 +27,35 @@ is in ns; repeatable), it prints thunder's time and the ratio thunder / torch fo
 of the same work (files whose path names ``train_step`` compare with the train step, those
 naming ``mlp`` with the MLP first call, the others with the cached call).
 
+Section ``issue7`` (not in the default) times the CPU workloads of ``thunder bench`` (see
+``thunder-cli/src/commands/bench.rs``; the programs are in ``benches/src/lib.rs``) in PyTorch
+eager and with ``torch.compile`` (first call, compile included, and steady state):
+
+* the copy floor: copying a 64 MiB f32 buffer (2^24 elements) with numpy and with torch, best
+  sample; and what a fresh 64 MiB output costs (``clone``, ``torch.zeros``; thunder's
+  ``alloc_64mb`` row takes it from its caching pool);
+* ``x = x*1.01+0.1`` four times (8 ops) and ``x = tanh(x*1.01+0.1)`` four times on f32[2^24];
+* sgemm 2048 x 2048 (``torch.mm``, GFLOP/s; eager only: compiling one matmul calls the same
+  kernel);
+* the cached call of the 10-op chain on f32[64] (per call);
+* the MLP train step (as section ``train``: eager, and with the model ``torch.compile``-d);
+* a GPT-2 block forward + backward, B 2, T 128, C 256, 4 heads (pre-norm, causal attention
+  written out as in thunder's ``gpt2_block``, GELU(tanh) MLP), loss ``mean(block(x)^2)``, with
+  gradients for ``x`` and the 12 weights.
+
+Each is timed like ``thunder bench`` does: one warm call that sizes the loop (calls per sample
+for about 2 ms), then samples until ``--issue7-min-time`` seconds have passed and at least three
+were taken; the median per call is reported, and the best sample. It runs with
+``--issue7-threads`` torch threads (default: every CPU this process may use). Given
+``--thunder-bench FILE`` (the output of ``thunder bench --json``; repeatable) it prints thunder's number for
+each row and the ratio: thunder time / torch time (below 1: thunder is faster), or for sgemm
+thunder GFLOP/s / torch GFLOP/s (above 1: thunder is faster); and each time against the copy
+floor measured by thunder.
+
+    cargo build --release
+    ./target/release/thunder bench --json > /tmp/bench.json
+    /work/venv/bin/python benches/peer/torch_peer.py --sections issue7 --thunder-bench /tmp/bench.json
+
 Run from the repository root, after the benches::
 
     cargo build --release -p thunder-interpreter -p thunder-cli
@@ -64,6 +93,14 @@ TRAIN_BATCH = 256
 TRAIN_LR = 0.01
 TRAIN_MOMENTUM = 0.9
 TRAIN_CHECK_STEPS = 5
+# Section issue7 (mirrors benches/src/lib.rs).
+BIG_NUMEL = 1 << 24
+CHAIN8_REPEATS = 4
+TANH_REPEATS = 4
+SGEMM_N = 2048
+GPT2_BLOCK = dict(batch=2, seq=128, embd=256, heads=4)
+SAMPLE_SECONDS = 2e-3
+MAX_SAMPLES = 200
 
 
 def chain(x):
@@ -83,8 +120,9 @@ def mlp(x, *params):
     return h
 
 
-def make_train_step():
-    """The train-step bench's model, optimizer and batch, and a function doing one step."""
+def make_train_step(compile_model: bool = False):
+    """The train-step bench's model, optimizer and batch, and a function doing one step (with
+    the model under ``torch.compile`` if asked)."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -99,15 +137,254 @@ def make_train_step():
     opt = torch.optim.SGD(model.parameters(), lr=TRAIN_LR, momentum=TRAIN_MOMENTUM)
     x = torch.randn(TRAIN_BATCH, TRAIN_LAYERS[0][0])
     y = torch.randint(0, TRAIN_LAYERS[-1][1], (TRAIN_BATCH,))
+    forward = torch.compile(model, fullgraph=True, dynamic=False) if compile_model else model
 
     def step():
         opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(forward(x), y)
         loss.backward()
         opt.step()
         return loss
 
     return step
+
+
+def chain8(x):
+    for _ in range(CHAIN8_REPEATS):
+        x = x * CHAIN_MUL + CHAIN_ADD
+    return x
+
+
+def tanh4(x):
+    import torch
+
+    for _ in range(TANH_REPEATS):
+        x = torch.tanh(x * CHAIN_MUL + CHAIN_ADD)
+    return x
+
+
+def gpt2_block(x, causal, ln1_w, ln1_b, w_qkv, b_qkv, w_proj, b_proj, ln2_w, ln2_b, w_fc, b_fc,
+               w_fc2, b_fc2):
+    """thunder_benches::gpt2_block: x + attn(ln1(x)), then x + mlp(ln2(x))."""
+    import torch.nn.functional as F
+
+    b, t, c = x.shape
+    h = GPT2_BLOCK["heads"]
+    d = c // h
+    a = F.layer_norm(x, (c,), ln1_w, ln1_b, 1e-5)
+    # [B, T, 3C] -> [B, T, 3, H, D] -> [3, B, H, T, D]: the same split as thunder's.
+    qkv = F.linear(a, w_qkv, b_qkv).view(b, t, 3, h, d).permute(2, 0, 3, 1, 4)
+    q, k, v = qkv[0], qkv[1], qkv[2]
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / d ** 0.5)
+    att = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+    y = (att @ v).permute(0, 2, 1, 3).reshape(b, t, c)
+    x = x + F.linear(y, w_proj, b_proj)
+    a = F.layer_norm(x, (c,), ln2_w, ln2_b, 1e-5)
+    return x + F.linear(F.gelu(F.linear(a, w_fc, b_fc), approximate="tanh"), w_fc2, b_fc2)
+
+
+def gpt2_block_loss(x, causal, *params):
+    y = gpt2_block(x, causal, *params)
+    return (y * y).mean()
+
+
+def gpt2_block_inputs(scale: float = 0.02):
+    """x: f32[B, T, C] from N(0, 1) and the block's weights (layer norms 1 + scale*N), all
+    requiring grad, and the causal mask."""
+    import torch
+
+    b, t, c = GPT2_BLOCK["batch"], GPT2_BLOCK["seq"], GPT2_BLOCK["embd"]
+    shapes = {"ln1_w": (c,), "ln1_b": (c,), "w_qkv": (3 * c, c), "b_qkv": (3 * c,),
+              "w_proj": (c, c), "b_proj": (c,), "ln2_w": (c,), "ln2_b": (c,),
+              "w_fc": (4 * c, c), "b_fc": (4 * c,), "w_fc2": (c, 4 * c), "b_fc2": (c,)}
+    x = torch.randn(b, t, c).requires_grad_(True)
+    params = []
+    for name, shape in shapes.items():
+        w = scale * torch.randn(*shape)
+        if name.startswith("ln") and name.endswith("_w"):
+            w = w + 1.0
+        params.append(w.requires_grad_(True))
+    pos = torch.arange(t)
+    causal = pos.view(t, 1) >= pos
+    return x, causal, params
+
+
+def measure(fn, min_time: float, reps: int | None = None) -> tuple[float, float, int]:
+    """Median and best per-call ns, and the sample count, as `thunder bench` times: one warm
+    call sizes the loop, then samples of >= 2 ms until `min_time` s and >= 3 samples (a warm
+    call over 3 * min_time is the one sample)."""
+    start = time.perf_counter_ns()
+    fn()
+    one = (time.perf_counter_ns() - start) / 1e9
+    if reps is None and one >= 3 * min_time:
+        return one * 1e9, one * 1e9, 1
+    calls = min(max(1, int(-(-SAMPLE_SECONDS // max(one, 1e-9)))), 100_000)
+    samples: list[float] = []
+    begin = time.perf_counter()
+    while True:
+        t = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter_ns() - t) / calls)
+        elapsed = time.perf_counter() - begin
+        if reps is not None:
+            if len(samples) >= max(reps, 1):
+                break
+        elif len(samples) >= MAX_SAMPLES or (elapsed >= min_time and (len(samples) >= 3 or elapsed >= 3 * min_time)):
+            break
+    return statistics.median(samples), min(samples), len(samples)
+
+
+def timed_first(fn) -> tuple[float, object]:
+    """Wall ns of one call, and its result."""
+    start = time.perf_counter_ns()
+    out = fn()
+    return float(time.perf_counter_ns() - start), out
+
+
+def run_issue7(args) -> list[dict]:
+    """Times the `thunder bench` workloads in torch; returns rows
+    {work, variant, unit, median, best, first_call_ns}; work names match thunder's."""
+    import numpy as np
+    import torch
+    import torch._dynamo
+
+    torch.set_num_threads(args.issue7_threads or machine_threads())
+    min_time, reps = args.issue7_min_time, args.issue7_reps
+    rows: list[dict] = []
+
+    def row(work, variant, unit, median, best, first=None, samples=None):
+        rows.append(dict(work=work, variant=variant, unit=unit, median=median, best=best,
+                         first_call_ns=first, samples=samples))
+        extra = f", first call {fmt_ns(first)}" if first is not None else ""
+        if unit == "GFLOP/s":
+            print(f"  {work:<22} {variant:<28} {median:10.2f} GFLOP/s (best {best:.2f}){extra}", flush=True)
+        else:
+            print(f"  {work:<22} {variant:<28} {fmt_ns(median):>12} (best {fmt_ns(best)}){extra}", flush=True)
+
+    def compiled(fn):
+        torch._dynamo.reset()
+        return torch.compile(fn, fullgraph=True, dynamic=False)
+
+    print(f"torch {torch.__version__}, numpy {np.__version__}, {torch.get_num_threads()} torch thread(s); "
+          f"samples >= {min_time} s per row")
+
+    # Copy floor.
+    src = np.arange(BIG_NUMEL, dtype=np.float32)
+    dst = np.ones_like(src)
+    med, best, n = measure(lambda: np.copyto(dst, src), min_time, reps)
+    row("copy_64mb", "numpy copyto", "ns", med, best, samples=n)
+    tsrc, tdst = torch.from_numpy(src), torch.ones(BIG_NUMEL)
+    med, best, n = measure(lambda: tdst.copy_(tsrc), min_time, reps)
+    row("copy_64mb", "torch copy_", "ns", med, best, samples=n)
+    med, best, n = measure(lambda: tsrc.clone(), min_time, reps)
+    row("copy_64mb", "torch clone (fresh out)", "ns", med, best, samples=n)
+    med, best, n = measure(lambda: torch.zeros(BIG_NUMEL), min_time, reps)
+    row("alloc_64mb", "torch.zeros", "ns", med, best, samples=n)
+
+    # Elementwise chains on 2^24 elements.
+    x = torch.linspace(-1, 1, BIG_NUMEL)
+    for work, fn in [("chain8_16m", chain8), ("tanh4_16m", tanh4)]:
+        with torch.inference_mode():
+            med, best, n = measure(lambda: fn(x), min_time, reps)
+            row(work, "eager", "ns", med, best, samples=n)
+            c = compiled(fn)
+            first, out = timed_first(lambda: c(x))
+            torch.testing.assert_close(out, fn(x))
+            med, best, n = measure(lambda: c(x), min_time, reps)
+            row(work, "torch.compile", "ns", med, best, first, n)
+
+    # sgemm.
+    a, b = torch.randn(SGEMM_N, SGEMM_N), torch.randn(SGEMM_N, SGEMM_N)
+    flop = 2.0 * SGEMM_N ** 3
+    with torch.inference_mode():
+        med, best, n = measure(lambda: torch.mm(a, b), min_time, reps)
+    row("sgemm_2048", "eager torch.mm", "GFLOP/s", flop / med, flop / best, samples=n)
+
+    # Cached call on 64 elements.
+    x64 = torch.randn(CHAIN_NUMEL)
+    med, best, n = measure(lambda: chain(x64), min_time, reps)
+    row("cached_call_64", "eager", "ns", med, best, samples=n)
+    c = compiled(chain)
+    first, _ = timed_first(lambda: c(x64))
+    med, best, n = measure(lambda: c(x64), min_time, reps)
+    row("cached_call_64", "torch.compile", "ns", med, best, first, n)
+
+    # Train step, eager and with the model compiled.
+    step = make_train_step()
+    first, _ = timed_first(step)
+    med, best, n = measure(step, min_time, reps)
+    row("train_step_mlp", "eager", "ns", med, best, first, n)
+    torch._dynamo.reset()
+    step = make_train_step(compile_model=True)
+    first, _ = timed_first(step)
+    med, best, n = measure(step, min_time, reps)
+    row("train_step_mlp", "torch.compile (model)", "ns", med, best, first, n)
+
+    # GPT-2 block forward + backward.
+    xb, causal, params = gpt2_block_inputs()
+    leaves = [xb, *params]
+
+    def fwd_bwd(loss_fn):
+        def go():
+            for p in leaves:
+                p.grad = None
+            loss = loss_fn(xb, causal, *params)
+            loss.backward()
+            return loss
+        return go
+
+    eager_step = fwd_bwd(gpt2_block_loss)
+    first, _ = timed_first(eager_step)
+    med, best, n = measure(eager_step, min_time, reps)
+    row("gpt2_block", "eager", "ns", med, best, first, n)
+    compiled_step = fwd_bwd(compiled(gpt2_block_loss))
+    first, _ = timed_first(compiled_step)
+    med, best, n = measure(compiled_step, min_time, reps)
+    row("gpt2_block", "torch.compile", "ns", med, best, first, n)
+    return rows
+
+
+def compare_issue7(rows: list[dict], bench_path: Path) -> None:
+    """Prints thunder's numbers from `thunder bench --json` next to the torch rows."""
+    bench = json.loads(bench_path.read_text())
+    results = {r["name"]: r for r in bench["results"]}
+    scale = {"ms": 1e6, "us": 1e3, "ns": 1.0}
+    copy = results.get("copy_64mb")
+    floor_ns = copy["value"] * scale[copy["unit"]] if copy else None
+    print()
+    print(f"thunder bench ({bench_path}): executors {', '.join(bench.get('executors', []))}; "
+          f"{bench['machine'].get('cpu')} ({bench['machine'].get('threads')} threads)")
+    if floor_ns:
+        print(f"copy floor (thunder, best of 1 and all threads): {fmt_ns(floor_ns)}")
+    print(f"  {'work':<22} {'torch':<28} {'torch':>12} {'thunder':>12} {'thunder/torch':>14} "
+          f"{'torch/floor':>12} {'thunder/floor':>14}")
+    thunder_names = {"train_step_mlp": ["train_step_mlp", "train_step_mlp_fused"]}
+    for r in rows:
+        for name in thunder_names.get(r["work"], [r["work"]]):
+            t = results.get(name)
+            if t is None:
+                print(f"  {r['work']:<22} {r['variant']:<28} (no thunder result {name})")
+                continue
+            label = r["variant"] if name == r["work"] else f"{r['variant']} vs {name.split('_')[-1]}"
+            if r["unit"] == "GFLOP/s":
+                print(f"  {r['work']:<22} {label:<28} {r['median']:>7.2f} GF/s {t['value']:>7.2f} GF/s "
+                      f"{t['value'] / r['median']:>13.3f}x (rate; above 1: thunder faster)")
+                continue
+            t_ns = t["value"] * scale[t["unit"]]
+            # thunder's copy floor is its best sample: compare it with torch's best.
+            torch_ns = r["best"] if r["work"] == "copy_64mb" else r["median"]
+            if r["work"] == "copy_64mb":
+                label = f"{r['variant']} (best)"
+            vs_floor = ""
+            if floor_ns and r["work"] in ("chain8_16m", "tanh4_16m", "copy_64mb"):
+                vs_floor = f"{torch_ns / floor_ns:>12.2f} {t_ns / floor_ns:>14.2f}"
+            print(f"  {r['work']:<22} {label:<28} {fmt_ns(torch_ns):>12} {fmt_ns(t_ns):>12} "
+                  f"{t_ns / torch_ns:>13.3f}x {vs_floor}")
+            if r["first_call_ns"] is not None and t.get("first_call_ms") is not None:
+                tf = t["first_call_ms"] * 1e6
+                print(f"  {'':<22} {'  first call':<28} {fmt_ns(r['first_call_ns']):>12} {fmt_ns(tf):>12} "
+                      f"{tf / r['first_call_ns']:>13.3f}x")
 
 
 def machine_threads() -> int:
@@ -160,15 +437,27 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     ap.add_argument("--no-compile-time", action="store_true", help="skip the first-call compile timings")
     ap.add_argument("--sections", default="cached,train",
-                    help="comma-separated sections to run: cached, train (default both)")
+                    help="comma-separated sections to run: cached, train, issue7 (default cached,train)")
+    ap.add_argument("--issue7-threads", type=int, default=0,
+                    help="torch threads for section issue7 (default 0: every CPU this process may use)")
+    ap.add_argument("--issue7-min-time", type=float, default=0.3,
+                    help="seconds of samples per issue7 row (default 0.3, as thunder bench)")
+    ap.add_argument("--issue7-reps", type=int, default=None,
+                    help="exact samples per issue7 row (default: as many as fit in --issue7-min-time, >= 3)")
+    ap.add_argument("--thunder-bench", action="append", default=[], type=Path, metavar="FILE",
+                    help="output of `thunder bench --json` to compare section issue7 with (repeatable, "
+                         "e.g. one file per executor configuration)")
     ap.add_argument("--train-iters", type=int, default=200, help="train steps per timed loop (default 200)")
     ap.add_argument("--train-warmup", type=int, default=50, help="untimed train steps first (default 50)")
     ap.add_argument("--thunder-json", action="append", default=[], type=Path, metavar="FILE",
                     help="criterion estimates.json to compare with (repeatable)")
     args = ap.parse_args()
     sections = {s.strip() for s in args.sections.split(",") if s.strip()}
-    if not sections <= {"cached", "train"}:
-        ap.error(f"unknown section(s) {sorted(sections - {'cached', 'train'})}; pick from cached, train")
+    known = {"cached", "train", "issue7"}
+    if not sections <= known:
+        ap.error(f"unknown section(s) {sorted(sections - known)}; pick from cached, train, issue7")
+    if args.thunder_bench and "issue7" not in sections:
+        ap.error("--thunder-bench compares with section issue7: add it to --sections")
 
     # Real compiles for the first-call rows: no on-disk inductor caches from earlier runs.
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="thunder-peer-inductor-"))
@@ -250,6 +539,14 @@ def main() -> None:
         for threads, losses in train_losses.items():
             print(f"  loss over the first {TRAIN_CHECK_STEPS} steps, {threads} thread(s): "
                   + ", ".join(f"{l:.6f}" for l in losses))
+
+    if "issue7" in sections:
+        print()
+        print("issue7: thunder bench workloads in PyTorch")
+        issue7_rows = run_issue7(args)
+        torch.set_num_threads(args.threads)
+        for path in args.thunder_bench:
+            compare_issue7(issue7_rows, path)
 
     for path in args.thunder_json:
         est = json.loads(path.read_text())

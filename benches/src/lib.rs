@@ -1,6 +1,8 @@
 //! Helpers shared by the benchmarks in this folder: where cargo put the interpreter plugin and
 //! the `thunder` binary, a host that loads only that plugin, and the programs the benches time
-//! (kept here so that the PyTorch peer script in `peer/` can mirror them exactly).
+//! (kept here so that the PyTorch peer script in `peer/` can mirror them exactly). `thunder
+//! bench` (thunder-cli/src/commands/bench.rs) times the same programs on the configured
+//! executors.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -83,13 +85,27 @@ pub fn interpreter_host() -> Arc<PluginHost> {
     Arc::new(host)
 }
 
-/// The cached-call program: `x = x * 1.01 + 0.1`, five times (10 elementwise ops).
-pub fn elementwise_chain(xs: &[Tensor]) -> Vec<Tensor> {
-    let mut x = xs[0].clone();
-    for _ in 0..CHAIN_REPEATS {
+/// `x = x * 1.01 + 0.1`, `repeats` times (`2 * repeats` elementwise ops).
+pub fn scale_shift(x: &Tensor, repeats: usize) -> Tensor {
+    let mut x = x.clone();
+    for _ in 0..repeats {
         x = &x * CHAIN_MUL + CHAIN_ADD;
     }
-    vec![x]
+    x
+}
+
+/// `x = tanh(x * 1.01 + 0.1)`, `repeats` times (`3 * repeats` elementwise ops).
+pub fn tanh_scale_shift(x: &Tensor, repeats: usize) -> Tensor {
+    let mut x = x.clone();
+    for _ in 0..repeats {
+        x = (&x * CHAIN_MUL + CHAIN_ADD).tanh();
+    }
+    x
+}
+
+/// The cached-call program: `x = x * 1.01 + 0.1`, five times (10 elementwise ops).
+pub fn elementwise_chain(xs: &[Tensor]) -> Vec<Tensor> {
+    vec![scale_shift(&xs[0], CHAIN_REPEATS)]
 }
 
 /// What [`elementwise_chain`] computes, in f32 as the interpreter does, for checking outputs.
@@ -237,6 +253,33 @@ pub fn sgd_update(xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
     Ok(params.into_iter().chain(bufs).collect())
 }
 
+/// One training step as `thunder demo` runs it: `loss_and_grad` (a `value_and_grad` of
+/// [`train_loss`]: forward program, then backward program), then `sgd` (a jitted
+/// [`sgd_update`]). Returns `(loss, new params, new bufs)`; the new parameters keep
+/// `requires_grad` (it is part of the cache key).
+pub fn train_step_two_programs(
+    loss_and_grad: &thunder_core::autograd::ValueAndGrad,
+    sgd: &thunder_core::Jitted,
+    params: Vec<Array>,
+    bufs: Vec<Array>,
+    x: &Array,
+    y: &Array,
+) -> thunder_core::Result<(Array, Vec<Array>, Vec<Array>)> {
+    let mut inputs = params.clone();
+    inputs.extend([x.clone(), y.clone()]);
+    let (mut outs, grads) = loss_and_grad.call(&inputs)?;
+    let mut update = params;
+    update.extend(grads);
+    update.extend(bufs);
+    let mut out = sgd.call(&update)?;
+    let bufs = out.split_off(TRAIN_PARAMS);
+    let params = out
+        .into_iter()
+        .map(|p| p.with_requires_grad(true))
+        .collect();
+    Ok((outs.remove(0), params, bufs))
+}
+
 /// A whole training step in one program: forward, gradients (recorded in the same trace by
 /// `value_and_grad_in_trace`) and the SGD update. Inputs: `params` (6), `bufs` (6), `x`, `y`;
 /// outputs: `loss, new_params (6), new_bufs (6)`.
@@ -314,40 +357,64 @@ pub fn gpt2_input_names(cfg: &Gpt2Config) -> Vec<String> {
     names
 }
 
+fn weight_type(shape: Vec<i64>) -> TensorType {
+    let mut t = TensorType::new(shape, DType::F32, Device::Cpu);
+    t.requires_grad = true;
+    t
+}
+
+/// Types of one block's weights, in [`GPT2_BLOCK_INPUT_NAMES`] order, for width `c`.
+fn gpt2_block_weight_types(c: i64) -> [TensorType; 12] {
+    [
+        weight_type(vec![c]),
+        weight_type(vec![c]),
+        weight_type(vec![3 * c, c]),
+        weight_type(vec![3 * c]),
+        weight_type(vec![c, c]),
+        weight_type(vec![c]),
+        weight_type(vec![c]),
+        weight_type(vec![c]),
+        weight_type(vec![4 * c, c]),
+        weight_type(vec![4 * c]),
+        weight_type(vec![c, 4 * c]),
+        weight_type(vec![c]),
+    ]
+}
+
 /// Types of the GPT-2 inputs: token ids `i64[B, T]`, targets `i64[B*T]`, then every weight
 /// as f32 with `requires_grad` (shapes as nanoGPT's, `Linear` weights `[out, in]`).
 pub fn gpt2_input_types(cfg: &Gpt2Config) -> Vec<TensorType> {
     let (c, v) = (cfg.embd, cfg.vocab);
     let int = |shape: Vec<i64>| TensorType::new(shape, DType::I64, Device::Cpu);
-    let weight = |shape: Vec<i64>| {
-        let mut t = TensorType::new(shape, DType::F32, Device::Cpu);
-        t.requires_grad = true;
-        t
-    };
     let mut types = vec![
         int(vec![cfg.batch, cfg.seq]),
         int(vec![cfg.batch * cfg.seq]),
-        weight(vec![v, c]),
-        weight(vec![cfg.seq, c]),
+        weight_type(vec![v, c]),
+        weight_type(vec![cfg.seq, c]),
     ];
     for _ in 0..cfg.layers {
-        types.extend([
-            weight(vec![c]),
-            weight(vec![c]),
-            weight(vec![3 * c, c]),
-            weight(vec![3 * c]),
-            weight(vec![c, c]),
-            weight(vec![c]),
-            weight(vec![c]),
-            weight(vec![c]),
-            weight(vec![4 * c, c]),
-            weight(vec![4 * c]),
-            weight(vec![c, 4 * c]),
-            weight(vec![c]),
-        ]);
+        types.extend(gpt2_block_weight_types(c));
     }
-    types.extend([weight(vec![c]), weight(vec![c])]);
+    types.extend([weight_type(vec![c]), weight_type(vec![c])]);
     types
+}
+
+/// A weight of `ty` named `name`: `scale * N(0, 1)`, plus 1 for layer-norm weights.
+fn gpt2_weight(ty: &TensorType, name: &str, seed: u64, scale: f64) -> Array {
+    let offset = if name.contains("ln") && name.ends_with("_w") {
+        1.0
+    } else {
+        0.0
+    };
+    let values: Vec<f64> = Array::random(&ty.shape, DType::F64, seed)
+        .expect("random weights")
+        .to_f64_vec()
+        .into_iter()
+        .map(|x| offset + scale * x)
+        .collect();
+    Array::from_f64(&values, &ty.shape, DType::F32)
+        .expect("weights")
+        .with_requires_grad(true)
 }
 
 /// Inputs for [`gpt2_input_types`]: token ids and targets uniform in `0..vocab`, weights
@@ -366,20 +433,7 @@ pub fn gpt2_inputs(cfg: &Gpt2Config, seed: u64, scale: f64) -> Vec<Array> {
                     .collect();
                 return Array::from_slice(&ids, &ty.shape).expect("ids");
             }
-            let offset = if name.contains("ln") && name.ends_with("_w") {
-                1.0
-            } else {
-                0.0
-            };
-            let values: Vec<f64> = Array::random(&ty.shape, DType::F64, seed ^ (i as u64 + 1))
-                .expect("random weights")
-                .to_f64_vec()
-                .into_iter()
-                .map(|x| offset + scale * x)
-                .collect();
-            Array::from_f64(&values, &ty.shape, DType::F32)
-                .expect("weights")
-                .with_requires_grad(true)
+            gpt2_weight(&ty, &name, seed ^ (i as u64 + 1), scale)
         })
         .collect()
 }
@@ -423,10 +477,35 @@ fn gpt2_attention(
     Ok(y.linear(&p[2], Some(&p[3])))
 }
 
+/// One pre-norm GPT-2 block on `x: [B, T, C]`: `x + attn(ln1(x))`, then `x + mlp(ln2(x))`
+/// with `mlp = linear 4C, gelu(tanh), linear C`. `p` holds the 12 weights in
+/// [`GPT2_BLOCK_INPUT_NAMES`] order; `causal[i, j]` is `j <= i`.
+pub fn gpt2_block(
+    cfg: &Gpt2Config,
+    x: &Tensor,
+    p: &[Tensor],
+    causal: &Tensor,
+) -> thunder_core::Result<Tensor> {
+    let c = cfg.embd;
+    let h = x.layer_norm(&[c], Some(&p[0]), Some(&p[1]), 1e-5);
+    let x = x + gpt2_attention(cfg, &h, &p[2..6], causal)?;
+    let h = x.layer_norm(&[c], Some(&p[6]), Some(&p[7]), 1e-5);
+    let mlp = h
+        .linear(&p[8], Some(&p[9]))
+        .gelu("tanh")
+        .linear(&p[10], Some(&p[11]));
+    Ok(x + mlp)
+}
+
+/// `causal[i, j] = j <= i` for `t` positions, as `bool[t, t]`.
+fn causal_mask(t: i64) -> thunder_core::Result<Tensor> {
+    let positions = thunder_core::ltorch::arange(0, t, 1, Device::Cpu, DType::I64)?;
+    Ok(positions.reshape(&[t, 1]).ge(&positions))
+}
+
 /// GPT-2 forward with the LM loss: token + position embeddings, `cfg.layers` pre-norm blocks
-/// (`x + attn(ln1(x))`, then `x + mlp(ln2(x))` with `mlp = linear 4C, gelu(tanh), linear C`),
-/// final layer norm, tied output projection (`x @ wte^T`), mean cross-entropy against
-/// `targets`. Inputs as [`gpt2_input_types`]; one output, the loss.
+/// ([`gpt2_block`]), final layer norm, tied output projection (`x @ wte^T`), mean cross-entropy
+/// against `targets`. Inputs as [`gpt2_input_types`]; one output, the loss.
 pub fn gpt2_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
     let (b, t, c, v) = (cfg.batch, cfg.seq, cfg.embd, cfg.vocab);
     let (tokens, targets, wte, wpe) = (&xs[0], &xs[1], &xs[2], &xs[3]);
@@ -435,21 +514,87 @@ pub fn gpt2_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Te
     let tok_emb = one_hot(tokens, v)?.matmul(wte);
     let pos_emb = one_hot(&positions, cfg.seq)?.matmul(wpe);
     let mut x = tok_emb + pos_emb;
-    let causal = positions.reshape(&[t, 1]).ge(&positions);
+    let causal = causal_mask(t)?;
     let n_block = GPT2_BLOCK_INPUT_NAMES.len();
     let blocks_end = GPT2_LEADING_INPUTS + cfg.layers * n_block;
     for p in xs[GPT2_LEADING_INPUTS..blocks_end].chunks(n_block) {
-        let h = x.layer_norm(&[c], Some(&p[0]), Some(&p[1]), 1e-5);
-        x = x + gpt2_attention(cfg, &h, &p[2..6], &causal)?;
-        let h = x.layer_norm(&[c], Some(&p[6]), Some(&p[7]), 1e-5);
-        let mlp = h
-            .linear(&p[8], Some(&p[9]))
-            .gelu("tanh")
-            .linear(&p[10], Some(&p[11]));
-        x = x + mlp;
+        x = gpt2_block(cfg, &x, p, &causal)?;
     }
     let (ln_w, ln_b) = (&xs[blocks_end], &xs[blocks_end + 1]);
     let x = x.layer_norm(&[c], Some(ln_w), Some(ln_b), 1e-5);
     let logits = x.matmul(&wte.t());
     Ok(vec![logits.reshape(&[b * t, v]).cross_entropy(targets)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CPU workloads of `thunder bench` (issue 7); `--sections issue7` of peer/torch_peer.py
+// times the same ones in PyTorch.
+
+/// Elements of the large elementwise chains: 2^24 f32, a 64 MiB buffer.
+pub const BIG_NUMEL: i64 = 1 << 24;
+/// `x * 1.01 + 0.1` four times: the 8-op chain.
+pub const CHAIN8_REPEATS: usize = 4;
+/// `tanh(x * 1.01 + 0.1)` four times.
+pub const TANH_REPEATS: usize = 4;
+/// Square sgemm size.
+pub const SGEMM_N: i64 = 2048;
+
+/// The 8-op chain: `x = x * 1.01 + 0.1`, four times.
+pub fn chain8(xs: &[Tensor]) -> Vec<Tensor> {
+    vec![scale_shift(&xs[0], CHAIN8_REPEATS)]
+}
+
+/// `x = tanh(x * 1.01 + 0.1)`, four times.
+pub fn tanh4(xs: &[Tensor]) -> Vec<Tensor> {
+    vec![tanh_scale_shift(&xs[0], TANH_REPEATS)]
+}
+
+/// `a @ b`.
+pub fn matmul2(xs: &[Tensor]) -> Vec<Tensor> {
+    vec![xs[0].matmul(&xs[1])]
+}
+
+/// The block of the GPT-2 block benchmark: B 2, T 128, C 256, 4 heads (`layers` and `vocab`
+/// are not used by a lone block).
+pub const GPT2_BLOCK: Gpt2Config = Gpt2Config {
+    layers: 1,
+    embd: 256,
+    heads: 4,
+    seq: 128,
+    vocab: 0,
+    batch: 2,
+};
+
+/// `x`, then the block's weights.
+pub fn gpt2_block_input_names() -> Vec<&'static str> {
+    std::iter::once("x").chain(GPT2_BLOCK_INPUT_NAMES).collect()
+}
+
+/// `x: f32[B, T, C]` and the 12 weights, all with `requires_grad` (the backward computes the
+/// gradient of the block's input too, as in a model).
+pub fn gpt2_block_input_types(cfg: &Gpt2Config) -> Vec<TensorType> {
+    std::iter::once(weight_type(vec![cfg.batch, cfg.seq, cfg.embd]))
+        .chain(gpt2_block_weight_types(cfg.embd))
+        .collect()
+}
+
+/// Inputs for [`gpt2_block_input_types`]: `x` from N(0, 1), weights as [`gpt2_inputs`]'s.
+pub fn gpt2_block_inputs(cfg: &Gpt2Config, seed: u64, scale: f64) -> Vec<Array> {
+    gpt2_block_input_types(cfg)
+        .iter()
+        .zip(gpt2_block_input_names())
+        .enumerate()
+        .map(|(i, (ty, name))| {
+            let scale = if name == "x" { 1.0 } else { scale };
+            gpt2_weight(ty, name, seed ^ (i as u64 + 1), scale)
+        })
+        .collect()
+}
+
+/// The loss of the GPT-2 block benchmark: `mean(block(x)^2)`; inputs as
+/// [`gpt2_block_input_types`].
+pub fn gpt2_block_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
+    let causal = causal_mask(cfg.seq)?;
+    let y = gpt2_block(cfg, &xs[0], &xs[1..13], &causal)?;
+    Ok(vec![(&y * &y).mean(None, false)])
 }

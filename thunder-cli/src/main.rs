@@ -1,5 +1,5 @@
 //! `thunder`: inspect plugins, run, trace, examine and draw programs written in trace text,
-//! and a demo.
+//! a demo, and a benchmark.
 
 mod commands;
 mod host_args;
@@ -79,6 +79,29 @@ enum Command {
         #[arg(long)]
         svg: Option<PathBuf>,
     },
+    /// Time the CPU workloads of the performance targets (elementwise chains on 2^24 f32,
+    /// sgemm 2048, a cached call, an MLP train step, a GPT-2 block forward and backward) on the
+    /// configured executors, next to the machine's copy bandwidth.
+    Bench {
+        /// Print machine-readable results (for benches/peer/torch_peer.py --thunder-bench).
+        #[arg(long)]
+        json: bool,
+        /// Only these workloads (comma-separated; `--list` names them).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Leave these workloads out (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        skip: Vec<String>,
+        /// Timed samples per workload (default: as many as fit in --min-time, at least 3).
+        #[arg(long)]
+        reps: Option<usize>,
+        /// Seconds of timed samples per workload when --reps is not given.
+        #[arg(long, default_value_t = 0.3)]
+        min_time: f64,
+        /// List the workloads and exit.
+        #[arg(long)]
+        list: bool,
+    },
     /// Train an MLP on the digits dataset through the jit and autograd; show every stage.
     Demo {
         /// Folder with images.npy and labels.npy.
@@ -127,6 +150,24 @@ fn main() -> ExitCode {
         Command::Partition { program, dot, svg } => {
             commands::partition::run(&cli.host, &program, dot.as_deref(), svg.as_deref())
         }
+        Command::Bench {
+            json,
+            only,
+            skip,
+            reps,
+            min_time,
+            list,
+        } => commands::bench::run(
+            &cli.host,
+            &commands::bench::BenchOptions {
+                json,
+                only,
+                skip,
+                reps,
+                min_time,
+                list,
+            },
+        ),
         Command::Demo {
             data,
             epochs,

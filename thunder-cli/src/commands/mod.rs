@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod demo;
 pub mod examine;
 pub mod partition;

@@ -1,15 +1,24 @@
 //! Host services handed to plugins: memory per device and logging.
 
+use crate::runtime::pool::{self, POOL_ALIGN};
 use std::alloc::Layout;
 use std::ffi::c_void;
 use thunder_abi::abi_stable::std_types::RStr;
 use thunder_abi::{DeviceDesc, DeviceKind, HostServices, LogLevel};
 
 /// Allocates host memory; zero-byte requests get a dangling, aligned, non-null pointer.
+///
+/// Alignments up to [`POOL_ALIGN`] come from the runtime's caching pool
+/// ([`crate::runtime::pool`]): a freed block is reused by the next request of its size class.
+/// Their contents are initialized but arbitrary (zero only when new). Larger alignments go
+/// straight to the system allocator.
 pub fn cpu_alloc(bytes: usize, align: usize) -> *mut u8 {
     let align = align.max(1).next_power_of_two();
     if bytes == 0 {
-        return align as *mut u8;
+        return align.max(POOL_ALIGN) as *mut u8;
+    }
+    if align <= POOL_ALIGN {
+        return pool::alloc(bytes);
     }
     match Layout::from_size_align(bytes, align) {
         // SAFETY: the layout has a non-zero size.
@@ -26,6 +35,10 @@ pub unsafe fn cpu_free(ptr: *mut u8, bytes: usize, align: usize) {
     let align = align.max(1).next_power_of_two();
     if bytes == 0 || ptr.is_null() {
         return;
+    }
+    if align <= POOL_ALIGN {
+        // SAFETY: cpu_alloc took it from the pool with this size.
+        return unsafe { pool::free(ptr, bytes) };
     }
     if let Ok(layout) = Layout::from_size_align(bytes, align) {
         // SAFETY: guaranteed by the caller.

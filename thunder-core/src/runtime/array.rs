@@ -4,13 +4,11 @@
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::host::services::{cpu_alloc, cpu_free};
 use crate::ir::{ShapeDisplay, TensorType};
+use crate::runtime::pool;
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
-
-const ALIGN: usize = 64;
 
 struct Buffer {
     ptr: *mut u8,
@@ -24,8 +22,8 @@ unsafe impl Sync for Buffer {}
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: allocated by cpu_alloc with these arguments.
-        unsafe { cpu_free(self.ptr, self.bytes, ALIGN) }
+        // SAFETY: allocated by pool::alloc with this size.
+        unsafe { pool::free(self.ptr, self.bytes) }
     }
 }
 
@@ -72,9 +70,20 @@ impl std::fmt::Debug for Array {
 }
 
 impl Array {
-    /// Uninitialized-then-zeroed storage for `ty` (zeroing keeps reads defined if a plugin
-    /// writes less than it should).
+    /// Zero-filled storage for `ty` on the CPU (from the runtime's caching pool).
     pub fn zeros(ty: TensorType) -> Result<Array> {
+        let a = Array::reused(ty)?;
+        // SAFETY: the buffer is `bytes` long (or dangling with bytes == 0) and not shared yet.
+        unsafe { std::ptr::write_bytes(a.buf.ptr, 0, a.buf.bytes) };
+        Ok(a)
+    }
+
+    /// Storage for `ty` straight from the caching pool, not cleared: zeros if the block is new
+    /// to the pool, else whatever its last owner wrote (always initialized bytes, never another
+    /// live array's). For buffers that are written in full before anyone reads them: the
+    /// runtime's outputs of a region (plugins write every element of their outputs, as the ABI
+    /// requires) and arrays filled by copying.
+    pub(crate) fn reused(ty: TensorType) -> Result<Array> {
         if ty.device != Device::Cpu {
             return Err(Error::Usage(format!(
                 "cannot allocate on {}: only cpu memory is supported so far",
@@ -82,14 +91,12 @@ impl Array {
             )));
         }
         let bytes = ty.size_bytes();
-        let ptr = cpu_alloc(bytes, ALIGN);
+        let ptr = pool::alloc(bytes);
         if ptr.is_null() {
             return Err(Error::Usage(format!(
                 "out of memory allocating {bytes} bytes for {ty}"
             )));
         }
-        // SAFETY: freshly allocated, `bytes` long (or dangling with bytes == 0).
-        unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
         Ok(Array {
             buf: Arc::new(Buffer { ptr, bytes }),
             ty,
@@ -105,8 +112,8 @@ impl Array {
                 ShapeDisplay(shape)
             )));
         }
-        let a = Array::zeros(ty)?;
-        // SAFETY: same byte length, non-overlapping.
+        let a = Array::reused(ty)?;
+        // SAFETY: same byte length, non-overlapping; this fills the whole buffer.
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr() as *const u8, a.buf.ptr, a.buf.bytes)
         };
@@ -163,8 +170,8 @@ impl Array {
                 ty.size_bytes()
             )));
         }
-        let a = Array::zeros(ty)?;
-        // SAFETY: same length, non-overlapping.
+        let a = Array::reused(ty)?;
+        // SAFETY: same length, non-overlapping; this fills the whole buffer.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), a.buf.ptr, bytes.len()) };
         Ok(a)
     }
@@ -215,7 +222,7 @@ impl Array {
         let mut out = Vec::with_capacity(n);
         let p = self.buf.ptr as *const T;
         for i in 0..n {
-            // SAFETY: dtype checked; i < numel; the buffer is aligned to 64 bytes.
+            // SAFETY: dtype checked; i < numel; the buffer is aligned to 64 bytes (pool blocks).
             out.push(unsafe { p.add(i).read() });
         }
         Ok(out)

@@ -2,6 +2,7 @@
 
 mod array;
 pub mod npy;
+pub mod pool;
 mod program;
 
 pub use array::{Array, Element};

@@ -423,9 +423,10 @@ impl CompiledProgram {
                     .ok_or_else(|| Error::Bug(format!("slot {s} read before it was written")))?;
                 in_descs.push(self.desc(s, a));
             }
+            // Not cleared: plugins write every element of their outputs (see `Array::reused`).
             let mut outs = Vec::with_capacity(step.outputs.len());
             for &s in &step.outputs {
-                outs.push(Array::zeros(self.slot_types[s].clone())?);
+                outs.push(Array::reused(self.slot_types[s].clone())?);
             }
             let out_descs: Vec<TensorDesc> = step
                 .outputs
