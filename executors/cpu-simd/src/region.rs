@@ -1,0 +1,183 @@
+//! A compiled region: its stages in run order, plus what `run` checks the host's tensors
+//! against. Scratch buffers come from the host's allocator for the duration of one run.
+
+use crate::decode::{decode, value_meta, Ty};
+use crate::exec::Bufs;
+use crate::plan::Planner;
+use crate::stages::Stage;
+use thunder_abi::export::CompiledRegion;
+use thunder_abi::{
+    DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, RegionSpec, TensorDesc,
+    TraceView,
+};
+
+pub(crate) struct Region {
+    inputs: Vec<(u32, Ty, Vec<usize>)>,
+    outputs: Vec<(u32, Ty, Vec<usize>)>,
+    scratch: Vec<(Ty, usize)>,
+    stages: Vec<Stage>,
+    services: HostServices,
+}
+
+fn size_of(ty: Ty) -> usize {
+    ty.dtype().size_bytes()
+}
+
+fn metas(view: &TraceView, ids: &[u32]) -> Result<Vec<(u32, Ty, Vec<usize>)>, PluginError> {
+    ids.iter()
+        .map(|&id| {
+            value_meta(view, id)
+                .map(|(ty, shape)| (id, ty, shape))
+                .map_err(|m| PluginError::unsupported(format!("cpu-simd: {m}")))
+        })
+        .collect()
+}
+
+impl Region {
+    pub(crate) fn compile(
+        view: &TraceView,
+        region: &RegionSpec,
+        services: HostServices,
+    ) -> Result<Region, PluginError> {
+        let inputs = metas(view, &region.inputs)?;
+        let outputs = metas(view, &region.outputs)?;
+        let mut planner = Planner::new(&inputs, &region.outputs);
+        for &i in region.ops.iter() {
+            let op = view.ops.get(i as usize).ok_or_else(|| {
+                PluginError::invalid(format!("cpu-simd: op {i} is not in the trace"))
+            })?;
+            planner.add(&decode(view, op)?)?;
+        }
+        planner.finish_outputs(&region.outputs)?;
+        let scratch = std::mem::take(&mut planner.scratch);
+        let stages = planner.stages.into_iter().map(Stage::finish).collect();
+        Ok(Region {
+            inputs,
+            outputs,
+            scratch,
+            stages,
+            services,
+        })
+    }
+
+    /// Number of stages, and how many of them are fused groups (for tests and logs).
+    pub(crate) fn stage_counts(&self) -> (usize, usize) {
+        let groups = self
+            .stages
+            .iter()
+            .filter(|s| matches!(s, Stage::Ready(_)))
+            .count();
+        (self.stages.len(), groups)
+    }
+}
+
+/// Checks a host tensor and returns its first element's address.
+fn check(
+    what: &str,
+    desc: &TensorDesc<'_>,
+    (id, ty, shape): &(u32, Ty, Vec<usize>),
+) -> Result<*mut u8, PluginError> {
+    let bad = |m: String| PluginError::invalid(format!("cpu-simd: {what} (value {id}): {m}"));
+    let same_shape = desc.shape.len() == shape.len()
+        && desc
+            .shape
+            .iter()
+            .zip(shape)
+            .all(|(&g, &w)| g >= 0 && g as usize == w);
+    if desc.dtype != ty.dtype() || !same_shape || desc.device.kind != DeviceKind::Cpu {
+        return Err(bad(format!(
+            "expected a CPU {}{shape:?}, got {:?} {}{:?}",
+            ty.dtype().short_name(),
+            desc.device.kind,
+            desc.dtype.short_name(),
+            desc.shape.as_slice()
+        )));
+    }
+    // Strides of an empty tensor address nothing.
+    if desc.numel() > 0 && !desc.strides.is_empty() && !desc.is_contiguous() {
+        return Err(PluginError::unsupported(format!(
+            "cpu-simd: {what} (value {id}): strided tensors are not supported"
+        )));
+    }
+    let p = desc.base_ptr();
+    if desc.numel() > 0 && (p.is_null() || !(p as usize).is_multiple_of(size_of(*ty))) {
+        return Err(bad("null or misaligned data".to_string()));
+    }
+    Ok(p)
+}
+
+/// Scratch memory taken from the host for one run and given back when dropped.
+struct Scratch {
+    services: HostServices,
+    blocks: Vec<(*mut u8, usize)>,
+}
+
+const ALIGN: usize = 64;
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for &(p, bytes) in &self.blocks {
+            (self.services.free)(DeviceDesc::CPU, p.cast(), bytes, ALIGN);
+        }
+    }
+}
+
+impl CompiledRegion for Region {
+    fn run(
+        &self,
+        inputs: &[TensorDesc<'_>],
+        outputs: &[TensorDesc<'_>],
+        ctx: &ExecContext,
+    ) -> Result<(), PluginError> {
+        if ctx.device.kind != DeviceKind::Cpu {
+            return Err(PluginError::invalid(format!(
+                "cpu-simd: asked to run on {:?}; it runs on the CPU only",
+                ctx.device
+            )));
+        }
+        if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
+            return Err(PluginError::invalid(format!(
+                "cpu-simd: expected {} inputs and {} outputs, got {} and {}",
+                self.inputs.len(),
+                self.outputs.len(),
+                inputs.len(),
+                outputs.len()
+            )));
+        }
+        let ins = inputs
+            .iter()
+            .zip(&self.inputs)
+            .enumerate()
+            .map(|(i, (d, m))| check(&format!("input {i}"), d, m))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outs = outputs
+            .iter()
+            .zip(&self.outputs)
+            .enumerate()
+            .map(|(j, (d, m))| check(&format!("output {j}"), d, m))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut scratch = Scratch {
+            services: self.services,
+            blocks: Vec::with_capacity(self.scratch.len()),
+        };
+        for &(ty, n) in &self.scratch {
+            let bytes = n * size_of(ty);
+            let p = (self.services.alloc)(DeviceDesc::CPU, bytes, ALIGN) as *mut u8;
+            if p.is_null() {
+                return Err(PluginError::internal(format!(
+                    "cpu-simd: the host could not allocate {bytes} bytes of scratch"
+                )));
+            }
+            scratch.blocks.push((p, bytes));
+        }
+        let bufs = Bufs {
+            inputs: ins,
+            outputs: outs,
+            scratch: scratch.blocks.iter().map(|&(p, _)| p).collect(),
+        };
+        for stage in &self.stages {
+            stage.run(&bufs);
+        }
+        Ok(())
+    }
+}

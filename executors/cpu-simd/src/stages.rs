@@ -1,0 +1,162 @@
+//! The stages of a compiled region besides fused groups: batched GEMM through the `gemm`
+//! crate (operand strides passed straight through, so a transposed weight is never copied)
+//! and `iota`.
+
+use crate::decode::Ty;
+use crate::exec::{self, Bufs};
+use crate::group::{BufId, GroupBuilder, GroupPlan};
+use crate::layout::Layout;
+use gemm::Parallelism;
+
+/// Below this many multiply-adds a GEMM runs on the calling thread.
+const GEMM_PAR_MIN: usize = 1 << 18;
+
+#[derive(Debug)]
+pub(crate) enum Stage {
+    Group(GroupBuilder),
+    Ready(GroupPlan),
+    Gemm(GemmPlan),
+    Iota(IotaPlan),
+}
+
+/// `out[b] = a[b] @ b[b]` for every batch index `b`; `a` is `[..., m, k]`, `b` is `[..., k, n]`
+/// (strided views), `out` contiguous `[..., m, n]`.
+#[derive(Debug, Clone)]
+pub(crate) struct GemmPlan {
+    pub(crate) ty: Ty,
+    pub(crate) a: (BufId, Layout),
+    pub(crate) b: (BufId, Layout),
+    pub(crate) out: BufId,
+    pub(crate) batch: Vec<usize>,
+    pub(crate) m: usize,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct IotaPlan {
+    pub(crate) ty: Ty,
+    pub(crate) out: BufId,
+    pub(crate) start: i64,
+    pub(crate) step: i64,
+    pub(crate) len: usize,
+}
+
+impl Stage {
+    /// Lowers a group that is still being built; other stages are already final.
+    pub(crate) fn finish(self) -> Stage {
+        match self {
+            Stage::Group(b) => Stage::Ready(b.finish()),
+            s => s,
+        }
+    }
+
+    pub(crate) fn run(&self, bufs: &Bufs) {
+        match self {
+            Stage::Ready(g) => exec::run_group(g, bufs),
+            Stage::Gemm(g) => run_gemm(g, bufs),
+            Stage::Iota(i) => run_iota(i, bufs),
+            // `finish` lowered every group before the region was handed out.
+            Stage::Group(_) => {}
+        }
+    }
+}
+
+fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
+    let (m, k, n) = (g.m, g.k, g.n);
+    let batches: usize = g.batch.iter().product();
+    if m == 0 || n == 0 || batches == 0 {
+        return;
+    }
+    let r = g.batch.len() + 2;
+    let (la, lb) = (&g.a.1, &g.b.1);
+    let parallelism = if m * n * k >= GEMM_PAR_MIN {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
+    let (pa, pb, po) = (bufs.ptr(g.a.0), bufs.ptr(g.b.0), bufs.ptr(g.out));
+    for bi in 0..batches {
+        // Offsets of batch `bi` in each operand, from its (possibly broadcast) batch strides.
+        let (mut oa, mut ob, mut rem) = (la.offset, lb.offset, bi);
+        for d in (0..r - 2).rev() {
+            let i = (rem % g.batch[d]) as i64;
+            rem /= g.batch[d];
+            oa += i * la.strides[d];
+            ob += i * lb.strides[d];
+        }
+        let oo = (bi * m * n) as isize;
+        let (ars, acs, brs, bcs) = (
+            la.strides[r - 2] as isize,
+            la.strides[r - 1] as isize,
+            lb.strides[r - 2] as isize,
+            lb.strides[r - 1] as isize,
+        );
+        // SAFETY: the views address elements inside their buffers (checked when the region
+        // was compiled against the buffers' sizes), the output holds batches * m * n elements,
+        // and gemm reads the operands and writes only the output. `read_dst = false` makes it
+        // overwrite (and zero-fill when k = 0).
+        unsafe {
+            match g.ty {
+                Ty::F32 => gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    (po as *mut f32).offset(oo),
+                    1,
+                    n as isize,
+                    false,
+                    (pa as *const f32).offset(oa as isize),
+                    acs,
+                    ars,
+                    (pb as *const f32).offset(ob as isize),
+                    bcs,
+                    brs,
+                    0.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    parallelism,
+                ),
+                Ty::F64 => gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    (po as *mut f64).offset(oo),
+                    1,
+                    n as isize,
+                    false,
+                    (pa as *const f64).offset(oa as isize),
+                    acs,
+                    ars,
+                    (pb as *const f64).offset(ob as isize),
+                    bcs,
+                    brs,
+                    0.0f64,
+                    1.0f64,
+                    false,
+                    false,
+                    false,
+                    parallelism,
+                ),
+                // Refused by decode.
+                Ty::B8 | Ty::I64 => {}
+            }
+        }
+    }
+}
+
+fn run_iota(i: &IotaPlan, bufs: &Bufs) {
+    let out = bufs.ptr(i.out);
+    let value = |k: usize| i.start.wrapping_add((k as i64).wrapping_mul(i.step));
+    // SAFETY: the output holds `len` elements of `ty`.
+    unsafe {
+        match i.ty {
+            Ty::I64 => (0..i.len).for_each(|k| *(out as *mut i64).add(k) = value(k)),
+            Ty::F32 => (0..i.len).for_each(|k| *(out as *mut f32).add(k) = value(k) as f32),
+            Ty::F64 => (0..i.len).for_each(|k| *(out as *mut f64).add(k) = value(k) as f64),
+            Ty::B8 => {}
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Accuracy of the vectorized f32 functions against std's f64 functions rounded to f32 (the
+//! correctly rounded result up to f64's own error), in ulp, on both the FMA and plain paths.
+
+use crate::math;
+
+fn ulp_distance(a: f32, b: f32) -> u32 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u32::MAX
+        };
+    }
+    if a == b {
+        return 0;
+    }
+    // Map the floats onto a monotonic integer line.
+    let key = |x: f32| {
+        let i = x.to_bits() as i32;
+        if i < 0 {
+            i32::MIN - i
+        } else {
+            i
+        }
+    };
+    (key(a) as i64 - key(b) as i64).unsigned_abs() as u32
+}
+
+/// Every f32 in [lo, hi] stepping `step` ulps, plus the special values.
+fn samples(lo: f32, hi: f32, n: usize) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..=n)
+        .map(|i| lo + (hi - lo) * (i as f32 / n as f32))
+        .collect();
+    v.extend([
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MIN_POSITIVE,
+        1e-40,
+    ]);
+    v
+}
+
+fn max_ulp(f: impl Fn(f32) -> f32, reference: impl Fn(f64) -> f64, xs: &[f32]) -> (u32, f32) {
+    xs.iter()
+        .map(|&x| (ulp_distance(f(x), reference(f64::from(x)) as f32), x))
+        .max_by_key(|&(u, _)| u)
+        .unwrap_or((0, 0.0))
+}
+
+#[test]
+fn exp_is_within_1_ulp() {
+    let xs = samples(-104.0, 89.0, 400_000);
+    for (u, x) in [
+        max_ulp(math::exp::<true>, f64::exp, &xs),
+        max_ulp(math::exp::<false>, f64::exp, &xs),
+    ] {
+        assert!(u <= 1, "exp: {u} ulp at {x}");
+    }
+}
+
+#[test]
+fn log_is_within_1_ulp() {
+    let mut xs = samples(0.0, 100.0, 200_000);
+    xs.extend(samples(1e-38, 1e-30, 10_000));
+    xs.extend(samples(0.5, 2.0, 200_000));
+    xs.extend([-1.0, f32::MAX, 1e-45]);
+    for (u, x) in [
+        max_ulp(math::log::<true>, f64::ln, &xs),
+        max_ulp(math::log::<false>, f64::ln, &xs),
+    ] {
+        assert!(u <= 1, "log: {u} ulp at {x}");
+    }
+}
+
+#[test]
+fn tanh_is_within_2_ulp() {
+    let mut xs = samples(-12.0, 12.0, 400_000);
+    xs.extend(samples(-0.7, 0.7, 200_000));
+    for (u, x) in [
+        max_ulp(math::tanh::<true>, f64::tanh, &xs),
+        max_ulp(math::tanh::<false>, f64::tanh, &xs),
+    ] {
+        assert!(u <= 2, "tanh: {u} ulp at {x}");
+    }
+}
+
+#[test]
+fn erf_is_within_3_ulp() {
+    let mut xs = samples(-6.0, 6.0, 400_000);
+    xs.extend(samples(-1.2, 1.2, 200_000));
+    xs.extend(samples(-1e-3, 1e-3, 10_000));
+    for (u, x) in [
+        max_ulp(math::erf::<true>, libm::erf, &xs),
+        max_ulp(math::erf::<false>, libm::erf, &xs),
+    ] {
+        assert!(u <= 3, "erf: {u} ulp at {x}");
+    }
+}
+
+#[test]
+fn special_values() {
+    assert_eq!(math::exp::<true>(f32::NEG_INFINITY), 0.0);
+    assert_eq!(math::exp::<true>(f32::INFINITY), f32::INFINITY);
+    assert!(math::exp::<true>(f32::NAN).is_nan());
+    assert_eq!(math::log::<true>(0.0), f32::NEG_INFINITY);
+    assert!(math::log::<true>(-1.0).is_nan());
+    assert_eq!(math::tanh::<true>(f32::INFINITY), 1.0);
+    assert_eq!(math::tanh::<true>(f32::NEG_INFINITY), -1.0);
+    assert!(math::tanh::<true>(f32::NAN).is_nan());
+    assert_eq!(math::erf::<true>(f32::NEG_INFINITY), -1.0);
+    assert!(math::erf::<true>(f32::NAN).is_nan());
+    assert_eq!(math::erf::<true>(-0.0).to_bits(), (-0.0f32).to_bits());
+}

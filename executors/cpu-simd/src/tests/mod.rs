@@ -1,0 +1,155 @@
+//! Unit tests that need no host: traces are built by hand, compiled and run on host-like
+//! services backed by the global allocator.
+
+mod layout;
+mod math;
+mod region;
+
+use crate::region::Region;
+use std::ffi::c_void;
+use thunder_abi::abi_stable::std_types::RStr;
+use thunder_abi::export::CompiledRegion;
+use thunder_abi::{
+    ArgView, DTypeCode, DeviceDesc, ExecContext, HostServices, LogLevel, OpView, RegionSpec,
+    TensorDesc, TraceView, ValueMeta,
+};
+
+extern "C" fn alloc(_: DeviceDesc, bytes: usize, align: usize) -> *mut c_void {
+    match std::alloc::Layout::from_size_align(bytes.max(1), align) {
+        // SAFETY: the layout has a non-zero size.
+        Ok(l) => unsafe { std::alloc::alloc(l) as *mut c_void },
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+extern "C" fn free(_: DeviceDesc, p: *mut c_void, bytes: usize, align: usize) {
+    if let Ok(l) = std::alloc::Layout::from_size_align(bytes.max(1), align) {
+        // SAFETY: `p` came from `alloc` with this layout.
+        unsafe { std::alloc::dealloc(p as *mut u8, l) }
+    }
+}
+
+extern "C" fn log(_: LogLevel, _: RStr<'_>, _: RStr<'_>) {}
+
+pub(crate) fn services() -> HostServices {
+    HostServices { alloc, free, log }
+}
+
+/// A trace under construction.
+#[derive(Default)]
+pub(crate) struct Tb {
+    values: Vec<ValueMeta>,
+    ops: Vec<OpView>,
+}
+
+impl Tb {
+    pub(crate) fn value(&mut self, dtype: DTypeCode, shape: &[i64]) -> u32 {
+        self.values.push(ValueMeta {
+            shape: shape.to_vec().into(),
+            dtype,
+            device: DeviceDesc::CPU,
+            requires_grad: false,
+        });
+        (self.values.len() - 1) as u32
+    }
+
+    pub(crate) fn op(
+        &mut self,
+        prim: &str,
+        args: Vec<ArgView>,
+        dtype: DTypeCode,
+        shape: &[i64],
+    ) -> u32 {
+        let out = self.value(dtype, shape);
+        self.ops.push(OpView {
+            symbol: format!("prims.{prim}").into(),
+            args: args.into(),
+            outputs: vec![out].into(),
+            claimed: false,
+            composite: false,
+        });
+        out
+    }
+
+    pub(crate) fn view(&self, inputs: &[u32], outputs: &[u32]) -> TraceView {
+        TraceView {
+            values: self.values.clone().into(),
+            ops: self.ops.clone().into(),
+            inputs: inputs.to_vec().into(),
+            outputs: outputs.to_vec().into(),
+        }
+    }
+
+    /// Compiles all ops as one region and runs it on f32 inputs; returns the f32 outputs.
+    pub(crate) fn run(&self, inputs: &[(u32, Vec<f32>)], outputs: &[u32]) -> Vec<Vec<f32>> {
+        let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
+        let view = self.view(&ids, outputs);
+        let spec = RegionSpec {
+            ops: (0..self.ops.len() as u32).collect(),
+            inputs: ids.into(),
+            outputs: outputs.to_vec().into(),
+        };
+        let region = Region::compile(&view, &spec, services()).expect("compile");
+        let shapes: Vec<Vec<i64>> = outputs
+            .iter()
+            .map(|&o| self.values[o as usize].shape.to_vec())
+            .collect();
+        let mut outs: Vec<Vec<f32>> = shapes
+            .iter()
+            .map(|s| vec![f32::NAN; s.iter().product::<i64>() as usize])
+            .collect();
+        let in_shapes: Vec<Vec<i64>> = inputs
+            .iter()
+            .map(|(id, _)| self.values[*id as usize].shape.to_vec())
+            .collect();
+        fn desc(p: *mut f32, shape: &[i64]) -> TensorDesc<'_> {
+            TensorDesc {
+                data: p as *mut c_void,
+                byte_offset: 0,
+                device: DeviceDesc::CPU,
+                dtype: DTypeCode::F32,
+                shape: shape.into(),
+                strides: (&[][..]).into(),
+            }
+        }
+        let in_descs: Vec<TensorDesc<'_>> = inputs
+            .iter()
+            .zip(&in_shapes)
+            .map(|((_, v), s)| desc(v.as_ptr() as *mut f32, s))
+            .collect();
+        let out_descs: Vec<TensorDesc<'_>> = outs
+            .iter_mut()
+            .zip(&shapes)
+            .map(|(v, s)| desc(v.as_mut_ptr(), s))
+            .collect();
+        region
+            .run(&in_descs, &out_descs, &ExecContext::CPU)
+            .expect("run");
+        outs
+    }
+}
+
+pub(crate) fn ints(v: &[i64]) -> ArgView {
+    ArgView::Ints(v.to_vec().into())
+}
+
+/// Deterministic values in [-1, 1).
+pub(crate) fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+pub(crate) fn assert_close(got: &[f32], want: &[f64], rtol: f64, atol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = (g as f64 - w).abs() <= atol + rtol * w.abs() || (g.is_nan() && w.is_nan());
+        assert!(ok, "{what}: element {i}: got {g}, want {w}");
+    }
+}
