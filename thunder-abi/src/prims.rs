@@ -5,8 +5,9 @@
 //! row here does not compile until every layer has decided what to do with it. What crosses the
 //! ABI is the stable string id (`prims.add`), never the enum's numbering.
 //!
-//! Positional signatures (`a`, `b` are tensors; a binary op or `where` may take one scalar
-//! literal in place of a tensor):
+//! Positional signatures (`a`, `b` are tensors; a binary op, comparison or `where` may take one
+//! scalar literal in place of a tensor; a number beside a float tensor is first rounded to that
+//! tensor's dtype, as torch casts a Python scalar, so `f32 * 1.01` is exact f32 arithmetic):
 //! - unary `(a)`; binary and comparisons `(a, b)`; `where(pred, a, b)`
 //! - `convert_element_type(a, dtype)`
 //! - `broadcast_in_dim(a, shape, broadcast_dims)`; `reshape(a, shape)`; `transpose(a, perm)`

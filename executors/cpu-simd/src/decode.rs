@@ -301,8 +301,8 @@ impl Cx<'_> {
         self.expect_out(ty, &shape)?;
         Ok(Op::Binary {
             op,
-            a: float_lit(a),
-            b: float_lit(b),
+            a: float_lit(a, ty),
+            b: float_lit(b, ty),
         })
     }
 
@@ -320,7 +320,7 @@ impl Cx<'_> {
             return fail("a b8 tensor compares only with a bool literal");
         }
         let fix = |o: Operand| match (o, ty) {
-            (Operand::Lit(l), Ty::F32 | Ty::F64) => float_lit(Operand::Lit(l)),
+            (Operand::Lit(l), Ty::F32 | Ty::F64) => float_lit(Operand::Lit(l), ty),
             (Operand::Lit(Lit::B(v)), Ty::I64) => Operand::Lit(Lit::I(i64::from(v))),
             (o, _) => o,
         };
@@ -347,7 +347,7 @@ impl Cx<'_> {
                     self.expect_out(ty, &shape)?;
                     Ok(Operand::Val(v))
                 }
-                Err(l) => Ok(float_lit(Operand::Lit(l))),
+                Err(l) => Ok(float_lit(Operand::Lit(l), self.ty)),
             }
         };
         Ok(Op::Where {
@@ -385,11 +385,15 @@ impl Cx<'_> {
     }
 }
 
-/// A literal operand of a float op becomes an f64 value (ints and bools are exact there).
-fn float_lit(o: Operand) -> Operand {
-    match o {
-        Operand::Lit(Lit::I(v)) => Operand::Lit(Lit::F(v as f64)),
-        Operand::Lit(Lit::B(v)) => Operand::Lit(Lit::F(f64::from(u8::from(v)))),
-        o => o,
-    }
+/// A literal operand of a float op, rounded to the op's float type first (the prim contract, as
+/// torch casts a Python scalar to the tensor's dtype). f32 arithmetic with it then gives the
+/// reference interpreter's result bit for bit.
+fn float_lit(o: Operand, ty: Ty) -> Operand {
+    let v = match o {
+        Operand::Lit(Lit::F(v)) => v,
+        Operand::Lit(Lit::I(v)) => v as f64,
+        Operand::Lit(Lit::B(v)) => f64::from(u8::from(v)),
+        o => return o,
+    };
+    Operand::Lit(Lit::F(if ty == Ty::F32 { v as f32 as f64 } else { v }))
 }

@@ -126,13 +126,15 @@ impl Scalar {
         }
     }
 
-    /// The scalar as an operand of a `dtype` tensor, without changing its value: a float never
-    /// meets an int tensor and an int must fit the width (the host promotes before that).
+    /// The scalar as an operand of a `dtype` tensor. A number beside a float tensor is first
+    /// rounded to its dtype (the prim contract, as torch casts a Python scalar to the tensor's
+    /// dtype); a float never meets an int tensor and an int must fit the width (the host
+    /// promotes before that).
     pub(crate) fn operand_of(self, dtype: DTypeCode) -> Result<Scalar, String> {
         let name = dtype.short_name();
         match (self, lane_kind(dtype)) {
-            (Scalar::Float(v), LaneKind::Float) => Ok(Scalar::Float(v)),
-            (Scalar::Int(v), LaneKind::Float) => Ok(Scalar::Float(v as f64)),
+            (Scalar::Float(v), LaneKind::Float) => Ok(Scalar::Float(round_float(v, dtype))),
+            (Scalar::Int(v), LaneKind::Float) => Ok(Scalar::Float(int_to_float(v, dtype))),
             (Scalar::Bool(v), LaneKind::Float) => Ok(Scalar::Float(f64::from(u8::from(v)))),
             (Scalar::Int(v), LaneKind::Int) if wrap_int(v, dtype) == v => Ok(Scalar::Int(v)),
             (Scalar::Int(v), LaneKind::Int) => Err(format!("scalar {v} does not fit {name}")),

@@ -6,7 +6,7 @@ use crate::args::{
     arity, dims_arg, expect_out, invalid, shape_arg, unsupported, DecodeError, Env, SlotMeta,
     TensorOrScalar,
 };
-use crate::data::{describe, lane_kind, numel, LaneKind, Scalar};
+use crate::data::{describe, lane_kind, numel, round_float, LaneKind, Scalar};
 use crate::elementwise::{BinaryOp, CompareOp, UnaryOp};
 use crate::reduce::ReduceOp;
 use thunder_abi::prims::Prim;
@@ -191,10 +191,21 @@ fn compare(
     out: &SlotMeta,
     env: &Env,
 ) -> Result<Instr, DecodeError> {
-    // Literals keep their own kind: the kernel compares in the wider lane.
-    let (a, b, _, shape) = operands(args, env)?;
+    // A float literal beside a float tensor is rounded to its dtype first (the prim contract);
+    // other literals keep their own kind and the kernel compares in the wider lane.
+    let (a, b, dtype, shape) = operands(args, env)?;
+    let round = |o: Operand| match o {
+        Operand::Scalar(Scalar::Float(v)) if lane_kind(dtype) == LaneKind::Float => {
+            Operand::Scalar(Scalar::Float(round_float(v, dtype)))
+        }
+        other => other,
+    };
     expect_out(out, DTypeCode::Bool, &shape)?;
-    Ok(Instr::Compare { op, a, b })
+    Ok(Instr::Compare {
+        op,
+        a: round(a),
+        b: round(b),
+    })
 }
 
 fn where_(args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<Instr, DecodeError> {
