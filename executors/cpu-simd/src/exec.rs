@@ -4,7 +4,7 @@
 //! times (AVX-512, AVX2+FMA, plain) and picked at run time from what the CPU has.
 
 use crate::decode::Ty;
-use crate::group::{BufId, GroupPlan};
+use crate::group::{BufId, GroupPlan, Ins};
 use crate::ops::ReduceOp;
 use crate::tile::{exec_tile, RegFile};
 use rayon::prelude::*;
@@ -12,11 +12,19 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 /// Elements per register: 4 KiB of f32, so a program's live registers stay in L1/L2.
-pub(crate) const TILE: usize = 1024;
+pub(crate) const TILE: usize = 4096;
 /// Groups smaller than this run on the calling thread: waking workers costs more.
-const PAR_MIN: usize = 1 << 15;
+const PAR_MIN: usize = 1 << 17;
 /// The least work per chunk when a group is split across threads.
 const CHUNK_MIN: usize = 1 << 14;
+/// Groups at least this large store contiguous tiles with non-temporal stores: their outputs
+/// are far larger than the caches, so writing around them saves the read-for-ownership traffic.
+const STREAM_MIN: usize = 1 << 20;
+/// Tile length and rows per block for groups with an access strided along the last dim (a
+/// transpose): tiles of [`BLOCK_TILE`] are run for [`BLOCK_ROWS`] consecutive rows before the
+/// next tile, so the cache lines a strided access touches in one row are reused by the next.
+const BLOCK_TILE: usize = 256;
+const BLOCK_ROWS: usize = 16;
 
 /// Base pointers of every buffer of one run. The host keeps inputs and outputs alive for the
 /// call and the region owns the scratch, so they outlive every chunk.
@@ -76,12 +84,45 @@ pub(crate) struct Ctx<'a> {
     pub(crate) last: Vec<i64>,
     pub(crate) accs: Vec<*mut f64>,
     pub(crate) red_last: Vec<i64>,
+    /// Whether contiguous stores go around the caches (see [`STREAM_MIN`]).
+    pub(crate) stream: bool,
+    /// Elements per tile (at most [`TILE`]) and rows per block (1: row by row).
+    pub(crate) tile: usize,
+    pub(crate) block: usize,
+    /// For a blocked group that only copies one access to another: (source access,
+    /// destination access, element size in bytes), run by `copy_block` instead of the tiles.
+    pub(crate) copy: Option<(usize, usize, usize)>,
 }
 
 // SAFETY: as for `Bufs`; the accumulators of a parallel group are written at disjoint indices.
 unsafe impl Sync for Ctx<'_> {}
 
+/// Whether `THUNDER_CPU_SIMD_TRACE` is set: each group run then prints its loop nest, access
+/// strides, instruction count and time to stderr (for profiling).
+fn trace() -> bool {
+    static TRACE: OnceLock<bool> = OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some())
+}
+
 pub(crate) fn run_group(plan: &GroupPlan, bufs: &Bufs) {
+    if trace() {
+        let t = std::time::Instant::now();
+        run_group_inner(plan, bufs);
+        eprintln!(
+            "cpu-simd group: {:>9.1} us shape {:?} access strides {:?} red strides {:?} ins {} par {}",
+            t.elapsed().as_secs_f64() * 1e6,
+            plan.shape,
+            plan.access_strides,
+            plan.red_strides,
+            plan.ins.len(),
+            plan.parallel
+        );
+    } else {
+        run_group_inner(plan, bufs);
+    }
+}
+
+fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
     let mut accs: Vec<Vec<f64>> = plan
         .reductions
         .iter()
@@ -101,9 +142,29 @@ pub(crate) fn run_group(plan: &GroupPlan, bufs: &Bufs) {
             last: plan.access_strides.iter().map(|s| s[r - 1]).collect(),
             accs: accs.iter_mut().map(|a| a.as_mut_ptr()).collect(),
             red_last: plan.red_strides.iter().map(|s| s[r - 1]).collect(),
+            stream: plan.numel >= STREAM_MIN,
+            tile: TILE,
+            block: 1,
+            copy: None,
         };
         let last = plan.shape[r - 1];
-        let items = (plan.numel / last) * last.div_ceil(TILE);
+        let mut ctx = ctx;
+        // Blocking reorders the items, which only a group without reductions may do freely.
+        if r >= 2 && plan.reductions.is_empty() && ctx.last.iter().any(|&s| s.unsigned_abs() > 16) {
+            ctx.tile = BLOCK_TILE;
+            ctx.block = BLOCK_ROWS;
+            if let [Ins::Load { ty, dst, acc: a }, Ins::Store { src, acc: b, .. }] = plan.ins[..] {
+                if src == dst && a != b {
+                    let size = match ty {
+                        Ty::B8 => 1,
+                        Ty::F32 => 4,
+                        Ty::F64 | Ty::I64 => 8,
+                    };
+                    ctx.copy = Some((a, b, size));
+                }
+            }
+        }
+        let items = (plan.numel / last) * last.div_ceil(ctx.tile);
         // With reductions, a chunk must own whole leading-dim slices so no two threads fold
         // into one output element.
         let granule = if plan.reductions.is_empty() || r == 1 {
@@ -175,7 +236,9 @@ fn run_items<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>) {
     let plan = ctx.plan;
     let r = plan.shape.len();
     let last = plan.shape[r - 1];
-    let tiles = last.div_ceil(TILE);
+    let (tl, block) = (ctx.tile, ctx.block);
+    let tiles = last.div_ceil(tl);
+    let rows = plan.numel / last;
     let [n32, n64, nb, ni] = plan.regs;
     let mut regs = RegFile {
         f32: vec![0.0; n32 * TILE],
@@ -187,8 +250,28 @@ fn run_items<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>) {
     let (mut row_off, mut row_red) = (vec![0i64; na], vec![0i64; nr]);
     let (mut offs, mut red_offs) = (vec![0i64; na], vec![0i64; nr]);
     let mut cur = usize::MAX;
+    let (first, end) = (items.start, items.end);
     for item in items {
-        let (row, t) = (item / tiles, item % tiles);
+        if let Some(copy) = ctx.copy {
+            // A plain copy: the items of one (block, tile) are done together by `copy_block`,
+            // the first item of the range or of a block's tile standing for the rest in range.
+            let (b, w) = (item / (block * tiles), item % (block * tiles));
+            let rb = block.min(rows - b * block);
+            let k = w % rb;
+            if k == 0 || item == first {
+                let n = (rb - k).min(end - item);
+                copy_block(ctx, copy, b * block + k, n, w / rb);
+            }
+            continue;
+        }
+        let (row, t) = if block > 1 {
+            // Items in block order: for each block of rows, each tile over the block's rows.
+            let (b, w) = (item / (block * tiles), item % (block * tiles));
+            let rb = block.min(rows - b * block);
+            (b * block + w % rb, w / rb)
+        } else {
+            (item / tiles, item % tiles)
+        };
         if row != cur {
             cur = row;
             row_off.copy_from_slice(&plan.offsets);
@@ -205,8 +288,8 @@ fn run_items<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>) {
                 }
             }
         }
-        let j0 = (t * TILE) as i64;
-        let len = TILE.min(last - t * TILE);
+        let j0 = (t * tl) as i64;
+        let len = tl.min(last - t * tl);
         for a in 0..na {
             offs[a] = row_off[a] + j0 * ctx.last[a];
         }
@@ -217,5 +300,99 @@ fn run_items<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>) {
         // time, and registers from the allocator, which keeps a destination apart from its
         // sources.
         unsafe { exec_tile::<FMA>(ctx, &mut regs, &offs, &red_offs, len) };
+    }
+    if FMA && ctx.stream {
+        // Non-temporal stores are weakly ordered: fence them before the chunk is reported done.
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE is part of x86_64.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+    }
+}
+
+/// Copies `bytes` bytes to `dst` with 32-byte non-temporal stores for the aligned middle.
+///
+/// # Safety
+/// The CPU has AVX; both ranges are valid and do not overlap.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+pub(crate) unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
+    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256};
+    // SAFETY (whole fn): forwarded from the caller; the aligned part lies inside `dst`.
+    unsafe {
+        let head = (dst.align_offset(32)).min(bytes);
+        std::ptr::copy_nonoverlapping(src, dst, head);
+        let body = (bytes - head) & !31;
+        let mut i = head;
+        while i < head + body {
+            let v = _mm256_loadu_si256(src.add(i) as *const __m256i);
+            _mm256_stream_si256(dst.add(i) as *mut __m256i, v);
+            i += 32;
+        }
+        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), bytes - i);
+    }
+}
+
+/// Copies tile `t` of rows `row0..row0 + n` of a copy group column by column across the rows,
+/// so a transposed source is read along its contiguous dim while the destination lines stay
+/// in L1.
+fn copy_block(ctx: &Ctx<'_>, (a, b, size): (usize, usize, usize), row0: usize, n: usize, t: usize) {
+    let plan = ctx.plan;
+    let r = plan.shape.len();
+    let last = plan.shape[r - 1];
+    let j0 = t * ctx.tile;
+    let len = ctx.tile.min(last - j0);
+    let mut offs = [(0i64, 0i64); BLOCK_ROWS];
+    for (k, o) in offs.iter_mut().enumerate().take(n) {
+        let (mut oa, mut ob, mut rem) = (plan.offsets[a], plan.offsets[b], row0 + k);
+        for d in (0..r - 1).rev() {
+            let i = (rem % plan.shape[d]) as i64;
+            rem /= plan.shape[d];
+            oa += i * plan.access_strides[a][d];
+            ob += i * plan.access_strides[b][d];
+        }
+        *o = (oa + j0 as i64 * ctx.last[a], ob + j0 as i64 * ctx.last[b]);
+    }
+    let (sa, sb) = (ctx.last[a] as isize, ctx.last[b] as isize);
+    let (pa, pb) = (ctx.base[a], ctx.base[b]);
+    // Destination rows a multiple of 4 KiB apart share L1 sets, and column by column they
+    // would evict each other: then each row is written 16 columns at a time instead.
+    let rows_alias = (plan.access_strides[b][r - 2] * size as i64) % 4096 == 0;
+    #[inline(always)]
+    fn run<T: Copy>(
+        pa: *mut u8,
+        pb: *mut u8,
+        offs: &[(i64, i64)],
+        (sa, sb): (isize, isize),
+        len: usize,
+        rows_alias: bool,
+    ) {
+        let (pa, pb) = (pa as *const T, pb as *mut T);
+        // SAFETY (both loops): the offsets address elements of the group's buffers, as in
+        // `run_items`.
+        if rows_alias {
+            for jb in (0..len).step_by(16) {
+                for &(oa, ob) in offs {
+                    for j in jb as isize..(jb + 16).min(len) as isize {
+                        unsafe {
+                            *pb.offset(ob as isize + j * sb) = *pa.offset(oa as isize + j * sa)
+                        };
+                    }
+                }
+            }
+        } else {
+            for j in 0..len as isize {
+                for &(oa, ob) in offs {
+                    unsafe { *pb.offset(ob as isize + j * sb) = *pa.offset(oa as isize + j * sa) };
+                }
+            }
+        }
+    }
+    let offs = &offs[..n];
+    match size {
+        1 => run::<u8>(pa, pb, offs, (sa, sb), len, rows_alias),
+        4 => run::<u32>(pa, pb, offs, (sa, sb), len, rows_alias),
+        _ => run::<u64>(pa, pb, offs, (sa, sb), len, rows_alias),
     }
 }

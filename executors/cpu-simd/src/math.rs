@@ -33,14 +33,7 @@ fn poly<const FMA: bool, const N: usize>(x: f32, c: &[f32; N]) -> f32 {
 /// 2^k for k in [-126, 127], built from the exponent bits.
 #[inline(always)]
 fn pow2(k: i32) -> f32 {
-    f32::from_bits(((k + 127) as u32) << 23)
-}
-
-/// Rounds to the nearest integer (ties to even) for |x| < 2^22, as one add and one subtract.
-#[inline(always)]
-fn round_small(x: f32) -> f32 {
-    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-    (x + MAGIC) - MAGIC
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
 }
 
 #[inline(always)]
@@ -48,7 +41,13 @@ pub(crate) fn exp<const FMA: bool>(x: f32) -> f32 {
     // Clamping keeps n in [-150, 128], so the two power-of-two factors below stay normal and
     // the product overflows to inf or underflows through the subnormals with one rounding.
     let xc = x.clamp(-104.0, 89.0);
-    let n = round_small(xc * std::f32::consts::LOG2_E);
+    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer (ties to even)
+    let t = xc * std::f32::consts::LOG2_E + MAGIC;
+    let n = t - MAGIC;
+    // n as an integer, read from the low mantissa bits of `t` (exact for |n| < 2^22): an `as`
+    // cast would saturate and map NaN to 0, which LLVM does not vectorize. For NaN the value
+    // is garbage and the result is replaced below.
+    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
     // Cody-Waite: ln 2 split so that n * LN2_HI is exact.
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
@@ -63,9 +62,8 @@ pub(crate) fn exp<const FMA: bool>(x: f32) -> f32 {
         5.000_000_1e-1,
     ];
     let p = fma::<FMA>(r * r, poly::<FMA, 6>(r, &P), r + 1.0);
-    let ni = n as i32;
     let n1 = ni >> 1;
-    let y = p * pow2(n1) * pow2(ni - n1);
+    let y = p * pow2(n1) * pow2(ni.wrapping_sub(n1));
     if x.is_nan() {
         x
     } else {

@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use gemm::Parallelism;
 
 /// Below this many multiply-adds a GEMM runs on the calling thread.
-const GEMM_PAR_MIN: usize = 1 << 18;
+const GEMM_PAR_MIN: usize = 1 << 23;
 
 #[derive(Debug)]
 pub(crate) enum Stage {
@@ -63,6 +63,25 @@ impl Stage {
 }
 
 fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
+    if std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some() {
+        let t = std::time::Instant::now();
+        run_gemm_inner(g, bufs);
+        eprintln!(
+            "cpu-simd gemm:  {:>9.1} us batch {:?} m {} k {} n {} a {:?} b {:?}",
+            t.elapsed().as_secs_f64() * 1e6,
+            g.batch,
+            g.m,
+            g.k,
+            g.n,
+            g.a.1.strides,
+            g.b.1.strides
+        );
+    } else {
+        run_gemm_inner(g, bufs);
+    }
+}
+
+fn run_gemm_inner(g: &GemmPlan, bufs: &Bufs) {
     let (m, k, n) = (g.m, g.k, g.n);
     let batches: usize = g.batch.iter().product();
     if m == 0 || n == 0 || batches == 0 {
@@ -92,6 +111,19 @@ fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
             lb.strides[r - 2] as isize,
             lb.strides[r - 1] as isize,
         );
+        if k == 1 {
+            // An outer product: one rounded product per element, as gemm computes it, without
+            // gemm's per-call setup (which dominates when there are many small batches).
+            // SAFETY: as for the gemm call below.
+            unsafe {
+                match g.ty {
+                    Ty::F32 => outer::<f32>(pa, pb, po, (oa, ob, oo), (ars, bcs), (m, n)),
+                    Ty::F64 => outer::<f64>(pa, pb, po, (oa, ob, oo), (ars, bcs), (m, n)),
+                    Ty::B8 | Ty::I64 => {}
+                }
+            }
+            continue;
+        }
         // SAFETY: the views address elements inside their buffers (checked when the region
         // was compiled against the buffers' sizes), the output holds batches * m * n elements,
         // and gemm reads the operands and writes only the output. `read_dst = false` makes it
@@ -142,6 +174,36 @@ fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
                 ),
                 // Refused by decode.
                 Ty::B8 | Ty::I64 => {}
+            }
+        }
+    }
+}
+
+/// `out[i][j] = 0 + a[i][0] * b[0][j]` for a GEMM with `k = 1`.
+///
+/// # Safety
+/// As for the `gemm` call in `run_gemm_inner`.
+unsafe fn outer<T: Copy + Default + std::ops::Mul<Output = T> + std::ops::Add<Output = T>>(
+    pa: *mut u8,
+    pb: *mut u8,
+    po: *mut u8,
+    (oa, ob, oo): (i64, i64, isize),
+    (ars, bcs): (isize, isize),
+    (m, n): (usize, usize),
+) {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        let (a, b, o) = (
+            (pa as *const T).offset(oa as isize),
+            (pb as *const T).offset(ob as isize),
+            (po as *mut T).offset(oo),
+        );
+        for i in 0..m {
+            let x = *a.offset(i as isize * ars);
+            let row = o.add(i * n);
+            for j in 0..n {
+                // Added to a zero accumulator as gemm does, so a -0 product comes out +0.
+                *row.add(j) = T::default() + x * *b.offset(j as isize * bcs);
             }
         }
     }

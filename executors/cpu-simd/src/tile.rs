@@ -49,11 +49,27 @@ fn lit_f64(l: Lit) -> f64 {
 }
 
 #[inline(always)]
-unsafe fn load<T: Copy>(base: *mut u8, off: i64, stride: i64, d: &mut [T]) {
+unsafe fn load<T: Copy>(base: *mut u8, off: i64, stride: i64, d: &mut [T], prefetch: bool) {
+    let _ = prefetch;
     // SAFETY (whole fn): every element read lies inside the buffer, see `run_items`.
     let p = unsafe { (base as *const T).offset(off as isize) };
     match stride {
-        1 => unsafe { std::ptr::copy_nonoverlapping(p, d.as_mut_ptr(), d.len()) },
+        1 => unsafe {
+            std::ptr::copy_nonoverlapping(p, d.as_mut_ptr(), d.len());
+            // Ask for the next tile's input while this one is computed: the hardware
+            // prefetchers do not run far enough ahead to hide DRAM latency at this tile size.
+            #[cfg(target_arch = "x86_64")]
+            if prefetch {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                let (next, bytes) = (p.add(d.len()) as *const i8, std::mem::size_of_val(d));
+                let mut o = 0;
+                while o < bytes {
+                    // A prefetch never faults, so reading past the buffer's end is harmless.
+                    _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(o));
+                    o += 64;
+                }
+            }
+        },
         0 => d.fill(unsafe { *p }),
         s => {
             for (j, o) in d.iter_mut().enumerate() {
@@ -64,9 +80,22 @@ unsafe fn load<T: Copy>(base: *mut u8, off: i64, stride: i64, d: &mut [T]) {
 }
 
 #[inline(always)]
-unsafe fn store<T: Copy>(base: *mut u8, off: i64, stride: i64, v: &[T]) {
+unsafe fn store<T: Copy, const FMA: bool>(
+    base: *mut u8,
+    off: i64,
+    stride: i64,
+    v: &[T],
+    stream: bool,
+) {
     // SAFETY (whole fn): as for `load`; stores of one group never overlap across chunks.
     let p = unsafe { (base as *mut T).offset(off as isize) };
+    let bytes = std::mem::size_of_val(v);
+    #[cfg(target_arch = "x86_64")]
+    if FMA && stream && stride == 1 && bytes >= 256 {
+        // SAFETY: `FMA` is only set in the loops compiled for AVX2 and AVX-512.
+        return unsafe { crate::exec::stream_copy(p as *mut u8, v.as_ptr() as *const u8, bytes) };
+    }
+    let _ = (stream, bytes);
     if stride == 1 {
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p, v.len()) };
     } else {
@@ -81,6 +110,21 @@ unsafe fn reduce_into<T: Real>(op: ReduceOp, a: &[T], acc: *mut f64, stride: i64
     // SAFETY (whole fn): the accumulator indices are output indices, inside the output.
     if stride == 0 {
         unsafe { *acc = kernels::combine(op, *acc, kernels::reduce_tile(op, a)) };
+    } else if stride == 1 {
+        // Contiguous accumulators (a fold over an outer dim): a loop LLVM vectorizes.
+        let acc = unsafe { std::slice::from_raw_parts_mut(acc, a.len()) };
+        match op {
+            ReduceOp::Sum => {
+                for (p, &x) in acc.iter_mut().zip(a) {
+                    *p += x.to_f64();
+                }
+            }
+            ReduceOp::Amax => {
+                for (p, &x) in acc.iter_mut().zip(a) {
+                    *p = kernels::combine(ReduceOp::Amax, *p, x.to_f64());
+                }
+            }
+        }
     } else {
         for (j, &x) in a.iter().enumerate() {
             let p = unsafe { acc.offset(j as isize * stride as isize) };
@@ -170,20 +214,22 @@ pub(crate) unsafe fn exec_tile<const FMA: bool>(
             match *ins {
                 Ins::Load { ty, dst, acc } => {
                     let (b, o, s) = (ctx.base[acc], offs[acc], ctx.last[acc]);
+                    let pf = ctx.stream;
                     match ty {
-                        Ty::F32 => load(b, o, s, reg(f32p, dst, len)),
-                        Ty::F64 => load(b, o, s, reg(f64p, dst, len)),
-                        Ty::B8 => load(b, o, s, reg(b8p, dst, len)),
-                        Ty::I64 => load(b, o, s, reg(i64p, dst, len)),
+                        Ty::F32 => load(b, o, s, reg(f32p, dst, len), pf),
+                        Ty::F64 => load(b, o, s, reg(f64p, dst, len), pf),
+                        Ty::B8 => load(b, o, s, reg(b8p, dst, len), pf),
+                        Ty::I64 => load(b, o, s, reg(i64p, dst, len), pf),
                     }
                 }
                 Ins::Store { ty, src: r, acc } => {
                     let (b, o, s) = (ctx.base[acc], offs[acc], ctx.last[acc]);
+                    let st = ctx.stream;
                     match ty {
-                        Ty::F32 => store(b, o, s, rd(f32p, r, len)),
-                        Ty::F64 => store(b, o, s, rd(f64p, r, len)),
-                        Ty::B8 => store(b, o, s, rd(b8p, r, len)),
-                        Ty::I64 => store(b, o, s, rd(i64p, r, len)),
+                        Ty::F32 => store::<_, FMA>(b, o, s, rd(f32p, r, len), st),
+                        Ty::F64 => store::<_, FMA>(b, o, s, rd(f64p, r, len), st),
+                        Ty::B8 => store::<_, FMA>(b, o, s, rd(b8p, r, len), st),
+                        Ty::I64 => store::<_, FMA>(b, o, s, rd(i64p, r, len), st),
                     }
                 }
                 Ins::Splat { ty, dst, value } => match ty {
