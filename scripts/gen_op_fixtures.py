@@ -186,7 +186,8 @@ class Gen:
         return torch.randint(lo, hi + 1, shape, generator=self.g, dtype=torch.int64)
 
     def __call__(self, shape, dt, kind="any"):
-        """kind: any | pos | nonzero | grid | pexp (pow exponent) | wide"""
+        """kind: any | pos | nonzero | grid | pexp (pow exponent) | wide
+        | unit (inside (-1, 1)) | ge1 (at least 1)"""
         shape = tuple(shape)
         dtype = DTYPES[dt]
         if dt == "b8":
@@ -200,8 +201,9 @@ class Gen:
             lo = {
                 "any": -5, "grid": -5, "wide": -5,
                 "pos": 1, "nonzero": 1, "pexp": 0,
+                "unit": -1, "ge1": 1,
             }[kind]
-            hi = {"pos": 3, "pexp": 3}.get(kind, 5)
+            hi = {"pos": 3, "pexp": 3, "unit": 1}.get(kind, 5)
             if dt == "u8":
                 lo = max(lo, 0)
             x = self.randint(lo, hi, shape)
@@ -218,6 +220,10 @@ class Gen:
             x = torch.round(u * 8 - 4) / 2
         elif kind == "pos":
             x = 0.5 + 1.5 * u
+        elif kind == "unit":
+            x = u * 1.9 - 0.95
+        elif kind == "ge1":
+            x = 1.0 + 3.0 * u
         elif kind == "nonzero":
             s = self.randint(0, 1, shape) * 2 - 1
             x = (0.5 + 1.5 * u) * s
@@ -340,6 +346,34 @@ UNARY = OrderedDict(
         ("cos", (torch.cos, "any")),
         ("erf", (torch.erf, "any")),
         ("reciprocal", (torch.reciprocal, "nonzero")),
+        ("exp2", (torch.exp2, "any")),
+        ("expm1", (torch.expm1, "any")),
+        ("log1p", (torch.log1p, "pos")),
+        ("log2", (torch.log2, "pos")),
+        ("log10", (torch.log10, "pos")),
+        ("tan", (torch.tan, "any")),
+        ("asin", (torch.asin, "unit")),
+        ("acos", (torch.acos, "unit")),
+        ("atan", (torch.atan, "wide")),
+        ("sinh", (torch.sinh, "any")),
+        ("cosh", (torch.cosh, "any")),
+        ("asinh", (torch.asinh, "wide")),
+        ("acosh", (torch.acosh, "ge1")),
+        ("atanh", (torch.atanh, "unit")),
+        ("erfc", (torch.erfc, "any")),
+        ("erfinv", (torch.erfinv, "unit")),
+        ("lgamma", (torch.lgamma, "wide")),
+        ("digamma", (torch.digamma, "wide")),
+        ("floor", (torch.floor, "wide")),
+        ("ceil", (torch.ceil, "wide")),
+        ("round", (torch.round, "wide")),
+        ("trunc", (torch.trunc, "wide")),
+        ("sign", (torch.sign, "any")),
+        ("signbit", (torch.signbit, "any")),
+        ("isnan", (torch.isnan, "any")),
+        ("isfinite", (torch.isfinite, "any")),
+        ("logical_not", (torch.logical_not, "grid")),
+        ("bitwise_not", (torch.bitwise_not, "any")),
         ("relu", (torch.relu, "any")),
     ]
 )
@@ -369,6 +403,34 @@ def gen_unary():
         if op == "exp":
             case(op, [torch.tensor([10.0, 11.0, 12.0], dtype=torch.float16)], ref,
                  "f16 overflow to inf")
+        if op in ("expm1", "log1p"):
+            case(op, [torch.tensor([1e-10, -3e-8, 1e-20, 5e-5], dtype=torch.float32)], ref,
+                 "tiny arguments (where exp(x) - 1 and log(1 + x) lose every digit)")
+        if op == "erfc":
+            case(op, [torch.tensor([3.0, 5.0, 9.0, 26.0, -4.0], dtype=torch.float32)], ref,
+                 "tail (1 - erf would be 0)")
+        if op in ("asin", "acos", "atanh", "erfinv"):
+            case(op, [torch.tensor([-1.0, 1.0, 1.5, -2.0, 0.999999, -0.9999999], dtype=torch.float32)],
+                 ref, "domain edges")
+            case(op, [torch.tensor([1 - 2**-52, -(1 - 2**-40), 1e-300, 0.5], dtype=torch.float64)],
+                 ref, "f64 near the edges")
+        if op in ("floor", "ceil", "round", "trunc"):
+            for dt in ["f32", "f16", "bf16", "f64"]:
+                case(op, [torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.2, 0.49999997, 1e20, -3.0],
+                                       dtype=DTYPES[dt])], ref, "ties, -0 results and large values")
+        if op in ("sign", "signbit", "isnan", "isfinite", "logical_not"):
+            case(op, [torch.tensor([NAN, -NAN, -0.0, 0.0, INF, -INF, 1e-40, -1e-40], dtype=torch.float32)],
+                 ref, "NaNs of both signs, zeros, infinities, subnormals")
+            case(op, [torch.tensor([NAN, -NAN, -0.0, 65504.0, -INF], dtype=torch.float16)], ref,
+                 "f16 NaNs of both signs, -0, max, -inf")
+        if op in ("bitwise_not", "sign", "signbit", "logical_not"):
+            case(op, [torch.tensor([0, 1, 5, 127, 255], dtype=torch.uint8)], ref, "u8 extremes")
+            case(op, [torch.tensor([-128, -5, 0, 5, 127], dtype=torch.int8)], ref, "i8 extremes")
+            case(op, [torch.tensor([-(2**63), -1, 0, 2**63 - 1], dtype=torch.int64)], ref,
+                 "i64 extremes")
+        if op in ("lgamma", "digamma"):
+            case(op, [torch.tensor([0.0, -1.0, -2.5, 1.0, 2.0, 0.5, 1e-30, 171.5, 1e30, -0.0],
+                                   dtype=torch.float64)], ref, "poles, 1, 2, tiny and huge")
         if op in ("neg", "abs"):
             case(op, [torch.tensor([0, 1, 5, 127, 255], dtype=torch.uint8)], ref,
                  "u8 wrap-around")
@@ -419,6 +481,18 @@ BINARY = OrderedDict(
         ("le", (_binary(torch.le, operator.le), "grid", "grid", (1, 0.5, True))),
         ("gt", (_binary(torch.gt, operator.gt), "grid", "grid", (1, 0.5, True))),
         ("ge", (_binary(torch.ge, operator.ge), "grid", "grid", (1, 0.5, True))),
+        ("remainder", (_binary(torch.remainder, operator.mod), "wide", "nonzero", (3, 2.5, True))),
+        ("fmod", (_scalar_via_result_type(torch.fmod), "wide", "nonzero", (3, 2.5, True))),
+        ("floor_divide", (_binary(torch.floor_divide, operator.floordiv), "wide", "nonzero",
+                          (3, 2.5, True))),
+        ("atan2", (_scalar_via_result_type(torch.atan2), "any", "any", (3, 2.5, True))),
+        ("bitwise_and", (_binary(torch.bitwise_and, operator.and_), "any", "any", (6, 2.5, True))),
+        ("bitwise_or", (_binary(torch.bitwise_or, operator.or_), "any", "any", (6, 2.5, True))),
+        ("bitwise_xor", (_binary(torch.bitwise_xor, operator.xor), "any", "any", (6, 2.5, True))),
+        ("bitwise_left_shift", (_binary(torch.bitwise_left_shift, operator.lshift), "any", "pexp",
+                                (2, 2.5, True))),
+        ("bitwise_right_shift", (_binary(torch.bitwise_right_shift, operator.rshift), "any",
+                                 "pexp", (2, 2.5, True))),
     ]
 )
 
@@ -479,6 +553,8 @@ def gen_binary():
             ((2, 1), (3,), "f16", "broadcast [2, 1] with [3]"),
             ((2, 3), (2, 1), "bf16", "broadcast [2, 3] with [2, 1]"),
         ]:
+            if op.startswith("bitwise_"):  # integer ops: broadcast integers instead
+                dt = {"f32": "i32", "f16": "i16", "bf16": "u8"}.get(dt, dt)
             case(op, pair(sa, dt, sb, dt), ref, note)
         # Python scalar literal operands, both positions
         il, fl, bl = lits
@@ -518,6 +594,33 @@ def gen_binary():
                  "negative float base, integral float exponent")
             case(op, [g((2, 3), "f32", "any"), 3], ref,
                  "negative float base, odd int exponent")
+        if op in ("remainder", "fmod", "floor_divide"):
+            signs_a = [7.0, -7.0, 7.0, -7.0, 0.0, -0.0, 1.0, -1.0, 3.0, INF, 5.5, 1.0]
+            signs_b = [3.0, 3.0, -3.0, -3.0, 2.0, 2.0, INF, INF, -0.0, 2.0, NAN, 0.1]
+            for dt in ["f32", "f64", "f16"]:
+                case(op, [torch.tensor(signs_a, dtype=DTYPES[dt]),
+                          torch.tensor(signs_b, dtype=DTYPES[dt])], ref,
+                     "sign combinations, zeros, infinities, 1 / 0.1")
+            for dt in ["i8", "i32", "i64"]:
+                case(op, [torch.tensor([7, -7, 7, -7, 0, -128, 127], dtype=DTYPES[dt]),
+                          torch.tensor([3, 3, -3, -3, 5, -1, -2], dtype=DTYPES[dt])], ref,
+                     "int sign combinations and extremes")
+            case(op, [g((2, 3), "i32", "any"), torch.tensor([0, 1, 2], dtype=torch.int32)], ref,
+                 "int division by zero (torch raises)")
+        if op in ("bitwise_left_shift", "bitwise_right_shift"):
+            for dt in ["i8", "u8", "i64"]:
+                lo = 0 if dt == "u8" else -5
+                case(op, [torch.tensor([5, lo, 1, lo, 100, 3], dtype=DTYPES[dt]),
+                          torch.tensor([7, 8, 9, 63, 64 if dt != "i8" else 100, 0], dtype=DTYPES[dt])],
+                     ref, "shifts by the width and more")
+            case(op, [torch.tensor([5, -5, 1], dtype=torch.int8),
+                      torch.tensor([-1, -1, -3], dtype=torch.int8)], ref, "negative shifts")
+        if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            case(op, [torch.tensor([-128, -1, 0, 127, 85], dtype=torch.int8),
+                      torch.tensor([127, -128, -1, -86, -86], dtype=torch.int8)], ref,
+                 "i8 bit patterns")
+            case(op, [torch.tensor([255, 170, 0], dtype=torch.uint8),
+                      torch.tensor([15, 85, 255], dtype=torch.uint8)], ref, "u8 bit patterns")
         if op == "div":
             case(op, [g((2, 3), "i32", "any"), g((2, 3), "i32", "nonzero")], ref,
                  "int / int is true division -> f32")

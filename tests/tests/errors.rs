@@ -176,3 +176,27 @@ fn unsupported_dtype_is_an_op_error() {
         "{msg}"
     );
 }
+
+#[test]
+fn bitwise_ops_on_floats_name_the_op_and_the_argument() {
+    let ints = Array::from_slice(&[1i64, 2], &[2]).unwrap();
+    let (op, msg) = op_error(|xs| vec![xs[0].bitwise_and(&xs[1])], &[ints, arr(&[2])]);
+    assert_eq!(op, "ltorch.bitwise_and");
+    assert!(msg.contains("argument b") && msg.contains("f32"), "{msg}");
+    let (op, msg) = op_error(|xs| vec![xs[0].bitwise_not()], &[arr(&[2])]);
+    assert_eq!(op, "ltorch.bitwise_not");
+    assert!(msg.contains("argument a") && msg.contains("f32"), "{msg}");
+    let (op, msg) = op_error(|xs| vec![xs[0].bitwise_left_shift(2.5)], &[arr(&[2])]);
+    assert_eq!(op, "ltorch.bitwise_left_shift");
+    assert!(msg.contains("argument a"), "{msg}");
+    let bools = Array::from_slice(&[true, false], &[2]).unwrap();
+    let (op, msg) = op_error(
+        |xs| vec![xs[0].bitwise_right_shift(&xs[0])],
+        std::slice::from_ref(&bools),
+    );
+    assert_eq!(op, "ltorch.bitwise_right_shift");
+    assert!(msg.contains("b8"), "{msg}");
+    let (op, msg) = op_error(|xs| vec![xs[0].floor()], &[bools]);
+    assert_eq!(op, "ltorch.floor");
+    assert!(msg.contains("argument a") && msg.contains("b8"), "{msg}");
+}

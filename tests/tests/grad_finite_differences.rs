@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use thunder_core::autograd::value_and_grad;
-use thunder_core::{jit_with, Array, DType, Tensor};
+use thunder_core::{jit_with, ltorch, Array, DType, Tensor};
 use thunder_tests::interpreter_host;
 
 type Op = Arc<dyn Fn(&[Tensor]) -> Tensor + Send + Sync>;
@@ -95,6 +95,36 @@ fn unary_ops() {
     check("cos", op!(|x| x[0].cos()), vec![any()]);
     check("erf", op!(|x| x[0].erf()), vec![any()]);
     check("reciprocal", op!(|x| x[0].reciprocal()), vec![pos()]);
+    let unit = || values(&[2, 3], 4, -0.9, 0.9);
+    let ge1 = || values(&[2, 3], 5, 1.2, 3.0);
+    check("exp2", op!(|x| x[0].exp2()), vec![any()]);
+    check("expm1", op!(|x| x[0].expm1()), vec![any()]);
+    check("log1p", op!(|x| x[0].log1p()), vec![pos()]);
+    check("log2", op!(|x| x[0].log2()), vec![pos()]);
+    check("log10", op!(|x| x[0].log10()), vec![pos()]);
+    check("tan", op!(|x| x[0].tan()), vec![unit()]);
+    check("asin", op!(|x| x[0].asin()), vec![unit()]);
+    check("acos", op!(|x| x[0].acos()), vec![unit()]);
+    check("atan", op!(|x| x[0].atan()), vec![any()]);
+    check("sinh", op!(|x| x[0].sinh()), vec![any()]);
+    check("cosh", op!(|x| x[0].cosh()), vec![any()]);
+    check("asinh", op!(|x| x[0].asinh()), vec![any()]);
+    check("acosh", op!(|x| x[0].acosh()), vec![ge1()]);
+    check("atanh", op!(|x| x[0].atanh()), vec![unit()]);
+    check("erfc", op!(|x| x[0].erfc()), vec![any()]);
+    check("erfinv", op!(|x| x[0].erfinv()), vec![unit()]);
+    check(
+        "lgamma",
+        op!(|x| x[0].lgamma()),
+        vec![values(&[2, 3], 9, -2.7, 4.0)],
+    );
+    // Piecewise constant: zero gradient (inputs stay away from the steps).
+    let steps = || values(&[2, 3], 6, 0.1, 0.4);
+    check("floor", op!(|x| x[0].floor()), vec![steps()]);
+    check("ceil", op!(|x| x[0].ceil()), vec![steps()]);
+    check("round", op!(|x| x[0].round()), vec![steps()]);
+    check("trunc", op!(|x| x[0].trunc()), vec![steps()]);
+    check("sign", op!(|x| x[0].sign() * &x[0]), vec![any()]);
     check("relu", op!(|x| x[0].relu()), vec![any()]);
     check("gelu none", op!(|x| x[0].gelu("none")), vec![any()]);
     check("gelu tanh", op!(|x| x[0].gelu("tanh")), vec![any()]);
@@ -102,6 +132,21 @@ fn unary_ops() {
         "scalar input",
         op!(|x| x[0].exp() * 3.0),
         vec![values(&[], 3, -1.0, 1.0)],
+    );
+}
+
+#[test]
+fn digamma_gradient_is_a_named_error() {
+    let vg = value_and_grad(Some(interpreter_host()), |xs: &[Tensor]| {
+        vec![xs[0].digamma().sum(None, false)]
+    });
+    let err = vg
+        .call(&[values(&[3], 1, 0.5, 2.0).with_requires_grad(true)])
+        .expect_err("digamma has no gradient yet")
+        .to_string();
+    assert!(
+        err.contains("prims.digamma") && err.contains("trigamma"),
+        "{err}"
     );
 }
 
@@ -259,6 +304,43 @@ fn binary_ops_with_broadcasting() {
     check("rsub scalar", op!(|x| 2.0 - &x[0]), vec![a()]);
     check("maximum", op!(|x| x[0].maximum(&x[1])), vec![a(), b()]);
     check("minimum", op!(|x| x[0].minimum(&x[1])), vec![a(), b()]);
+    // Inputs keep a / b away from integers (the steps of remainder and fmod).
+    let wide = || values(&[2, 3], 7, -3.0, 3.0);
+    let negb = || values(&[3], 8, -1.9, -0.7);
+    check(
+        "remainder",
+        op!(|x| x[0].remainder(&x[1])),
+        vec![wide(), b()],
+    );
+    check(
+        "remainder neg",
+        op!(|x| x[0].remainder(&x[1])),
+        vec![wide(), negb()],
+    );
+    check(
+        "remainder literal b",
+        op!(|x| x[0].remainder(0.7)),
+        vec![wide()],
+    );
+    check(
+        "remainder literal a",
+        op!(|x| ltorch::remainder(2.5, &x[0]).unwrap()),
+        vec![negb()],
+    );
+    check("fmod", op!(|x| x[0].fmod(&x[1])), vec![wide(), b()]);
+    check("fmod neg", op!(|x| x[0].fmod(&x[1])), vec![wide(), negb()]);
+    check(
+        "floor_divide",
+        op!(|x| x[0].floor_divide(&x[1]) * &x[0]),
+        vec![wide(), b()],
+    );
+    check("atan2", op!(|x| x[0].atan2(&x[1])), vec![wide(), negb()]);
+    check(
+        "atan2 literal a",
+        op!(|x| ltorch::atan2(-1.5, &x[0]).unwrap()),
+        vec![wide()],
+    );
+    check("atan2 literal b", op!(|x| x[0].atan2(0.5)), vec![wide()]);
     check(
         "where",
         op!(|x| x[0].gt(1.0).select(&x[0], &x[1])),

@@ -8,7 +8,7 @@
 //! Positional signatures (`a`, `b` are tensors; a binary op, comparison or `where` may take one
 //! scalar literal in place of a tensor; a number beside a float tensor is first rounded to that
 //! tensor's dtype, as torch casts a Python scalar, so `f32 * 1.01` is exact f32 arithmetic):
-//! - unary `(a)`; binary and comparisons `(a, b)`; `where(pred, a, b)`
+//! - unary and predicates (`signbit`, bool out) `(a)`; binary and comparisons `(a, b)`; `where(pred, a, b)`
 //! - `convert_element_type(a, dtype)`
 //! - `broadcast_in_dim(a, shape, broadcast_dims)`; `reshape(a, shape)`; `transpose(a, perm)`
 //! - `sum(a, dims)`, `amax(a, dims)`: the listed dims are removed
@@ -25,6 +25,8 @@ pub enum PrimClass {
     Binary,
     /// Elementwise comparison, bool out.
     Compare,
+    /// Elementwise test of one tensor, bool out.
+    Predicate,
     Where,
     Convert,
     Shape,
@@ -63,14 +65,37 @@ prim_table! {
     Neg => "neg", Unary;
     Abs => "abs", Unary;
     Exp => "exp", Unary;
+    Exp2 => "exp2", Unary;
+    Expm1 => "expm1", Unary;
     Log => "log", Unary;
+    Log1p => "log1p", Unary;
+    Log2 => "log2", Unary;
+    Log10 => "log10", Unary;
     Sqrt => "sqrt", Unary;
     Rsqrt => "rsqrt", Unary;
     Tanh => "tanh", Unary;
     Sin => "sin", Unary;
     Cos => "cos", Unary;
+    Tan => "tan", Unary;
+    Asin => "asin", Unary;
+    Acos => "acos", Unary;
+    Atan => "atan", Unary;
+    Sinh => "sinh", Unary;
+    Cosh => "cosh", Unary;
+    Asinh => "asinh", Unary;
+    Acosh => "acosh", Unary;
+    Atanh => "atanh", Unary;
     Erf => "erf", Unary;
+    Erfc => "erfc", Unary;
+    Erfinv => "erfinv", Unary;
+    Lgamma => "lgamma", Unary;
+    Digamma => "digamma", Unary;
     Reciprocal => "reciprocal", Unary;
+    Floor => "floor", Unary;
+    Ceil => "ceil", Unary;
+    Round => "round", Unary;
+    Trunc => "trunc", Unary;
+    Signbit => "signbit", Predicate;
     Add => "add", Binary;
     Sub => "sub", Binary;
     Mul => "mul", Binary;
@@ -78,6 +103,15 @@ prim_table! {
     Pow => "pow", Binary;
     Maximum => "maximum", Binary;
     Minimum => "minimum", Binary;
+    Remainder => "remainder", Binary;
+    Fmod => "fmod", Binary;
+    FloorDivide => "floor_divide", Binary;
+    Atan2 => "atan2", Binary;
+    BitwiseAnd => "bitwise_and", Binary;
+    BitwiseOr => "bitwise_or", Binary;
+    BitwiseXor => "bitwise_xor", Binary;
+    BitwiseLeftShift => "bitwise_left_shift", Binary;
+    BitwiseRightShift => "bitwise_right_shift", Binary;
     Eq => "eq", Compare;
     Ne => "ne", Compare;
     Lt => "lt", Compare;
@@ -108,6 +142,7 @@ impl Prim {
             PrimClass::Unary
                 | PrimClass::Binary
                 | PrimClass::Compare
+                | PrimClass::Predicate
                 | PrimClass::Where
                 | PrimClass::Convert
         )

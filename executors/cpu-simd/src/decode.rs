@@ -184,6 +184,39 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
         Prim::Cos => cx.unary(UnaryOp::Cos),
         Prim::Erf => cx.unary(UnaryOp::Erf),
         Prim::Reciprocal => cx.unary(UnaryOp::Reciprocal),
+        // Not vectorised here: these fall through to the interpreter.
+        Prim::Exp2
+        | Prim::Expm1
+        | Prim::Log1p
+        | Prim::Log2
+        | Prim::Log10
+        | Prim::Tan
+        | Prim::Asin
+        | Prim::Acos
+        | Prim::Atan
+        | Prim::Sinh
+        | Prim::Cosh
+        | Prim::Asinh
+        | Prim::Acosh
+        | Prim::Atanh
+        | Prim::Erfc
+        | Prim::Erfinv
+        | Prim::Lgamma
+        | Prim::Digamma
+        | Prim::Floor
+        | Prim::Ceil
+        | Prim::Round
+        | Prim::Trunc
+        | Prim::Signbit
+        | Prim::Remainder
+        | Prim::Fmod
+        | Prim::FloorDivide
+        | Prim::Atan2
+        | Prim::BitwiseAnd
+        | Prim::BitwiseOr
+        | Prim::BitwiseXor
+        | Prim::BitwiseLeftShift
+        | Prim::BitwiseRightShift => return fail("not implemented in cpu-simd"),
         Prim::Add => cx.binary(BinaryOp::Add),
         Prim::Sub => cx.binary(BinaryOp::Sub),
         Prim::Mul => cx.binary(BinaryOp::Mul),

@@ -90,6 +90,29 @@ pub(crate) fn decode(
         Prim::Cos => unary(UnaryOp::Cos, args, out, env),
         Prim::Erf => unary(UnaryOp::Erf, args, out, env),
         Prim::Reciprocal => unary(UnaryOp::Reciprocal, args, out, env),
+        Prim::Floor => unary(UnaryOp::Floor, args, out, env),
+        Prim::Ceil => unary(UnaryOp::Ceil, args, out, env),
+        Prim::Round => unary(UnaryOp::Round, args, out, env),
+        Prim::Trunc => unary(UnaryOp::Trunc, args, out, env),
+        Prim::Signbit => unary(UnaryOp::Signbit, args, out, env),
+        Prim::Exp2 => unary(UnaryOp::Exp2, args, out, env),
+        Prim::Expm1 => unary(UnaryOp::Expm1, args, out, env),
+        Prim::Log1p => unary(UnaryOp::Log1p, args, out, env),
+        Prim::Log2 => unary(UnaryOp::Log2, args, out, env),
+        Prim::Log10 => unary(UnaryOp::Log10, args, out, env),
+        Prim::Tan => unary(UnaryOp::Tan, args, out, env),
+        Prim::Asin => unary(UnaryOp::Asin, args, out, env),
+        Prim::Acos => unary(UnaryOp::Acos, args, out, env),
+        Prim::Atan => unary(UnaryOp::Atan, args, out, env),
+        Prim::Sinh => unary(UnaryOp::Sinh, args, out, env),
+        Prim::Cosh => unary(UnaryOp::Cosh, args, out, env),
+        Prim::Asinh => unary(UnaryOp::Asinh, args, out, env),
+        Prim::Acosh => unary(UnaryOp::Acosh, args, out, env),
+        Prim::Atanh => unary(UnaryOp::Atanh, args, out, env),
+        Prim::Erfc => unary(UnaryOp::Erfc, args, out, env),
+        Prim::Erfinv => unary(UnaryOp::Erfinv, args, out, env),
+        Prim::Lgamma => unary(UnaryOp::Lgamma, args, out, env),
+        Prim::Digamma => unary(UnaryOp::Digamma, args, out, env),
         Prim::Add => binary(BinaryOp::Add, args, out, env),
         Prim::Sub => binary(BinaryOp::Sub, args, out, env),
         Prim::Mul => binary(BinaryOp::Mul, args, out, env),
@@ -97,6 +120,15 @@ pub(crate) fn decode(
         Prim::Pow => binary(BinaryOp::Pow, args, out, env),
         Prim::Maximum => binary(BinaryOp::Maximum, args, out, env),
         Prim::Minimum => binary(BinaryOp::Minimum, args, out, env),
+        Prim::Remainder => binary(BinaryOp::Remainder, args, out, env),
+        Prim::Fmod => binary(BinaryOp::Fmod, args, out, env),
+        Prim::FloorDivide => binary(BinaryOp::FloorDivide, args, out, env),
+        Prim::Atan2 => binary(BinaryOp::Atan2, args, out, env),
+        Prim::BitwiseAnd => binary(BinaryOp::BitAnd, args, out, env),
+        Prim::BitwiseOr => binary(BinaryOp::BitOr, args, out, env),
+        Prim::BitwiseXor => binary(BinaryOp::BitXor, args, out, env),
+        Prim::BitwiseLeftShift => binary(BinaryOp::Shl, args, out, env),
+        Prim::BitwiseRightShift => binary(BinaryOp::Shr, args, out, env),
         Prim::Eq => compare(CompareOp::Eq, args, out, env),
         Prim::Ne => compare(CompareOp::Ne, args, out, env),
         Prim::Lt => compare(CompareOp::Lt, args, out, env),
@@ -125,7 +157,12 @@ fn unary(op: UnaryOp, args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<Ins
             meta.dtype.short_name()
         ));
     }
-    expect_out(out, meta.dtype, &meta.shape)?;
+    let out_dtype = if op == UnaryOp::Signbit {
+        DTypeCode::Bool
+    } else {
+        meta.dtype
+    };
+    expect_out(out, out_dtype, &meta.shape)?;
     Ok(Instr::Unary { op, a })
 }
 

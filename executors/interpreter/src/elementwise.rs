@@ -19,6 +19,31 @@ pub(crate) enum UnaryOp {
     Cos,
     Erf,
     Reciprocal,
+    Exp2,
+    Expm1,
+    Log1p,
+    Log2,
+    Log10,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Erfc,
+    Erfinv,
+    Lgamma,
+    Digamma,
+    Floor,
+    Ceil,
+    /// Half to even, like torch.
+    Round,
+    Trunc,
+    /// The sign bit (set for -0 and negative NaNs); the only unary op with b8 lanes out.
+    Signbit,
 }
 
 impl UnaryOp {
@@ -43,6 +68,30 @@ impl UnaryOp {
             UnaryOp::Cos => x.cos(),
             UnaryOp::Erf => libm::erf(x),
             UnaryOp::Reciprocal => 1.0 / x,
+            UnaryOp::Exp2 => x.exp2(),
+            UnaryOp::Expm1 => x.exp_m1(),
+            UnaryOp::Log1p => x.ln_1p(),
+            UnaryOp::Log2 => x.log2(),
+            UnaryOp::Log10 => x.log10(),
+            UnaryOp::Tan => x.tan(),
+            UnaryOp::Asin => x.asin(),
+            UnaryOp::Acos => x.acos(),
+            UnaryOp::Atan => x.atan(),
+            UnaryOp::Sinh => x.sinh(),
+            UnaryOp::Cosh => x.cosh(),
+            UnaryOp::Asinh => x.asinh(),
+            UnaryOp::Acosh => x.acosh(),
+            UnaryOp::Atanh => x.atanh(),
+            UnaryOp::Erfc => libm::erfc(x),
+            UnaryOp::Erfinv => erfinv(x),
+            UnaryOp::Lgamma => libm::lgamma(x),
+            UnaryOp::Digamma => digamma(x),
+            UnaryOp::Floor => x.floor(),
+            UnaryOp::Ceil => x.ceil(),
+            UnaryOp::Round => x.round_ties_even(),
+            UnaryOp::Trunc => x.trunc(),
+            // `unary` gives b8 lanes for it; as a number it is 0 or 1.
+            UnaryOp::Signbit => f64::from(u8::from(x.is_sign_negative())),
         }
     }
 }
@@ -56,16 +105,32 @@ pub(crate) enum BinaryOp {
     Pow,
     Maximum,
     Minimum,
+    /// Sign of the divisor (Python's `%`, torch.remainder).
+    Remainder,
+    /// Sign of the dividend (C's fmod).
+    Fmod,
+    /// torch's `div(rounding_mode="floor")`.
+    FloorDivide,
+    Atan2,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
 }
 
 impl BinaryOp {
     pub(crate) fn supports(self, kind: LaneKind) -> bool {
-        // torch reads bool add and mul as logical or and and; max and min agree with them.
-        kind != LaneKind::Bool
-            || matches!(
+        use BinaryOp::*;
+        match kind {
+            // torch reads bool add and mul as logical or and and; max and min agree with them.
+            LaneKind::Bool => matches!(
                 self,
-                BinaryOp::Add | BinaryOp::Mul | BinaryOp::Maximum | BinaryOp::Minimum
-            )
+                Add | Mul | Maximum | Minimum | BitAnd | BitOr | BitXor
+            ),
+            LaneKind::Int => self != Atan2,
+            LaneKind::Float => !matches!(self, BitAnd | BitOr | BitXor | Shl | Shr),
+        }
     }
 
     fn float(self, x: f64, y: f64) -> f64 {
@@ -77,6 +142,24 @@ impl BinaryOp {
             BinaryOp::Pow => x.powf(y),
             BinaryOp::Maximum => nan_max(x, y),
             BinaryOp::Minimum => -nan_max(-x, -y),
+            BinaryOp::Remainder => {
+                // As ATen: fmod, then moved into the divisor's sign.
+                let m = x % y;
+                if m != 0.0 && (y < 0.0) != (m < 0.0) {
+                    m + y
+                } else {
+                    m
+                }
+            }
+            BinaryOp::Fmod => x % y,
+            BinaryOp::FloorDivide => div_floor(x, y),
+            BinaryOp::Atan2 => x.atan2(y),
+            // Refused for float lanes by `supports`.
+            BinaryOp::BitAnd
+            | BinaryOp::BitOr
+            | BinaryOp::BitXor
+            | BinaryOp::Shl
+            | BinaryOp::Shr => f64::NAN,
         }
     }
 
@@ -91,6 +174,37 @@ impl BinaryOp {
             BinaryOp::Pow => int_pow(x, y)?,
             BinaryOp::Maximum => x.max(y),
             BinaryOp::Minimum => x.min(y),
+            BinaryOp::Remainder | BinaryOp::Fmod | BinaryOp::FloorDivide if y == 0 => {
+                return Err("integer division by zero".to_string())
+            }
+            BinaryOp::Remainder => {
+                let m = x.wrapping_rem(y);
+                if m != 0 && (m < 0) != (y < 0) {
+                    m.wrapping_add(y)
+                } else {
+                    m
+                }
+            }
+            BinaryOp::Fmod => x.wrapping_rem(y),
+            BinaryOp::FloorDivide => {
+                let q = x.wrapping_div(y);
+                if (x < 0) != (y < 0) && x.wrapping_rem(y) != 0 {
+                    q - 1
+                } else {
+                    q
+                }
+            }
+            BinaryOp::Atan2 => return Err("not defined for integers".to_string()),
+            BinaryOp::BitAnd => x & y,
+            BinaryOp::BitOr => x | y,
+            BinaryOp::BitXor => x ^ y,
+            // As torch: a shift by a negative amount or by the width or more gives 0 (left)
+            // or the sign fill (right). In i64 lanes a left shift by 8..63 of an i8 already
+            // wraps to 0, and a right shift of a sign-extended lane fills with its sign.
+            BinaryOp::Shl if !(0..64).contains(&y) => 0,
+            BinaryOp::Shl => x.wrapping_shl(y as u32),
+            BinaryOp::Shr if !(0..64).contains(&y) => x >> 63,
+            BinaryOp::Shr => x >> y,
         })
     }
 
@@ -98,8 +212,162 @@ impl BinaryOp {
         match self {
             BinaryOp::Add | BinaryOp::Maximum => Ok(x || y),
             BinaryOp::Mul | BinaryOp::Minimum => Ok(x && y),
-            BinaryOp::Sub | BinaryOp::Div | BinaryOp::Pow => Err("not defined for b8".to_string()),
+            BinaryOp::BitAnd => Ok(x & y),
+            BinaryOp::BitOr => Ok(x | y),
+            BinaryOp::BitXor => Ok(x ^ y),
+            BinaryOp::Sub
+            | BinaryOp::Div
+            | BinaryOp::Pow
+            | BinaryOp::Remainder
+            | BinaryOp::Fmod
+            | BinaryOp::FloorDivide
+            | BinaryOp::Atan2
+            | BinaryOp::Shl
+            | BinaryOp::Shr => Err("not defined for b8".to_string()),
         }
+    }
+}
+
+/// Inverse error function: Giles' single-precision approximation ("Approximating the erfinv
+/// function", 2010), refined by Newton steps on `libm::erf` (on `ln(erfc)` towards +-1, where
+/// `erf` is flat) in f64 until they stop moving, so the result is within a few f64 ulps.
+pub(crate) fn erfinv(y: f64) -> f64 {
+    if y.is_nan() || !(-1.0..=1.0).contains(&y) {
+        return f64::NAN;
+    }
+    if y == 1.0 {
+        return f64::INFINITY;
+    }
+    if y == -1.0 {
+        return f64::NEG_INFINITY;
+    }
+    if y == 0.0 {
+        return y; // keeps -0
+    }
+    // Solve for |y| and restore the sign (erfinv is odd).
+    let (sign, y) = (y.signum(), y.abs());
+    let w = -((1.0 - y) * (1.0 + y)).ln();
+    let mut x = if w < 5.0 {
+        let w = w - 2.5;
+        let mut p = 2.810_226_36e-08;
+        for c in [
+            3.432_739_39e-07,
+            -3.523_387_7e-06,
+            -4.391_506_54e-06,
+            0.000_218_580_87,
+            -0.001_253_725_03,
+            -0.004_177_681_64,
+            0.246_640_727,
+            1.501_409_41,
+        ] {
+            p = c + p * w;
+        }
+        p * y
+    } else {
+        let w = w.sqrt() - 3.0;
+        let mut p = -0.000_200_214_257;
+        for c in [
+            0.000_100_950_558,
+            0.001_349_343_22,
+            -0.003_673_428_44,
+            0.005_739_507_73,
+            -0.007_622_461_3,
+            0.009_438_870_47,
+            1.001_674_06,
+            2.832_976_82,
+        ] {
+            p = c + p * w;
+        }
+        p * y
+    };
+    // Newton steps. Past 0.5 they solve ln(erfc(x)) = ln(1 - y) instead (1 - y is exact there,
+    // and the log is close to linear in the tail, where the approximation above is weakest).
+    for _ in 0..12 {
+        let pdf = std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp();
+        let step = if y > 0.5 {
+            let c = libm::erfc(x);
+            if c <= 0.0 || pdf <= 0.0 {
+                break;
+            }
+            ((1.0 - y).ln() - c.ln()) * c / pdf
+        } else {
+            (libm::erf(x) - y) / pdf
+        };
+        if !step.is_finite() {
+            break;
+        }
+        x -= step;
+        if step.abs() <= 1e-17 * x.abs() {
+            break;
+        }
+    }
+    sign * x
+}
+
+/// The digamma function, as ATen's `calc_digamma` (Cephes): reflection below 0, the
+/// recurrence up to 10, then the asymptotic series. `+-0` give `-+inf`, negative integers NaN.
+#[allow(clippy::excessive_precision)] // Cephes' constants, as ATen writes them
+pub(crate) fn digamma(x: f64) -> f64 {
+    const PSI_10: f64 = 2.251_752_589_066_721_107_64;
+    const A: [f64; 7] = [
+        8.333_333_333_333_333_333_33E-2,
+        -2.109_279_609_279_609_279_61E-2,
+        7.575_757_575_757_575_757_58E-3,
+        -4.166_666_666_666_666_666_67E-3,
+        3.968_253_968_253_968_253_97E-3,
+        -8.333_333_333_333_333_333_33E-3,
+        8.333_333_333_333_333_333_33E-2,
+    ];
+    if x == 0.0 {
+        return f64::INFINITY.copysign(-x);
+    }
+    if x < 0.0 {
+        if x == x.trunc() {
+            return f64::NAN;
+        }
+        // tan(pi * frac(x)) is more accurate than tan(pi * x).
+        let r = x - x.trunc();
+        return digamma(1.0 - x) - std::f64::consts::PI / (std::f64::consts::PI * r).tan();
+    }
+    if x.is_nan() {
+        return x;
+    }
+    let (mut x, mut result) = (x, 0.0);
+    while x < 10.0 {
+        result -= 1.0 / x;
+        x += 1.0;
+    }
+    if x == 10.0 {
+        return result + PSI_10;
+    }
+    let y = if x < 1.0e17 {
+        let z = 1.0 / (x * x);
+        z * A.iter().fold(0.0, |acc, &a| acc * z + a)
+    } else {
+        0.0
+    };
+    result + x.ln() - 0.5 / x - y
+}
+
+/// torch's float floor division (`c10::div_floor_floating`): exact where `floor(x / y)` would
+/// round first (`floor_divide(1, 0.1)` is 9, not 10).
+fn div_floor(x: f64, y: f64) -> f64 {
+    if y == 0.0 {
+        return x / y;
+    }
+    let m = x % y;
+    let mut div = (x - m) / y;
+    if m != 0.0 && (y < 0.0) != (m < 0.0) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let mut f = div.floor();
+        if div - f > 0.5 {
+            f += 1.0;
+        }
+        f
+    } else {
+        0.0f64.copysign(x / y)
     }
 }
 
@@ -236,6 +504,9 @@ fn bools<'a>(src: &Src<'a>, n: usize) -> Result<View<'a, bool>, String> {
 
 pub(crate) fn unary(op: UnaryOp, a: &Lanes) -> Result<Lanes, String> {
     match a {
+        Lanes::Float(v) if op == UnaryOp::Signbit => Ok(Lanes::Bool(
+            v.iter().map(|x| x.is_sign_negative()).collect(),
+        )),
         Lanes::Float(v) => Ok(Lanes::Float(v.iter().map(|&x| op.float(x)).collect())),
         Lanes::Int(v) if op == UnaryOp::Neg => {
             Ok(Lanes::Int(v.iter().map(|x| x.wrapping_neg()).collect()))

@@ -155,6 +155,105 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
             v(g),
             v(&p2(Prim::Mul, v(out), v(out))?),
         )?)),
+        Prim::Exp2 => one(mul(
+            &p2(Prim::Mul, v(g), v(out))?,
+            Arg::Float(std::f64::consts::LN_2),
+        )),
+        Prim::Expm1 => one(p2(
+            Prim::Mul,
+            v(g),
+            v(&p2(Prim::Add, v(out), Arg::Float(1.0))?),
+        )),
+        Prim::Log1p => one(p2(
+            Prim::Div,
+            v(g),
+            v(&p2(Prim::Add, v(&x()?), Arg::Float(1.0))?),
+        )),
+        Prim::Log2 => one(p2(
+            Prim::Div,
+            v(g),
+            v(&mul(&x()?, Arg::Float(std::f64::consts::LN_2))?),
+        )),
+        Prim::Log10 => one(p2(
+            Prim::Div,
+            v(g),
+            v(&mul(&x()?, Arg::Float(std::f64::consts::LN_10))?),
+        )),
+        // tan' = 1 + tan^2
+        Prim::Tan => {
+            let d = p2(
+                Prim::Add,
+                v(&p2(Prim::Mul, v(out), v(out))?),
+                Arg::Float(1.0),
+            )?;
+            one(p2(Prim::Mul, v(g), v(&d)))
+        }
+        // asin' = 1 / sqrt(1 - x^2), acos' = -asin'
+        Prim::Asin | Prim::Acos => {
+            let x = x()?;
+            let one_minus_sq = p2(Prim::Sub, Arg::Float(1.0), v(&p2(Prim::Mul, v(&x), v(&x))?))?;
+            let d = p2(
+                Prim::Mul,
+                v(g),
+                v(&prim1(Prim::Rsqrt, vec![v(&one_minus_sq)])?),
+            )?;
+            one(if prim == Prim::Asin { Ok(d) } else { neg(&d) })
+        }
+        Prim::Atan => {
+            let x = x()?;
+            let d = p2(Prim::Add, v(&p2(Prim::Mul, v(&x), v(&x))?), Arg::Float(1.0))?;
+            one(p2(Prim::Div, v(g), v(&d)))
+        }
+        Prim::Sinh => one(p2(Prim::Mul, v(g), v(&prim1(Prim::Cosh, vec![v(&x()?)])?))),
+        Prim::Cosh => one(p2(Prim::Mul, v(g), v(&prim1(Prim::Sinh, vec![v(&x()?)])?))),
+        // asinh' = 1 / sqrt(x^2 + 1), acosh' = 1 / sqrt(x^2 - 1)
+        Prim::Asinh | Prim::Acosh => {
+            let x = x()?;
+            let c = if prim == Prim::Asinh { 1.0 } else { -1.0 };
+            let d = p2(Prim::Add, v(&p2(Prim::Mul, v(&x), v(&x))?), Arg::Float(c))?;
+            one(p2(Prim::Mul, v(g), v(&prim1(Prim::Rsqrt, vec![v(&d)])?)))
+        }
+        Prim::Atanh => {
+            let x = x()?;
+            let d = p2(Prim::Sub, Arg::Float(1.0), v(&p2(Prim::Mul, v(&x), v(&x))?))?;
+            one(p2(Prim::Div, v(g), v(&d)))
+        }
+        Prim::Erfc => {
+            let x = x()?;
+            let e = prim1(Prim::Exp, vec![v(&neg(&p2(Prim::Mul, v(&x), v(&x))?)?)])?;
+            one(mul(
+                &p2(Prim::Mul, v(g), v(&e))?,
+                Arg::Float(-std::f64::consts::FRAC_2_SQRT_PI),
+            ))
+        }
+        // erfinv' = sqrt(pi) / 2 * exp(erfinv(x)^2)
+        Prim::Erfinv => {
+            let e = prim1(Prim::Exp, vec![v(&p2(Prim::Mul, v(out), v(out))?)])?;
+            one(mul(
+                &p2(Prim::Mul, v(g), v(&e))?,
+                Arg::Float(std::f64::consts::PI.sqrt() / 2.0),
+            ))
+        }
+        // Piecewise constant: torch's gradient is zero.
+        Prim::Floor | Prim::Ceil | Prim::Round | Prim::Trunc => {
+            let x = x()?;
+            one(crate::clang::full(
+                x.shape().to_vec(),
+                Arg::Float(0.0),
+                x.device(),
+                x.dtype(),
+            ))
+        }
+        Prim::Signbit => Ok(vec![None]),
+        Prim::Lgamma => one(p2(
+            Prim::Mul,
+            v(g),
+            v(&prim1(Prim::Digamma, vec![v(&x()?)])?),
+        )),
+        Prim::Digamma => Err(Error::op(
+            prim.id(),
+            "gradient is not implemented (it needs trigamma, which is not a prim yet)",
+        )),
         Prim::Add => Ok(vec![a.map(|_| g.clone()), b.map(|_| g.clone())]),
         Prim::Sub => Ok(vec![a.map(|_| g.clone()), b.map(|_| neg(g)).transpose()?]),
         Prim::Mul => Ok(vec![
@@ -242,6 +341,60 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
             ])
         }
         Prim::Eq | Prim::Ne | Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge => Ok(vec![None, None]),
+        // Integer-only: nothing to differentiate.
+        Prim::BitwiseAnd
+        | Prim::BitwiseOr
+        | Prim::BitwiseXor
+        | Prim::BitwiseLeftShift
+        | Prim::BitwiseRightShift => Ok(vec![None, None]),
+        // As torch: a - b * q, with q = floor(a / b) (remainder) or trunc(a / b) (fmod)
+        // held constant, so d/da = g and d/db = -g * q.
+        Prim::Remainder | Prim::Fmod => {
+            let gb = match &b {
+                None => None,
+                Some(_) => {
+                    let q = if prim == Prim::Remainder {
+                        p2(Prim::FloorDivide, args[0].clone(), args[1].clone())?
+                    } else {
+                        prim1(
+                            Prim::Trunc,
+                            vec![v(&p2(Prim::Div, args[0].clone(), args[1].clone())?)],
+                        )?
+                    };
+                    Some(neg(&p2(Prim::Mul, v(g), v(&q))?)?)
+                }
+            };
+            Ok(vec![a.map(|_| g.clone()), gb])
+        }
+        // Piecewise constant: zero, as torch's div(rounding_mode="floor").
+        Prim::FloorDivide => {
+            let zeros = |t: &Tensor| {
+                crate::clang::full(t.shape().to_vec(), Arg::Float(0.0), t.device(), t.dtype())
+            };
+            Ok(vec![
+                a.as_ref().map(zeros).transpose()?,
+                b.as_ref().map(zeros).transpose()?,
+            ])
+        }
+        // atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2).
+        Prim::Atan2 => {
+            let sq = |arg: &Arg| -> Result<Arg> {
+                Ok(match scalar_f64(arg) {
+                    Some(s) => Arg::Float(s * s),
+                    None => v(&p2(Prim::Mul, arg.clone(), arg.clone())?),
+                })
+            };
+            let denom = p2(Prim::Add, sq(&args[0])?, sq(&args[1])?)?;
+            let gd = p2(Prim::Div, v(g), v(&denom))?;
+            Ok(vec![
+                a.as_ref()
+                    .map(|_| p2(Prim::Mul, v(&gd), args[1].clone()))
+                    .transpose()?,
+                b.as_ref()
+                    .map(|_| neg(&p2(Prim::Mul, v(&gd), args[0].clone())?))
+                    .transpose()?,
+            ])
+        }
         Prim::Where => {
             let branch = |i: usize, keep_first: bool| -> Result<Option<Tensor>> {
                 if diff_tensor(&args[i])?.is_none() {

@@ -80,6 +80,7 @@ fn prim_tags(p: Prim) -> &'static [Tag] {
         PrimClass::Unary
         | PrimClass::Binary
         | PrimClass::Compare
+        | PrimClass::Predicate
         | PrimClass::Where
         | PrimClass::Convert => &[Tag::Elementwise],
         PrimClass::Shape => &[Tag::ShapeOp],

@@ -33,7 +33,245 @@ unary_ops! {
     cos, cos_rule, Cos, IntToFloat;
     erf, erf_rule, Erf, IntToFloat;
     reciprocal, reciprocal_rule, Reciprocal, IntToFloat;
+    exp2, exp2_rule, Exp2, IntToFloat;
+    expm1, expm1_rule, Expm1, IntToFloat;
+    log1p, log1p_rule, Log1p, IntToFloat;
+    log2, log2_rule, Log2, IntToFloat;
+    log10, log10_rule, Log10, IntToFloat;
+    tan, tan_rule, Tan, IntToFloat;
+    asin, asin_rule, Asin, IntToFloat;
+    acos, acos_rule, Acos, IntToFloat;
+    atan, atan_rule, Atan, IntToFloat;
+    sinh, sinh_rule, Sinh, IntToFloat;
+    cosh, cosh_rule, Cosh, IntToFloat;
+    asinh, asinh_rule, Asinh, IntToFloat;
+    acosh, acosh_rule, Acosh, IntToFloat;
+    atanh, atanh_rule, Atanh, IntToFloat;
+    erfc, erfc_rule, Erfc, IntToFloat;
+    erfinv, erfinv_rule, Erfinv, IntToFloat;
+    lgamma, lgamma_rule, Lgamma, IntToFloat;
+    digamma, digamma_rule, Digamma, IntToFloat;
 }
+
+// Rounding: identity on integers (as torch), refused for b8 (torch has no kernel for it).
+macro_rules! rounding_ops {
+    ($($name:ident, $rule:ident, $prim:ident;)*) => {$(
+        pub(crate) fn $rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+            c.expect(1)?;
+            let a = c.tensor(0)?;
+            if a.dtype() == DType::Bool {
+                bail_op!(c.op, "argument a: does not support dtype b8");
+            }
+            if !dtype::is_float(a.dtype()) {
+                return Ok(vec![a]);
+            }
+            Ok(vec![clang::unary(c.op, Prim::$prim, &a, Promotion::NoOpMath)?])
+        }
+
+        pub fn $name(a: &Tensor) -> Result<Tensor> {
+            call1(concat!("ltorch.", stringify!($name)), vec![Arg::Value(a.value())])
+        }
+    )*};
+}
+
+rounding_ops! {
+    floor, floor_rule, Floor;
+    ceil, ceil_rule, Ceil;
+    round, round_rule, Round;
+    trunc, trunc_rule, Trunc;
+}
+
+/// A zero literal of `a`'s kind.
+fn zero_like_literal(a: &Tensor) -> Operand {
+    match a.dtype() {
+        DType::Bool => Operand::Bool(false),
+        d if dtype::is_float(d) => Operand::Float(0.0),
+        _ => Operand::Int(0),
+    }
+}
+
+fn compare_literal(op: &str, prim: Prim, a: &Tensor, b: Operand) -> Result<Tensor> {
+    clang::elementwise(
+        op,
+        prim,
+        &[Operand::Tensor(a.clone()), b],
+        Promotion::AlwaysBool,
+    )
+}
+
+fn bool_full(a: &Tensor, value: bool) -> Result<Tensor> {
+    clang::full(
+        a.shape().to_vec(),
+        Arg::Bool(value),
+        a.device(),
+        DType::Bool,
+    )
+}
+
+/// `(a > 0) - (a < 0)` in `a`'s dtype; like torch, NaN gives 0 and -0 gives +0.
+pub(crate) fn sign_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    let a = c.tensor(0)?;
+    if a.dtype() == DType::Bool {
+        return Ok(vec![a]);
+    }
+    let side = |p: Prim| -> Result<Tensor> {
+        clang::convert(
+            &compare_literal(c.op, p, &a, zero_like_literal(&a))?,
+            a.dtype(),
+        )
+    };
+    let (pos, neg) = (side(Prim::Gt)?, side(Prim::Lt)?);
+    Ok(vec![clang::elementwise(
+        c.op,
+        Prim::Sub,
+        &[Operand::Tensor(pos), Operand::Tensor(neg)],
+        Promotion::NoOpMath,
+    )?])
+}
+
+pub(crate) fn signbit_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    let a = c.tensor(0)?;
+    Ok(vec![match a.dtype() {
+        DType::Bool => bool_full(&a, false)?,
+        d if dtype::is_float(d) => clang::unary(c.op, Prim::Signbit, &a, Promotion::AlwaysBool)?,
+        _ => compare_literal(c.op, Prim::Lt, &a, Operand::Int(0))?,
+    }])
+}
+
+/// `a != a`; false for integers and b8.
+pub(crate) fn isnan_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    let a = c.tensor(0)?;
+    if !dtype::is_float(a.dtype()) {
+        return Ok(vec![bool_full(&a, false)?]);
+    }
+    Ok(vec![compare_literal(
+        c.op,
+        Prim::Ne,
+        &a,
+        Operand::Tensor(a.clone()),
+    )?])
+}
+
+/// `abs(a) < inf`; true for integers and b8.
+pub(crate) fn isfinite_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    let a = c.tensor(0)?;
+    if !dtype::is_float(a.dtype()) {
+        return Ok(vec![bool_full(&a, true)?]);
+    }
+    let abs = clang::unary(c.op, Prim::Abs, &a, Promotion::NoOpMath)?;
+    Ok(vec![compare_literal(
+        c.op,
+        Prim::Lt,
+        &abs,
+        Operand::Float(f64::INFINITY),
+    )?])
+}
+
+/// `a == 0`, b8 out (NaN counts as true, so it gives false).
+pub(crate) fn logical_not_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    let a = c.tensor(0)?;
+    Ok(vec![compare_literal(
+        c.op,
+        Prim::Eq,
+        &a,
+        zero_like_literal(&a),
+    )?])
+}
+
+/// Integers: `-a - 1` in wrapping two's complement, which is `~a` at every width; b8: logical
+/// not.
+pub(crate) fn bitwise_not_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    let a = c.tensor(0)?;
+    match a.dtype() {
+        DType::Bool => Ok(vec![compare_literal(
+            c.op,
+            Prim::Eq,
+            &a,
+            Operand::Bool(false),
+        )?]),
+        d if dtype::is_float(d) => bail_op!(
+            c.op,
+            "argument a must be an integer or b8 tensor, got {}",
+            d.short_name()
+        ),
+        _ => {
+            let neg = clang::unary(c.op, Prim::Neg, &a, Promotion::NoOpMath)?;
+            Ok(vec![clang::elementwise(
+                c.op,
+                Prim::Sub,
+                &[Operand::Tensor(neg), Operand::Int(1)],
+                Promotion::NoOpMath,
+            )?])
+        }
+    }
+}
+
+// Bitwise ops take integers and b8; shifts need an integer result (b8 operands promote with
+// an integer one, as in torch). The error names the argument.
+macro_rules! bitwise_ops {
+    ($($name:ident, $rule:ident, $prim:ident, $bool_ok:expr;)*) => {$(
+        pub(crate) fn $rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+            c.expect(2)?;
+            let operands = [c.operand(0)?, c.operand(1)?];
+            let dtype_of = |o: &Operand| match o {
+                Operand::Tensor(t) => t.dtype(),
+                Operand::Float(_) => DType::F64,
+                Operand::Int(_) => DType::I64,
+                Operand::Bool(_) => DType::Bool,
+            };
+            let got = |o: &Operand| match o {
+                Operand::Tensor(t) => format!("a {} tensor", t.dtype().short_name()),
+                _ => format!("{o:?}"),
+            };
+            for (name, o) in ["a", "b"].iter().zip(&operands) {
+                if dtype::is_float(dtype_of(o)) {
+                    bail_op!(
+                        c.op,
+                        "argument {name} must be an integer or b8 tensor or number, got {}",
+                        got(o)
+                    );
+                }
+            }
+            if !$bool_ok && operands.iter().all(|o| dtype_of(o) == DType::Bool) {
+                bail_op!(
+                    c.op,
+                    "arguments a and b are both b8 ({} and {}); shifts need an integer operand",
+                    got(&operands[0]),
+                    got(&operands[1])
+                );
+            }
+            Ok(vec![clang::elementwise(c.op, Prim::$prim, &operands, Promotion::NoOpMath)?])
+        }
+
+        pub fn $name(a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Tensor> {
+            call1(concat!("ltorch.", stringify!($name)), vec![a.into().to_arg(), b.into().to_arg()])
+        }
+    )*};
+}
+
+bitwise_ops! {
+    bitwise_and, bitwise_and_rule, BitwiseAnd, true;
+    bitwise_or, bitwise_or_rule, BitwiseOr, true;
+    bitwise_xor, bitwise_xor_rule, BitwiseXor, true;
+    bitwise_left_shift, bitwise_left_shift_rule, BitwiseLeftShift, false;
+    bitwise_right_shift, bitwise_right_shift_rule, BitwiseRightShift, false;
+}
+
+macro_rules! unary_fns {
+    ($($name:ident),*) => {$(
+        pub fn $name(a: &Tensor) -> Result<Tensor> {
+            call1(concat!("ltorch.", stringify!($name)), vec![Arg::Value(a.value())])
+        }
+    )*};
+}
+
+unary_fns!(sign, signbit, isnan, isfinite, logical_not, bitwise_not);
 
 macro_rules! binary_ops {
     ($($name:ident, $rule:ident, $prim:ident, $kind:ident;)*) => {$(
@@ -57,6 +295,10 @@ binary_ops! {
     pow, pow_rule, Pow, Default;
     maximum, maximum_rule, Maximum, NoOpMath;
     minimum, minimum_rule, Minimum, NoOpMath;
+    remainder, remainder_rule, Remainder, Default;
+    fmod, fmod_rule, Fmod, Default;
+    floor_divide, floor_divide_rule, FloorDivide, Default;
+    atan2, atan2_rule, Atan2, IntToFloat;
     eq, eq_rule, Eq, AlwaysBool;
     ne, ne_rule, Ne, AlwaysBool;
     lt, lt_rule, Lt, AlwaysBool;

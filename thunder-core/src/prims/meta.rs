@@ -13,6 +13,12 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
     let op = prim.id();
     let out = match prim.class() {
         PrimClass::Unary => unary(prim, args, types)?,
+        PrimClass::Predicate => {
+            // Float only: ltorch answers for ints and bools without a prim.
+            let mut t = unary(prim, args, types)?;
+            t.dtype = DType::Bool;
+            t
+        }
         PrimClass::Binary | PrimClass::Compare => binary(prim, args, types)?,
         PrimClass::Where => where_meta(op, args, types)?,
         PrimClass::Convert => {
@@ -164,9 +170,40 @@ fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
     };
     // torch treats bool add and mul as logical or and and.
     let bool_ok = matches!(prim.class(), PrimClass::Compare)
-        || matches!(prim, Prim::Maximum | Prim::Minimum | Prim::Add | Prim::Mul);
+        || matches!(
+            prim,
+            Prim::Maximum
+                | Prim::Minimum
+                | Prim::Add
+                | Prim::Mul
+                | Prim::BitwiseAnd
+                | Prim::BitwiseOr
+                | Prim::BitwiseXor
+        );
     if t.dtype == DType::Bool && !bool_ok {
         bail_op!(op, "does not support dtype b8");
+    }
+    let float_ok = !matches!(
+        prim,
+        Prim::BitwiseAnd
+            | Prim::BitwiseOr
+            | Prim::BitwiseXor
+            | Prim::BitwiseLeftShift
+            | Prim::BitwiseRightShift
+    );
+    if dtype::is_float(t.dtype) && !float_ok {
+        bail_op!(
+            op,
+            "does not support dtype {} (integers and b8 only)",
+            t.dtype.short_name()
+        );
+    }
+    if prim == Prim::Atan2 && !dtype::is_float(t.dtype) {
+        bail_op!(
+            op,
+            "does not support dtype {} (floats only)",
+            t.dtype.short_name()
+        );
     }
     if prim == Prim::Pow && !dtype::is_float(t.dtype) && matches!(args[1], Arg::Int(e) if e < 0) {
         bail_op!(op, "integers to negative integer powers are not allowed");

@@ -24,7 +24,7 @@ fn binary(symbol: &str, a: &Buf, b: &Buf) -> Buf {
 fn unary_float_ops_agree_with_std_f32_within_one_rounding() {
     let xs = [0.5f32, 1.0, 2.0, 3.0];
     let x = Buf::new(F32, &[4], &xs.map(f64::from));
-    let cases: [(&str, F32Fn); 10] = [
+    let cases: [(&str, F32Fn); 22] = [
         ("prims.neg", |v| -v),
         ("prims.abs", f32::abs),
         ("prims.exp", f32::exp),
@@ -35,6 +35,18 @@ fn unary_float_ops_agree_with_std_f32_within_one_rounding() {
         ("prims.sin", f32::sin),
         ("prims.cos", f32::cos),
         ("prims.reciprocal", |v| 1.0 / v),
+        ("prims.exp2", f32::exp2),
+        ("prims.expm1", f32::exp_m1),
+        ("prims.log1p", f32::ln_1p),
+        ("prims.log2", f32::log2),
+        ("prims.log10", f32::log10),
+        ("prims.tan", f32::tan),
+        ("prims.atan", f32::atan),
+        ("prims.sinh", f32::sinh),
+        ("prims.cosh", f32::cosh),
+        ("prims.asinh", f32::asinh),
+        ("prims.erfc", |v| libm::erfcf(v)),
+        ("prims.lgamma", |v| libm::lgammaf(v)),
     ];
     for (symbol, f) in cases {
         let got = unary(symbol, &x).expect(symbol).f64s();
@@ -77,6 +89,83 @@ fn erf_matches_tabulated_values() {
     for (g, w) in got.iter().zip(want) {
         assert!((g - w).abs() < 1e-15, "erf: got {g}, want {w}");
     }
+}
+
+#[test]
+fn erfinv_inverts_erf_and_handles_the_edges() {
+    use crate::elementwise::erfinv;
+    for &x in &[-2.9, -1.0, -0.3, 1e-9, 0.2, 0.8, 1.7, 2.2, 2.9] {
+        let got = erfinv(libm::erf(x));
+        // Towards the tails erf(x) is flat, so its own rounding moves the inverse more.
+        let tol = if x.abs() > 2.0 { 1e-12 } else { 1e-14 };
+        assert!((got - x).abs() <= tol * x.abs(), "erfinv(erf({x})) = {got}");
+    }
+    assert_eq!(erfinv(1.0), f64::INFINITY);
+    assert_eq!(erfinv(-1.0), f64::NEG_INFINITY);
+    assert!(erfinv(1.5).is_nan() && erfinv(f64::NAN).is_nan());
+    assert!(erfinv(-0.0).is_sign_negative());
+    // Tabulated: erfinv(0.5) = 0.4769362762044699
+    assert!((erfinv(0.5) - 0.476_936_276_204_469_9).abs() < 1e-15);
+}
+
+#[test]
+fn digamma_matches_tabulated_values_and_poles() {
+    use crate::elementwise::digamma;
+    let euler = 0.577_215_664_901_532_9;
+    for (x, want) in [
+        (1.0, -euler),
+        (0.5, -euler - 2.0 * std::f64::consts::LN_2),
+        (2.0, 1.0 - euler),
+        (10.0, 2.251_752_589_066_721),
+        (-0.5, 0.036_489_973_978_576_52),
+        (100.0, 4.600_161_852_738_087),
+    ] {
+        let got = digamma(x);
+        assert!(
+            (got - want).abs() <= 1e-14 * want.abs().max(1.0),
+            "digamma({x}) = {got}"
+        );
+    }
+    assert_eq!(digamma(0.0), f64::NEG_INFINITY);
+    assert_eq!(digamma(-0.0), f64::INFINITY);
+    assert!(digamma(-3.0).is_nan() && digamma(f64::NAN).is_nan());
+}
+
+#[test]
+fn rounding_is_half_to_even_and_keeps_the_sign_of_zero() {
+    let x = Buf::new(F32, &[6], &[0.5, 1.5, 2.5, -0.5, -1.7, 2.2]);
+    let got = |s: &str| unary(s, &x).expect(s).f64s();
+    assert_floats(&got("prims.round"), &[0.0, 2.0, 2.0, -0.0, -2.0, 2.0]);
+    assert_floats(&got("prims.floor"), &[0.0, 1.0, 2.0, -1.0, -2.0, 2.0]);
+    assert_floats(&got("prims.ceil"), &[1.0, 2.0, 3.0, -0.0, -1.0, 3.0]);
+    assert_floats(&got("prims.trunc"), &[0.0, 1.0, 2.0, -0.0, -1.0, 2.0]);
+    assert!(got("prims.round")[3].is_sign_negative());
+}
+
+#[test]
+fn signbit_gives_b8_and_sees_negative_zero_and_nan() {
+    let x = Buf::new(F64, &[5], &[-0.0, 0.0, -f64::NAN, f64::NAN, -3.0]);
+    let out = eval(
+        "prims.signbit",
+        &[&x],
+        |ids| vec![val(ids[0])],
+        B8,
+        &x.shape,
+    )
+    .expect("signbit");
+    assert_eq!(out.bools(), [true, false, true, false, true]);
+    let ints = Buf::new(I32, &[1], &[-1.0]);
+    assert_err(
+        eval(
+            "prims.signbit",
+            &[&ints],
+            |ids| vec![val(ids[0])],
+            B8,
+            &ints.shape,
+        ),
+        PluginErrorKind::Unsupported,
+        &["i32"],
+    );
 }
 
 #[test]
@@ -150,6 +239,80 @@ fn binary_int_ops_truncate_and_wrap() {
     assert_eq!(
         binary("prims.pow", &three, &Buf::new(U8, &[2], &[5.0, 8.0])).i64s(),
         [243, 0]
+    );
+}
+
+#[test]
+fn remainder_fmod_and_floor_divide_follow_their_sign_conventions() {
+    let a = Buf::new(I8, &[5], &[7.0, -7.0, 7.0, -7.0, -128.0]);
+    let b = Buf::new(I8, &[5], &[3.0, 3.0, -3.0, -3.0, -1.0]);
+    assert_eq!(binary("prims.remainder", &a, &b).i64s(), [1, 2, -2, -1, 0]);
+    assert_eq!(binary("prims.fmod", &a, &b).i64s(), [1, -1, 1, -1, 0]);
+    // -128 // -1 wraps to -128 in i8, as in torch.
+    assert_eq!(
+        binary("prims.floor_divide", &a, &b).i64s(),
+        [2, -3, -3, 2, -128]
+    );
+    let x = Buf::new(F64, &[4], &[7.5, -7.5, 1.0, -0.0]);
+    let y = Buf::new(F64, &[4], &[2.0, 2.0, 0.1, 3.0]);
+    assert_floats(
+        &binary("prims.remainder", &x, &y).f64s(),
+        &[1.5, 0.5, 1.0 % 0.1, -0.0],
+    );
+    assert_floats(
+        &binary("prims.fmod", &x, &y).f64s(),
+        &[1.5, -1.5, 1.0 % 0.1, -0.0],
+    );
+    // floor(1 / 0.1) would be 10; torch (and we) give 9.
+    assert_floats(
+        &binary("prims.floor_divide", &x, &y).f64s(),
+        &[3.0, -4.0, 9.0, -0.0],
+    );
+    for symbol in ["prims.remainder", "prims.fmod", "prims.floor_divide"] {
+        let zero = Buf::new(I32, &[1], &[0.0]);
+        let r = eval(
+            symbol,
+            &[&zero, &zero],
+            |i| vec![val(i[0]), val(i[1])],
+            I32,
+            &[1],
+        );
+        assert_err(r, PluginErrorKind::Invalid, &[symbol, "division by zero"]);
+    }
+}
+
+#[test]
+fn bitwise_ops_and_shifts_match_twos_complement() {
+    let a = Buf::new(I8, &[4], &[-128.0, -1.0, 85.0, 5.0]);
+    let b = Buf::new(I8, &[4], &[127.0, -86.0, -86.0, 3.0]);
+    assert_eq!(binary("prims.bitwise_and", &a, &b).i64s(), [0, -86, 0, 1]);
+    assert_eq!(binary("prims.bitwise_or", &a, &b).i64s(), [-1, -1, -1, 7]);
+    assert_eq!(binary("prims.bitwise_xor", &a, &b).i64s(), [-1, 85, -1, 6]);
+    let s = Buf::new(I8, &[4], &[7.0, 8.0, -1.0, 1.0]);
+    let v = Buf::new(I8, &[4], &[5.0, -5.0, -5.0, -5.0]);
+    assert_eq!(
+        binary("prims.bitwise_left_shift", &v, &s).i64s(),
+        [-128, 0, 0, -10]
+    );
+    assert_eq!(
+        binary("prims.bitwise_right_shift", &v, &s).i64s(),
+        [0, -1, -1, -3]
+    );
+    let t = Buf::new(B8, &[2], &[1.0, 0.0]);
+    let f = Buf::new(B8, &[2], &[1.0, 1.0]);
+    assert_eq!(binary("prims.bitwise_xor", &t, &f).bools(), [false, true]);
+    let x = Buf::new(F32, &[1], &[1.0]);
+    let r = eval(
+        "prims.bitwise_and",
+        &[&x, &x],
+        |i| vec![val(i[0]), val(i[1])],
+        F32,
+        &[1],
+    );
+    assert_err(
+        r,
+        PluginErrorKind::Unsupported,
+        &["prims.bitwise_and", "f32"],
     );
 }
 
