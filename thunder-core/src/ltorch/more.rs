@@ -2,6 +2,7 @@
 //! all/any, the `*_like` factories, flatten, squeeze and t.
 
 use super::elementwise::{add, div, mul, ne, require_float, rsqrt, sub, to, upcast};
+use super::nn::normalized_dims;
 use super::{call1, CallArgs};
 use crate::clang::{self, Operand, Promotion};
 use crate::dtype::{self, DType};
@@ -16,16 +17,7 @@ pub(crate) fn rms_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(4)?;
     let a = c.tensor(0)?;
     require_float(c.op, &a)?;
-    let norm = c.ints(1)?;
-    let r = a.rank();
-    if norm.len() > r || a.shape()[r - norm.len()..] != norm[..] {
-        bail_op!(
-            c.op,
-            "normalized_shape {} does not match the trailing dims of {}",
-            ShapeDisplay(&norm),
-            ShapeDisplay(a.shape())
-        );
-    }
+    let (norm, dims) = normalized_dims(c, &a)?;
     let eps = match c.args.get(3) {
         Some(Arg::Float(e)) => *e,
         Some(Arg::None) => match a.dtype() {
@@ -39,7 +31,6 @@ pub(crate) fn rms_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             "argument 3 (eps) must be a float or None, got {other:?}"
         ),
     };
-    let dims: Vec<i64> = ((r - norm.len()) as i64..r as i64).collect();
     let count: i64 = norm.iter().product();
     let x = upcast(&a)?;
     let ms = mul(

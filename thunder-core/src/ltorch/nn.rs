@@ -285,11 +285,9 @@ pub fn cross_entropy(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
     )
 }
 
-/// Layer norm over the trailing `normalized_shape` dims (biased variance, as torch).
-pub(crate) fn layer_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
-    c.expect(5)?;
-    let a = c.tensor(0)?;
-    require_float(c.op, &a)?;
+/// Argument 1 of layer_norm and rms_norm: the trailing `normalized_shape`, checked against
+/// `a`, and the dims it covers.
+pub(crate) fn normalized_dims(c: &CallArgs, a: &Tensor) -> Result<(Vec<i64>, Vec<i64>)> {
     let norm = c.ints(1)?;
     let r = a.rank();
     if norm.len() > r || a.shape()[r - norm.len()..] != norm[..] {
@@ -300,11 +298,19 @@ pub(crate) fn layer_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             ShapeDisplay(a.shape())
         );
     }
+    Ok((norm.clone(), ((r - norm.len()) as i64..r as i64).collect()))
+}
+
+/// Layer norm over the trailing `normalized_shape` dims (biased variance, as torch).
+pub(crate) fn layer_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(5)?;
+    let a = c.tensor(0)?;
+    require_float(c.op, &a)?;
+    let (norm, dims) = normalized_dims(c, &a)?;
     let eps = match c.args.get(4) {
         Some(Arg::Float(e)) => *e,
         other => bail_op!(c.op, "argument 4 (eps) must be a float, got {other:?}"),
     };
-    let dims: Vec<i64> = ((r - norm.len()) as i64..r as i64).collect();
     let count: i64 = norm.iter().product();
     let x = upcast(&a)?;
     let mean = mul(
