@@ -100,3 +100,82 @@ pub fn load_fixture_array(st: &safetensors::SafeTensors, name: &str) -> thunder_
     let ty = thunder_core::ir::TensorType::new(shape, dtype, thunder_core::Device::Cpu);
     thunder_core::Array::from_bytes(view.data(), ty).expect("fixture array")
 }
+
+/// One case of a fixture manifest (`tests/fixtures/ops` or `tests/fixtures/grads`), with its
+/// safetensors file loaded once per file.
+pub struct FixtureCase {
+    pub op: String,
+    /// `op/case`, e.g. `add/c3` (what KNOWN_DEVIATIONS lists).
+    pub key: String,
+    /// The key with the case's note, for failure messages.
+    pub id: String,
+    pub program: String,
+    pub json: serde_json::Value,
+    file: std::sync::Arc<Vec<u8>>,
+}
+
+impl FixtureCase {
+    pub fn str(&self, field: &str) -> String {
+        self.json[field].as_str().unwrap_or_default().to_string()
+    }
+
+    /// A stored tensor by name.
+    pub fn array(&self, name: &str) -> thunder_core::Array {
+        let st = safetensors::SafeTensors::deserialize(&self.file).expect("safetensors");
+        load_fixture_array(&st, name)
+    }
+
+    /// The tensors named by a list field of the case (`inputs`, `outputs`, `grads`).
+    pub fn arrays(&self, field: &str) -> Vec<thunder_core::Array> {
+        let st = safetensors::SafeTensors::deserialize(&self.file).expect("safetensors");
+        self.json[field]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str())
+                    .map(|n| load_fixture_array(&st, n))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The case's `(rtol, atol)` (0 when absent: exact).
+    pub fn tolerances(&self) -> (f64, f64) {
+        (
+            self.json["rtol"].as_f64().unwrap_or(0.0),
+            self.json["atol"].as_f64().unwrap_or(0.0),
+        )
+    }
+}
+
+/// Every case of the manifest in `dir` (a folder under `tests/fixtures`).
+pub fn fixture_cases(dir: &std::path::Path) -> Vec<FixtureCase> {
+    let manifest: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    let mut files: std::collections::HashMap<String, std::sync::Arc<Vec<u8>>> =
+        std::collections::HashMap::new();
+    manifest
+        .into_iter()
+        .map(|json| {
+            let s = |k: &str| json[k].as_str().unwrap_or_default().to_string();
+            let (op, file_name) = (s("op"), s("file"));
+            let key = format!("{op}/{}", s("case"));
+            let file = files
+                .entry(file_name.clone())
+                .or_insert_with(|| {
+                    std::sync::Arc::new(std::fs::read(dir.join(&file_name)).expect("fixture file"))
+                })
+                .clone();
+            FixtureCase {
+                id: format!("{key} ({})", s("note")),
+                program: s("program"),
+                op,
+                key,
+                json,
+                file,
+            }
+        })
+        .collect()
+}

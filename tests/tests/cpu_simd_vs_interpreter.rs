@@ -12,14 +12,13 @@
 //!   interpreter's);
 //! - f64: rtol 1e-10, atol 1e-12; every other dtype exactly.
 
-use safetensors::SafeTensors;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use thunder_core::host::Config;
 use thunder_core::{Array, DType, PluginHost};
 use thunder_tests::{
-    close, interpreter_host, interpreter_library, load_fixture_array, repo_root, target_dir,
+    close, fixture_cases, interpreter_host, interpreter_library, repo_root, target_dir,
 };
 
 /// Cases where the interpreter deliberately differs from PyTorch (see ops_vs_pytorch.rs);
@@ -90,42 +89,20 @@ fn mismatch(a: &Array, e: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Opti
 #[test]
 fn every_op_case_matches_the_interpreter_and_pytorch() {
     let dir = repo_root().join("tests/fixtures/ops");
-    let manifest: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest"),
-    )
-    .expect("json");
+    let manifest = fixture_cases(&dir);
     let (simd, interp) = (simd_host(), interpreter_host());
-    let mut files: HashMap<String, Vec<u8>> = HashMap::new();
     let mut failures = Vec::new();
     let (mut claimed_cases, mut claimed_ops) = (0usize, 0usize);
     let mut claimed_per_op: HashMap<String, usize> = HashMap::new();
     for case in &manifest {
-        let s = |k: &str| case[k].as_str().unwrap_or_default().to_string();
-        let (op, file, program) = (s("op"), s("file"), s("program"));
-        let key = format!("{op}/{}", s("case"));
-        let id = format!("{key} ({})", s("note"));
-        let bytes = files
-            .entry(file.clone())
-            .or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
-        let st = SafeTensors::deserialize(bytes).expect("safetensors");
-        let names = |k: &str| -> Vec<String> {
-            case[k]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let inputs: Vec<Array> = names("inputs")
-            .iter()
-            .map(|n| load_fixture_array(&st, n))
-            .collect();
-        let torch: Vec<Array> = names("outputs")
-            .iter()
-            .map(|n| load_fixture_array(&st, n))
-            .collect();
+        let (op, program, key, id) = (
+            case.op.clone(),
+            case.program.clone(),
+            case.key.clone(),
+            case.id.clone(),
+        );
+        let inputs: Vec<Array> = case.arrays("inputs");
+        let torch: Vec<Array> = case.arrays("outputs");
         let run = |host: &PluginHost| {
             thunder_core::text::parse_trace(&program)
                 .and_then(|t| thunder_core::compile_trace(host, t))
@@ -165,10 +142,10 @@ fn every_op_case_matches_the_interpreter_and_pytorch() {
         }
         if !PYTORCH_DEVIATIONS.contains(&key.as_str()) {
             let (rtol, atol) = (
-                case["rtol"].as_f64().unwrap_or(0.0),
-                case["atol"].as_f64().unwrap_or(0.0),
+                case.json["rtol"].as_f64().unwrap_or(0.0),
+                case.json["atol"].as_f64().unwrap_or(0.0),
             );
-            let equal_nan = case["equal_nan"].as_bool().unwrap_or(false);
+            let equal_nan = case.json["equal_nan"].as_bool().unwrap_or(false);
             for (k, (a, e)) in got.iter().zip(&torch).enumerate() {
                 if let Some(m) = mismatch(a, e, rtol, atol, equal_nan) {
                     failures.push(format!("{id}: output {k} differs from PyTorch: {m}"));

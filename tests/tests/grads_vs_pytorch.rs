@@ -4,11 +4,10 @@
 //! gradients are compared with PyTorch's `autograd.grad(out, inputs, cot)` in dtype, shape and
 //! value.
 
-use safetensors::SafeTensors;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use thunder_core::autograd::value_and_grad;
 use thunder_core::{Array, Tensor};
-use thunder_tests::{close, interpreter_host, load_fixture_array, repo_root};
+use thunder_tests::{close, fixture_cases, interpreter_host, repo_root};
 
 /// The number of cases `scripts/gen_grad_fixtures.py` generates; the test fails if fewer ran.
 const EXPECTED_CASES: usize = 346;
@@ -89,51 +88,25 @@ fn run_case(
 #[test]
 fn every_gradient_matches_pytorch() {
     let dir = repo_root().join("tests/fixtures/grads");
-    let manifest: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest"),
-    )
-    .expect("json");
-    let mut files: HashMap<String, Vec<u8>> = HashMap::new();
+    let manifest = fixture_cases(&dir);
     let mut failures = Vec::new();
     let mut per_op: BTreeMap<String, usize> = BTreeMap::new();
     for case in &manifest {
-        let s = |k: &str| case[k].as_str().unwrap_or_default().to_string();
-        let (op, file, program) = (s("op"), s("file"), s("program"));
-        let key = format!("{op}/{}", s("case"));
-        let id = format!("{key} ({})", s("note"));
-        let bytes = files
-            .entry(file.clone())
-            .or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
-        let st = SafeTensors::deserialize(bytes).expect("safetensors");
-        let names = |k: &str| -> Vec<String> {
-            case[k]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let inputs: Vec<Array> = names("inputs")
-            .iter()
-            .map(|n| load_fixture_array(&st, n))
-            .collect();
-        let requires_grad: Vec<bool> = case["requires_grad"]
+        let s = |k: &str| case.str(k);
+        let (op, program, id) = (case.op.clone(), case.program.clone(), case.id.clone());
+        let inputs: Vec<Array> = case.arrays("inputs");
+        let requires_grad: Vec<bool> = case.json["requires_grad"]
             .as_array()
             .expect("requires_grad")
             .iter()
             .map(|v| v.as_bool().expect("requires_grad flag"))
             .collect();
         assert_eq!(requires_grad.len(), inputs.len(), "{id}: requires_grad");
-        let cot = load_fixture_array(&st, &s("cot"));
-        let expected: Vec<Array> = names("grads")
-            .iter()
-            .map(|n| load_fixture_array(&st, n))
-            .collect();
+        let cot = case.array(&s("cot"));
+        let expected: Vec<Array> = case.arrays("grads");
         let (rtol, atol) = (
-            case["rtol"].as_f64().expect("rtol"),
-            case["atol"].as_f64().expect("atol"),
+            case.json["rtol"].as_f64().expect("rtol"),
+            case.json["atol"].as_f64().expect("atol"),
         );
         for f in run_case(&program, inputs, &requires_grad, cot, &expected, rtol, atol) {
             failures.push(format!("{id}: {f}"));

@@ -2,10 +2,9 @@
 //! the program is parsed, compiled through the interpreter plugin, run on the stored inputs,
 //! and compared with PyTorch's outputs in dtype, shape and value.
 
-use safetensors::SafeTensors;
 use std::collections::HashMap;
 use thunder_core::Array;
-use thunder_tests::{close, interpreter_host, load_fixture_array, repo_root};
+use thunder_tests::{close, fixture_cases, interpreter_host, repo_root};
 
 /// Cases where we deliberately differ from PyTorch, with the reason. The test checks that each
 /// still differs, so the list cannot go stale.
@@ -23,46 +22,19 @@ const KNOWN_DEVIATIONS: &[(&str, &str)] = &[
 #[test]
 fn every_op_matches_pytorch() {
     let dir = repo_root().join("tests/fixtures/ops");
-    let manifest: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("manifest.json")).expect("manifest"),
-    )
-    .expect("json");
+    let manifest = fixture_cases(&dir);
     let host = interpreter_host();
-    let mut files: HashMap<String, Vec<u8>> = HashMap::new();
     let mut failures = Vec::new();
     let mut per_op: HashMap<String, usize> = HashMap::new();
     for case in &manifest {
-        let s = |k: &str| case[k].as_str().unwrap_or_default().to_string();
-        let (op, file, program) = (s("op"), s("file"), s("program"));
-        let key = format!("{op}/{}", s("case"));
-        let id = format!("{key} ({})", s("note"));
-        let bytes = files
-            .entry(file.clone())
-            .or_insert_with(|| std::fs::read(dir.join(&file)).expect("fixture file"));
-        let st = SafeTensors::deserialize(bytes).expect("safetensors");
-        let names = |k: &str| -> Vec<String> {
-            case[k]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let inputs: Vec<Array> = names("inputs")
-            .iter()
-            .map(|n| load_fixture_array(&st, n))
-            .collect();
-        let expected: Vec<Array> = names("outputs")
-            .iter()
-            .map(|n| load_fixture_array(&st, n))
-            .collect();
+        let (op, program, id) = (case.op.clone(), case.program.clone(), case.id.clone());
+        let inputs: Vec<Array> = case.arrays("inputs");
+        let expected: Vec<Array> = case.arrays("outputs");
         let (rtol, atol) = (
-            case["rtol"].as_f64().unwrap_or(0.0),
-            case["atol"].as_f64().unwrap_or(0.0),
+            case.json["rtol"].as_f64().unwrap_or(0.0),
+            case.json["atol"].as_f64().unwrap_or(0.0),
         );
-        let equal_nan = case["equal_nan"].as_bool().unwrap_or(false);
+        let equal_nan = case.json["equal_nan"].as_bool().unwrap_or(false);
         let result = thunder_core::text::parse_trace(&program)
             .and_then(|t| thunder_core::compile_trace(&host, t))
             .and_then(|(_, compiled)| compiled.run(&inputs));
