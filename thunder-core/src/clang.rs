@@ -305,6 +305,29 @@ pub fn full(
     )
 }
 
+/// `[0, 1, ..., n - 1]` as i64 on `device` (one-hots, triangular and causal masks).
+pub fn iota(n: i64, device: crate::device::Device) -> Result<Tensor> {
+    prim1(
+        Prim::Iota,
+        vec![
+            Arg::Int(n),
+            Arg::Int(0),
+            Arg::Int(1),
+            Arg::Device(device),
+            Arg::DType(DType::I64),
+        ],
+    )
+}
+
+/// Row indices `[rows, 1]` and column indices `[1, cols]`, which broadcast to a grid for
+/// triangular and causal masks.
+pub fn index_grid(rows: i64, cols: i64, device: crate::device::Device) -> Result<(Tensor, Tensor)> {
+    Ok((
+        reshape(&iota(rows, device)?, vec![rows, 1])?,
+        reshape(&iota(cols, device)?, vec![1, cols])?,
+    ))
+}
+
 /// Canonical, sorted, distinct reduction dims; `None` means every dim.
 pub fn reduction_dims(op: &str, dims: Option<&[i64]>, rank: usize) -> Result<Vec<i64>> {
     let Some(dims) = dims else {

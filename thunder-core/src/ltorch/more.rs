@@ -8,7 +8,7 @@ use crate::clang::{self, Operand, Promotion};
 use crate::dtype::{self, DType};
 use crate::error::{bail_op, Result};
 use crate::ir::{Arg, ShapeDisplay};
-use crate::prims::{prim1, Prim};
+use crate::prims::Prim;
 use crate::tensor::Tensor;
 
 /// `x / sqrt(mean(x^2 over normalized_shape) + eps) * weight`; `eps = None` is the dtype's
@@ -124,20 +124,7 @@ fn triangle(c: &CallArgs, lower: bool) -> Result<Vec<Tensor>> {
         );
     }
     let (rows, cols) = (a.shape()[a.rank() - 2], a.shape()[a.rank() - 1]);
-    let iota = |n: i64| {
-        prim1(
-            Prim::Iota,
-            vec![
-                Arg::Int(n),
-                Arg::Int(0),
-                Arg::Int(1),
-                Arg::Device(a.device()),
-                Arg::DType(DType::I64),
-            ],
-        )
-    };
-    let row = clang::reshape(&iota(rows)?, vec![rows, 1])?;
-    let col = clang::reshape(&iota(cols)?, vec![1, cols])?;
+    let (row, col) = clang::index_grid(rows, cols, a.device())?;
     // col - row <= k keeps the lower triangle; col - row >= k the upper.
     let diff = sub(&col, &row)?;
     let keep = if lower {

@@ -6,7 +6,7 @@ use crate::clang;
 use crate::dtype::{self, DType};
 use crate::error::{bail_op, Result};
 use crate::ir::{Arg, ShapeDisplay};
-use crate::prims::{prim1, Prim};
+use crate::prims::Prim;
 use crate::tensor::Tensor;
 
 /// `x - max - log(sum(exp(x - max)))` over `dim`, in f32 for f16/bf16.
@@ -44,16 +44,7 @@ pub fn log_softmax(a: &Tensor, dim: i64) -> Result<Tensor> {
 /// outside `0..classes` give all-zero rows.
 fn one_hot(target: &Tensor, classes: i64, dtype: DType) -> Result<Tensor> {
     let n = target.shape()[0];
-    let iota = prim1(
-        Prim::Iota,
-        vec![
-            Arg::Int(classes),
-            Arg::Int(0),
-            Arg::Int(1),
-            Arg::Device(target.device()),
-            Arg::DType(DType::I64),
-        ],
-    )?;
+    let iota = clang::iota(classes, target.device())?;
     let idx = clang::reshape(&clang::convert(target, DType::I64)?, vec![n, 1])?;
     let hot = super::elementwise::eq(&idx, &iota)?;
     clang::convert(&hot, dtype)
@@ -207,20 +198,7 @@ pub(crate) fn sdpa_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     let mut scores = mul(&super::linalg::matmul(&q, &kt)?, scale)?;
     let (l, s) = (q.shape()[q.rank() - 2], k.shape()[k.rank() - 2]);
     let keep = if causal {
-        let iota = |n: i64| {
-            prim1(
-                Prim::Iota,
-                vec![
-                    Arg::Int(n),
-                    Arg::Int(0),
-                    Arg::Int(1),
-                    Arg::Device(q.device()),
-                    Arg::DType(DType::I64),
-                ],
-            )
-        };
-        let rows = clang::reshape(&iota(l)?, vec![l, 1])?;
-        let cols = clang::reshape(&iota(s)?, vec![1, s])?;
+        let (rows, cols) = clang::index_grid(l, s, q.device())?;
         Some(super::elementwise::le(&cols, &rows)?)
     } else {
         match &mask {
