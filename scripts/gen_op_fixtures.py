@@ -253,7 +253,7 @@ def sig(op, args):
     return "%s(%s)" % (op, ", ".join(parts))
 
 
-def program(op, args):
+def program(op, args, n_out=1):
     names = []
     call_args = []
     ann = []
@@ -267,8 +267,9 @@ def program(op, args):
             call_args.append(fmt_lit(a))
     lines = ["def computation(%s):" % ", ".join(names)]
     lines += ann
-    lines.append("  t0 = ltorch.%s(%s)" % (op, ", ".join(call_args)))
-    lines.append("  return (t0,)")
+    targets = ", ".join("t%d" % i for i in range(n_out))
+    lines.append("  %s = ltorch.%s(%s)" % (targets, op, ", ".join(call_args)))
+    lines.append("  return (%s,)" % targets)
     return "\n".join(lines) + "\n"
 
 
@@ -317,7 +318,7 @@ def case(op, args, ref, note="", loose=None, skip_key=None):
                 ("op", op),
                 ("case", cid),
                 ("file", op + ".safetensors"),
-                ("program", program(op, args)),
+                ("program", program(op, args, len(outs))),
                 ("inputs", in_names),
                 ("outputs", out_names),
                 ("dtype", odt),
@@ -1195,6 +1196,371 @@ def gen_factories():
 
 
 # ----------------------------------------------------------------------------
+# prod, amin, max/min, argmax/argmin, var_mean, cumsum, topk, sort
+# ----------------------------------------------------------------------------
+def _distinct(g, shape, dt):
+    """Distinct values per tensor (a shuffled range, centred), so sort and topk orders and the
+    indices of extrema are unique and do not depend on tie-breaking."""
+    n = 1
+    for d in shape:
+        n *= d
+    perm = torch.randperm(n, generator=g.g).reshape(shape)
+    if dt == "u8":
+        return perm.to(torch.uint8)
+    if dt == "b8":
+        return (perm % 2).to(torch.bool)
+    x = perm - n // 2
+    if dt in FLOATS:
+        return (x.to(torch.float64) / 2).to(DTYPES[dt])
+    return x.to(DTYPES[dt])
+
+
+def gen_stats():
+    op = "prod"
+    g = Gen(op)
+    ref = lambda a, d, k: torch.prod(a, dtype=None) if d is None and not k else (
+        torch.prod(a.reshape(-1), 0).reshape([1] * a.dim()) if d is None else torch.prod(a, d, keepdim=k))
+    for dt in ALL:
+        case(op, [g((2, 3), dt), 1, False], ref, "dtype sweep", loose="accum", skip_key="dtype " + dt)
+    for shape, d, keep, dt, note in [
+        ((2, 3), None, False, "f32", "everything"),
+        ((2, 3), None, True, "f32", "everything keepdim"),
+        ((2, 3), -1, True, "f64", "negative dim keepdim"),
+        ((2, 3, 4), 1, False, "f32", "3-D middle"),
+        ((4, 6), 1, False, "f16", ""),
+        ((4, 6), 0, False, "bf16", ""),
+        ((2, 3), 0, False, "i64", "int"),
+        ((3, 2), None, False, "b8", "bool everything"),
+        ((), None, False, "f32", "0-d"),
+        ((), 0, False, "f32", "0-d dim 0"),
+        ((), -1, True, "i32", "0-d dim -1 keepdim"),
+        ((0,), None, False, "f32", "empty -> 1"),
+        ((2, 0), 1, False, "f32", "product over the empty dim"),
+        ((2, 0), 0, True, "i64", "empty keepdim"),
+    ]:
+        case(op, [g(shape, dt), d, keep], ref, note, loose="accum")
+    case(op, [torch.tensor([[1.0, 0.0, 2.0], [NAN, 2.0, 3.0], [INF, 0.0, 1.0]]), 1, False], ref,
+         "zero, NaN, inf * 0")
+    case(op, [torch.tensor([[1.5, 0.0, 2.0], [0.0, 0.0, 3.0], [1.0, -2.0, 0.5]], dtype=torch.float64),
+              1, False], ref, "one zero, two zeros, none (the gradient's three cases)")
+
+    op = "amin"
+    g = Gen(op)
+    ref = lambda a, dims, keepdim: torch.amin(a, dim=() if dims is None else dims, keepdim=keepdim)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), [1], False], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, dims, keep, dt, note in RED_VARIANTS:
+        case(op, [g(shape, dt), dims, keep], ref, note)
+    case(op, [torch.tensor([[1.0, NAN, 2.0], [INF, -0.0, 0.0]]), [1], False], ref,
+         "NaN propagates; -0 and 0")
+
+    for op, fn in [("max", torch.max), ("min", torch.min)]:
+        g = Gen(op)
+        ref = lambda a, d, k, fn=fn: fn(a) if d is None else tuple(fn(a, d, keepdim=k))
+        for dt in ALL:
+            case(op, [g((2, 3), dt), None, False], ref, "full reduction, dtype sweep",
+                 skip_key="full dtype " + dt)
+            case(op, [_distinct(g, (3, 4), dt), 1, False], ref, "with dim, dtype sweep",
+                 skip_key="dim dtype " + dt)
+        for shape, d, keep, dt, note in [
+            ((3, 4), -2, True, "f32", "negative dim keepdim"),
+            ((2, 3, 4), 1, False, "f64", "3-D middle"),
+            ((), 0, False, "f32", "0-d dim 0"),
+            ((), -1, True, "f32", "0-d keepdim"),
+            ((), None, False, "i64", "0-d full"),
+            ((2, 0), 0, False, "f32", "empty, reduce the non-empty dim"),
+        ]:
+            case(op, [_distinct(g, shape, dt), d, keep], ref, note)
+        case(op, [torch.tensor([[1.0, 1.0, 0.5], [2.0, NAN, NAN]]), 1, False], ref,
+             "ties give the first index; the first NaN wins")
+        case(op, [torch.tensor([[3, 3, 1, 3], [0, 0, 0, 0]], dtype=torch.int32), 1, False], ref,
+             "int ties give the first index")
+        case(op, [torch.tensor([1.0, NAN, 0.0]), None, False], ref, "full reduction with NaN")
+
+    for op, fn in [("argmax", torch.argmax), ("argmin", torch.argmin)]:
+        g = Gen(op)
+        ref = lambda a, d, k, fn=fn: fn(a, d, keepdim=k)
+        for dt in ALL:
+            case(op, [_distinct(g, (3, 4), dt), 1, False], ref, "dtype sweep",
+                 skip_key="dtype " + dt)
+        for shape, d, keep, dt, note in [
+            ((3, 4), None, False, "f32", "flattened"),
+            ((3, 4), None, True, "f32", "flattened keepdim"),
+            ((3, 4), -1, True, "i64", "negative dim keepdim"),
+            ((2, 3, 4), 0, False, "f16", "3-D first dim"),
+            ((2, 3, 4), 2, False, "bf16", "3-D last dim"),
+            ((), None, False, "f32", "0-d"),
+            ((), 0, True, "f32", "0-d dim 0 keepdim"),
+            ((2, 0), 0, False, "f32", "empty, reduce the non-empty dim"),
+        ]:
+            case(op, [_distinct(g, shape, dt), d, keep], ref, note)
+        case(op, [torch.tensor([[1.0, 1.0, 0.5, 0.5], [2.0, NAN, -INF, NAN]]), 1, False], ref,
+             "ties give the first index; the first NaN wins")
+
+    op = "var_mean"
+    g = Gen(op)
+    ref = lambda a, dims, corr, keep: tuple(torch.var_mean(a, dim=dims, correction=corr, keepdim=keep))
+    for dt in ALL:
+        case(op, [g((3, 4), dt), [1], 1, False], ref, "dtype sweep", loose="accum",
+             skip_key="dtype " + dt)
+    for shape, dims, corr, keep, dt, note in [
+        ((3, 4), None, 1, False, "f32", "everything"),
+        ((3, 4), [0], 0, True, "f64", "correction 0 keepdim"),
+        ((3, 4), [-1], 2, False, "f32", "correction 2, negative dim"),
+        ((2, 3, 4), [0, 2], 1, False, "f32", "two dims"),
+        ((4, 8), [1], 1, False, "f16", ""),
+        ((4, 8), None, 1, True, "bf16", "everything keepdim"),
+        ((), None, 0, False, "f32", "0-d correction 0"),
+        ((1,), [0], 1, False, "f32", "one sample, correction 1 -> NaN"),
+        ((0,), None, 1, False, "f32", "empty -> NaN"),
+        ((2, 0), [0], 1, False, "f32", "reduce the non-empty dim of an empty tensor"),
+    ]:
+        case(op, [g(shape, dt), dims, corr, keep], ref, note, loose="accum")
+    case(op, [torch.tensor([1e4 + 1.0, 1e4 + 2.0, 1e4 + 3.0, 1e4 + 4.0]), [0], 1, False], ref,
+         "large mean, small spread (two-pass)")
+
+    op = "cumsum"
+    g = Gen(op)
+    ref = lambda a, d, dt: torch.cumsum(a, d, dtype=dt)
+    for dt in ALL:
+        case(op, [g((2, 5), dt), 1, None], ref, "dtype sweep", loose="accum", skip_key="dtype " + dt)
+    for shape, d, out_dt, dt, note in [
+        ((2, 5), 0, None, "f32", "dim 0"),
+        ((2, 5), -1, None, "f64", "negative dim"),
+        ((2, 3, 4), 1, None, "f32", "3-D middle"),
+        ((4, 16), 1, None, "f16", "f16 long rows"),
+        ((4, 16), -1, None, "bf16", "bf16 long rows"),
+        ((2, 5), 1, DT("f64"), "f32", "dtype f64"),
+        ((2, 5), 1, DT("i32"), "i16", "dtype i32"),
+        ((2, 5), 1, DT("f32"), "i64", "int to f32"),
+        ((), 0, None, "f32", "0-d"),
+        ((), -1, None, "i32", "0-d int -> i64"),
+        ((0,), 0, None, "f32", "empty"),
+        ((2, 0), 1, None, "i64", "empty dim"),
+    ]:
+        case(op, [g(shape, dt), d, out_dt], ref, note, loose="accum")
+    case(op, [torch.tensor([1.0, NAN, 2.0, INF, -INF, 3.0]), 0, None], ref, "NaN and inf")
+
+    op = "topk"
+    g = Gen(op)
+    ref = lambda a, k, d, largest, srt: tuple(torch.topk(a, k, d, largest, srt))
+    for dt in ALL:
+        case(op, [_distinct(g, (3, 5), dt), 2, -1, True, True], ref, "dtype sweep",
+             skip_key="dtype " + dt)
+    for shape, k, d, largest, dt, note in [
+        ((3, 5), 3, 1, False, "f32", "smallest"),
+        ((4, 3), 2, 0, True, "f64", "dim 0"),
+        ((2, 3, 4), 2, -2, True, "i64", "3-D middle, negative dim"),
+        ((2, 6), 6, 1, True, "f16", "k = n"),
+        ((2, 6), 0, 1, True, "bf16", "k = 0"),
+        ((5,), 1, 0, False, "i32", "1-D min"),
+        ((), 1, 0, True, "f32", "0-d"),
+        ((0, 3), 2, 1, True, "f32", "empty batch"),
+    ]:
+        case(op, [_distinct(g, shape, dt), k, d, largest, True], ref, note)
+    case(op, [torch.tensor([[1.0, NAN, 3.0, -INF, 2.0]]), 2, 1, True, True], ref,
+         "NaN is the largest")
+    case(op, [torch.tensor([[1.0, NAN, 3.0, -INF, 2.0]]), 2, 1, False, True], ref,
+         "NaN is never among the smallest")
+
+    op = "polygamma"
+    g = Gen(op)
+    ref = lambda n, a: torch.polygamma(n, a)
+    # Away from the poles: near them torch's f32 kernel loses digits to the reflection.
+    for n in (1, 0):
+        for dt in ALL:
+            case(op, [n, g((2, 3), dt, "pos")], ref, "dtype sweep", loose="smooth",
+                 skip_key="n=%d dtype %s" % (n, dt))
+    for shape, note in [((), "0-d"), ((0,), "empty"), ((3, 4), "")]:
+        case(op, [1, g(shape, "f32", "pos")], ref, note)
+    case(op, [1, torch.tensor([-2.5, 0.25, 0.5, 1.0, 2.0, 1e-3, 150.5, 1e6, NAN, INF, -0.3, -7.2],
+                              dtype=torch.float64)], ref,
+         "reflection, tiny and huge", loose="smooth")
+    case(op, [1, torch.tensor([0.0, -1.0, -0.0, -3.0], dtype=torch.float64)], ref, "poles")
+
+    op = "sort"
+    g = Gen(op)
+    ref = lambda a, d, desc, stable: tuple(torch.sort(a, dim=d, descending=desc, stable=stable))
+    for dt in ALL:
+        case(op, [g((3, 5), dt), -1, False, True], ref, "dtype sweep (stable, ties)",
+             skip_key="dtype " + dt)
+        case(op, [g((3, 5), dt), -1, True, True], ref, "dtype sweep descending (stable, ties)",
+             skip_key="desc dtype " + dt)
+    for shape, d, desc, stable, dt, note in [
+        ((4, 3), 0, False, True, "f32", "dim 0"),
+        ((2, 3, 4), 1, True, True, "f64", "3-D middle descending"),
+        ((2, 8), -1, False, True, "f16", ""),
+        ((2, 8), -1, True, True, "bf16", ""),
+        ((), 0, False, True, "f32", "0-d"),
+        ((0,), 0, False, True, "f32", "empty"),
+        ((2, 0), 1, True, True, "i64", "empty dim"),
+    ]:
+        case(op, [g(shape, dt, "grid" if dt in FLOATS else "any"), d, desc, stable], ref, note)
+    case(op, [_distinct(g, (3, 6), "f32"), 1, False, False], ref, "unstable, distinct values")
+    for desc in (False, True):
+        case(op, [torch.tensor([2.0, NAN, -0.0, INF, 0.0, -INF, NAN, 1.0]), 0, desc, True], ref,
+             "NaN sorts above inf; -0 and 0 keep their order")
+
+
+# ----------------------------------------------------------------------------
+# convolution and pooling
+# ----------------------------------------------------------------------------
+def gen_conv():
+    for op, fn, sp in [("conv1d", F.conv1d, 1), ("conv2d", F.conv2d, 2)]:
+        g = Gen(op)
+        ref = lambda x, w, b, s, p, d, gr, fn=fn: fn(x, w, b, s, p, d, gr)
+        S = (7,) if sp == 1 else (6, 5)
+        K = (3,) if sp == 1 else (3, 2)
+        for dt in ALL:
+            case(op, [g((2, 4) + S, dt), g((3, 4) + K, dt), g((3,), dt), 1, 0, 1, 1], ref,
+                 "dtype sweep", loose="accum", skip_key="dtype " + dt)
+        for x, w, b, st, pd, dl, gr, dt, note in [
+            ((2, 4) + S, (6, 2) + K, (6,), 2, 1, 1, 2, "f32", "stride 2, padding 1, groups 2"),
+            ((1, 4) + S, (4, 1) + K, None, 1, 2, 2, 4, "f64", "depthwise, dilation 2, no bias"),
+            ((2, 3) + S, (2, 3) + K, None, [1] * sp, [0] * sp, [1] * sp, 1, "f32", "lists"),
+            ((3,) + S, (2, 3) + K, (2,), 1, 1, 1, 1, "f32", "unbatched"),
+            ((2, 3) + S, (5, 3) + K, (5,), 1, "same", 1, 1, "f32", "padding same (odd total)"),
+            ((2, 3) + S, (5, 3) + (2,) * sp, None, 1, "same", 2, 1, "f64", "padding same, dilation 2"),
+            ((2, 3) + S, (5, 3) + K, (5,), 1, "valid", 1, 1, "f32", "padding valid"),
+            ((2, 2) + S, (4, 2) + K, (4,), 3, 0, 1, 1, "f32", "stride 3 drops the tail"),
+            ((0, 2) + S, (4, 2) + K, (4,), 1, 0, 1, 1, "f32", "empty batch"),
+            ((2, 4) + S, (4, 4) + K, (4,), 1, 1, 1, 1, "f16", ""),
+            ((2, 4) + S, (4, 4) + K, (4,), 1, 1, 1, 1, "bf16", ""),
+        ]:
+            case(op, [g(x, dt), g(w, dt), None if b is None else g(b, dt), st, pd, dl, gr], ref,
+                 note, loose="accum")
+
+    op = "conv3d"
+    g = Gen(op)
+    ref = lambda x, w, b, s, p, d, gr: F.conv3d(x, w, b, s, p, d, gr)
+    for x, w, b, st, pd, dl, gr, dt, note in [
+        ((2, 2, 4, 5, 3), (4, 2, 2, 3, 2), (4,), 1, 0, 1, 1, "f64", ""),
+        ((1, 4, 5, 4, 4), (4, 2, 3, 2, 2), None, [2, 1, 1], [1, 0, 1], [1, 2, 1], 2, "f32",
+         "per-dim stride, padding, dilation; groups 2"),
+        ((2, 3, 3, 3), (2, 2, 2, 2, 2), (2,), 1, 0, 1, 1, "f32", "unbatched"),
+        ((1, 2, 3, 3, 3), (2, 2, 2, 2, 2), (2,), 1, 0, 1, 1, "i64", "int"),
+    ]:
+        case(op, [g(x, dt), g(w, dt), None if b is None else g(b, dt), st, pd, dl, gr], ref, note,
+             loose="accum")
+
+    op = "max_pool2d"
+    g = Gen(op)
+    ref = lambda x, k, s, p, d, cm: F.max_pool2d(x, k, s, p, d, cm)
+    for dt in ALL:
+        case(op, [g((2, 3, 6, 5), dt), [2, 2], None, [0, 0], [1, 1], False], ref, "dtype sweep",
+             skip_key="dtype " + dt)
+    for shape, k, st, p, d, note in [
+        ((2, 3, 7, 6), [3, 3], [2, 2], [1, 1], [1, 1], "3x3 stride 2 padding 1"),
+        ((1, 2, 8, 8), [2, 3], [1, 2], [1, 0], [2, 1], "dilation 2 in H"),
+        ((3, 6, 6), [2, 2], None, [0, 0], [1, 1], "unbatched"),
+        ((2, 1, 5, 5), [5, 5], None, [2, 2], [1, 1], "padding = half the kernel"),
+        ((0, 2, 4, 4), [2, 2], None, [0, 0], [1, 1], "empty batch"),
+    ]:
+        case(op, [g(shape, "f32"), k, st, p, d, False], ref, note)
+    case(op, [g((2, 2, 5, 5), "i16"), [3, 3], [2, 2], [1, 1], [1, 1], False], ref,
+         "int padding never wins")
+    x = torch.tensor([[[[1.0, NAN, 2.0, 3.0], [-INF, -INF, 0.5, 0.5], [4.0, 4.0, -1.0, -2.0],
+                        [0.0, -0.0, 1.0, 1.0]]]])
+    case(op, [x, [2, 2], None, [0, 0], [1, 1], False], ref, "NaN wins; -inf windows; ties")
+
+    op = "avg_pool2d"
+    g = Gen(op)
+    ref = lambda x, k, s, p, cm, cip, dov: F.avg_pool2d(x, k, s, p, cm, cip, dov)
+    for dt in ALL:
+        case(op, [g((2, 3, 6, 5), dt), [2, 2], None, [0, 0], False, True, None], ref,
+             "dtype sweep", loose="accum", skip_key="dtype " + dt)
+    for shape, k, st, p, cip, dov, note in [
+        ((2, 3, 7, 6), [3, 3], [2, 2], [1, 1], True, None, "padding counted"),
+        ((2, 3, 7, 6), [3, 3], [2, 2], [1, 1], False, None, "padding not counted"),
+        ((1, 2, 8, 8), [2, 4], [1, 2], [1, 2], False, None, "uneven kernel"),
+        ((3, 6, 6), [2, 2], None, [0, 0], True, None, "unbatched"),
+        ((2, 2, 4, 4), [2, 2], None, [0, 0], True, 3, "divisor_override"),
+    ]:
+        case(op, [g(shape, "f32"), k, st, p, False, cip, dov], ref, note)
+    case(op, [g((2, 2, 5, 5), "i64"), [3, 3], [2, 2], [1, 1], False, False, None], ref,
+         "int, padding not counted (truncating division)")
+    case(op, [g((2, 2, 5, 5), "i32"), [2, 2], [1, 1], [1, 1], False, True, None], ref,
+         "i32, padding counted")
+
+    op = "adaptive_avg_pool2d"
+    g = Gen(op)
+    ref = lambda x, o: F.adaptive_avg_pool2d(x, o)
+    for dt in FLOATS:
+        case(op, [g((2, 3, 6, 5), dt), [3, 2]], ref, "dtype sweep", loose="accum")
+    for shape, o, note in [
+        ((2, 3, 7, 5), [3, 4], "overlapping windows"),
+        ((2, 3, 7, 5), [1, 1], "global average"),
+        ((2, 3, 4, 4), [4, 4], "identity"),
+        ((3, 5, 6), [2, 3], "unbatched"),
+        ((2, 3, 3, 2), [5, 4], "output larger than input"),
+    ]:
+        case(op, [g(shape, "f64"), o], ref, note)
+
+
+# ----------------------------------------------------------------------------
+# batch_norm, group_norm
+# ----------------------------------------------------------------------------
+def _batch_norm(x, rm, rv, w, b, training, momentum, eps):
+    """F.batch_norm, plus the updated running statistics when it updates them (torch does
+    that in place; ltorch.batch_norm returns them)."""
+    rm = None if rm is None else rm.clone()
+    rv = None if rv is None else rv.clone()
+    out = F.batch_norm(x, rm, rv, w, b, training, momentum, eps)
+    if training and rm is not None:
+        return (out, rm, rv)
+    return out
+
+
+def gen_norms():
+    op = "batch_norm"
+    g = Gen(op)
+    for dt in ALL:
+        case(op, [g((4, 3, 5), dt), g((3,), dt), g((3,), dt, "pos"), g((3,), dt), g((3,), dt),
+                  True, 0.1, 1e-5], _batch_norm, "dtype sweep, training", loose="smooth",
+             skip_key="dtype " + dt)
+        case(op, [g((4, 3, 5), dt), g((3,), dt), g((3,), dt, "pos"), g((3,), dt), g((3,), dt),
+                  False, 0.1, 1e-5], _batch_norm, "dtype sweep, eval", loose="smooth",
+             skip_key="eval dtype " + dt)
+    for shape, stats, affine, training, momentum, dt, note in [
+        ((6, 3), True, True, True, 0.3, "f32", "2-D input, momentum 0.3"),
+        ((2, 3, 4, 5), True, False, True, 0.1, "f64", "4-D, no affine"),
+        ((2, 3, 4, 5), False, True, True, 0.1, "f32", "no running stats"),
+        ((2, 3, 4, 5), True, True, False, 0.1, "f64", "eval 4-D"),
+        ((5, 2, 3), True, False, False, 0.1, "f32", "eval, no affine"),
+    ]:
+        c = shape[1]
+        rm = g((c,), dt) if stats else None
+        rv = g((c,), dt, "pos") if stats else None
+        w = g((c,), dt) if affine else None
+        b = g((c,), dt) if affine else None
+        case(op, [g(shape, dt), rm, rv, w, b, training, momentum, 1e-5], _batch_norm, note,
+             loose="smooth")
+
+    x = g((4, 3, 5), "bf16")
+    case(op, [x, g((3,), "f32"), g((3,), "f32", "pos"), g((3,), "f32"), g((3,), "f32"), True,
+              0.1, 1e-5], _batch_norm, "bf16 input, f32 parameters and running stats",
+         loose="smooth")
+
+    op = "group_norm"
+    g = Gen(op)
+    ref = lambda x, G, w, b, eps: F.group_norm(x, G, w, b, eps)
+    for dt in ALL:
+        case(op, [g((2, 6, 5), dt), 3, g((6,), dt), g((6,), dt), 1e-5], ref, "dtype sweep",
+             loose="smooth", skip_key="dtype " + dt)
+    for shape, G, affine, dt, note in [
+        ((2, 6, 5), 1, True, "f32", "one group (layer norm over C and L)"),
+        ((2, 6, 5), 6, True, "f64", "one channel per group (instance norm)"),
+        ((3, 4), 2, True, "f32", "2-D input"),
+        ((2, 4, 3, 3), 2, False, "f32", "4-D, no affine"),
+        ((1, 4, 2, 2), 4, True, "f64", "4-D"),
+    ]:
+        c = shape[1]
+        w = g((c,), dt) if affine else None
+        b = g((c,), dt) if affine else None
+        case(op, [g(shape, dt), G, w, b, 1e-5], ref, note, loose="smooth")
+
+
+# ----------------------------------------------------------------------------
 # main
 # ----------------------------------------------------------------------------
 def raw_equal(x, y):
@@ -1206,6 +1572,230 @@ def raw_equal(x, y):
     if x.dtype == torch.bool:
         return torch.equal(x, y)
     return torch.equal(x.reshape(-1).view(view), y.reshape(-1).view(view))
+
+
+# ----------------------------------------------------------------------------
+# indexing and joining: cat, stack, split, chunk, narrow, slice, index_select, gather,
+# scatter_add, index_add, embedding, flip, pad
+# ----------------------------------------------------------------------------
+def _index(g, hi, shape, dt="i64"):
+    """Random indices in [0, hi) (repeats included), as dtype ``dt``."""
+    return g.randint(0, hi - 1, shape).to(DTYPES[dt])
+
+
+def gen_indexing():
+    op = "cat"
+    g = Gen(op)
+    ref = lambda d, *ts: torch.cat(ts, d)
+    for dt in ALL:
+        case(op, [0, g((2, 3), dt), g((1, 3), dt)], ref, "dtype sweep", skip_key="dtype " + dt)
+    for d, shapes, dts, note in [
+        (1, [(2, 3), (2, 0), (2, 2)], ["f32"] * 3, "dim 1 with an empty part"),
+        (-1, [(2, 1, 2), (2, 1, 3)], ["f64"] * 2, "negative dim"),
+        (0, [(0,), (0,)], ["i64"] * 2, "all empty"),
+        (0, [(3,)], ["f16"], "one tensor"),
+        (0, [(2, 3), (0,)], ["f32"] * 2, "legacy: a 1-D empty tensor is skipped"),
+        (0, [(2, 3), (1, 3)], ["i32", "f32"], "promotion i32 + f32"),
+        (0, [(2,), (2,)], ["b8", "u8"], "promotion b8 + u8"),
+        (0, [(2,), (2,)], ["bf16", "f16"], "promotion bf16 + f16"),
+        (1, [(2, 2), (2, 1), (2, 3), (2, 1)], ["f32"] * 4, "four parts"),
+        (1, [(2, 3, 2), (2, 1, 2)], ["i8"] * 2, "3-D middle dim"),
+    ]:
+        case(op, [d] + [g(s, t) for s, t in zip(shapes, dts)], ref, note)
+
+    op = "stack"
+    g = Gen(op)
+    ref = lambda d, *ts: torch.stack(ts, d)
+    for dt in ALL:
+        case(op, [0, g((2, 3), dt), g((2, 3), dt)], ref, "dtype sweep", skip_key="dtype " + dt)
+    for d, shapes, dts, note in [
+        (1, [(2, 3)] * 3, ["f32"] * 3, "middle"),
+        (-1, [(2, 3)] * 2, ["f64"] * 2, "negative dim: last"),
+        (2, [(2, 3)] * 2, ["i64"] * 2, "new last dim"),
+        (0, [(), ()], ["f32"] * 2, "0-d"),
+        (0, [(0,), (0,)], ["f32"] * 2, "empty"),
+        (0, [(2,), (2,)], ["i32", "f16"], "promotion"),
+    ]:
+        case(op, [d] + [g(s, t) for s, t in zip(shapes, dts)], ref, note)
+
+    op = "split"
+    g = Gen(op)
+    ref = lambda a, s, d: torch.split(a, s, d)
+    for dt in ALL:
+        case(op, [g((5, 2), dt), 2, 0], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, s, d, dt, note in [
+        ((5, 3), [1, 0, 4], 0, "f32", "sizes with an empty piece"),
+        ((2, 6), 4, -1, "f64", "negative dim, smaller last piece"),
+        ((2, 6), [3, 3], 1, "i64", "two equal sizes"),
+        ((0, 3), 2, 0, "f32", "empty dim: one empty piece"),
+        ((4,), 4, 0, "f16", "one piece: the whole tensor"),
+        ((3, 2, 2), [2, 1], 0, "bf16", "3-D"),
+    ]:
+        case(op, [g(shape, dt), s, d], ref, note)
+
+    op = "chunk"
+    g = Gen(op)
+    ref = lambda a, c, d: torch.chunk(a, c, d)
+    for dt in ALL:
+        case(op, [g((5, 2), dt), 3, 0], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, c, d, dt, note in [
+        ((6,), 4, 0, "f32", "fewer pieces than chunks"),
+        ((0,), 3, 0, "f32", "empty: chunks empty pieces"),
+        ((2, 7), 2, -1, "f64", "negative dim"),
+        ((3, 2), 1, 0, "i32", "one chunk"),
+        ((2, 3), 5, 1, "f16", "more chunks than elements"),
+    ]:
+        case(op, [g(shape, dt), c, d], ref, note)
+
+    op = "narrow"
+    g = Gen(op)
+    ref = lambda a, d, s, n: torch.narrow(a, d, s, n)
+    for dt in ALL:
+        case(op, [g((4, 3), dt), 0, 1, 2], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, d, s, n, dt, note in [
+        ((4, 3), -1, -2, 2, "f32", "negative dim and start"),
+        ((4, 3), 1, 0, 0, "f64", "length 0"),
+        ((4, 3), 0, 4, 0, "i64", "start at the end, length 0"),
+        ((2, 5, 2), 1, 1, 3, "f16", "3-D"),
+        ((0, 3), 1, 1, 2, "f32", "empty other dim"),
+    ]:
+        case(op, [g(shape, dt), d, s, n], ref, note)
+
+    op = "slice"
+    g = Gen(op)
+    ref = lambda a, d, s, e, st: torch.ops.aten.slice.Tensor(a, d, s, e, st)
+    for dt in ALL:
+        case(op, [g((5, 4), dt), 0, 1, 4, 2], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, d, s, e, st, dt, note in [
+        ((5, 4), 1, None, None, 1, "f32", "x[:, :] (nothing recorded)"),
+        ((5, 4), 1, None, None, 3, "f32", "x[:, ::3]"),
+        ((10,), 0, -3, None, 2, "i64", "negative start"),
+        ((10,), 0, -100, 100, 3, "f64", "out-of-range bounds clamp"),
+        ((10,), 0, 7, 2, 1, "f32", "end before start: empty"),
+        ((2, 3, 6), -1, 1, -1, 2, "bf16", "negative dim and end"),
+        ((0, 3), 0, 0, 5, 2, "f32", "empty"),
+        ((4, 3), 0, 4, None, 1, "f16", "start at the end: empty"),
+    ]:
+        case(op, [g(shape, dt), d, s, e, st], ref, note)
+
+    op = "index_select"
+    g = Gen(op)
+    ref = lambda a, d, i: torch.index_select(a, d, i)
+    for dt in ALL:
+        case(op, [g((4, 3), dt), 0, torch.tensor([3, 0, 0, 2])], ref, "dtype sweep",
+             skip_key="dtype " + dt)
+    for a, d, i, note in [
+        (g((4, 3), "f32"), 1, _index(g, 3, (5,), "i32"), "i32 index, repeats"),
+        (g((4, 3), "f64"), -1, _index(g, 3, (2,)), "negative dim"),
+        (g((4, 3), "f32"), 0, torch.zeros(0, dtype=torch.int64), "empty index"),
+        (g((), "f32"), 0, torch.tensor([0]), "0-d input"),
+        (g((4,), "i64"), 0, torch.tensor(2), "0-d index"),
+        (g((0, 3), "f32"), 1, torch.tensor([2, 0]), "empty input"),
+        (g((2, 3, 4), "bf16"), 2, _index(g, 4, (6,)), "3-D"),
+        (g((3,), "f32"), 0, torch.tensor([1], dtype=torch.int16), "i16 index (torch raises)"),
+    ]:
+        case(op, [a, d, i], ref, note)
+
+    op = "gather"
+    g = Gen(op)
+    ref = lambda a, d, i: torch.gather(a, d, i)
+    for dt in ALL:
+        case(op, [g((3, 4), dt), 1, _index(g, 4, (3, 2))], ref, "dtype sweep",
+             skip_key="dtype " + dt)
+    for a, d, i, note in [
+        (g((3, 4), "f32"), 0, _index(g, 3, (5, 4)), "dim 0, more rows than the input"),
+        (g((3, 4), "f64"), -1, _index(g, 4, (2, 6)), "negative dim, smaller other dim"),
+        (g((), "f32"), 0, torch.tensor(0), "0-d"),
+        (g((3, 4), "f32"), 1, torch.zeros((3, 0), dtype=torch.int64), "empty index"),
+        (g((2, 3, 4), "f16"), 1, _index(g, 3, (2, 2, 4)), "3-D"),
+        (g((3,), "f32"), 0, torch.tensor([1], dtype=torch.int32), "i32 index"),
+    ]:
+        case(op, [a, d, i], ref, note)
+
+    op = "scatter_add"
+    g = Gen(op)
+    ref = lambda a, d, i, s: torch.scatter_add(a, d, i, s)
+    for dt in ALL:
+        case(op, [g((3, 4), dt), 1, _index(g, 4, (3, 3)), g((3, 3), dt)], ref, "dtype sweep",
+             loose="accum", skip_key="dtype " + dt)
+    for a, d, i, s, note in [
+        (g((3, 4), "f32"), 0, _index(g, 3, (6, 4)), g((6, 4), "f32"), "dim 0 with repeats"),
+        (g((3, 4), "f64"), -1, _index(g, 4, (2, 2)), g((3, 5), "f64"),
+         "src larger than the index"),
+        (g((), "f32"), 0, torch.tensor(0), g((), "f32"), "0-d"),
+        (g((3, 4), "f32"), 1, torch.zeros((3, 0), dtype=torch.int64), g((3, 0), "f32"),
+         "empty index"),
+        (g((2, 3, 4), "i32"), 2, _index(g, 4, (2, 3, 6)), g((2, 3, 6), "i32"), "3-D ints"),
+    ]:
+        case(op, [a, d, i, s], ref, note, loose="accum")
+
+    op = "index_add"
+    g = Gen(op)
+    ref = lambda a, d, i, s, al: torch.index_add(a, d, i, s, alpha=al)
+    for dt in ALL:
+        case(op, [g((4, 3), dt), 0, torch.tensor([3, 0, 3]), g((3, 3), dt), 1], ref,
+             "dtype sweep", loose="accum", skip_key="dtype " + dt)
+    for a, d, i, s, al, note in [
+        (g((4, 3), "f32"), 1, _index(g, 3, (5,), "i32"), g((4, 5), "f32"), 0.5,
+         "i32 index, alpha 0.5"),
+        (g((4, 3), "i64"), -1, _index(g, 3, (2,)), g((4, 2), "i64"), 3, "ints, alpha 3"),
+        (g((4, 3), "f64"), 0, torch.zeros(0, dtype=torch.int64), g((0, 3), "f64"), 1,
+         "empty index"),
+        (g((), "f32"), 0, torch.tensor([0]), g((), "f32"), 1, "0-d input and source"),
+        (g((2, 3, 4), "bf16"), 1, _index(g, 3, (4,)), g((2, 4, 4), "bf16"), 1, "3-D"),
+        (g((4, 3), "f32"), 0, torch.tensor([1]), g((1, 3), "f32"), 1.0, "alpha 1.0"),
+    ]:
+        case(op, [a, d, i, s, al], ref, note, loose="accum")
+
+    op = "embedding"
+    g = Gen(op)
+    ref = lambda i, w, p: F.embedding(i, w, p)
+    for dt in ALL:
+        case(op, [_index(g, 5, (2, 3)), g((5, 4), dt), None], ref, "dtype sweep",
+             skip_key="dtype " + dt)
+    for i, w, p, note in [
+        (_index(g, 5, (4,), "i32"), g((5, 3), "f32"), None, "i32 indices"),
+        (torch.tensor(2), g((5, 3), "f64"), None, "0-d index"),
+        (torch.zeros(0, dtype=torch.int64), g((5, 3), "f32"), None, "empty"),
+        (torch.tensor([[0, 1], [1, 4]]), g((5, 3), "f32"), 1, "padding_idx"),
+        (torch.tensor([[0, 1], [1, 4]]), g((5, 3), "f16"), None, "f16 2-D indices"),
+        (torch.tensor([0, 4, 4]), g((5, 3), "f64"), -1, "negative padding_idx"),
+    ]:
+        case(op, [i, w, p], ref, note)
+
+    op = "flip"
+    g = Gen(op)
+    ref = lambda a, d: torch.flip(a, d)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), [0, 1]], ref, "dtype sweep", skip_key="dtype " + dt)
+    for shape, d, dt, note in [
+        ((2, 3), [-1], "f32", "negative dim"),
+        ((2, 3), [], "f32", "no dims"),
+        ((), [0], "f64", "0-d"),
+        ((2, 3, 4), [0, 2], "i64", "3-D outer dims"),
+        ((0, 3), [0, 1], "f32", "empty"),
+        ((2, 1), [1], "f16", "size-1 dim (nothing recorded)"),
+    ]:
+        case(op, [g(shape, dt), d], ref, note)
+
+    op = "pad"
+    g = Gen(op)
+    ref = lambda a, p, m, v: F.pad(a, p, m, v)
+    for dt in ALL:
+        case(op, [g((2, 3), dt), [1, 2], "constant", 1.0], ref, "dtype sweep",
+             skip_key="dtype " + dt)
+    for shape, p, v, dt, note in [
+        ((2, 3), [1, 0, 2, 1], 0.5, "f32", "two dims"),
+        ((2, 3), [-1, 1], -2.0, "f64", "negative (cropping) pad"),
+        ((2, 3), [-1, -1, 1, 0], 0.0, "f32", "crop one dim, pad the other"),
+        ((2, 3), [0, 0], 7.0, "f16", "all zero (nothing recorded)"),
+        ((0,), [2, 1], 3.0, "f32", "empty input"),
+        ((3,), [1, 1], 1.7, "i32", "float value truncated for ints"),
+        ((2,), [1, 1], 1.7, "b8", "float value for bool"),
+        ((2, 2, 2), [1, 1, 0, 0, 1, 0], 0.0, "bf16", "3-D, every dim"),
+        ((), [], 1.0, "f32", "0-d, empty pad"),
+    ]:
+        case(op, [g(shape, dt), p, "constant", v], ref, note)
 
 
 def main():
@@ -1223,6 +1813,10 @@ def main():
     gen_factories()
     gen_more()
     gen_nn()
+    gen_stats()
+    gen_conv()
+    gen_norms()
+    gen_indexing()
 
     if os.path.isdir(OUT_DIR):
         shutil.rmtree(OUT_DIR)

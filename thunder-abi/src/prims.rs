@@ -11,7 +11,47 @@
 //! - unary and predicates (`signbit`, bool out) `(a)`; binary and comparisons `(a, b)`; `where(pred, a, b)`
 //! - `convert_element_type(a, dtype)`
 //! - `broadcast_in_dim(a, shape, broadcast_dims)`; `reshape(a, shape)`; `transpose(a, perm)`
-//! - `sum(a, dims)`, `amax(a, dims)`: the listed dims are removed
+//! - `slice(a, start, end, strides)` (lax.slice: per dim, `0 <= start <= end <= size`,
+//!   stride >= 1); `pad(a, value, config)` with `config` the flat list `[low0, high0,
+//!   interior0, low1, ...]` (lax.pad: low/high may be negative, interior >= 0); `flip(a, dims)`
+//! - `cat(dim, t0, t1, ...)`: the tensors are variadic positional values after the dim (the
+//!   IR has no tensor-list argument), at least one, equal except along `dim`
+//! - `take(a, index, dim)` (index_select: `index` 1-D integer); `take_along_axis(a, index, dim)`
+//!   (torch.gather: `index` of `a`'s rank, output of `index`'s shape); `scatter_add(a, index,
+//!   src, dim)` and `index_add(a, index, src, dim)` (torch semantics, output of `a`'s shape).
+//!   An index outside `[0, size)` (negative ones included) is a run-time error
+//! - `sum(a, dims)`, `amax(a, dims)`, `prod(a, dims)`, `amin(a, dims)`: the listed dims are
+//!   removed (`amax`/`amin` refuse a reduced dim of size 0; NaN propagates)
+//! - `argmax(a, dim)`, `argmin(a, dim)`: i64 index of the first maximum (minimum) along `dim`,
+//!   which is removed; a NaN counts as the extreme, as in torch
+//! - `var_mean(a, dims, correction)`: two outputs, the variance (sum of squared deviations
+//!   divided by `N - correction`) and the mean over `dims`, which are removed
+//! - `cumsum(a, dim)`: inclusive running sum along `dim`, same shape and dtype
+//! - `topk(a, k, dim, largest, sorted)`: two outputs, the `k` largest (smallest) values along
+//!   `dim` and their i64 indices; `sort(a, dim, descending, stable)`: the sorted values and the
+//!   i64 permutation. NaN sorts above every number; ties keep index order
+//! - `convolution(a, weight, bias, stride, padding, dilation, groups)`: `a` `[N, C_in, *S]`,
+//!   `weight` `[C_out, C_in / groups, *K]`, `bias` `[C_out]` or None, one non-b8 dtype (ints
+//!   wrap, as torch's integer kernels); `stride`, `padding`
+//!   (zeros, both sides) and `dilation` one int per spatial dim. Output `[N, C_out, *O]` with
+//!   `O = (S + 2 * padding - dilation * (K - 1) - 1) / stride + 1` (cross-correlation, as torch)
+//! - `uniform(shape, low, high, seed, offset, device, dtype)`, `normal(shape, mean, std, seed,
+//!   offset, device, dtype)`: float dtypes; `seed` and `offset` are ints read as u64 (two's
+//!   complement). Every executor must produce these exact numbers (then rounded once to
+//!   `dtype`), so the mapping is part of the contract. With Philox4x32-10 as in Random123
+//!   (multipliers 0xD2511F53, 0xCD9E8D57; key increments 0x9E3779B9, 0xBB67AE85; 10 rounds):
+//!   - key `(k0, k1) = (seed mod 2^32, seed >> 32)`;
+//!   - element `i` (row-major) uses block `b = offset + i / 2` (u64, wrapping), counter
+//!     `(b mod 2^32, b >> 32, 0, 0)`, and the output words `x = w[2 * (i % 2)]`,
+//!     `y = w[2 * (i % 2) + 1]`;
+//!   - uniform: `u = ((x >> 5) * 2^26 + (y >> 6)) * 2^-53` in `[0, 1)` (53 bits), value
+//!     `low + (high - low) * u` in f64 (rounding to a narrower dtype can reach `high`, with
+//!     probability about 2^-25 in f32);
+//!   - normal (Box-Muller, cosine branch): `u1 = (x + 1) * 2^-32` in `(0, 1]`,
+//!     `u2 = y * 2^-32`, value `mean + std * sqrt(-2 ln u1) * cos(2 pi u2)` in f64.
+//!
+//!   A call with `n` elements consumes `ceil(n / 2)` blocks: the next independent call uses
+//!   `offset + ceil(n / 2)`.
 //! - `matmul(a, b)`: `[..., m, k] @ [..., k, n]` with equal batch dims
 //! - `full(shape, fill_value, device, dtype)`
 //! - `iota(length, start, step, device, dtype)`: `[start, start + step, ...]`, `length` values
@@ -30,7 +70,18 @@ pub enum PrimClass {
     Where,
     Convert,
     Shape,
+    /// Data movement by ranges and indices: slice, pad, cat, flip, take, take_along_axis,
+    /// scatter_add, index_add.
+    Indexing,
     Reduction,
+    /// Running reduction along one dim, same shape out.
+    Scan,
+    /// Values and i64 indices along one dim (topk, sort).
+    Sort,
+    /// N-d convolution.
+    Conv,
+    /// Counter-based random numbers (Philox4x32-10) from an explicit seed and offset.
+    Random,
     Matmul,
     Factory,
 }
@@ -123,8 +174,28 @@ prim_table! {
     BroadcastInDim => "broadcast_in_dim", Shape;
     Reshape => "reshape", Shape;
     Transpose => "transpose", Shape;
+    Slice => "slice", Indexing;
+    Pad => "pad", Indexing;
+    Cat => "cat", Indexing;
+    Flip => "flip", Indexing;
+    Take => "take", Indexing;
+    TakeAlongAxis => "take_along_axis", Indexing;
+    ScatterAdd => "scatter_add", Indexing;
+    IndexAdd => "index_add", Indexing;
     Sum => "sum", Reduction;
     Amax => "amax", Reduction;
+    Prod => "prod", Reduction;
+    Amin => "amin", Reduction;
+    Argmax => "argmax", Reduction;
+    Argmin => "argmin", Reduction;
+    VarMean => "var_mean", Reduction;
+    Cumsum => "cumsum", Scan;
+    Topk => "topk", Sort;
+    Sort => "sort", Sort;
+    Convolution => "convolution", Conv;
+    Uniform => "uniform", Random;
+    Normal => "normal", Random;
+    Trigamma => "trigamma", Unary;
     Matmul => "matmul", Matmul;
     Full => "full", Factory;
     Iota => "iota", Factory;

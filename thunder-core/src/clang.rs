@@ -7,6 +7,9 @@ use crate::ir::{Arg, ShapeDisplay};
 use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
 
+mod indexing;
+pub use indexing::*;
+
 /// An elementwise operand: a tensor or a Python-style number.
 #[derive(Debug, Clone)]
 pub enum Operand {

@@ -217,6 +217,15 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
         | Prim::BitwiseXor
         | Prim::BitwiseLeftShift
         | Prim::BitwiseRightShift => return fail("not implemented in cpu-simd"),
+        // Data movement stays with the interpreter: nothing to fuse, and its index checks.
+        Prim::Slice
+        | Prim::Pad
+        | Prim::Cat
+        | Prim::Flip
+        | Prim::Take
+        | Prim::TakeAlongAxis
+        | Prim::ScatterAdd
+        | Prim::IndexAdd => return fail("not implemented in cpu-simd"),
         Prim::Add => cx.binary(BinaryOp::Add),
         Prim::Sub => cx.binary(BinaryOp::Sub),
         Prim::Mul => cx.binary(BinaryOp::Mul),
@@ -237,6 +246,20 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
         Prim::Transpose => cx.transpose(),
         Prim::Sum => cx.reduce(ReduceOp::Sum),
         Prim::Amax => cx.reduce(ReduceOp::Amax),
+        Prim::Amin => cx.reduce(ReduceOp::Amin),
+        // Left to the interpreter: not fusable loops (scans, sorts, index reductions) or not
+        // worth a kernel here yet (prod).
+        Prim::Prod
+        | Prim::Argmax
+        | Prim::Argmin
+        | Prim::VarMean
+        | Prim::Cumsum
+        | Prim::Topk
+        | Prim::Sort
+        | Prim::Convolution
+        | Prim::Uniform
+        | Prim::Normal
+        | Prim::Trigamma => return fail("not implemented in cpu-simd"),
         Prim::Matmul => cx.matmul(),
         Prim::Full => cx.full(),
         Prim::Iota => cx.iota(),

@@ -89,8 +89,8 @@ impl Cx<'_> {
             return fail(format!("{ty:?} reductions are left to other executors"));
         }
         let dims = self.dims_arg(1, in_shape.len())?;
-        if op == ReduceOp::Amax && dims.iter().any(|&d| in_shape[d] == 0) {
-            return fail("the maximum over a dim of size 0 has no value");
+        if op != ReduceOp::Sum && dims.iter().any(|&d| in_shape[d] == 0) {
+            return fail("the extremum over a dim of size 0 has no value");
         }
         let shape: Vec<usize> = (0..in_shape.len())
             .filter(|d| !dims.contains(d))

@@ -130,6 +130,7 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             let init = match r.op {
                 ReduceOp::Sum => 0.0,
                 ReduceOp::Amax => f64::NEG_INFINITY,
+                ReduceOp::Amin => f64::INFINITY,
             };
             vec![init; r.out_numel]
         })

@@ -183,7 +183,25 @@ pub(crate) fn reduce_tile<T: Real>(op: ReduceOp, a: &[T]) -> f64 {
                 .fold(f64::NEG_INFINITY, |m, x| nan_max(m, x.to_f64()));
             m.iter().fold(tail, |acc, &x| nan_max(acc, x))
         }
+        ReduceOp::Amin => {
+            let mut m = [f64::INFINITY; 8];
+            for c in chunks {
+                for l in 0..8 {
+                    m[l] = nan_min(m[l], c[l].to_f64());
+                }
+            }
+            let tail = rest
+                .iter()
+                .fold(f64::INFINITY, |m, x| nan_min(m, x.to_f64()));
+            m.iter().fold(tail, |acc, &x| nan_min(acc, x))
+        }
     }
+}
+
+/// The minimum, NaN-propagating with -0 below +0, as the mirror image of `nan_max`.
+#[inline(always)]
+fn nan_min(x: f64, y: f64) -> f64 {
+    -nan_max(-x, -y)
 }
 
 #[inline(always)]
@@ -191,5 +209,6 @@ pub(crate) fn combine(op: ReduceOp, acc: f64, x: f64) -> f64 {
     match op {
         ReduceOp::Sum => acc + x,
         ReduceOp::Amax => nan_max(acc, x),
+        ReduceOp::Amin => nan_min(acc, x),
     }
 }

@@ -47,6 +47,7 @@ pub(crate) enum CompareOp {
 pub(crate) enum ReduceOp {
     Sum,
     Amax,
+    Amin,
 }
 
 impl CompareOp {

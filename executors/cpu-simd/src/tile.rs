@@ -119,9 +119,9 @@ unsafe fn reduce_into<T: Real>(op: ReduceOp, a: &[T], acc: *mut f64, stride: i64
                     *p += x.to_f64();
                 }
             }
-            ReduceOp::Amax => {
+            ReduceOp::Amax | ReduceOp::Amin => {
                 for (p, &x) in acc.iter_mut().zip(a) {
-                    *p = kernels::combine(ReduceOp::Amax, *p, x.to_f64());
+                    *p = kernels::combine(op, *p, x.to_f64());
                 }
             }
         }

@@ -69,6 +69,10 @@ pub(crate) enum Instr {
         start: i64,
         step: i64,
     },
+    /// Kernels kept in their own modules (see `ext`), some with several outputs.
+    Ext(crate::ext::ExtInstr),
+    /// slice, pad, cat, flip and the gathers and scatters (`indexing`).
+    Indexing(crate::indexing::IndexInstr),
 }
 
 /// Decodes `prim(args)` whose output has metadata `out`.
@@ -113,6 +117,7 @@ pub(crate) fn decode(
         Prim::Erfinv => unary(UnaryOp::Erfinv, args, out, env),
         Prim::Lgamma => unary(UnaryOp::Lgamma, args, out, env),
         Prim::Digamma => unary(UnaryOp::Digamma, args, out, env),
+        Prim::Trigamma => unary(UnaryOp::Trigamma, args, out, env),
         Prim::Add => binary(BinaryOp::Add, args, out, env),
         Prim::Sub => binary(BinaryOp::Sub, args, out, env),
         Prim::Mul => binary(BinaryOp::Mul, args, out, env),
@@ -142,6 +147,25 @@ pub(crate) fn decode(
         Prim::Transpose => transpose(args, out, env),
         Prim::Sum => reduce(ReduceOp::Sum, args, out, env),
         Prim::Amax => reduce(ReduceOp::Amax, args, out, env),
+        Prim::Prod => reduce(ReduceOp::Prod, args, out, env),
+        Prim::Amin => reduce(ReduceOp::Amin, args, out, env),
+        Prim::Argmax
+        | Prim::Argmin
+        | Prim::Cumsum
+        | Prim::VarMean
+        | Prim::Topk
+        | Prim::Sort
+        | Prim::Convolution
+        | Prim::Uniform
+        | Prim::Normal => crate::ext::decode_single(prim, args, out, env),
+        Prim::Slice
+        | Prim::Pad
+        | Prim::Cat
+        | Prim::Flip
+        | Prim::Take
+        | Prim::TakeAlongAxis
+        | Prim::ScatterAdd
+        | Prim::IndexAdd => crate::indexing::decode(prim, args, out, env),
         Prim::Matmul => matmul(args, out, env),
         Prim::Full => full(args, out),
         Prim::Iota => iota(args, out),
@@ -338,11 +362,13 @@ fn reduce(op: ReduceOp, args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<I
     arity(args, 2)?;
     let (a, meta) = env.tensor(args, 0)?;
     let dims = dims_arg(args, 1, "dims", meta.shape.len())?;
-    if op == ReduceOp::Sum && meta.dtype == DTypeCode::Bool {
+    if matches!(op, ReduceOp::Sum | ReduceOp::Prod) && meta.dtype == DTypeCode::Bool {
         return unsupported("not supported for b8 (the host converts to an integer dtype first)");
     }
     // A sum over nothing is 0; a maximum over nothing has no value.
-    if let (ReduceOp::Amax, Some(&d)) = (op, dims.iter().find(|&&d| meta.shape[d] == 0)) {
+    if let (ReduceOp::Amax | ReduceOp::Amin, Some(&d)) =
+        (op, dims.iter().find(|&&d| meta.shape[d] == 0))
+    {
         return invalid(format!(
             "cannot reduce over dim {d} of size 0 (the maximum of nothing)"
         ));

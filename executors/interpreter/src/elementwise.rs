@@ -37,6 +37,7 @@ pub(crate) enum UnaryOp {
     Erfinv,
     Lgamma,
     Digamma,
+    Trigamma,
     Floor,
     Ceil,
     /// Half to even, like torch.
@@ -86,6 +87,7 @@ impl UnaryOp {
             UnaryOp::Erfinv => erfinv(x),
             UnaryOp::Lgamma => libm::lgamma(x),
             UnaryOp::Digamma => digamma(x),
+            UnaryOp::Trigamma => crate::special::trigamma(x),
             UnaryOp::Floor => x.floor(),
             UnaryOp::Ceil => x.ceil(),
             UnaryOp::Round => x.round_ties_even(),

@@ -6,15 +6,22 @@
 //! which gives what a dtype-exact kernel gives up to its last rounding.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+mod along;
 mod args;
+mod conv;
 mod data;
 mod decode;
 mod elementwise;
+mod ext;
+mod indexing;
 mod matmul;
 mod memory;
 mod program;
 mod reduce;
+mod rng;
 mod shape;
+mod sort;
+mod special;
 
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,8 @@ use thunder_abi::{
 struct Step {
     prim: Prim,
     instr: Instr,
-    out: usize,
+    /// One slot per output, in the op's output order.
+    outs: Vec<usize>,
     /// Slots read for the last time here and not region outputs: freed after the step so a
     /// long region does not hold every intermediate at once.
     release: Vec<usize>,
@@ -79,33 +80,36 @@ fn reads(instr: &Instr) -> Vec<usize> {
             .collect(),
         Instr::Matmul { a, b } => vec![*a, *b],
         Instr::Full { .. } | Instr::Iota { .. } => Vec::new(),
+        Instr::Ext(ext) => ext.reads(),
+        Instr::Indexing(ix) => ix.reads(),
     }
 }
 
-/// Decodes one op against the values defined so far: its prim, instruction, output id and
-/// output metadata.
-fn decode_op(
-    view: &TraceView,
-    op: &OpView,
-    env: &Env,
-) -> Result<(Prim, Instr, u32, SlotMeta), PluginError> {
+/// A decoded op: its prim, instruction, and each output's trace id and metadata.
+type DecodedOp = (Prim, Instr, Vec<(u32, SlotMeta)>);
+
+/// Decodes one op against the values defined so far: its prim, instruction, and the id and
+/// metadata of each output.
+fn decode_op(view: &TraceView, op: &OpView, env: &Env) -> Result<DecodedOp, PluginError> {
     let prim = Prim::from_id(&op.symbol).ok_or_else(|| {
         PluginError::unsupported(format!(
             "{}: not a prim (the interpreter runs prims only)",
             op.symbol
         ))
     })?;
-    let &[out_id] = op.outputs.as_slice() else {
-        return Err(PluginError::invalid(format!(
-            "{}: expected 1 output, got {}",
-            prim.id(),
-            op.outputs.len()
-        )));
-    };
-    let out = slot_meta(view, out_id)
+    let outs = op
+        .outputs
+        .iter()
+        .map(|&id| slot_meta(view, id).map(|m| (id, m)))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| PluginError::new(e.kind, format!("{}: {}", prim.id(), e.message)))?;
-    let instr = decode(prim, &op.args, &out, env).map_err(|e| e.into_plugin(prim.id()))?;
-    Ok((prim, instr, out_id, out))
+    let metas: Vec<SlotMeta> = outs.iter().map(|(_, m)| m.clone()).collect();
+    let instr = match metas.as_slice() {
+        [out] if !crate::ext::is_multi_output(prim) => decode(prim, &op.args, out, env),
+        _ => crate::ext::decode_multi(prim, &op.args, &metas, env),
+    }
+    .map_err(|e| e.into_plugin(prim.id()))?;
+    Ok((prim, instr, outs))
 }
 
 /// Whether `compile` accepts `op` on its own, its tensor arguments read from outside.
@@ -149,12 +153,15 @@ impl Program {
                 .ops
                 .get(index as usize)
                 .ok_or_else(|| PluginError::invalid(format!("op {index} is not in the trace")))?;
-            let (prim, instr, out_id, out) = decode_op(view, op, &env)?;
-            let out = define(&mut env, out_id, out)?;
+            let (prim, instr, outs) = decode_op(view, op, &env)?;
+            let outs = outs
+                .into_iter()
+                .map(|(id, meta)| define(&mut env, id, meta))
+                .collect::<Result<Vec<_>, _>>()?;
             steps.push(Step {
                 prim,
                 instr,
-                out,
+                outs,
                 release: Vec::new(),
             });
         }
@@ -174,7 +181,9 @@ impl Program {
         let mut last_use: Vec<Option<usize>> = vec![None; env.metas.len()];
         for (i, step) in steps.iter().enumerate() {
             // A value nobody reads dies where it is made.
-            last_use[step.out] = Some(i);
+            for &out in &step.outs {
+                last_use[out] = Some(i);
+            }
             for slot in reads(&step.instr) {
                 last_use[slot] = Some(i);
             }
@@ -193,7 +202,7 @@ impl Program {
         })
     }
 
-    fn exec(&self, step: &Step, slots: &[Option<Lanes>]) -> Result<Lanes, String> {
+    fn exec(&self, step: &Step, slots: &[Option<Lanes>]) -> Result<Vec<Lanes>, String> {
         let lanes = |slot: usize| {
             slots
                 .get(slot)
@@ -205,9 +214,13 @@ impl Program {
             Operand::Slot(s) => lanes(*s).map(Src::Tensor),
             Operand::Scalar(v) => Ok(Src::Scalar(*v)),
         };
-        let out = &self.metas[step.out];
+        if let Instr::Ext(ext) = &step.instr {
+            let outs: Vec<&SlotMeta> = step.outs.iter().map(|&o| &self.metas[o]).collect();
+            return ext.exec(&lanes, &shape, &outs);
+        }
+        let out = &self.metas[step.outs[0]];
         let n = out.shape.iter().product();
-        match &step.instr {
+        let single = match &step.instr {
             Instr::Unary { op, a } => elementwise::unary(*op, lanes(*a)?),
             Instr::Binary { op, a, b } => {
                 elementwise::binary(*op, src(a)?, src(b)?, lane_kind(out.dtype), n)
@@ -237,7 +250,10 @@ impl Program {
                     Lanes::Int(values.collect())
                 })
             }
-        }
+            Instr::Indexing(ix) => ix.exec(&lanes, &shape, out),
+            Instr::Ext(_) => Err("internal: extended instruction in the single-output path".into()),
+        };
+        single.map(|l| vec![l])
     }
 }
 
@@ -281,11 +297,21 @@ impl CompiledRegion for Program {
             slots[i] = Some(lanes);
         }
         for step in &self.steps {
-            let mut lanes = self
+            let results = self
                 .exec(step, &slots)
                 .map_err(|m| PluginError::invalid(format!("{}: {m}", step.prim.id())))?;
-            lanes.normalize(self.metas[step.out].dtype);
-            slots[step.out] = Some(lanes);
+            if results.len() != step.outs.len() {
+                return Err(PluginError::internal(format!(
+                    "{}: {} results for {} outputs",
+                    step.prim.id(),
+                    results.len(),
+                    step.outs.len()
+                )));
+            }
+            for (mut lanes, &out) in results.into_iter().zip(&step.outs) {
+                lanes.normalize(self.metas[out].dtype);
+                slots[out] = Some(lanes);
+            }
             for &slot in &step.release {
                 slots[slot] = None;
             }

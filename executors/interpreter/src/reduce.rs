@@ -10,6 +10,8 @@ use crate::shape::{linear_indices, row_major_strides};
 pub(crate) enum ReduceOp {
     Sum,
     Amax,
+    Prod,
+    Amin,
 }
 
 pub(crate) fn reduce(
@@ -24,7 +26,7 @@ pub(crate) fn reduce(
         .collect();
     let out_n: usize = kept.iter().product();
     let reduced: usize = dims.iter().filter_map(|&d| shape.get(d)).product();
-    if op == ReduceOp::Amax && reduced == 0 && out_n > 0 {
+    if matches!(op, ReduceOp::Amax | ReduceOp::Amin) && reduced == 0 && out_n > 0 {
         return Err("cannot reduce over a dim of size 0 (the maximum of nothing)".to_string());
     }
     // Strides into the output for kept dims, 0 for reduced ones.
@@ -80,6 +82,24 @@ pub(crate) fn reduce(
         (ReduceOp::Amax, Lanes::Int(v)) => Lanes::Int(fold(v, &targets, i64::MIN, out_n, i64::max)),
         (ReduceOp::Amax, Lanes::Bool(v)) => {
             Lanes::Bool(fold(v, &targets, false, out_n, |m, x| m || x))
+        }
+        // f64 products of f16/bf16/f32 values round once at the end, like torch's f32
+        // accumulation for narrow floats (closer, not worse).
+        (ReduceOp::Prod, Lanes::Float(v)) => {
+            Lanes::Float(fold(v, &targets, 1.0, out_n, |p, x| p * x))
+        }
+        (ReduceOp::Prod, Lanes::Int(v)) => {
+            Lanes::Int(fold(v, &targets, 1, out_n, i64::wrapping_mul))
+        }
+        (ReduceOp::Prod, Lanes::Bool(_)) => return Err("not defined for b8".to_string()),
+        (ReduceOp::Amin, Lanes::Float(v)) => {
+            Lanes::Float(fold(v, &targets, f64::INFINITY, out_n, |m, x| {
+                -nan_max(-m, -x)
+            }))
+        }
+        (ReduceOp::Amin, Lanes::Int(v)) => Lanes::Int(fold(v, &targets, i64::MAX, out_n, i64::min)),
+        (ReduceOp::Amin, Lanes::Bool(v)) => {
+            Lanes::Bool(fold(v, &targets, true, out_n, |m, x| m && x))
         }
     })
 }

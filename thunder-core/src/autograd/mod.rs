@@ -78,7 +78,25 @@ where
     let seed = crate::clang::full(Vec::new(), Arg::Float(1.0), loss.device(), loss.dtype())?;
     grads.insert(loss.value(), seed);
     for b in tape.iter().rev() {
-        // Every prim and every composite with a rule has a single output.
+        if b.outputs.len() > 1 {
+            // var_mean, topk, sort: a cotangent per output, absent where nothing reads it.
+            let gs: Vec<Option<Tensor>> = b.outputs.iter().map(|o| grads.get(o).cloned()).collect();
+            if gs.iter().all(Option::is_none) {
+                continue;
+            }
+            let outs = b
+                .outputs
+                .iter()
+                .map(|&o| tensor_of(o))
+                .collect::<Result<Vec<_>>>()?;
+            let prim = b.sym.prim().ok_or_else(|| {
+                Error::op(b.sym.id, "has several outputs and no grad rule for them")
+            })?;
+            let cots = vjp::multi_output_vjp(prim, &b.args, &outs, &gs)?;
+            accumulate(&mut grads, &b.args, cots)?;
+            continue;
+        }
+        // Every other prim and every composite with a rule has a single output.
         let Some(&out) = b.outputs.first() else {
             continue;
         };
@@ -95,18 +113,7 @@ where
                 )
             })??,
         };
-        for (arg, cot) in b.args.iter().zip(cots) {
-            if let (Arg::Value(v), Some(c)) = (arg, cot) {
-                let total = match grads.remove(v) {
-                    Some(prev) => prim1(
-                        Prim::Add,
-                        vec![Arg::Value(prev.value()), Arg::Value(c.value())],
-                    )?,
-                    None => c,
-                };
-                grads.insert(*v, total);
-            }
-        }
+        accumulate(&mut grads, &b.args, cots)?;
     }
     let mut out_grads = Vec::with_capacity(wrt.len());
     for &i in wrt {
@@ -121,6 +128,27 @@ where
         grads: out_grads,
         forward_len,
     })
+}
+
+/// Adds each argument's cotangent to the gradient gathered so far for its value.
+fn accumulate(
+    grads: &mut HashMap<Value, Tensor>,
+    args: &[Arg],
+    cots: Vec<Option<Tensor>>,
+) -> Result<()> {
+    for (arg, cot) in args.iter().zip(cots) {
+        if let (Arg::Value(v), Some(c)) = (arg, cot) {
+            let total = match grads.remove(v) {
+                Some(prev) => prim1(
+                    Prim::Add,
+                    vec![Arg::Value(prev.value()), Arg::Value(c.value())],
+                )?,
+                None => c,
+            };
+            grads.insert(*v, total);
+        }
+    }
+    Ok(())
 }
 
 /// The values the backward part of `joint` reads from the forward part, in definition order.

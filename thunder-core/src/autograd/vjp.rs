@@ -12,6 +12,11 @@ use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
 use crate::trace_ctx::tensor_of;
 
+mod indexing;
+
+mod extra;
+pub use extra::multi_output_vjp;
+
 fn v(t: &Tensor) -> Arg {
     Arg::Value(t.value())
 }
@@ -250,9 +255,15 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
             v(g),
             v(&prim1(Prim::Digamma, vec![v(&x()?)])?),
         )),
-        Prim::Digamma => Err(Error::op(
+        Prim::Digamma => one(p2(
+            Prim::Mul,
+            v(g),
+            v(&prim1(Prim::Trigamma, vec![v(&x()?)])?),
+        )),
+        // Its derivative is polygamma(2, x), which is not a prim.
+        Prim::Trigamma => Err(Error::op(
             prim.id(),
-            "gradient is not implemented (it needs trigamma, which is not a prim yet)",
+            "gradient is not implemented (it needs polygamma(2, x), which is not a prim)",
         )),
         Prim::Add => Ok(vec![a.map(|_| g.clone()), b.map(|_| g.clone())]),
         Prim::Sub => Ok(vec![a.map(|_| g.clone()), b.map(|_| neg(g)).transpose()?]),
@@ -427,7 +438,7 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
             one(crate::clang::transpose(g, inverse))
         }
         Prim::Sum => one(unreduce(g, x()?.shape(), &ints(&args[1], prim)?)),
-        Prim::Amax => {
+        Prim::Amax | Prim::Amin => {
             // Like torch, the cotangent is shared evenly among the positions of the maximum.
             let x = x()?;
             let dims = ints(&args[1], prim)?;
@@ -436,6 +447,24 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
             let share = unreduce(&p2(Prim::Div, v(g), v(&count))?, x.shape(), &dims)?;
             one(p2(Prim::Mul, v(&share), v(&hits)))
         }
+        Prim::Prod => {
+            let x = x()?;
+            let dims = ints(&args[1], prim)?;
+            Ok(vec![Some(extra::prod(&x, &dims, out, g)?), None])
+        }
+        Prim::Cumsum => match &args[1] {
+            Arg::Int(dim) => Ok(vec![Some(extra::cumsum(*dim, g)?), None]),
+            other => Err(Error::Bug(format!("prims.cumsum: dim {other:?}"))),
+        },
+        // Integer indices: nothing to differentiate.
+        Prim::Argmax | Prim::Argmin => Ok(vec![None, None]),
+        // Random numbers do not depend on differentiable inputs.
+        Prim::Uniform | Prim::Normal => Ok(vec![None; args.len()]),
+        Prim::Convolution => extra::convolution(args, g),
+        Prim::VarMean | Prim::Topk | Prim::Sort => Err(Error::Bug(format!(
+            "{} has several outputs; its rule is multi_output_vjp",
+            prim.id()
+        ))),
         Prim::Matmul => Ok(vec![
             a.as_ref()
                 .map(|_| -> Result<Tensor> {
@@ -464,6 +493,14 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
                 })
                 .transpose()?,
         ]),
+        Prim::Slice
+        | Prim::Pad
+        | Prim::Cat
+        | Prim::Flip
+        | Prim::Take
+        | Prim::TakeAlongAxis
+        | Prim::ScatterAdd
+        | Prim::IndexAdd => indexing::vjp(prim, args, g),
         Prim::Full | Prim::Iota => Ok(vec![None; args.len()]),
     }
 }
@@ -489,11 +526,12 @@ pub fn composite_vjp(
                 None => None,
             }])
         })()),
+        "ltorch.embedding" => Some(crate::ltorch::embedding_vjp(args, g)),
         _ => None,
     }
 }
 
 /// Whether a composite keeps its own rule (and is not flattened for differentiation).
 pub fn has_composite_vjp(id: &str) -> bool {
-    matches!(id, "ltorch.relu")
+    matches!(id, "ltorch.relu" | "ltorch.embedding")
 }

@@ -84,7 +84,10 @@ fn prim_tags(p: Prim) -> &'static [Tag] {
         | PrimClass::Where
         | PrimClass::Convert => &[Tag::Elementwise],
         PrimClass::Shape => &[Tag::ShapeOp],
+        PrimClass::Indexing => &[],
         PrimClass::Reduction => &[Tag::Reduction],
+        PrimClass::Scan | PrimClass::Sort | PrimClass::Conv => &[],
+        PrimClass::Random => &[Tag::Factory],
         PrimClass::Matmul => &[Tag::Matmul],
         PrimClass::Factory => &[Tag::Factory],
     }

@@ -6,24 +6,34 @@
 
 mod activations;
 mod args;
+mod conv;
 mod elementwise;
 mod factory;
+mod indexing;
 mod linalg;
 mod more;
 mod nn;
+mod norm;
+mod random;
 mod reduction;
 mod shape;
+mod stats;
 mod tensor_api;
 
 pub use activations::*;
 pub use args::CallArgs;
+pub use conv::*;
 pub use elementwise::*;
 pub use factory::*;
+pub use indexing::*;
 pub use linalg::*;
 pub use more::*;
 pub use nn::*;
+pub use norm::*;
+pub use random::*;
 pub use reduction::*;
 pub use shape::*;
+pub use stats::*;
 
 use crate::error::{Error, Result};
 use crate::ir::{lookup_symbol, Arg, Symbol, SymbolKind};
@@ -118,8 +128,43 @@ ltorch_table! {
     "permute" => shape::permute_rule,
     "unsqueeze" => shape::unsqueeze_rule,
     "expand" => shape::expand_rule,
+    "cat" => indexing::cat_rule,
+    "stack" => indexing::stack_rule,
+    "split" => indexing::split_rule,
+    "chunk" => indexing::chunk_rule,
+    "narrow" => indexing::narrow_rule,
+    "slice" => indexing::slice_rule,
+    "index_select" => indexing::index_select_rule,
+    "gather" => indexing::gather_rule,
+    "scatter_add" => indexing::scatter_add_rule,
+    "index_add" => indexing::index_add_rule,
+    "embedding" => indexing::embedding_rule,
+    "flip" => indexing::flip_rule,
+    "pad" => indexing::pad_rule,
     "sum" => reduction::sum_rule,
     "amax" => reduction::amax_rule,
+    "prod" => stats::prod_rule,
+    "amin" => stats::amin_rule,
+    "max" => stats::max_rule,
+    "min" => stats::min_rule,
+    "argmax" => stats::argmax_rule,
+    "argmin" => stats::argmin_rule,
+    "var_mean" => stats::var_mean_rule,
+    "cumsum" => stats::cumsum_rule,
+    "topk" => stats::topk_rule,
+    "sort" => stats::sort_rule,
+    "polygamma" => stats::polygamma_rule,
+    "conv1d" => conv::conv1d_rule,
+    "conv2d" => conv::conv2d_rule,
+    "conv3d" => conv::conv3d_rule,
+    "max_pool2d" => conv::max_pool2d_rule,
+    "avg_pool2d" => conv::avg_pool2d_rule,
+    "adaptive_avg_pool2d" => conv::adaptive_avg_pool2d_rule,
+    "batch_norm" => norm::batch_norm_rule,
+    "group_norm" => norm::group_norm_rule,
+    "rand" => random::rand_rule,
+    "randn" => random::randn_rule,
+    "dropout" => random::dropout_rule,
     "mean" => reduction::mean_rule,
     "softmax" => reduction::softmax_rule,
     "log_softmax" => nn::log_softmax_rule,

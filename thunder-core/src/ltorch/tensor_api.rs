@@ -138,6 +138,64 @@ impl Tensor {
         sticky(super::amax(self, dims, keepdim))
     }
 
+    pub fn prod(&self, dim: Option<i64>, keepdim: bool) -> Tensor {
+        sticky(super::prod(self, dim, keepdim))
+    }
+
+    pub fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> Tensor {
+        sticky(super::amin(self, dims, keepdim))
+    }
+
+    /// `torch.max(self)`; [`Tensor::max_dim`] is `torch.max(self, dim, keepdim)`.
+    pub fn max(&self) -> Tensor {
+        sticky(super::max(self))
+    }
+
+    pub fn max_dim(&self, dim: i64, keepdim: bool) -> (Tensor, Tensor) {
+        stats::sticky2(super::max_dim(self, dim, keepdim))
+    }
+
+    pub fn min(&self) -> Tensor {
+        sticky(super::min(self))
+    }
+
+    pub fn min_dim(&self, dim: i64, keepdim: bool) -> (Tensor, Tensor) {
+        stats::sticky2(super::min_dim(self, dim, keepdim))
+    }
+
+    pub fn argmax(&self, dim: Option<i64>, keepdim: bool) -> Tensor {
+        sticky(super::argmax(self, dim, keepdim))
+    }
+
+    pub fn argmin(&self, dim: Option<i64>, keepdim: bool) -> Tensor {
+        sticky(super::argmin(self, dim, keepdim))
+    }
+
+    pub fn var_mean(
+        &self,
+        dims: Option<&[i64]>,
+        correction: i64,
+        keepdim: bool,
+    ) -> (Tensor, Tensor) {
+        stats::sticky2(super::var_mean(self, dims, correction, keepdim))
+    }
+
+    pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Tensor {
+        sticky(super::cumsum(self, dim, dtype))
+    }
+
+    pub fn topk(&self, k: i64, dim: i64, largest: bool, sorted: bool) -> (Tensor, Tensor) {
+        stats::sticky2(super::topk(self, k, dim, largest, sorted))
+    }
+
+    pub fn polygamma(&self, n: i64) -> Tensor {
+        sticky(super::polygamma(n, self))
+    }
+
+    pub fn sort(&self, dim: i64, descending: bool, stable: bool) -> (Tensor, Tensor) {
+        stats::sticky2(super::sort(self, dim, descending, stable))
+    }
+
     pub fn mean(&self, dims: Option<&[i64]>, keepdim: bool) -> Tensor {
         sticky(super::mean(self, dims, keepdim))
     }
@@ -216,5 +274,61 @@ impl ops::Neg for Tensor {
     type Output = Tensor;
     fn neg(self) -> Tensor {
         sticky(super::neg(&self))
+    }
+}
+
+/// A multi-output op's results, or (after recording its error) one poisoned tensor: the
+/// number of pieces is unknown when the op failed, and the trace fails anyway.
+fn sticky_vec(result: Result<Vec<Tensor>>) -> Vec<Tensor> {
+    match result {
+        Ok(v) => v,
+        Err(e) => vec![sticky(Err(e))],
+    }
+}
+
+/// Indexing and joining methods (`cat` and `stack` are functions, as in torch).
+impl Tensor {
+    /// `torch.split`: pieces of one size (`2i64`) or of the listed sizes (`&[1, 3][..]`).
+    pub fn split(&self, split: impl Into<SplitSize>, dim: i64) -> Vec<Tensor> {
+        sticky_vec(super::split(self, split, dim))
+    }
+
+    pub fn chunk(&self, chunks: i64, dim: i64) -> Vec<Tensor> {
+        sticky_vec(super::chunk(self, chunks, dim))
+    }
+
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Tensor {
+        sticky(super::narrow(self, dim, start, length))
+    }
+
+    /// `self[..., start:end:step]` along `dim`, with Python's slice bounds.
+    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Tensor {
+        sticky(super::slice(self, dim, start, end, step))
+    }
+
+    pub fn index_select(&self, dim: i64, index: &Tensor) -> Tensor {
+        sticky(super::index_select(self, dim, index))
+    }
+
+    pub fn gather(&self, dim: i64, index: &Tensor) -> Tensor {
+        sticky(super::gather(self, dim, index))
+    }
+
+    pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Tensor {
+        sticky(super::scatter_add(self, dim, index, src))
+    }
+
+    pub fn index_add(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: impl Into<Operand>,
+    ) -> Tensor {
+        sticky(super::index_add(self, dim, index, source, alpha))
+    }
+
+    pub fn flip(&self, dims: &[i64]) -> Tensor {
+        sticky(super::flip(self, dims))
     }
 }

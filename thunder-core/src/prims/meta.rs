@@ -7,6 +7,9 @@ use crate::error::{bail_op, Error, Result};
 use crate::ir::{Arg, ShapeDisplay, TensorType};
 use thunder_abi::prims::{Prim, PrimClass};
 
+mod extra;
+mod indexing;
+
 type Types<'a> = &'a [Option<TensorType>];
 
 pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorType>> {
@@ -28,7 +31,16 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
             t
         }
         PrimClass::Shape => shape_op(prim, args, types)?,
-        PrimClass::Reduction => reduction(prim, args, types)?,
+        PrimClass::Indexing => indexing::meta(prim, args, types)?,
+        PrimClass::Reduction => match prim {
+            Prim::Argmax | Prim::Argmin => extra::arg_reduction(prim, args, types)?,
+            Prim::VarMean => return extra::var_mean(prim, args, types),
+            _ => reduction(prim, args, types)?,
+        },
+        PrimClass::Scan => extra::scan(prim, args, types)?,
+        PrimClass::Sort => return extra::sort(prim, args, types),
+        PrimClass::Conv => extra::convolution(prim, args, types)?,
+        PrimClass::Random => extra::random(prim, args)?,
         PrimClass::Matmul => matmul(op, args, types)?,
         PrimClass::Factory => match prim {
             Prim::Iota => iota(op, args)?,
@@ -329,14 +341,14 @@ fn reduction(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
             );
         }
         reduced[d as usize] = true;
-        if prim == Prim::Amax && a.shape[d as usize] == 0 {
+        if matches!(prim, Prim::Amax | Prim::Amin) && a.shape[d as usize] == 0 {
             bail_op!(
                 op,
-                "cannot reduce over dim {d} of size 0 (the maximum of nothing is undefined)"
+                "cannot reduce over dim {d} of size 0 (the extremum of nothing is undefined)"
             );
         }
     }
-    if prim == Prim::Sum && a.dtype == DType::Bool {
+    if matches!(prim, Prim::Sum | Prim::Prod) && a.dtype == DType::Bool {
         bail_op!(op, "does not support dtype b8");
     }
     let shape = a

@@ -5,6 +5,8 @@
 mod compare;
 mod convert;
 mod elementwise;
+mod ext;
+mod indexing;
 mod program;
 mod reduce;
 mod shape;

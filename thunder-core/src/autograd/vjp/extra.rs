@@ -1,0 +1,254 @@
+//! VJP rules of prod, cumsum, and the prims with several outputs (var_mean, topk, sort).
+
+use super::{diff_tensor, ints, p2, scalar_f64, unreduce, v};
+use crate::error::{Error, Result};
+use crate::ir::Arg;
+use crate::prims::{prim1, Prim};
+use crate::tensor::Tensor;
+
+fn int(arg: &Arg, prim: Prim) -> Result<i64> {
+    match arg {
+        Arg::Int(i) => Ok(*i),
+        other => Err(Error::Bug(format!(
+            "{}: expected an int, got {other:?}",
+            prim.id()
+        ))),
+    }
+}
+
+fn where_(pred: &Tensor, a: Arg, b: Arg) -> Result<Tensor> {
+    prim1(Prim::Where, vec![v(pred), a, b])
+}
+
+/// `prod`: `out / x` is wrong where `x` is 0, so zeros are counted per reduced slice. With no
+/// zero the cotangent is `g * out / x`; with exactly one, the zero position gets `g` times the
+/// product of the others and every other position 0 (`out` is 0); with more, everything is 0.
+pub(super) fn prod(x: &Tensor, dims: &[i64], out: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let shape = x.shape();
+    let is_zero = p2(Prim::Eq, v(x), Arg::Float(0.0))?;
+    let safe = where_(&is_zero, Arg::Float(1.0), v(x))?;
+    let zeros = crate::clang::convert(&is_zero, x.dtype())?;
+    let count = unreduce(
+        &prim1(Prim::Sum, vec![v(&zeros), Arg::Ints(dims.to_vec())])?,
+        shape,
+        dims,
+    )?;
+    let others = unreduce(
+        &prim1(Prim::Prod, vec![v(&safe), Arg::Ints(dims.to_vec())])?,
+        shape,
+        dims,
+    )?;
+    let single_zero = p2(Prim::Eq, v(&count), Arg::Float(1.0))?;
+    let at_zero = where_(&single_zero, v(&others), Arg::Float(0.0))?;
+    let elsewhere = p2(Prim::Div, v(&unreduce(out, shape, dims)?), v(&safe))?;
+    let d = where_(&is_zero, v(&at_zero), v(&elsewhere))?;
+    p2(Prim::Mul, v(&unreduce(g, shape, dims)?), v(&d))
+}
+
+/// `cumsum`: the cotangent of `x[i]` is `sum_{j >= i} g[j]`, computed as
+/// `sum(g) - cumsum(g) + g` (no flip needed; exact in the f64 reference, within rounding of
+/// the row total otherwise).
+pub(super) fn cumsum(dim: i64, g: &Tensor) -> Result<Tensor> {
+    let total = unreduce(
+        &prim1(Prim::Sum, vec![v(g), Arg::Ints(vec![dim])])?,
+        g.shape(),
+        &[dim],
+    )?;
+    let running = prim1(Prim::Cumsum, vec![v(g), Arg::Int(dim)])?;
+    p2(Prim::Add, v(&p2(Prim::Sub, v(&total), v(&running))?), v(g))
+}
+
+/// Cotangents of the arguments of a prim with several outputs; `gs[i]` is the cotangent of
+/// output `i`, `None` where nothing downstream reads it.
+pub fn multi_output_vjp(
+    prim: Prim,
+    args: &[Arg],
+    outs: &[Tensor],
+    gs: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>> {
+    let Some(x) = args.first().map(diff_tensor).transpose()?.flatten() else {
+        return Ok(vec![None; args.len()]);
+    };
+    let mut cots: Vec<Option<Tensor>> = vec![None; args.len()];
+    match prim {
+        Prim::VarMean => {
+            let dims = ints(&args[1], prim)?;
+            let correction = scalar_f64(&args[2]).unwrap_or(1.0);
+            let n: i64 = dims.iter().map(|&d| x.shape()[d as usize]).product();
+            let mean = outs
+                .get(1)
+                .ok_or_else(|| Error::Bug("var_mean: missing mean output".into()))?;
+            let mut total: Option<Tensor> = None;
+            if let Some(Some(g_var)) = gs.first() {
+                // d var / dx = 2 (x - mean) / (N - correction)
+                let centered = p2(Prim::Sub, v(&x), v(&unreduce(mean, x.shape(), &dims)?))?;
+                let scale = 2.0 / (n as f64 - correction).max(0.0);
+                let gv = p2(
+                    Prim::Mul,
+                    v(&unreduce(g_var, x.shape(), &dims)?),
+                    v(&centered),
+                )?;
+                total = Some(p2(Prim::Mul, v(&gv), Arg::Float(scale))?);
+            }
+            if let Some(Some(g_mean)) = gs.get(1) {
+                let gm = p2(
+                    Prim::Div,
+                    v(&unreduce(g_mean, x.shape(), &dims)?),
+                    Arg::Float(n as f64),
+                )?;
+                total = Some(match total {
+                    Some(t) => p2(Prim::Add, v(&t), v(&gm))?,
+                    None => gm,
+                });
+            }
+            cots[0] = total;
+        }
+        Prim::Topk | Prim::Sort => {
+            // Only the values are differentiable; the indices route their cotangent back.
+            if let Some(Some(g)) = gs.first() {
+                let dim = int(&args[if prim == Prim::Topk { 2 } else { 1 }], prim)?;
+                let indices = outs
+                    .get(1)
+                    .ok_or_else(|| Error::Bug(format!("{}: missing indices", prim.id())))?;
+                cots[0] = Some(scatter_along(&x, dim, indices, g)?);
+            }
+        }
+        _ => {
+            return Err(Error::Bug(format!(
+                "{} does not have several outputs",
+                prim.id()
+            )))
+        }
+    }
+    Ok(cots)
+}
+
+/// A tensor shaped like `x` holding `g[..., j, ...]` at `x[..., indices[..., j, ...], ...]`
+/// along `dim` (the indices of a sort or topk are distinct per row, so nothing collides).
+fn scatter_along(x: &Tensor, dim: i64, indices: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let zeros = crate::clang::full(x.shape().to_vec(), Arg::Float(0.0), x.device(), g.dtype())?;
+    crate::clang::scatter_add(&zeros, indices, g, dim as usize)
+}
+
+fn conv(
+    a: &Tensor,
+    w: &Tensor,
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    groups: i64,
+) -> Result<Tensor> {
+    prim1(
+        Prim::Convolution,
+        vec![
+            v(a),
+            v(w),
+            Arg::None,
+            Arg::Ints(stride.to_vec()),
+            Arg::Ints(padding.to_vec()),
+            Arg::Ints(dilation.to_vec()),
+            Arg::Int(groups),
+        ],
+    )
+}
+
+/// `convolution(a, w, bias, stride, padding, dilation, groups)`. Both cotangents are
+/// convolutions again:
+/// - input: the transposed convolution, i.e. `g` dilated by the stride (interior padding),
+///   padded by `dilation * (K - 1) - padding` (plus what the forward's floor division dropped
+///   on the high side), convolved with the flipped kernel whose in/out channels are swapped
+///   within each group;
+/// - weight: `a` and `g` swap the roles of batch and channels (stride and dilation swap too);
+///   the groups become `G` blocks of the batch, and the result is cut back to the kernel size;
+/// - bias: `g` summed over every dim but the channels.
+pub(super) fn convolution(args: &[Arg], g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    let prim = Prim::Convolution;
+    let (Some(Arg::Value(av)), Some(Arg::Value(wv))) = (args.first(), args.get(1)) else {
+        return Err(Error::Bug(
+            "prims.convolution: input or weight is not a tensor".into(),
+        ));
+    };
+    let (a, w) = (
+        crate::trace_ctx::tensor_of(*av)?,
+        crate::trace_ctx::tensor_of(*wv)?,
+    );
+    let (stride, padding, dilation) = (
+        ints(&args[3], prim)?,
+        ints(&args[4], prim)?,
+        ints(&args[5], prim)?,
+    );
+    let groups = int(&args[6], prim)?;
+    let spatial = w.rank() - 2;
+    let (l, k, o) = (&a.shape()[2..], &w.shape()[2..], &g.shape()[2..]);
+    let (n, c_in, c_out) = (a.shape()[0], a.shape()[1], w.shape()[0]);
+    let (cin_g, cout_g) = (c_in / groups, c_out / groups);
+    let mut cots: Vec<Option<Tensor>> = vec![None; args.len()];
+
+    if diff_tensor(&args[0])?.is_some() {
+        let mut config = vec![0i64; 6];
+        for d in 0..spatial {
+            let low = dilation[d] * (k[d] - 1) - padding[d];
+            let covered = (o[d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k[d] - 1) + 1;
+            config.extend([low, low + l[d] - covered, stride[d] - 1]);
+        }
+        let g_pad = prim1(Prim::Pad, vec![v(g), Arg::Float(0.0), Arg::Ints(config)])?;
+        let mut split = vec![groups, cout_g, cin_g];
+        split.extend_from_slice(k);
+        let mut perm: Vec<i64> = vec![0, 2, 1];
+        perm.extend(3..3 + spatial as i64);
+        let mut merged = vec![c_in, cout_g];
+        merged.extend_from_slice(k);
+        let swapped = crate::clang::reshape(
+            &crate::clang::transpose(&crate::clang::reshape(&w, split)?, perm)?,
+            merged,
+        )?;
+        let flipped = prim1(
+            Prim::Flip,
+            vec![v(&swapped), Arg::Ints((2..2 + spatial as i64).collect())],
+        )?;
+        let ones = vec![1i64; spatial];
+        let zeros = vec![0i64; spatial];
+        cots[0] = Some(conv(&g_pad, &flipped, &ones, &zeros, &dilation, groups)?);
+    }
+
+    if diff_tensor(&args[1])?.is_some() {
+        let mut split = vec![n, groups, cin_g];
+        split.extend_from_slice(l);
+        let mut perm: Vec<i64> = vec![2, 1, 0];
+        perm.extend(3..3 + spatial as i64);
+        let mut merged = vec![cin_g, groups * n];
+        merged.extend_from_slice(l);
+        let a2 = crate::clang::reshape(
+            &crate::clang::transpose(&crate::clang::reshape(&a, split)?, perm)?,
+            merged,
+        )?;
+        let mut perm: Vec<i64> = vec![1, 0];
+        perm.extend(2..2 + spatial as i64);
+        let g2 = crate::clang::transpose(g, perm.clone())?;
+        let r = conv(&a2, &g2, &dilation, &padding, &stride, groups)?;
+        let r = crate::clang::transpose(&r, perm)?;
+        let full = r.shape()[2..] == *k;
+        cots[1] = Some(if full {
+            r
+        } else {
+            let rank = r.rank();
+            let mut end = r.shape().to_vec();
+            end[2..].copy_from_slice(k);
+            prim1(
+                Prim::Slice,
+                vec![
+                    v(&r),
+                    Arg::Ints(vec![0; rank]),
+                    Arg::Ints(end),
+                    Arg::Ints(vec![1; rank]),
+                ],
+            )?
+        });
+    }
+
+    if diff_tensor(&args[2])?.is_some() {
+        let dims: Vec<i64> = (0..g.rank() as i64).filter(|&d| d != 1).collect();
+        cots[2] = Some(prim1(Prim::Sum, vec![v(g), Arg::Ints(dims)])?);
+    }
+    Ok(cots)
+}
