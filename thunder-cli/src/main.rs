@@ -48,6 +48,10 @@ enum Command {
         /// Inputs to differentiate with respect to (default: every floating-point input).
         #[arg(long, value_delimiter = ',', requires = "grad")]
         wrt: Vec<String>,
+        /// Run on this device (`cpu`, `cuda`, `cuda:N`): the program's tensors and inputs are
+        /// moved there, and outputs are copied back to write them.
+        #[arg(long)]
+        device: Option<String>,
     },
     /// Print a program's trace at one stage.
     Trace {
@@ -137,9 +141,15 @@ fn main() -> ExitCode {
             print_trace,
             grad,
             wrt,
+            device,
         } => {
             let grad = grad.then_some(wrt.as_slice());
-            commands::run::run(&cli.host, &program, &inputs, &out, print_trace, grad)
+            let options = commands::run::RunOptions {
+                print_trace,
+                grad,
+                device: device.as_deref(),
+            };
+            commands::run::run(&cli.host, &program, &inputs, &out, &options)
         }
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
         Command::Examine {

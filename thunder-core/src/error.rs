@@ -38,6 +38,14 @@ pub enum Error {
     #[error("no executor can run {ops}")]
     Unclaimed { ops: String },
 
+    /// CUDA was asked for on a machine where it cannot be used.
+    #[error("no CUDA driver: {reason}")]
+    NoCudaDriver { reason: String },
+
+    /// A CUDA driver call failed.
+    #[error("CUDA {call} failed: {message}")]
+    Cuda { call: String, message: String },
+
     #[error("{0}")]
     Usage(String),
 

@@ -6,6 +6,7 @@
 
 pub mod autograd;
 pub mod clang;
+pub mod cuda;
 pub mod device;
 pub mod dtype;
 pub mod error;

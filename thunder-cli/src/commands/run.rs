@@ -7,7 +7,7 @@ use std::sync::Arc;
 use thunder_core::autograd::value_and_grad;
 use thunder_core::ir::Trace;
 use thunder_core::runtime::npy::write_npy;
-use thunder_core::{Array, Tensor};
+use thunder_core::{Array, Device, Tensor};
 
 fn write_outputs(out: &Path, prefix: &str, names: &[String], arrays: &[Array]) -> Result<()> {
     for (name, a) in names.iter().zip(arrays) {
@@ -76,21 +76,46 @@ fn run_with_grad(
     Ok(())
 }
 
+pub struct RunOptions<'a> {
+    pub print_trace: bool,
+    /// Differentiate with respect to these inputs (all float inputs when empty).
+    pub grad: Option<&'a [String]>,
+    /// `cpu`, `cuda` or `cuda:N`.
+    pub device: Option<&'a str>,
+}
+
 pub fn run(
     args: &HostArgs,
     program: &Path,
     inputs: &[String],
     out: &Path,
-    print_trace: bool,
-    grad: Option<&[String]>,
+    options: &RunOptions,
 ) -> Result<()> {
+    let (print_trace, grad) = (options.print_trace, options.grad);
+    let device = match options.device {
+        None => None,
+        Some(text) => Some(Device::parse(text).ok_or_else(|| {
+            anyhow::anyhow!("--device: `{text}` is not a device (expected cpu, cuda or cuda:N)")
+        })?),
+    };
     let trace = load_program(program)?;
     let params: Vec<_> = trace
         .inputs
         .iter()
         .map(|&v| (trace.name(v).to_string(), trace.ty(v).clone()))
         .collect();
-    let arrays = match_inputs(&params, parse_inputs(inputs)?)?;
+    let mut arrays = match_inputs(&params, parse_inputs(inputs)?)?;
+    let trace = match device {
+        Some(d) => {
+            arrays = arrays
+                .iter()
+                .map(|a| a.to(d))
+                .collect::<thunder_core::Result<Vec<_>>>()
+                .with_context(|| format!("--device {d}: cannot move the inputs there"))?;
+            trace.on_device(d)
+        }
+        None => trace,
+    };
     let host = args.host()?;
     std::fs::create_dir_all(out)
         .with_context(|| format!("{}: cannot create the output folder", out.display()))?;

@@ -49,15 +49,24 @@ pub unsafe fn cpu_free(ptr: *mut u8, bytes: usize, align: usize) {
 extern "C" fn alloc(device: DeviceDesc, bytes: usize, align: usize) -> *mut c_void {
     match device.kind {
         DeviceKind::Cpu => cpu_alloc(bytes, align) as *mut c_void,
-        // Device memory arrives with the CUDA runtime; until then the request fails cleanly.
+        // The alignment of cuMemAlloc blocks (256 bytes) covers every dtype and vector width.
+        DeviceKind::Cuda if align <= 256 => match crate::cuda::alloc(device.index, bytes) {
+            Ok(0) => 256 as *mut c_void,
+            Ok(ptr) => ptr as *mut c_void,
+            Err(e) => {
+                tracing::warn!("device allocation of {bytes} bytes failed: {e}");
+                std::ptr::null_mut()
+            }
+        },
         DeviceKind::Cuda => std::ptr::null_mut(),
     }
 }
 
 extern "C" fn free(device: DeviceDesc, ptr: *mut c_void, bytes: usize, align: usize) {
-    if device.kind == DeviceKind::Cpu {
+    match device.kind {
         // SAFETY: the ABI contract says plugins free only what `alloc` gave them.
-        unsafe { cpu_free(ptr as *mut u8, bytes, align) }
+        DeviceKind::Cpu => unsafe { cpu_free(ptr as *mut u8, bytes, align) },
+        DeviceKind::Cuda => crate::cuda::free(device.index, ptr as u64, bytes),
     }
 }
 

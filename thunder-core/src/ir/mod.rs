@@ -2,6 +2,7 @@
 
 mod bsym;
 mod symbol;
+mod retarget;
 mod trace;
 
 pub use bsym::BoundSymbol;

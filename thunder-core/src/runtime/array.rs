@@ -5,14 +5,18 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ir::{ShapeDisplay, TensorType};
+use crate::cuda;
 use crate::runtime::pool;
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
+/// Storage: host memory from the caching pool, or device memory from the CUDA runtime's pool
+/// (then `ptr` holds the device address and is never dereferenced on the host).
 struct Buffer {
     ptr: *mut u8,
     bytes: usize,
+    device: Device,
 }
 
 // SAFETY: the buffer is plain memory; writes happen only while a run owns it exclusively,
@@ -22,8 +26,11 @@ unsafe impl Sync for Buffer {}
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        // SAFETY: allocated by pool::alloc with this size.
-        unsafe { pool::free(self.ptr, self.bytes) }
+        match self.device {
+            // SAFETY: allocated by pool::alloc with this size.
+            Device::Cpu => unsafe { pool::free(self.ptr, self.bytes) },
+            Device::Cuda(ordinal) => cuda::free(ordinal, self.ptr as u64, self.bytes),
+        }
     }
 }
 
@@ -73,6 +80,10 @@ impl Array {
     /// Zero-filled storage for `ty` on the CPU (from the runtime's caching pool).
     pub fn zeros(ty: TensorType) -> Result<Array> {
         let a = Array::reused(ty)?;
+        if let Device::Cuda(ordinal) = a.ty.device {
+            cuda::memset_zero(ordinal, a.buf.ptr as u64, a.buf.bytes)?;
+            return Ok(a);
+        }
         // SAFETY: the buffer is `bytes` long (or dangling with bytes == 0) and not shared yet.
         unsafe { std::ptr::write_bytes(a.buf.ptr, 0, a.buf.bytes) };
         Ok(a)
@@ -84,13 +95,18 @@ impl Array {
     /// runtime's outputs of a region (plugins write every element of their outputs, as the ABI
     /// requires) and arrays filled by copying.
     pub(crate) fn reused(ty: TensorType) -> Result<Array> {
-        if ty.device != Device::Cpu {
-            return Err(Error::Usage(format!(
-                "cannot allocate on {}: only cpu memory is supported so far",
-                ty.device
-            )));
-        }
         let bytes = ty.size_bytes();
+        if let Device::Cuda(ordinal) = ty.device {
+            let ptr = cuda::alloc(ordinal, bytes)? as *mut u8;
+            return Ok(Array {
+                buf: Arc::new(Buffer {
+                    ptr,
+                    bytes,
+                    device: ty.device,
+                }),
+                ty,
+            });
+        }
         let ptr = pool::alloc(bytes);
         if ptr.is_null() {
             return Err(Error::Usage(format!(
@@ -98,7 +114,11 @@ impl Array {
             )));
         }
         Ok(Array {
-            buf: Arc::new(Buffer { ptr, bytes }),
+            buf: Arc::new(Buffer {
+                ptr,
+                bytes,
+                device: Device::Cpu,
+            }),
             ty,
         })
     }
@@ -198,19 +218,66 @@ impl Array {
         self
     }
 
-    pub fn bytes(&self) -> &[u8] {
+    /// The raw bytes of a host array; a device array must be copied with [`Array::to`] first.
+    pub fn bytes(&self) -> Result<&[u8]> {
+        if self.ty.device != Device::Cpu {
+            return Err(Error::Usage(format!(
+                "the bytes of an array on {} are not readable from the host: copy it with \
+                 .to(Device::Cpu) first",
+                self.ty.device
+            )));
+        }
         if self.buf.bytes == 0 {
-            return &[];
+            return Ok(&[]);
         }
         // SAFETY: the buffer is `bytes` long and lives as long as self.
-        unsafe { std::slice::from_raw_parts(self.buf.ptr, self.buf.bytes) }
+        Ok(unsafe { std::slice::from_raw_parts(self.buf.ptr, self.buf.bytes) })
+    }
+
+    pub fn device(&self) -> Device {
+        self.ty.device
+    }
+
+    /// The array on `device`: itself if it is there already, else a copy (host to device,
+    /// device to host, or through the host between two devices). Device copies wait for the
+    /// device's stream, so the result is ready to read.
+    pub fn to(&self, device: Device) -> Result<Array> {
+        if device == self.ty.device {
+            return Ok(self.clone());
+        }
+        let mut ty = self.ty.clone();
+        ty.device = device;
+        match (self.ty.device, device) {
+            (Device::Cpu, Device::Cuda(ordinal)) => {
+                let a = Array::reused(ty)?;
+                cuda::copy_h2d(ordinal, a.buf.ptr as u64, self.bytes()?)?;
+                Ok(a)
+            }
+            (Device::Cuda(ordinal), Device::Cpu) => {
+                let a = Array::reused(ty)?;
+                let dst = if a.buf.bytes == 0 {
+                    &mut [][..]
+                } else {
+                    // SAFETY: a fresh host buffer of `bytes` bytes, not shared yet.
+                    unsafe { std::slice::from_raw_parts_mut(a.buf.ptr, a.buf.bytes) }
+                };
+                cuda::copy_d2h(ordinal, dst, self.buf.ptr as u64)?;
+                Ok(a)
+            }
+            (Device::Cuda(_), Device::Cuda(_)) => self.to(Device::Cpu)?.to(device),
+            (Device::Cpu, Device::Cpu) => Ok(self.clone()),
+        }
     }
 
     pub(crate) fn data_ptr(&self) -> *mut u8 {
         self.buf.ptr
     }
 
+    /// The elements, copied to the host (from a device array too, as torch's `tolist`).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.ty.device != Device::Cpu {
+            return self.to(Device::Cpu)?.to_vec();
+        }
         if T::DTYPE != self.ty.dtype {
             return Err(Error::Usage(format!(
                 "to_vec::<{}>() on an array of dtype {}",

@@ -1,6 +1,8 @@
 //! Compiling a trace into a program of region calls, and running it.
 
 use super::array::Array;
+use crate::cuda;
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::host::exec_trace::{ExecStep, ExecutionTrace, Note};
 use crate::host::partition::{partition_among, Lineup, Partition, Region, Rejection};
@@ -17,6 +19,8 @@ struct Step {
     name: String,
     region: usize,
     compiled: CompiledBox,
+    /// Where the step's tensors live, which picks the context and stream it runs with.
+    device: Device,
     inputs: Vec<usize>,
     outputs: Vec<usize>,
     frees: Vec<usize>,
@@ -231,11 +235,19 @@ impl CompiledProgram {
         for (region, ((s, c), &executor)) in
             et.steps.iter().zip(compiled).zip(executors).enumerate()
         {
+            let device = s
+                .outputs
+                .iter()
+                .chain(&s.inputs)
+                .map(|&v| t.ty(v).device)
+                .next()
+                .unwrap_or(Device::Cpu);
             steps.push(Step {
                 executor,
                 name: s.executor.clone(),
                 region,
                 compiled: c,
+                device,
                 inputs: s.inputs.iter().map(|&v| slot(v)).collect(),
                 outputs: s.outputs.iter().map(|&v| slot(v)).collect(),
                 frees: s.frees.iter().map(|&v| slot(v)).collect(),
@@ -423,6 +435,10 @@ impl CompiledProgram {
                     .ok_or_else(|| Error::Bug(format!("slot {s} read before it was written")))?;
                 in_descs.push(self.desc(s, a));
             }
+            let context = match step.device {
+                Device::Cpu => ExecContext::CPU,
+                Device::Cuda(ordinal) => cuda::exec_context(ordinal)?,
+            };
             // Not cleared: plugins write every element of their outputs (see `Array::reused`).
             let mut outs = Vec::with_capacity(step.outputs.len());
             for &s in &step.outputs {
@@ -438,7 +454,7 @@ impl CompiledProgram {
                 .run(
                     RSlice::from_slice(&in_descs),
                     RSlice::from_slice(&out_descs),
-                    ExecContext::CPU,
+                    context,
                 )
                 .into_result()
                 .map_err(|error| RunFailure::Step { step: k, error })?;

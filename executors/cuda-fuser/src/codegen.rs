@@ -1,0 +1,776 @@
+//! CUDA C++ for a planned kernel.
+//!
+//! The source is self-contained (no headers: NVRTC needs none, and f16/bf16 conversions are a
+//! few lines of PTX and bit arithmetic), deterministic (the same plan gives byte-identical text,
+//! which is the cache key and the golden files' content), and readable: one `const` line per
+//! trace op, named after the node.
+//!
+//! - f16 and bf16 are computed in f32 and rounded back after every op, as the reference
+//!   interpreter rounds, so fused results match it op by op.
+//! - Pointwise kernels use a grid-stride loop over `VEC` elements per step with 16-byte loads
+//!   and stores for inputs read contiguously; broadcast inputs are read per element.
+//! - Reduction kernels give each row to a team: a thread block (reduced dims trailing and long
+//!   enough) or one thread (coalesced column reductions such as a bias gradient).
+
+use crate::plan::{contiguous_strides, Kernel, Level, Literal, NodeId, NodeKind, Operand};
+use std::collections::HashSet;
+use std::fmt::Write;
+use thunder_abi::prims::Prim;
+use thunder_abi::DTypeCode;
+
+/// How a kernel is launched; the grid size is picked at run time from the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// Grid-stride over `items` items of `vec` elements (plus a scalar tail).
+    Pointwise { numel: u64, vec: u32, block: u32 },
+    /// One block of `block` threads per row.
+    BlockPerRow { rows: u64, block: u32 },
+    /// One thread per row.
+    ThreadPerRow { rows: u64, block: u32 },
+}
+
+#[derive(Debug, Clone)]
+pub struct Generated {
+    pub name: String,
+    pub source: String,
+    pub launch: Launch,
+}
+
+/// The prelude every kernel shares.
+pub const PRELUDE: &str = r#"typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+"#;
+
+/// The C type a value of `dtype` is computed in.
+fn ctype(d: DTypeCode) -> &'static str {
+    match d {
+        DTypeCode::Bool => "bool",
+        DTypeCode::U8 => "unsigned char",
+        DTypeCode::I8 => "signed char",
+        DTypeCode::I16 => "short",
+        DTypeCode::I32 => "int",
+        DTypeCode::I64 => "i64_t",
+        DTypeCode::F16 | DTypeCode::BF16 | DTypeCode::F32 => "float",
+        DTypeCode::F64 => "double",
+    }
+}
+
+/// The C type a value of `dtype` is stored as.
+fn storage(d: DTypeCode) -> &'static str {
+    match d {
+        DTypeCode::Bool => "u8_t",
+        DTypeCode::F16 | DTypeCode::BF16 => "u16_t",
+        other => ctype(other),
+    }
+}
+
+fn load_expr(d: DTypeCode, raw: &str) -> String {
+    match d {
+        DTypeCode::Bool => format!("({raw} != 0)"),
+        DTypeCode::F16 => format!("f16_to_f32({raw})"),
+        DTypeCode::BF16 => format!("bf16_to_f32({raw})"),
+        _ => raw.to_string(),
+    }
+}
+
+fn store_expr(d: DTypeCode, v: &str) -> String {
+    match d {
+        DTypeCode::Bool => format!("(u8_t)({v} ? 1 : 0)"),
+        DTypeCode::F16 => format!("f32_to_f16({v})"),
+        DTypeCode::BF16 => format!("f32_to_bf16({v})"),
+        _ => v.to_string(),
+    }
+}
+
+/// Rounds a value computed in f32 to the node's dtype.
+fn rounded(d: DTypeCode, expr: String) -> String {
+    match d {
+        DTypeCode::F16 => format!("round_f16({expr})"),
+        DTypeCode::BF16 => format!("round_bf16({expr})"),
+        _ => expr,
+    }
+}
+
+fn is_double(d: DTypeCode) -> bool {
+    d == DTypeCode::F64
+}
+
+pub fn float_literal(x: f64, double: bool) -> String {
+    if double {
+        if x.is_finite() {
+            format!("{x:?}")
+        } else {
+            format!("__longlong_as_double({:#018x}LL)", x.to_bits())
+        }
+    } else {
+        let f = x as f32;
+        if f.is_finite() {
+            format!("{f:?}f")
+        } else {
+            format!("__int_as_float({:#010x})", f.to_bits())
+        }
+    }
+}
+
+fn literal(l: &Literal, at: DTypeCode) -> String {
+    match *l {
+        Literal::Float(x) if at.is_float() => float_literal(x, is_double(at)),
+        Literal::Float(x) => float_literal(x, true),
+        Literal::Int(i) if at.is_float() => float_literal(i as f64, is_double(at)),
+        Literal::Int(i) => format!("(({}){i}LL)", ctype(at)),
+        Literal::Bool(b) => if b { "true" } else { "false" }.to_string(),
+    }
+}
+
+fn unary_fn(p: Prim, double: bool, x: &str) -> String {
+    let f = |name: &str| {
+        if double {
+            format!("{name}({x})")
+        } else {
+            format!("{name}f({x})")
+        }
+    };
+    let one = if double { "1.0" } else { "1.0f" };
+    match p {
+        Prim::Neg => format!("(-{x})"),
+        Prim::Abs => f("fabs"),
+        Prim::Exp => f("exp"),
+        Prim::Exp2 => f("exp2"),
+        Prim::Expm1 => f("expm1"),
+        Prim::Log => f("log"),
+        Prim::Log1p => f("log1p"),
+        Prim::Log2 => f("log2"),
+        Prim::Log10 => f("log10"),
+        Prim::Sqrt => f("sqrt"),
+        Prim::Rsqrt => format!("({one} / {})", f("sqrt")),
+        Prim::Reciprocal => format!("({one} / {x})"),
+        Prim::Tanh => f("tanh"),
+        Prim::Sin => f("sin"),
+        Prim::Cos => f("cos"),
+        Prim::Tan => f("tan"),
+        Prim::Asin => f("asin"),
+        Prim::Acos => f("acos"),
+        Prim::Atan => f("atan"),
+        Prim::Sinh => f("sinh"),
+        Prim::Cosh => f("cosh"),
+        Prim::Asinh => f("asinh"),
+        Prim::Acosh => f("acosh"),
+        Prim::Atanh => f("atanh"),
+        Prim::Erf => f("erf"),
+        Prim::Erfc => f("erfc"),
+        Prim::Erfinv => f("erfinv"),
+        Prim::Lgamma => f("lgamma"),
+        Prim::Floor => f("floor"),
+        Prim::Ceil => f("ceil"),
+        Prim::Round => f("rint"),
+        Prim::Trunc => f("trunc"),
+        Prim::Signbit if double => format!("(__double_as_longlong({x}) < 0)"),
+        Prim::Signbit => format!("(__float_as_int({x}) < 0)"),
+        other => format!("/* unsupported {} */ {x}", other.id()),
+    }
+}
+
+fn binary_fn(p: Prim, double: bool, a: &str, b: &str) -> String {
+    let f = |name: &str| {
+        if double {
+            format!("{name}({a}, {b})")
+        } else {
+            format!("{name}f({a}, {b})")
+        }
+    };
+    match p {
+        Prim::Add => format!("({a} + {b})"),
+        Prim::Sub => format!("({a} - {b})"),
+        Prim::Mul => format!("({a} * {b})"),
+        Prim::Div => format!("({a} / {b})"),
+        Prim::Pow => f("pow"),
+        Prim::Atan2 => f("atan2"),
+        Prim::Fmod => f("fmod"),
+        Prim::Remainder => format!("py_rem({a}, {b})"),
+        Prim::Maximum => format!("nan_max({a}, {b})"),
+        Prim::Minimum => format!("nan_min({a}, {b})"),
+        Prim::Eq => format!("({a} == {b})"),
+        Prim::Ne => format!("({a} != {b})"),
+        Prim::Lt => format!("({a} < {b})"),
+        Prim::Le => format!("({a} <= {b})"),
+        Prim::Gt => format!("({a} > {b})"),
+        Prim::Ge => format!("({a} >= {b})"),
+        other => format!("/* unsupported {} */ {a}", other.id()),
+    }
+}
+
+fn convert(from: DTypeCode, to: DTypeCode, x: &str) -> String {
+    match to {
+        _ if from == to => x.to_string(),
+        DTypeCode::Bool => format!("({x} != 0)"),
+        DTypeCode::F16 if from == DTypeCode::F64 => format!("f16_to_f32(f64_to_f16({x}))"),
+        DTypeCode::F16 => format!("round_f16((float){x})"),
+        DTypeCode::BF16 => format!("round_bf16((float){x})"),
+        other => format!("(({}){x})", ctype(other)),
+    }
+}
+
+struct Emitter<'k> {
+    k: &'k Kernel,
+    out: String,
+    /// Nodes already defined in the current scope (row scope, or one loop body).
+    defined: HashSet<NodeId>,
+    /// Row-level nodes defined in the row scope (visible in every loop).
+    row_defined: HashSet<NodeId>,
+    /// How to read a contiguous full-level input at the current element, when vectorized.
+    vector_inputs: bool,
+    indent: usize,
+}
+
+impl Emitter<'_> {
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn name(n: NodeId) -> String {
+        format!("v{n}")
+    }
+
+    fn operand(&mut self, o: &Operand, at: DTypeCode) -> String {
+        match o {
+            Operand::Node(n) => {
+                self.define(*n);
+                Self::name(*n)
+            }
+            Operand::Literal(l) => literal(l, at),
+        }
+    }
+
+    fn operand_dtype(&self, o: &Operand, fallback: DTypeCode) -> DTypeCode {
+        match o {
+            Operand::Node(n) => self.k.nodes[*n].dtype,
+            Operand::Literal(_) => fallback,
+        }
+    }
+
+    /// Offset expression of a load at the current element.
+    fn offset(&self, level: Level, strides: &[i64]) -> String {
+        let dims: Vec<usize> = match level {
+            Level::Full => (0..self.k.full_shape.len()).collect(),
+            Level::Row => (0..self.k.full_shape.len())
+                .filter(|d| !self.k.reduced.contains(d))
+                .collect(),
+        };
+        let terms: Vec<String> = dims
+            .iter()
+            .zip(strides)
+            .filter(|(_, &s)| s != 0)
+            .map(|(d, &s)| if s == 1 { format!("i{d}") } else { format!("i{d} * {s}LL") })
+            .collect();
+        if terms.is_empty() {
+            "0".into()
+        } else {
+            terms.join(" + ")
+        }
+    }
+
+    fn define(&mut self, n: NodeId) {
+        if self.defined.contains(&n) || self.row_defined.contains(&n) {
+            return;
+        }
+        let node = &self.k.nodes[n];
+        let ty = ctype(node.dtype);
+        let expr = match &node.kind {
+            NodeKind::Load { input, strides } => {
+                let d = self.k.inputs[*input].dtype;
+                let contiguous = *strides == contiguous_strides(&self.k.level_shape(node.level));
+                if self.vector_inputs && contiguous && node.level == Level::Full {
+                    load_expr(d, &format!("e_in{input}[j]"))
+                } else if contiguous && node.level == Level::Full {
+                    load_expr(d, &format!("in{input}[e]"))
+                } else {
+                    load_expr(d, &format!("in{input}[{}]", self.offset(node.level, strides)))
+                }
+            }
+            NodeKind::Unary(p, a) => {
+                let at = self.operand_dtype(a, node.dtype);
+                let x = self.operand(a, at);
+                let e = unary_fn(*p, is_double(at), &x);
+                if *p == Prim::Signbit {
+                    e
+                } else {
+                    rounded(node.dtype, e)
+                }
+            }
+            NodeKind::Binary(p, a, b) => {
+                let at = self.operand_dtype(a, self.operand_dtype(b, node.dtype));
+                let x = self.operand(a, at);
+                let y = self.operand(b, at);
+                let e = binary_fn(*p, is_double(at), &x, &y);
+                if node.dtype == DTypeCode::Bool {
+                    e
+                } else {
+                    rounded(node.dtype, e)
+                }
+            }
+            NodeKind::Where(p, a, b) => {
+                let c = self.operand(p, DTypeCode::Bool);
+                let x = self.operand(a, node.dtype);
+                let y = self.operand(b, node.dtype);
+                format!("({c} ? {x} : {y})")
+            }
+            NodeKind::Convert(a) => {
+                let from = self.operand_dtype(a, node.dtype);
+                let x = self.operand(a, from);
+                convert(from, node.dtype, &x)
+            }
+            NodeKind::Reduce { .. } => {
+                // Defined by its reduction loop; reaching here is a planning bug.
+                "/* reduction read before its loop */ 0".into()
+            }
+        };
+        self.line(&format!("const {ty} {} = {expr};", Self::name(n)));
+        self.defined.insert(n);
+    }
+}
+
+fn signature(k: &Kernel, name: &str, block: u32) -> String {
+    let mut params = Vec::new();
+    for (i, input) in k.inputs.iter().enumerate() {
+        params.push(format!("const {}* __restrict__ in{i}", storage(input.dtype)));
+    }
+    for (i, o) in k.outputs.iter().enumerate() {
+        params.push(format!(
+            "{}* __restrict__ out{i}",
+            storage(k.nodes[o.node].dtype)
+        ));
+    }
+    format!(
+        "extern \"C\" __global__ void __launch_bounds__({block}) {name}({})",
+        params.join(", ")
+    )
+}
+
+/// Coordinates `i<d>` of `dims` (row-major over their sizes) from the linear index `var`.
+fn coordinates(k: &Kernel, dims: &[usize], var: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut div = 1i64;
+    for &d in dims.iter().rev() {
+        let size = k.full_shape[d];
+        let q = if div == 1 { var.to_string() } else { format!("({var} / {div}LL)") };
+        if d == dims[0] {
+            lines.push(format!("const i64_t i{d} = {q};"));
+        } else {
+            lines.push(format!("const i64_t i{d} = {q} % {size}LL;"));
+        }
+        div *= size.max(1);
+    }
+    lines.reverse();
+    lines
+}
+
+fn vector_width(k: &Kernel) -> u32 {
+    let widest = k
+        .inputs
+        .iter()
+        .map(|i| i.dtype.size_bytes())
+        .chain(k.outputs.iter().map(|o| k.nodes[o.node].dtype.size_bytes()))
+        .max()
+        .unwrap_or(4);
+    (16 / widest.max(1)) as u32
+}
+
+fn raw_type(bytes: usize) -> &'static str {
+    match bytes {
+        16 => "uint4",
+        8 => "uint2",
+        4 => "unsigned",
+        2 => "u16_t",
+        _ => "u8_t",
+    }
+}
+
+pub fn generate(k: &Kernel, name: &str) -> Generated {
+    if k.reduced.is_empty() {
+        pointwise(k, name)
+    } else {
+        rows(k, name)
+    }
+}
+
+fn header(k: &Kernel) -> String {
+    let shape: Vec<String> = k.full_shape.iter().map(i64::to_string).collect();
+    let mut h = format!("// thunder cuda-fuser kernel over [{}]", shape.join(", "));
+    if !k.reduced.is_empty() {
+        let _ = write!(h, ", reducing dims {:?}", k.reduced);
+    }
+    h.push('\n');
+    h
+}
+
+fn pointwise(k: &Kernel, name: &str) -> Generated {
+    const BLOCK: u32 = 256;
+    let numel: i64 = k.full_shape.iter().map(|&d| d.max(0)).product();
+    let vec = vector_width(k);
+    let all_dims: Vec<usize> = (0..k.full_shape.len()).collect();
+    let full_contiguous = contiguous_strides(&k.full_shape);
+    // Inputs read contiguously are loaded 16 bytes at a time; the others (broadcasts) per
+    // element, from coordinates.
+    let mut contiguous_full = HashSet::new();
+    let mut strided = false;
+    for n in &k.nodes {
+        if let NodeKind::Load { input, strides } = &n.kind {
+            if *strides == full_contiguous {
+                contiguous_full.insert(*input);
+            } else {
+                strided = true;
+            }
+        }
+    }
+    let mut em = Emitter {
+        k,
+        out: String::new(),
+        defined: HashSet::new(),
+        row_defined: HashSet::new(),
+        vector_inputs: true,
+        indent: 0,
+    };
+    em.out.push_str(&header(k));
+    em.out.push_str(PRELUDE);
+    em.line(&format!("{} {{", signature(k, name, BLOCK)));
+    em.indent = 1;
+    em.line(&format!("const i64_t n = {numel}LL;"));
+    em.line("const i64_t step = (i64_t)gridDim.x * blockDim.x;");
+    em.line("const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;");
+    // Vector body.
+    em.line(&format!("for (i64_t q = first; q < n / {vec}; q += step) {{"));
+    em.indent = 2;
+    for (i, input) in k.inputs.iter().enumerate() {
+        if !contiguous_full.contains(&i) {
+            continue;
+        }
+        let bytes = input.dtype.size_bytes() * vec as usize;
+        let raw = raw_type(bytes);
+        em.line(&format!(
+            "const {raw} r_in{i} = reinterpret_cast<const {raw}*>(in{i})[q];"
+        ));
+        em.line(&format!(
+            "const {}* e_in{i} = reinterpret_cast<const {}*>(&r_in{i});",
+            storage(input.dtype),
+            storage(input.dtype)
+        ));
+    }
+    for (i, o) in k.outputs.iter().enumerate() {
+        let d = k.nodes[o.node].dtype;
+        em.line(&format!(
+            "__align__(16) {} s_out{i}[{vec}];",
+            storage(d)
+        ));
+    }
+    em.line("#pragma unroll");
+    em.line(&format!("for (int j = 0; j < {vec}; ++j) {{"));
+    em.indent = 3;
+    if strided {
+        em.line(&format!("const i64_t e = q * {vec} + j;"));
+        for l in coordinates(k, &all_dims, "e") {
+            em.line(&l);
+        }
+    }
+    for (i, o) in k.outputs.iter().enumerate() {
+        em.define(o.node);
+        let d = k.nodes[o.node].dtype;
+        let v = Emitter::name(o.node);
+        em.line(&format!("s_out{i}[j] = {};", store_expr(d, &v)));
+    }
+    em.indent = 2;
+    em.line("}");
+    for (i, o) in k.outputs.iter().enumerate() {
+        let bytes = k.nodes[o.node].dtype.size_bytes() * vec as usize;
+        let raw = raw_type(bytes);
+        em.line(&format!(
+            "reinterpret_cast<{raw}*>(out{i})[q] = *reinterpret_cast<const {raw}*>(s_out{i});"
+        ));
+    }
+    em.indent = 1;
+    em.line("}");
+    // Scalar tail.
+    em.defined.clear();
+    em.vector_inputs = false;
+    em.line(&format!(
+        "for (i64_t e = (n / {vec}) * {vec} + first; e < n; e += step) {{"
+    ));
+    em.indent = 2;
+    if strided {
+        for l in coordinates(k, &all_dims, "e") {
+            em.line(&l);
+        }
+    }
+    for (i, o) in k.outputs.iter().enumerate() {
+        em.define(o.node);
+        let d = k.nodes[o.node].dtype;
+        let v = Emitter::name(o.node);
+        em.line(&format!("out{i}[e] = {};", store_expr(d, &v)));
+    }
+    em.indent = 1;
+    em.line("}");
+    em.indent = 0;
+    em.line("}");
+    Generated {
+        name: name.to_string(),
+        source: em.out,
+        launch: Launch::Pointwise {
+            numel: numel as u64,
+            vec,
+            block: BLOCK,
+        },
+    }
+}
+
+/// Reductions of one loop: a reduction's depth is one more than the deepest reduction its
+/// input reads, so independent reductions (a sum and a sum of squares) share a pass.
+fn reduction_depths(k: &Kernel) -> Vec<usize> {
+    let mut depth = vec![0usize; k.nodes.len()];
+    for (i, n) in k.nodes.iter().enumerate() {
+        let deps: Vec<NodeId> = match &n.kind {
+            NodeKind::Load { .. } => vec![],
+            NodeKind::Unary(_, a) | NodeKind::Convert(a) => node_of(a).into_iter().collect(),
+            NodeKind::Binary(_, a, b) => node_of(a).into_iter().chain(node_of(b)).collect(),
+            NodeKind::Where(p, a, b) => node_of(p)
+                .into_iter()
+                .chain(node_of(a))
+                .chain(node_of(b))
+                .collect(),
+            NodeKind::Reduce { input, .. } => vec![*input],
+        };
+        let d = deps.iter().map(|&x| depth[x]).max().unwrap_or(0);
+        depth[i] = if matches!(n.kind, NodeKind::Reduce { .. }) { d + 1 } else { d };
+    }
+    depth
+}
+
+fn node_of(o: &Operand) -> Option<NodeId> {
+    match o {
+        Operand::Node(n) => Some(*n),
+        Operand::Literal(_) => None,
+    }
+}
+
+fn block_size(cols: i64) -> u32 {
+    match cols {
+        c if c < 2048 => 256,
+        c if c < 8192 => 512,
+        _ => 1024,
+    }
+}
+
+fn rows(k: &Kernel, name: &str) -> Generated {
+    let rows_n: i64 = k.row_shape().iter().map(|&d| d.max(0)).product();
+    let cols_n: i64 = k.reduced.iter().map(|&d| k.full_shape[d].max(0)).product();
+    let block_team = k.reduces_trailing() && cols_n >= 64;
+    let block = if block_team { block_size(cols_n) } else { 256 };
+    let kept: Vec<usize> = (0..k.full_shape.len()).filter(|d| !k.reduced.contains(d)).collect();
+    let depths = reduction_depths(k);
+    let max_depth = k.reductions.iter().map(|&r| depths[r]).max().unwrap_or(0);
+    let full_strides = contiguous_strides(&k.full_shape);
+    let mut em = Emitter {
+        k,
+        out: String::new(),
+        defined: HashSet::new(),
+        row_defined: HashSet::new(),
+        vector_inputs: false,
+        indent: 0,
+    };
+    em.out.push_str(&header(k));
+    em.out.push_str(PRELUDE);
+    em.line(&format!("{} {{", signature(k, name, block)));
+    em.indent = 1;
+    em.line(&format!("const i64_t rows = {rows_n}LL, cols = {cols_n}LL;"));
+    if block_team {
+        em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
+        em.line("for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {");
+    } else {
+        em.line("const i64_t lane = 0, team = 1;");
+        em.line("for (i64_t r = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64_t)gridDim.x * blockDim.x) {");
+    }
+    em.indent = 2;
+    for l in coordinates(k, &kept, "r") {
+        em.line(&l);
+    }
+    // Row values that need no reduction.
+    let emit_ready_rows = |em: &mut Emitter, done_depth: usize| {
+        for (i, n) in k.nodes.iter().enumerate() {
+            if n.level == Level::Row
+                && !matches!(n.kind, NodeKind::Reduce { .. })
+                && depths[i] <= done_depth
+                && !em.row_defined.contains(&i)
+            {
+                em.defined.clear();
+                em.define(i);
+                em.row_defined.extend(em.defined.drain());
+            }
+        }
+    };
+    emit_ready_rows(&mut em, 0);
+    for depth in 1..=max_depth {
+        let stage: Vec<NodeId> = k
+            .reductions
+            .iter()
+            .copied()
+            .filter(|&r| depths[r] == depth)
+            .collect();
+        for &r in &stage {
+            let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
+                continue;
+            };
+            let acc_ty = ctype(k.nodes[*input].dtype);
+            let double = acc_ty == "double";
+            let identity = if *prim == Prim::Amax {
+                format!("-{}", float_literal(f64::INFINITY, double))
+            } else {
+                float_literal(0.0, double)
+            };
+            em.line(&format!("{acc_ty} acc{r} = {identity};"));
+        }
+        em.line("for (i64_t c = lane; c < cols; c += team) {");
+        em.indent = 3;
+        let reduced = k.reduced.clone();
+        for l in coordinates(k, &reduced, "c") {
+            em.line(&l);
+        }
+        em.line(&format!("const i64_t e = {};", em.offset(Level::Full, &full_strides)));
+        em.defined.clear();
+        for &r in &stage {
+            let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
+                continue;
+            };
+            em.define(*input);
+            let v = Emitter::name(*input);
+            if *prim == Prim::Amax {
+                em.line(&format!("acc{r} = nan_max(acc{r}, {v});"));
+            } else {
+                em.line(&format!("acc{r} += {v};"));
+            }
+        }
+        em.indent = 2;
+        em.line("}");
+        for &r in &stage {
+            let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
+                continue;
+            };
+            let acc_ty = ctype(k.nodes[*input].dtype);
+            let double = acc_ty == "double";
+            if block_team {
+                let (op, identity) = if *prim == Prim::Amax {
+                    ("MaxOp()", format!("-{}", float_literal(f64::INFINITY, double)))
+                } else {
+                    ("SumOp()", float_literal(0.0, double))
+                };
+                em.line(&format!(
+                    "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
+                ));
+            }
+            let dtype = k.nodes[r].dtype;
+            em.line(&format!(
+                "const {} {} = {};",
+                ctype(dtype),
+                Emitter::name(r),
+                rounded(dtype, convert(k.nodes[*input].dtype, dtype, &format!("acc{r}")))
+            ));
+            em.row_defined.insert(r);
+        }
+        emit_ready_rows(&mut em, depth);
+    }
+    // Full outputs: one more pass over the row.
+    let full_outputs: Vec<(usize, NodeId)> = k
+        .outputs
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| k.nodes[o.node].level == Level::Full)
+        .map(|(i, o)| (i, o.node))
+        .collect();
+    if !full_outputs.is_empty() {
+        em.line("for (i64_t c = lane; c < cols; c += team) {");
+        em.indent = 3;
+        let reduced = k.reduced.clone();
+        for l in coordinates(k, &reduced, "c") {
+            em.line(&l);
+        }
+        em.line(&format!("const i64_t e = {};", em.offset(Level::Full, &full_strides)));
+        em.defined.clear();
+        for &(i, n) in &full_outputs {
+            em.define(n);
+            let v = Emitter::name(n);
+            em.line(&format!("out{i}[e] = {};", store_expr(k.nodes[n].dtype, &v)));
+        }
+        em.indent = 2;
+        em.line("}");
+    }
+    let row_outputs: Vec<(usize, NodeId)> = k
+        .outputs
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| k.nodes[o.node].level == Level::Row)
+        .map(|(i, o)| (i, o.node))
+        .collect();
+    if !row_outputs.is_empty() {
+        em.line("if (lane == 0) {");
+        em.indent = 3;
+        for &(i, n) in &row_outputs {
+            let v = Emitter::name(n);
+            em.line(&format!("out{i}[r] = {};", store_expr(k.nodes[n].dtype, &v)));
+        }
+        em.indent = 2;
+        em.line("}");
+    }
+    em.indent = 1;
+    em.line("}");
+    em.indent = 0;
+    em.line("}");
+    Generated {
+        name: name.to_string(),
+        source: em.out,
+        launch: if block_team {
+            Launch::BlockPerRow {
+                rows: rows_n as u64,
+                block,
+            }
+        } else {
+            Launch::ThreadPerRow {
+                rows: rows_n as u64,
+                block,
+            }
+        },
+    }
+}

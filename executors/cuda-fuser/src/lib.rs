@@ -1,0 +1,187 @@
+//! `cuda-fuser`: generates a CUDA kernel for each fusible part of a region, compiles it with
+//! NVRTC for the device's architecture and runs it on the host's stream.
+//!
+//! - It claims maximal runs of elementwise ops, broadcasts, reshapes and sum/amax reductions on
+//!   CUDA tensors ([`support`]); a region becomes as few kernels as its shapes allow
+//!   ([`plan`]), each generated as CUDA C++ ([`codegen`]).
+//! - Kernels are cached in memory and on disk, keyed by source hash, arch, driver and NVRTC
+//!   version ([`nvrtc`]).
+//! - Without a CUDA driver or NVRTC the plugin still loads, reports itself unavailable with the
+//!   reason and claims nothing.
+//!
+//! Options (plugins.toml): `cache_dir = "path"` (default `~/.cache/thunder/cuda-fuser`),
+//! `disk_cache = false` to keep kernels in memory only.
+#![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
+
+pub mod codegen;
+mod compiled;
+mod device;
+pub mod nvrtc;
+pub mod plan;
+pub mod support;
+
+use compiled::{device_of, CompiledKernel, FusedRegion};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use thunder_abi::claim::contiguous_runs;
+use thunder_abi::export::{option_bool, CompiledRegion, Executor, HostLogger};
+use thunder_abi::prims::Prim;
+use thunder_abi::{
+    HostServices, LogLevel, OptionValue, PluginError, PluginInfo, RegionSpec, TraceView,
+    ABI_VERSION,
+};
+
+pub const NAME: &str = "cuda-fuser";
+
+pub fn plugin_info() -> PluginInfo {
+    PluginInfo {
+        name: NAME.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        abi_version: ABI_VERSION,
+        description: "NVRTC-generated kernels for elementwise and row-reduction regions on CUDA"
+            .into(),
+        devices: vec!["cuda".into()].into(),
+        symbols: Prim::ALL
+            .iter()
+            .filter(|p| {
+                support::float_math(**p)
+                    || matches!(
+                        p.class(),
+                        thunder_abi::prims::PrimClass::Compare
+                            | thunder_abi::prims::PrimClass::Where
+                            | thunder_abi::prims::PrimClass::Convert
+                    )
+                    || matches!(
+                        p,
+                        Prim::BroadcastInDim | Prim::Reshape | Prim::Sum | Prim::Amax
+                    )
+            })
+            .map(|p| p.id().into())
+            .collect(),
+    }
+}
+
+pub struct CudaFuser {
+    services: HostServices,
+    log: HostLogger,
+    compiler: nvrtc::Compiler,
+}
+
+impl CudaFuser {
+    pub fn create(
+        services: HostServices,
+        options: &[(String, OptionValue)],
+    ) -> Result<Self, PluginError> {
+        for (key, _) in options {
+            if key != "cache_dir" && key != "disk_cache" {
+                return Err(PluginError::invalid(format!(
+                    "{NAME}: unknown option `{key}` (expected cache_dir or disk_cache)"
+                )));
+            }
+        }
+        let cache_dir = match options.iter().find(|(k, _)| k == "cache_dir") {
+            None => nvrtc::default_cache_dir(),
+            Some((_, OptionValue::Str(s))) => Some(PathBuf::from(s.as_str())),
+            Some((_, other)) => {
+                return Err(PluginError::invalid(format!(
+                    "{NAME}: option `cache_dir`: expected a path string, got {other:?}"
+                )))
+            }
+        };
+        let disk = option_bool(options, "disk_cache")?.unwrap_or(true);
+        Ok(CudaFuser {
+            services,
+            log: HostLogger {
+                services,
+                plugin: NAME,
+            },
+            compiler: nvrtc::Compiler::new(if disk { cache_dir } else { None }),
+        })
+    }
+
+    fn region_device(view: &TraceView, region: &RegionSpec) -> Result<u32, PluginError> {
+        region
+            .inputs
+            .iter()
+            .chain(region.outputs.iter())
+            .filter_map(|&v| view.values.get(v as usize))
+            .find_map(|m| device_of(m.device))
+            .ok_or_else(|| PluginError::invalid(format!("{NAME}: region has no CUDA tensor")))
+    }
+}
+
+impl Executor for CudaFuser {
+    fn available(&self) -> Result<(), String> {
+        device::runtime().map(|_| ())
+    }
+
+    fn claim(&self, view: &TraceView) -> Result<Vec<Vec<u32>>, PluginError> {
+        if device::runtime().is_err() {
+            return Ok(Vec::new());
+        }
+        Ok(contiguous_runs(view, |op| support::accepts(view, op)))
+    }
+
+    fn compile(
+        &self,
+        view: &TraceView,
+        region: &RegionSpec,
+    ) -> Result<Box<dyn CompiledRegion>, PluginError> {
+        let runtime = device::runtime().map_err(PluginError::unsupported)?;
+        let ordinal = Self::region_device(view, region)?;
+        if ordinal as i32 >= runtime.device_count {
+            return Err(PluginError::invalid(format!(
+                "{NAME}: cuda:{ordinal} does not exist ({} devices)",
+                runtime.device_count
+            )));
+        }
+        let props = device::props(ordinal).map_err(PluginError::internal)?;
+        let kernels = plan::plan(view, &region.ops, &region.outputs)?;
+        device::make_current(ordinal).map_err(PluginError::internal)?;
+        let mut compiled = Vec::with_capacity(kernels.len());
+        let mut bytes = HashMap::new();
+        for (i, k) in kernels.iter().enumerate() {
+            let generated = codegen::generate(k, &format!("thunder_fused_{i}"));
+            let key = nvrtc::CacheKey::new(
+                &generated.source,
+                props.compute_capability,
+                runtime.driver_version,
+                runtime.nvrtc_version,
+            );
+            let (image, origin) = self
+                .compiler
+                .image(&generated.source, &generated.name, &key, props.compute_capability)
+                .map_err(PluginError::internal)?;
+            self.log.log(
+                LogLevel::Debug,
+                &format!("{}: {:?} ({})", generated.name, origin, key.0),
+            );
+            let function = device::load(&image, &generated.name).map_err(PluginError::internal)?;
+            for v in k.inputs.iter().map(|i| i.value).chain(k.outputs.iter().map(|o| o.value)) {
+                let meta = &view.values[v as usize];
+                let n: i64 = meta.shape.iter().map(|&d| d.max(0)).product();
+                bytes.insert(v, n as usize * meta.dtype.size_bytes());
+            }
+            compiled.push(CompiledKernel {
+                inputs: k.inputs.iter().map(|i| i.value).collect(),
+                outputs: k.outputs.iter().map(|o| o.value).collect(),
+                generated,
+                function,
+            });
+        }
+        Ok(Box::new(FusedRegion {
+            kernels: compiled,
+            region_inputs: region.inputs.to_vec(),
+            region_outputs: region.outputs.to_vec(),
+            bytes,
+            ordinal,
+            sm_count: props.sm_count.max(1) as u32,
+            services: self.services,
+        }))
+    }
+}
+
+thunder_abi::export_executor! {
+    info: plugin_info,
+    create: CudaFuser::create,
+}

@@ -1,0 +1,752 @@
+//! Splitting a claimed region into kernels.
+//!
+//! A kernel has a **domain**: the full shape `F` its elementwise work ranges over, and
+//! optionally a set of reduced dims `D` of `F`. Its values live at one of two levels: *full*
+//! (one per element of `F`) or *row* (one per element of `R`, `F` without `D`, after a
+//! reduction). The generated code runs one "team" per row (a thread block when `D` are the
+//! trailing dims, else a single thread), which loops over the row's elements once per
+//! reduction and once more to store full outputs; row values between reductions stay in
+//! registers. So softmax, layer_norm and cross_entropy become one kernel that reads each row
+//! from memory once per stage (from L2 after the first) and writes only the outputs.
+//!
+//! Ops join the current kernel while they fit its domain; otherwise the kernel is closed and
+//! the op starts the next one, and the values that cross become kernel outputs in device
+//! memory. Broadcasts and reshapes of kernel inputs are folded into index maps.
+
+use thunder_abi::prims::{Prim, PrimClass};
+use thunder_abi::{ArgView, DTypeCode, OpView, PluginError, TraceView};
+
+pub type NodeId = usize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Full,
+    Row,
+}
+
+/// A literal operand, already rounded to the dtype it is used at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Literal {
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    Node(NodeId),
+    Literal(Literal),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// Element of kernel input `input`, read through `strides` (one per dim of the level's
+    /// shape; 0 where the input is broadcast).
+    Load { input: usize, strides: Vec<i64> },
+    Unary(Prim, Operand),
+    Binary(Prim, Operand, Operand),
+    Where(Operand, Operand, Operand),
+    Convert(Operand),
+    /// A reduction over the kernel's reduced dims (the `k`-th of the kernel).
+    Reduce { prim: Prim, input: NodeId, k: usize },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub kind: NodeKind,
+    pub dtype: DTypeCode,
+    pub level: Level,
+}
+
+/// A tensor a kernel reads: a region input or an earlier kernel's output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelInput {
+    pub value: u32,
+    pub dtype: DTypeCode,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelOutput {
+    pub value: u32,
+    pub node: NodeId,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    pub full_shape: Vec<i64>,
+    /// Reduced dims of `full_shape`, ascending; empty for a pointwise kernel.
+    pub reduced: Vec<usize>,
+    pub inputs: Vec<KernelInput>,
+    pub nodes: Vec<Node>,
+    pub outputs: Vec<KernelOutput>,
+    pub reductions: Vec<NodeId>,
+}
+
+impl Kernel {
+    pub fn row_shape(&self) -> Vec<i64> {
+        (0..self.full_shape.len())
+            .filter(|d| !self.reduced.contains(d))
+            .map(|d| self.full_shape[d])
+            .collect()
+    }
+
+    /// `F` with the reduced dims kept as size 1 (what `keepdim` reductions produce).
+    pub fn row_shape_keepdim(&self) -> Vec<i64> {
+        self.full_shape
+            .iter()
+            .enumerate()
+            .map(|(d, &n)| if self.reduced.contains(&d) { 1 } else { n })
+            .collect()
+    }
+
+    /// Whether a tensor of `shape` holds one value per row (either spelling of `R`).
+    pub fn is_row_shape(&self, shape: &[i64]) -> bool {
+        !self.reduced.is_empty() && (self.row_shape() == shape || self.row_shape_keepdim() == shape)
+    }
+
+    pub fn level_shape(&self, level: Level) -> Vec<i64> {
+        match level {
+            Level::Full => self.full_shape.clone(),
+            Level::Row => self.row_shape(),
+        }
+    }
+
+    /// True when the reduced dims are the trailing dims of `F` (rows are contiguous runs).
+    pub fn reduces_trailing(&self) -> bool {
+        let n = self.full_shape.len();
+        let k = self.reduced.len();
+        k > 0 && self.reduced.iter().copied().eq(n - k..n)
+    }
+}
+
+/// A value computed elementwise from tensors in memory, not placed in any kernel yet: it is
+/// instantiated (with its loads re-indexed) wherever a kernel reads it, possibly broadcast, so
+/// a weight converted to f32 and broadcast over a batch is read straight from memory.
+#[derive(Debug, Clone, PartialEq)]
+struct Expr {
+    kind: ExprKind,
+    dtype: DTypeCode,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum ExprKind {
+    /// `value` read with `strides` over the expression's shape.
+    Load { value: u32, strides: Vec<i64> },
+    Lit(Literal),
+    Unary(Prim, Box<Expr>),
+    Binary(Prim, Box<Expr>, Box<Expr>),
+    Where(Box<Expr>, Box<Expr>, Box<Expr>),
+    Convert(Box<Expr>),
+}
+
+impl Expr {
+    /// The same expression read through `f`, which maps a load's strides to new strides.
+    fn restride(&self, f: &dyn Fn(&[i64]) -> Vec<i64>) -> Expr {
+        let kind = match &self.kind {
+            ExprKind::Load { value, strides } => ExprKind::Load {
+                value: *value,
+                strides: f(strides),
+            },
+            ExprKind::Lit(l) => ExprKind::Lit(*l),
+            ExprKind::Unary(p, a) => ExprKind::Unary(*p, Box::new(a.restride(f))),
+            ExprKind::Binary(p, a, b) => {
+                ExprKind::Binary(*p, Box::new(a.restride(f)), Box::new(b.restride(f)))
+            }
+            ExprKind::Where(c, a, b) => ExprKind::Where(
+                Box::new(c.restride(f)),
+                Box::new(a.restride(f)),
+                Box::new(b.restride(f)),
+            ),
+            ExprKind::Convert(a) => ExprKind::Convert(Box::new(a.restride(f))),
+        };
+        Expr {
+            kind,
+            dtype: self.dtype,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    shape: Vec<i64>,
+    expr: Expr,
+}
+
+/// Where a trace value lives while a region is planned.
+#[derive(Debug, Clone)]
+enum Home {
+    /// In the open kernel, as this node.
+    Node(NodeId),
+    /// Not computed yet: instantiated by whichever kernel reads it.
+    Pending(Pending),
+    /// In device memory (region input or output of a closed kernel).
+    Memory,
+}
+
+pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1].max(1);
+    }
+    strides
+}
+
+fn bad(op: &OpView, message: impl std::fmt::Display) -> PluginError {
+    PluginError::invalid(format!("cuda-fuser: {}: {message}", op.symbol))
+}
+
+fn new_kernel(shape: &[i64]) -> Kernel {
+    Kernel {
+        full_shape: shape.to_vec(),
+        reduced: Vec::new(),
+        inputs: Vec::new(),
+        nodes: Vec::new(),
+        outputs: Vec::new(),
+        reductions: Vec::new(),
+    }
+}
+
+struct Planner<'a> {
+    view: &'a TraceView,
+    homes: std::collections::HashMap<u32, Home>,
+    /// Values whose op has been planned (into a kernel or as pending).
+    planned: std::collections::HashSet<u32>,
+    kernels: Vec<Kernel>,
+    open: Option<Kernel>,
+}
+
+/// Plans the kernels of a region. `outputs` are the region's outputs; values used by a later
+/// kernel become outputs of the kernel computing them.
+pub fn plan(view: &TraceView, ops: &[u32], outputs: &[u32]) -> Result<Vec<Kernel>, PluginError> {
+    let mut p = Planner {
+        view,
+        homes: Default::default(),
+        planned: Default::default(),
+        kernels: Vec::new(),
+        open: None,
+    };
+    for &i in ops {
+        let op = view
+            .ops
+            .get(i as usize)
+            .ok_or_else(|| PluginError::invalid(format!("cuda-fuser: op {i} is not in the trace")))?;
+        if !p.try_add(op)? {
+            p.close(outputs);
+            if !p.try_add(op)? {
+                return Err(bad(op, "cannot start a kernel with this op"));
+            }
+        }
+        p.planned.extend(op.outputs.iter().copied());
+    }
+    p.close(outputs);
+    p.materialize_pending(outputs);
+    Ok(p.kernels)
+}
+
+impl Planner<'_> {
+    fn shape(&self, v: u32) -> &[i64] {
+        &self.view.values[v as usize].shape
+    }
+
+    fn dtype(&self, v: u32) -> DTypeCode {
+        self.view.values[v as usize].dtype
+    }
+
+    /// Whether `v` must be in memory after planning: a region output, a trace output, or read
+    /// by an op not planned yet (later in this region, or another executor's).
+    fn needed_later(&self, v: u32, region_outputs: &[u32]) -> bool {
+        region_outputs.contains(&v)
+            || self.view.outputs.contains(&v)
+            || self.view.ops.iter().any(|op| {
+                op.input_values().any(|x| x == v)
+                    && op.outputs.iter().all(|o| !self.planned.contains(o))
+            })
+    }
+
+    /// Closes the open kernel; every value it computed that is needed later becomes a kernel
+    /// output, and so does every pending value of its shapes that is.
+    fn close(&mut self, region_outputs: &[u32]) {
+        let Some(mut k) = self.open.take() else {
+            return;
+        };
+        let computed: Vec<(u32, NodeId)> = self
+            .homes
+            .iter()
+            .filter_map(|(&v, h)| match h {
+                Home::Node(n) => Some((v, *n)),
+                _ => None,
+            })
+            .collect();
+        for (v, node) in computed {
+            if self.needed_later(v, region_outputs) {
+                k.outputs.push(KernelOutput { value: v, node });
+            }
+            self.homes.insert(v, Home::Memory);
+        }
+        k.outputs.sort_by_key(|o| o.value);
+        self.kernels.push(k);
+    }
+
+    /// Pending values needed outside the region get kernels of their own, one per shape.
+    fn materialize_pending(&mut self, region_outputs: &[u32]) {
+        let mut wanted: Vec<(u32, Pending)> = self
+            .homes
+            .iter()
+            .filter_map(|(&v, h)| match h {
+                Home::Pending(p) if self.needed_later(v, region_outputs) => Some((v, p.clone())),
+                _ => None,
+            })
+            .collect();
+        wanted.sort_by_key(|(v, _)| *v);
+        while let Some((_, first)) = wanted.first() {
+            let shape = first.shape.clone();
+            let (group, rest): (Vec<_>, Vec<_>) =
+                wanted.into_iter().partition(|(_, p)| p.shape == shape);
+            wanted = rest;
+            self.open = Some(new_kernel(&shape));
+            for (v, p) in group {
+                let node = match self.instantiate(&p.expr, Level::Full) {
+                    Some(Operand::Node(n)) => Some(n),
+                    // A literal-only expression: stored through a convert node.
+                    Some(Operand::Literal(l)) => self.node(
+                        NodeKind::Convert(Operand::Literal(l)),
+                        p.expr.dtype,
+                        Level::Full,
+                    ),
+                    None => None,
+                };
+                if let (Some(n), Some(k)) = (node, self.open.as_mut()) {
+                    k.outputs.push(KernelOutput { value: v, node: n });
+                }
+                self.homes.insert(v, Home::Memory);
+            }
+            if let Some(k) = self.open.take() {
+                self.kernels.push(k);
+            }
+        }
+    }
+
+    /// Adds the nodes computing `expr` at `level` of the open kernel.
+    fn instantiate(&mut self, expr: &Expr, level: Level) -> Option<Operand> {
+        let kind = match &expr.kind {
+            ExprKind::Lit(l) => return Some(Operand::Literal(*l)),
+            ExprKind::Load { value, strides } => {
+                return Some(Operand::Node(self.load(*value, strides.clone(), level)))
+            }
+            ExprKind::Unary(p, a) => NodeKind::Unary(*p, self.instantiate(a, level)?),
+            ExprKind::Binary(p, a, b) => {
+                NodeKind::Binary(*p, self.instantiate(a, level)?, self.instantiate(b, level)?)
+            }
+            ExprKind::Where(c, a, b) => NodeKind::Where(
+                self.instantiate(c, level)?,
+                self.instantiate(a, level)?,
+                self.instantiate(b, level)?,
+            ),
+            ExprKind::Convert(a) => NodeKind::Convert(self.instantiate(a, level)?),
+        };
+        Some(Operand::Node(self.node(kind, expr.dtype, level)?))
+    }
+
+    /// A node, shared with an identical one already in the kernel.
+    fn node(&mut self, kind: NodeKind, dtype: DTypeCode, level: Level) -> Option<NodeId> {
+        let k = self.open.as_mut()?;
+        let node = Node { kind, dtype, level };
+        if let Some(n) = k.nodes.iter().position(|x| *x == node) {
+            return Some(n);
+        }
+        k.nodes.push(node);
+        Some(k.nodes.len() - 1)
+    }
+
+    fn load(&mut self, v: u32, strides: Vec<i64>, level: Level) -> NodeId {
+        let dtype = self.dtype(v);
+        let Some(k) = self.open.as_mut() else {
+            return 0;
+        };
+        let input = match k.inputs.iter().position(|i| i.value == v) {
+            Some(i) => i,
+            None => {
+                k.inputs.push(KernelInput { value: v, dtype });
+                k.inputs.len() - 1
+            }
+        };
+        self.node(NodeKind::Load { input, strides }, dtype, level)
+            .unwrap_or(0)
+    }
+
+    /// `v` as an expression, if it is not a node of the open kernel.
+    fn expr_of(&self, v: u32) -> Option<Expr> {
+        match self.homes.get(&v) {
+            Some(Home::Node(_)) => None,
+            Some(Home::Pending(p)) => Some(p.expr.clone()),
+            Some(Home::Memory) | None => Some(Expr {
+                kind: ExprKind::Load {
+                    value: v,
+                    strides: contiguous_strides(self.shape(v)),
+                },
+                dtype: self.dtype(v),
+            }),
+        }
+    }
+
+    /// Strides over a value's own shape, restated over the dims of `level`'s shape (a
+    /// keepdim-shaped row value drops its size-1 reduced dims).
+    fn level_strides(&self, shape: &[i64], level: Level) -> impl Fn(&[i64]) -> Vec<i64> {
+        let drop: Vec<usize> = match (&self.open, level) {
+            (Some(k), Level::Row) if shape.len() == k.full_shape.len() => k.reduced.clone(),
+            _ => Vec::new(),
+        };
+        move |s: &[i64]| {
+            s.iter()
+                .enumerate()
+                .filter(|(d, _)| !drop.contains(d))
+                .map(|(_, &x)| x)
+                .collect()
+        }
+    }
+
+    /// The operand for `v` at `level` in the open kernel.
+    fn value_at(&mut self, v: u32, level: Level) -> Option<Operand> {
+        let k = self.open.as_ref()?;
+        let shape = self.shape(v).to_vec();
+        let fits = match level {
+            Level::Full => shape == k.full_shape,
+            Level::Row => k.is_row_shape(&shape),
+        };
+        match self.homes.get(&v) {
+            Some(Home::Node(n)) => {
+                let n = *n;
+                (k.nodes[n].level == level).then_some(Operand::Node(n))
+            }
+            _ if !fits => None,
+            _ => {
+                let expr = self.expr_of(v)?;
+                let f = self.level_strides(&shape, level);
+                let operand = self.instantiate(&expr.restride(&f), level)?;
+                if let Operand::Node(n) = operand {
+                    if level == Level::Full || shape == self.open.as_ref()?.row_shape() {
+                        // Computed in this kernel now: later readers share the node.
+                        self.homes.insert(v, Home::Node(n));
+                    }
+                }
+                Some(operand)
+            }
+        }
+    }
+
+    fn literal(&self, arg: &ArgView, dtype: DTypeCode) -> Option<Literal> {
+        match arg {
+            ArgView::Float(x) => Some(Literal::Float(round_to(*x, dtype))),
+            ArgView::Int(i) if dtype.is_float() => Some(Literal::Float(round_to(*i as f64, dtype))),
+            ArgView::Int(i) => Some(Literal::Int(*i)),
+            ArgView::Bool(b) => Some(Literal::Bool(*b)),
+            _ => None,
+        }
+    }
+
+    /// Adds `op`; false when it cannot join the open kernel (which is then closed).
+    fn try_add(&mut self, op: &OpView) -> Result<bool, PluginError> {
+        let prim = Prim::from_id(&op.symbol).ok_or_else(|| bad(op, "not a prim"))?;
+        let out = *op.outputs.first().ok_or_else(|| bad(op, "no output"))?;
+        match prim.class() {
+            PrimClass::Reduction => self.add_reduction(op, prim, out),
+            PrimClass::Shape => self.add_shape(op, prim, out),
+            _ => self.add_elementwise(op, prim, out),
+        }
+    }
+
+    fn add_elementwise(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
+        let out_shape = self.shape(out).to_vec();
+        let out_dtype = self.dtype(out);
+        // Operands are computed at the dtype of the first tensor operand (prims take operands
+        // of one dtype; `where` takes it from its branches).
+        let operand_dtype = match prim.class() {
+            PrimClass::Where => op
+                .args
+                .iter()
+                .skip(1)
+                .find_map(ArgView::as_value)
+                .map(|v| self.dtype(v))
+                .unwrap_or(out_dtype),
+            _ => op.input_values().next().map(|v| self.dtype(v)).unwrap_or(out_dtype),
+        };
+        let n_args = if prim.class() == PrimClass::Convert { 1 } else { op.args.len() };
+        let args = &op.args[..n_args.min(op.args.len())];
+        let dtype_of = |i: usize| {
+            if prim.class() == PrimClass::Where && i == 0 {
+                DTypeCode::Bool
+            } else {
+                operand_dtype
+            }
+        };
+        let in_kernel = args.iter().any(
+            |a| matches!(a, ArgView::Value(v) if matches!(self.homes.get(v), Some(Home::Node(_)))),
+        );
+        if !in_kernel {
+            // Only memory and pending operands: stay pending.
+            let mut exprs = Vec::new();
+            for (i, a) in args.iter().enumerate() {
+                let e = match a {
+                    ArgView::Value(v) => self.expr_of(*v).ok_or_else(|| bad(op, "operand lost"))?,
+                    other => Expr {
+                        kind: ExprKind::Lit(
+                            self.literal(other, dtype_of(i))
+                                .ok_or_else(|| bad(op, "unsupported literal"))?,
+                        ),
+                        dtype: dtype_of(i),
+                    },
+                };
+                exprs.push(Box::new(e));
+            }
+            let kind = match (prim.class(), exprs.as_slice()) {
+                (PrimClass::Unary | PrimClass::Predicate, [a]) => ExprKind::Unary(prim, a.clone()),
+                (PrimClass::Binary | PrimClass::Compare, [a, b]) => {
+                    ExprKind::Binary(prim, a.clone(), b.clone())
+                }
+                (PrimClass::Where, [c, a, b]) => ExprKind::Where(c.clone(), a.clone(), b.clone()),
+                (PrimClass::Convert, [a]) => ExprKind::Convert(a.clone()),
+                _ => return Err(bad(op, "unexpected arguments")),
+            };
+            self.homes.insert(
+                out,
+                Home::Pending(Pending {
+                    shape: out_shape,
+                    expr: Expr {
+                        kind,
+                        dtype: out_dtype,
+                    },
+                }),
+            );
+            return Ok(true);
+        }
+        let Some(level) = self.open.as_ref().and_then(|k| {
+            if k.full_shape == out_shape {
+                Some(Level::Full)
+            } else if k.is_row_shape(&out_shape) {
+                Some(Level::Row)
+            } else {
+                None
+            }
+        }) else {
+            return Ok(false);
+        };
+        let mut operands = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            let o = match a {
+                ArgView::Value(v) => self.value_at(*v, level),
+                other => self.literal(other, dtype_of(i)).map(Operand::Literal),
+            };
+            match o {
+                Some(o) => operands.push(o),
+                None => return Ok(false),
+            }
+        }
+        let kind = match (prim.class(), operands.as_slice()) {
+            (PrimClass::Unary | PrimClass::Predicate, [a]) => NodeKind::Unary(prim, a.clone()),
+            (PrimClass::Binary | PrimClass::Compare, [a, b]) => {
+                NodeKind::Binary(prim, a.clone(), b.clone())
+            }
+            (PrimClass::Where, [c, a, b]) => NodeKind::Where(c.clone(), a.clone(), b.clone()),
+            (PrimClass::Convert, [a]) => NodeKind::Convert(a.clone()),
+            _ => return Err(bad(op, "unexpected arguments")),
+        };
+        let n = self
+            .node(kind, out_dtype, level)
+            .ok_or_else(|| bad(op, "no open kernel"))?;
+        self.homes.insert(out, Home::Node(n));
+        Ok(true)
+    }
+
+    fn add_shape(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
+        let Some(ArgView::Value(src)) = op.args.first() else {
+            return Err(bad(op, "first argument is not a tensor"));
+        };
+        let src = *src;
+        let out_shape = self.shape(out).to_vec();
+        let src_shape = self.shape(src).to_vec();
+        if let Some(Home::Node(n)) = self.homes.get(&src) {
+            let n = *n;
+            let Some(k) = self.open.as_ref() else {
+                return Ok(false);
+            };
+            let node_level = k.nodes[n].level;
+            if node_level == Level::Row && k.is_row_shape(&out_shape) {
+                self.homes.insert(out, Home::Node(n));
+                return Ok(true);
+            }
+            if node_level == Level::Full && out_shape == src_shape {
+                self.homes.insert(out, Home::Node(n));
+                return Ok(true);
+            }
+            let row_to_full = prim == Prim::BroadcastInDim
+                && node_level == Level::Row
+                && out_shape == k.full_shape
+                && matches!(op.args.get(2), Some(ArgView::Ints(dims))
+                    if broadcasts_row_over_reduced(k, &src_shape, dims));
+            if row_to_full {
+                // A separate node so each node has one level; it is the row value itself.
+                let dtype = k.nodes[n].dtype;
+                let id = self
+                    .node(NodeKind::Convert(Operand::Node(n)), dtype, Level::Full)
+                    .ok_or_else(|| bad(op, "no open kernel"))?;
+                self.homes.insert(out, Home::Node(id));
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        let expr = self.expr_of(src).ok_or_else(|| bad(op, "operand lost"))?;
+        let restrided = match prim {
+            Prim::Reshape => {
+                let contiguous = contiguous_strides(&src_shape);
+                match &expr.kind {
+                    ExprKind::Load { strides, .. } if *strides == contiguous => {
+                        let new = contiguous_strides(&out_shape);
+                        expr.restride(&move |_| new.clone())
+                    }
+                    // A computed value is laid out anew: compute it into memory first.
+                    _ => {
+                        self.materialize_now(src, &src_shape, &expr);
+                        let new = contiguous_strides(&out_shape);
+                        Expr {
+                            kind: ExprKind::Load {
+                                value: src,
+                                strides: new,
+                            },
+                            dtype: expr.dtype,
+                        }
+                    }
+                }
+            }
+            Prim::BroadcastInDim => {
+                let Some(ArgView::Ints(dims)) = op.args.get(2) else {
+                    return Err(bad(op, "broadcast_dimensions is not a list of ints"));
+                };
+                let mut map = Vec::new();
+                for (i, &d) in dims.iter().enumerate() {
+                    let d = usize::try_from(d).map_err(|_| bad(op, "negative broadcast dim"))?;
+                    if d >= out_shape.len() || i >= src_shape.len() {
+                        return Err(bad(op, "broadcast dim out of range"));
+                    }
+                    map.push((i, d, src_shape[i] == out_shape[d]));
+                }
+                let rank = out_shape.len();
+                expr.restride(&move |old: &[i64]| {
+                    let mut new = vec![0i64; rank];
+                    for &(i, d, keep) in &map {
+                        if keep {
+                            new[d] = old.get(i).copied().unwrap_or(0);
+                        }
+                    }
+                    new
+                })
+            }
+            _ => return Err(bad(op, "unsupported shape op")),
+        };
+        self.homes.insert(
+            out,
+            Home::Pending(Pending {
+                shape: out_shape,
+                expr: restrided,
+            }),
+        );
+        Ok(true)
+    }
+
+    /// Computes a pending value into memory right away, in a kernel of its own placed before
+    /// the open one (which does not read it yet).
+    fn materialize_now(&mut self, v: u32, shape: &[i64], expr: &Expr) {
+        let open = self.open.replace(new_kernel(shape));
+        if let Some(Operand::Node(n)) = self.instantiate(expr, Level::Full) {
+            if let Some(k) = self.open.as_mut() {
+                k.outputs.push(KernelOutput { value: v, node: n });
+            }
+        }
+        if let Some(k) = self.open.take() {
+            self.kernels.push(k);
+        }
+        self.open = open;
+        self.homes.insert(v, Home::Memory);
+    }
+
+    fn add_reduction(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
+        let Some(ArgView::Value(src)) = op.args.first() else {
+            return Err(bad(op, "first argument is not a tensor"));
+        };
+        let Some(ArgView::Ints(dims)) = op.args.get(1) else {
+            return Err(bad(op, "dims is not a list of ints"));
+        };
+        let src = *src;
+        let src_shape = self.shape(src).to_vec();
+        let mut dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        dims.sort_unstable();
+        dims.dedup();
+        if self.open.is_none() {
+            self.open = Some(new_kernel(&src_shape));
+        }
+        let fits = self.open.as_ref().is_some_and(|k| {
+            k.full_shape == src_shape && (k.reduced.is_empty() || k.reduced == dims)
+        });
+        if !fits {
+            return Ok(false);
+        }
+        let Some(Operand::Node(input)) = self.value_at(src, Level::Full) else {
+            return Ok(false);
+        };
+        let k_index = self.open.as_ref().map(|k| k.reductions.len()).unwrap_or(0);
+        if let Some(k) = self.open.as_mut() {
+            k.reduced = dims;
+        }
+        let n = self
+            .node(
+                NodeKind::Reduce {
+                    prim,
+                    input,
+                    k: k_index,
+                },
+                self.dtype(out),
+                Level::Row,
+            )
+            .ok_or_else(|| bad(op, "no open kernel"))?;
+        if let Some(k) = self.open.as_mut() {
+            k.reductions.push(n);
+        }
+        self.homes.insert(out, Home::Node(n));
+        Ok(true)
+    }
+}
+
+/// Whether `broadcast_in_dim(src, F, dims)` of a row value repeats it over the reduced dims:
+/// every kept dim of `F` comes from a source dim of the same size, and every other source dim
+/// has size 1.
+fn broadcasts_row_over_reduced(k: &Kernel, src_shape: &[i64], dims: &[i64]) -> bool {
+    if dims.len() != src_shape.len() {
+        return false;
+    }
+    let mut covered = Vec::new();
+    for (i, &d) in dims.iter().enumerate() {
+        let Ok(d) = usize::try_from(d) else {
+            return false;
+        };
+        let Some(&full) = k.full_shape.get(d) else {
+            return false;
+        };
+        if !k.reduced.contains(&d) && src_shape[i] == full {
+            covered.push(d);
+        } else if src_shape[i] != 1 {
+            return false;
+        }
+    }
+    (0..k.full_shape.len())
+        .filter(|d| !k.reduced.contains(d))
+        .all(|d| covered.contains(&d) || k.full_shape[d] == 1)
+}
+
+/// A literal next to a tensor of `dtype` is first rounded to that dtype (the prim contract).
+pub fn round_to(x: f64, dtype: DTypeCode) -> f64 {
+    match dtype {
+        DTypeCode::F16 => half::f16::from_f64(x).to_f64(),
+        DTypeCode::BF16 => half::bf16::from_f64(x).to_f64(),
+        DTypeCode::F32 => x as f32 as f64,
+        _ => x,
+    }
+}

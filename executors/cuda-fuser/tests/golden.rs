@@ -1,0 +1,179 @@
+//! The generated CUDA source of representative regions, checked as golden text (CI has no GPU:
+//! this is where codegen changes show up). `THUNDER_BLESS=1 cargo test -p thunder-cuda-fuser`
+//! rewrites the files; review the diff like code.
+
+use std::path::PathBuf;
+use thunder_abi::TraceView;
+use thunder_core::host::view::trace_view;
+use thunder_core::ir::BoundSymbol;
+use thunder_core::text::parse_trace;
+use thunder_cuda_fuser::{codegen, plan, support};
+
+fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
+    if b.subsymbols.is_empty() {
+        out.push(b.clone());
+    } else {
+        for s in &b.subsymbols {
+            leaves(s, out);
+        }
+    }
+}
+
+/// The trace decomposed to prims, as the fuser sees it after every composite went unclaimed.
+fn view_of(text: &str) -> TraceView {
+    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let mut flat = Vec::new();
+    for b in &trace.bsyms {
+        leaves(b, &mut flat);
+    }
+    trace_view(&trace, &flat)
+}
+
+/// Plans the whole trace as one region and generates every kernel.
+fn generate(text: &str) -> (Vec<plan::Kernel>, String) {
+    let view = view_of(text);
+    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
+    for op in view.ops.iter() {
+        assert!(
+            support::accepts(&view, op),
+            "the fuser should accept {}",
+            op.symbol
+        );
+    }
+    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
+    let mut text = String::new();
+    for (i, k) in kernels.iter().enumerate() {
+        let g = codegen::generate(k, &format!("thunder_fused_{i}"));
+        text.push_str(&format!("// launch: {:?}\n", g.launch));
+        text.push_str(&g.source);
+        text.push('\n');
+    }
+    (kernels, text)
+}
+
+fn check_golden(name: &str, text: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.cu"));
+    if std::env::var_os("THUNDER_BLESS").is_some() {
+        std::fs::write(&path, text).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with THUNDER_BLESS=1 to create it)", path.display()));
+    assert!(
+        want == text,
+        "{} differs from the generated source; run with THUNDER_BLESS=1 and review the diff.\n--- generated ---\n{text}",
+        path.display()
+    );
+}
+
+const CHAIN8: &str = r#"def computation(x):
+  # x: "cuda:0 f32[16777216]"
+  t0 = prims.mul(x, 1.01)
+  t1 = prims.add(t0, 0.1)
+  t2 = prims.mul(t1, 1.01)
+  t3 = prims.add(t2, 0.1)
+  t4 = prims.mul(t3, 1.01)
+  t5 = prims.add(t4, 0.1)
+  t6 = prims.mul(t5, 1.01)
+  t7 = prims.add(t6, 0.1)
+  return (t7,)
+"#;
+
+#[test]
+fn chain_of_eight_is_one_vectorized_kernel() {
+    let (kernels, text) = generate(CHAIN8);
+    assert_eq!(kernels.len(), 1);
+    assert!(text.contains("uint4"), "16-byte loads expected");
+    check_golden("chain8", &text);
+}
+
+const SOFTMAX: &str = r#"def computation(x):
+  # x: "cuda:0 f32[64, 4096]"
+  t0 = ltorch.softmax(x, -1)
+  return (t0,)
+"#;
+
+#[test]
+fn softmax_is_one_block_per_row_kernel() {
+    let (kernels, text) = generate(SOFTMAX);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert_eq!(kernels[0].reductions.len(), 2);
+    assert!(text.contains("block_reduce<float>(acc"), "{text}");
+    check_golden("softmax", &text);
+}
+
+const LAYER_NORM_BF16: &str = r#"def computation(x, w, b):
+  # x: "cuda:0 bf16[8, 768]"
+  # w: "cuda:0 bf16[768]"
+  # b: "cuda:0 bf16[768]"
+  t0 = ltorch.layer_norm(x, [768], w, b, 1e-05)
+  return (t0,)
+"#;
+
+#[test]
+fn bf16_layer_norm_is_one_kernel_computed_in_f32() {
+    let (kernels, text) = generate(LAYER_NORM_BF16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert!(text.contains("bf16_to_f32("), "{text}");
+    assert!(text.contains("f32_to_bf16("), "{text}");
+    check_golden("layer_norm_bf16", &text);
+}
+
+const BIAS_GRAD: &str = r#"def computation(g):
+  # g: "cuda:0 f32[256, 512]"
+  t0 = prims.sum(g, [0])
+  return (t0,)
+"#;
+
+#[test]
+fn a_column_sum_gives_each_thread_a_column() {
+    let (kernels, text) = generate(BIAS_GRAD);
+    assert_eq!(kernels.len(), 1);
+    assert!(matches!(
+        codegen::generate(&kernels[0], "k").launch,
+        codegen::Launch::ThreadPerRow { rows: 512, .. }
+    ));
+    check_golden("column_sum", &text);
+}
+
+const BIAS_GELU_F16: &str = r#"def computation(x, b):
+  # x: "cuda:0 f16[128, 1024]"
+  # b: "cuda:0 f16[1024]"
+  t0 = ltorch.add(x, b)
+  t1 = ltorch.gelu(t0, "tanh")
+  return (t1,)
+"#;
+
+#[test]
+fn broadcast_bias_and_tanh_gelu_in_f16() {
+    let (kernels, text) = generate(BIAS_GELU_F16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    // The bias is read per element from coordinates, the activations 16 bytes at a time.
+    assert!(text.contains("in1[i1]"), "{text}");
+    check_golden("bias_gelu_f16", &text);
+}
+
+const SCALAR_AND_EMPTY: &str = r#"def computation(a, e):
+  # a: "cuda:0 f32[]"
+  # e: "cuda:0 f64[0]"
+  t0 = prims.exp(a)
+  t1 = prims.neg(e)
+  return (t0, t1)
+"#;
+
+#[test]
+fn scalar_and_empty_shapes_plan_and_generate() {
+    let (kernels, text) = generate(SCALAR_AND_EMPTY);
+    assert_eq!(kernels.len(), 2, "{text}");
+    assert!(text.contains("n = 1LL"), "{text}");
+    assert!(text.contains("n = 0LL"), "{text}");
+    check_golden("scalar_and_empty", &text);
+}
+
+#[test]
+fn cpu_tensors_are_not_claimed() {
+    let view = view_of(&CHAIN8.replace("cuda:0", "cpu"));
+    assert!(view.ops.iter().all(|op| !support::accepts(&view, op)));
+}
