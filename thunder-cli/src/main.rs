@@ -53,6 +53,15 @@ enum Command {
         #[arg(long)]
         device: Option<String>,
     },
+    /// On a machine with a GPU: check every cuda-fuser sample against the interpreter and
+    /// time the CUDA benchmarks (scripts/gpu/check.sh runs it beside PyTorch).
+    GpuCheck {
+        #[arg(long)]
+        json: bool,
+        /// Only the differential check.
+        #[arg(long)]
+        no_bench: bool,
+    },
     /// Print a program's trace at one stage.
     Trace {
         program: PathBuf,
@@ -150,6 +159,9 @@ fn main() -> ExitCode {
                 device: device.as_deref(),
             };
             commands::run::run(&cli.host, &program, &inputs, &out, &options)
+        }
+        Command::GpuCheck { json, no_bench } => {
+            commands::gpu_check::run(&cli.host, json, no_bench)
         }
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
         Command::Examine {

@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod demo;
 pub mod examine;
+pub mod gpu_check;
 pub mod partition;
 pub mod plugins;
 pub mod run;

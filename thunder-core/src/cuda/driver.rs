@@ -216,3 +216,11 @@ pub(crate) fn memset_zero(ordinal: u32, dst: u64, bytes: usize) -> Result<()> {
 pub(crate) fn cuda_call_error(call: &str, e: result::DriverError) -> Error {
     cuda_error(call, e)
 }
+
+/// Waits for all work queued on the device's stream (for timing and before host reads).
+pub fn synchronize(ordinal: u32) -> Result<()> {
+    let rt = current(ordinal)?;
+    // SAFETY: the device's own stream.
+    unsafe { result::stream::synchronize(rt.stream) }
+        .map_err(|e| cuda_error("cuStreamSynchronize", e))
+}

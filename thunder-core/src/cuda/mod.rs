@@ -17,7 +17,7 @@
 mod driver;
 mod pool;
 
-pub use driver::{device_count, device_info, DeviceInfo};
+pub use driver::{device_count, device_info, synchronize, DeviceInfo};
 pub use pool::{empty_cache, stats, DevicePoolStats};
 
 pub(crate) use driver::{copy_d2h, copy_h2d, exec_context, memset_zero};

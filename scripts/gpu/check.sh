@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# CUDA checks for the lent GPU machine (no cargo there): build here with
+#   cargo build --release && mkdir -p .gpu-bin && cp target/release/thunder target/release/*.so .gpu-bin/
+# (add `/.gpu-bin/` to .git/info/exclude), then run on the device with carry [".gpu-bin"]:
+#   bash scripts/gpu/check.sh .gpu-bin
+# It runs the cuda-fuser differential samples against the interpreter, the CUDA benchmarks,
+# and PyTorch on the same shapes in the same run, and prints one table. Full JSON goes to
+# $OUT (or ./gpu-out) as thunder_gpu.json and torch_gpu.json.
+set -euo pipefail
+bin="${1:-target/release}"
+out="${OUT:-gpu-out}"
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+# NVRTC ships in PyTorch's wheels as well as the toolkit; put whichever exists on the path.
+for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia, os; p = os.path.dirname(nvidia.__path__[0]); print(" ".join(os.path.join(r) for r, _, f in os.walk(os.path.join(p, "nvidia")) if any(x.startswith("libnvrtc.so") for x in f)))' 2>/dev/null); do
+  export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+cfg="$out/plugins.toml"
+cat > "$cfg" <<TOML
+plugin_dirs = ["$(cd "$bin" && pwd)"]
+[[executor]]
+name = "cuda-fuser"
+priority = 30
+[executor.options]
+cache_dir = "$out/kernel-cache"
+[[executor]]
+name = "interpreter"
+priority = 0
+TOML
+"$bin/thunder" --config "$cfg" plugins
+set +e
+"$bin/thunder" --config "$cfg" gpu-check --json > "$out/thunder_gpu.json"
+status=$?
+set -e
+python3 "$(dirname "$0")/torch_cuda_peer.py" --thunder "$out/thunder_gpu.json" --json "$out/torch_gpu.json"
+exit $status
