@@ -24,7 +24,11 @@ fn cuda_fuser_config() -> thunder_core::host::Config {
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     ));
-    assert!(lib.exists(), "{} is missing: build the workspace first", lib.display());
+    assert!(
+        lib.exists(),
+        "{} is missing: build the workspace first",
+        lib.display()
+    );
     let text = format!(
         "[[executor]]\nname = \"cuda-fuser\"\nlibrary = \"{}\"\npriority = 30\nrequires = \"^0.1\"\n",
         lib.display()
@@ -44,7 +48,10 @@ fn cuda_fuser_loads_and_reports_itself_unavailable() {
     assert_eq!(e.devices, vec!["cuda".to_string()]);
     let reason = e.available.as_ref().expect_err("no driver here");
     assert!(reason.contains("no CUDA driver"), "{reason}");
-    assert!(!e.is_active(), "an unavailable executor is never asked to claim");
+    assert!(
+        !e.is_active(),
+        "an unavailable executor is never asked to claim"
+    );
 }
 
 #[test]
@@ -60,7 +67,13 @@ fn device_arrays_say_no_cuda_driver() {
     );
     assert!(err.to_string().starts_with("no CUDA driver"), "{err}");
     // Staying on the CPU needs no driver at all.
-    assert_eq!(x.to(Device::Cpu).expect("cpu").to_vec::<f32>().expect("read"), [1.0, 2.0]);
+    assert_eq!(
+        x.to(Device::Cpu)
+            .expect("cpu")
+            .to_vec::<f32>()
+            .expect("read"),
+        [1.0, 2.0]
+    );
 }
 
 #[test]
@@ -100,10 +113,17 @@ fn run_with_device_cuda_fails_cleanly_and_cpu_works() {
     let out = run("cuda:0");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("--device cuda:0") && stderr.contains("no CUDA driver"), "{stderr}");
+    assert!(
+        stderr.contains("--device cuda:0") && stderr.contains("no CUDA driver"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     let out = run("cpu");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bad = run("tpu:1");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`tpu:1` is not a device"));
 }

@@ -297,7 +297,13 @@ impl Emitter<'_> {
             .iter()
             .zip(strides)
             .filter(|(_, &s)| s != 0)
-            .map(|(d, &s)| if s == 1 { format!("i{d}") } else { format!("i{d} * {s}LL") })
+            .map(|(d, &s)| {
+                if s == 1 {
+                    format!("i{d}")
+                } else {
+                    format!("i{d} * {s}LL")
+                }
+            })
             .collect();
         if terms.is_empty() {
             "0".into()
@@ -321,7 +327,10 @@ impl Emitter<'_> {
                 } else if contiguous && node.level == Level::Full {
                     load_expr(d, &format!("in{input}[e]"))
                 } else {
-                    load_expr(d, &format!("in{input}[{}]", self.offset(node.level, strides)))
+                    load_expr(
+                        d,
+                        &format!("in{input}[{}]", self.offset(node.level, strides)),
+                    )
                 }
             }
             NodeKind::Unary(p, a) => {
@@ -369,7 +378,10 @@ impl Emitter<'_> {
 fn signature(k: &Kernel, name: &str, block: u32) -> String {
     let mut params = Vec::new();
     for (i, input) in k.inputs.iter().enumerate() {
-        params.push(format!("const {}* __restrict__ in{i}", storage(input.dtype)));
+        params.push(format!(
+            "const {}* __restrict__ in{i}",
+            storage(input.dtype)
+        ));
     }
     for (i, o) in k.outputs.iter().enumerate() {
         params.push(format!(
@@ -389,7 +401,11 @@ fn coordinates(k: &Kernel, dims: &[usize], var: &str) -> Vec<String> {
     let mut div = 1i64;
     for &d in dims.iter().rev() {
         let size = k.full_shape[d];
-        let q = if div == 1 { var.to_string() } else { format!("({var} / {div}LL)") };
+        let q = if div == 1 {
+            var.to_string()
+        } else {
+            format!("({var} / {div}LL)")
+        };
         if d == dims[0] {
             lines.push(format!("const i64_t i{d} = {q};"));
         } else {
@@ -475,7 +491,9 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     em.line("const i64_t step = (i64_t)gridDim.x * blockDim.x;");
     em.line("const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;");
     // Vector body.
-    em.line(&format!("for (i64_t q = first; q < n / {vec}; q += step) {{"));
+    em.line(&format!(
+        "for (i64_t q = first; q < n / {vec}; q += step) {{"
+    ));
     em.indent = 2;
     for (i, input) in k.inputs.iter().enumerate() {
         if !contiguous_full.contains(&i) {
@@ -494,10 +512,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     }
     for (i, o) in k.outputs.iter().enumerate() {
         let d = k.nodes[o.node].dtype;
-        em.line(&format!(
-            "__align__(16) {} s_out{i}[{vec}];",
-            storage(d)
-        ));
+        em.line(&format!("__align__(16) {} s_out{i}[{vec}];", storage(d)));
     }
     em.line("#pragma unroll");
     em.line(&format!("for (int j = 0; j < {vec}; ++j) {{"));
@@ -575,7 +590,11 @@ fn reduction_depths(k: &Kernel) -> Vec<usize> {
             NodeKind::Reduce { input, .. } => vec![*input],
         };
         let d = deps.iter().map(|&x| depth[x]).max().unwrap_or(0);
-        depth[i] = if matches!(n.kind, NodeKind::Reduce { .. }) { d + 1 } else { d };
+        depth[i] = if matches!(n.kind, NodeKind::Reduce { .. }) {
+            d + 1
+        } else {
+            d
+        };
     }
     depth
 }
@@ -600,7 +619,9 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     let cols_n: i64 = k.reduced.iter().map(|&d| k.full_shape[d].max(0)).product();
     let block_team = k.reduces_trailing() && cols_n >= 64;
     let block = if block_team { block_size(cols_n) } else { 256 };
-    let kept: Vec<usize> = (0..k.full_shape.len()).filter(|d| !k.reduced.contains(d)).collect();
+    let kept: Vec<usize> = (0..k.full_shape.len())
+        .filter(|d| !k.reduced.contains(d))
+        .collect();
     let depths = reduction_depths(k);
     let max_depth = k.reductions.iter().map(|&r| depths[r]).max().unwrap_or(0);
     let full_strides = contiguous_strides(&k.full_shape);
@@ -616,7 +637,9 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     em.out.push_str(PRELUDE);
     em.line(&format!("{} {{", signature(k, name, block)));
     em.indent = 1;
-    em.line(&format!("const i64_t rows = {rows_n}LL, cols = {cols_n}LL;"));
+    em.line(&format!(
+        "const i64_t rows = {rows_n}LL, cols = {cols_n}LL;"
+    ));
     if block_team {
         em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
         em.line("for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {");
@@ -669,7 +692,10 @@ fn rows(k: &Kernel, name: &str) -> Generated {
         for l in coordinates(k, &reduced, "c") {
             em.line(&l);
         }
-        em.line(&format!("const i64_t e = {};", em.offset(Level::Full, &full_strides)));
+        em.line(&format!(
+            "const i64_t e = {};",
+            em.offset(Level::Full, &full_strides)
+        ));
         em.defined.clear();
         for &r in &stage {
             let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
@@ -693,7 +719,10 @@ fn rows(k: &Kernel, name: &str) -> Generated {
             let double = acc_ty == "double";
             if block_team {
                 let (op, identity) = if *prim == Prim::Amax {
-                    ("MaxOp()", format!("-{}", float_literal(f64::INFINITY, double)))
+                    (
+                        "MaxOp()",
+                        format!("-{}", float_literal(f64::INFINITY, double)),
+                    )
                 } else {
                     ("SumOp()", float_literal(0.0, double))
                 };
@@ -706,7 +735,10 @@ fn rows(k: &Kernel, name: &str) -> Generated {
                 "const {} {} = {};",
                 ctype(dtype),
                 Emitter::name(r),
-                rounded(dtype, convert(k.nodes[*input].dtype, dtype, &format!("acc{r}")))
+                rounded(
+                    dtype,
+                    convert(k.nodes[*input].dtype, dtype, &format!("acc{r}"))
+                )
             ));
             em.row_defined.insert(r);
         }
@@ -727,12 +759,18 @@ fn rows(k: &Kernel, name: &str) -> Generated {
         for l in coordinates(k, &reduced, "c") {
             em.line(&l);
         }
-        em.line(&format!("const i64_t e = {};", em.offset(Level::Full, &full_strides)));
+        em.line(&format!(
+            "const i64_t e = {};",
+            em.offset(Level::Full, &full_strides)
+        ));
         em.defined.clear();
         for &(i, n) in &full_outputs {
             em.define(n);
             let v = Emitter::name(n);
-            em.line(&format!("out{i}[e] = {};", store_expr(k.nodes[n].dtype, &v)));
+            em.line(&format!(
+                "out{i}[e] = {};",
+                store_expr(k.nodes[n].dtype, &v)
+            ));
         }
         em.indent = 2;
         em.line("}");
@@ -749,7 +787,10 @@ fn rows(k: &Kernel, name: &str) -> Generated {
         em.indent = 3;
         for &(i, n) in &row_outputs {
             let v = Emitter::name(n);
-            em.line(&format!("out{i}[r] = {};", store_expr(k.nodes[n].dtype, &v)));
+            em.line(&format!(
+                "out{i}[r] = {};",
+                store_expr(k.nodes[n].dtype, &v)
+            ));
         }
         em.indent = 2;
         em.line("}");

@@ -103,8 +103,7 @@ impl thunder_abi::export::CompiledRegion for FusedRegion {
                 self.ordinal, ctx.device.index
             )));
         }
-        if inputs.len() != self.region_inputs.len() || outputs.len() != self.region_outputs.len()
-        {
+        if inputs.len() != self.region_inputs.len() || outputs.len() != self.region_outputs.len() {
             return Err(PluginError::invalid(format!(
                 "cuda-fuser: expected {} inputs and {} outputs, got {} and {}",
                 self.region_inputs.len(),
@@ -126,7 +125,7 @@ impl thunder_abi::export::CompiledRegion for FusedRegion {
                 )));
             }
             let p = d.data as u64 + d.byte_offset;
-            if p % ALIGN != 0 && d.numel() > 0 {
+            if !p.is_multiple_of(ALIGN) && d.numel() > 0 {
                 return Err(PluginError::invalid(format!(
                     "cuda-fuser: tensor t{v} is not {ALIGN}-byte aligned"
                 )));
@@ -149,10 +148,9 @@ impl thunder_abi::export::CompiledRegion for FusedRegion {
         };
         for (i, k) in self.kernels.iter().enumerate() {
             for &v in &k.outputs {
-                if !ptr.contains_key(&v) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = ptr.entry(v) {
                     let bytes = self.bytes.get(&v).copied().unwrap_or(0);
-                    let p = scratch.alloc(bytes)?;
-                    ptr.insert(v, p);
+                    slot.insert(scratch.alloc(bytes)?);
                 }
             }
             let mut args = Vec::with_capacity(k.inputs.len() + k.outputs.len());
@@ -189,14 +187,32 @@ mod tests {
 
     #[test]
     fn grids_cover_the_work_and_stay_capped() {
-        let l = Launch::Pointwise { numel: 1 << 26, vec: 4, block: 256 };
+        let l = Launch::Pointwise {
+            numel: 1 << 26,
+            vec: 4,
+            block: 256,
+        };
         assert_eq!(grid(l, 132), (132 * 32, 256));
-        let l = Launch::Pointwise { numel: 10, vec: 4, block: 256 };
+        let l = Launch::Pointwise {
+            numel: 10,
+            vec: 4,
+            block: 256,
+        };
         assert_eq!(grid(l, 132), (1, 256));
-        let l = Launch::BlockPerRow { rows: 7, block: 512 };
+        let l = Launch::BlockPerRow {
+            rows: 7,
+            block: 512,
+        };
         assert_eq!(grid(l, 132), (7, 512));
-        let l = Launch::ThreadPerRow { rows: 1000, block: 256 };
+        let l = Launch::ThreadPerRow {
+            rows: 1000,
+            block: 256,
+        };
         assert_eq!(grid(l, 132), (4, 256));
-        assert!(!has_work(Launch::Pointwise { numel: 0, vec: 4, block: 256 }));
+        assert!(!has_work(Launch::Pointwise {
+            numel: 0,
+            vec: 4,
+            block: 256
+        }));
     }
 }

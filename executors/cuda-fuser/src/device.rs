@@ -110,7 +110,8 @@ pub fn make_current(ordinal: u32) -> Result<(), String> {
         let ctx = unsafe { result::primary_ctx::retain(dev) }
             .map_err(|e| format!("cuDevicePrimaryCtxRetain failed: {e:?}"))?;
         // SAFETY: a retained context.
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| format!("cuCtxSetCurrent failed: {e:?}"))
+        unsafe { result::ctx::set_current(ctx) }
+            .map_err(|e| format!("cuCtxSetCurrent failed: {e:?}"))
     })
 }
 

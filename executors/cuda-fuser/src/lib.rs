@@ -16,6 +16,7 @@
 pub mod codegen;
 mod compiled;
 mod device;
+pub mod emulate;
 pub mod nvrtc;
 pub mod plan;
 pub mod support;
@@ -150,14 +151,24 @@ impl Executor for CudaFuser {
             );
             let (image, origin) = self
                 .compiler
-                .image(&generated.source, &generated.name, &key, props.compute_capability)
+                .image(
+                    &generated.source,
+                    &generated.name,
+                    &key,
+                    props.compute_capability,
+                )
                 .map_err(PluginError::internal)?;
             self.log.log(
                 LogLevel::Debug,
                 &format!("{}: {:?} ({})", generated.name, origin, key.0),
             );
             let function = device::load(&image, &generated.name).map_err(PluginError::internal)?;
-            for v in k.inputs.iter().map(|i| i.value).chain(k.outputs.iter().map(|o| o.value)) {
+            for v in k
+                .inputs
+                .iter()
+                .map(|i| i.value)
+                .chain(k.outputs.iter().map(|o| o.value))
+            {
                 let meta = &view.values[v as usize];
                 let n: i64 = meta.shape.iter().map(|&d| d.max(0)).product();
                 bytes.insert(v, n as usize * meta.dtype.size_bytes());

@@ -63,7 +63,10 @@ impl Compiler {
         {
             return Ok((img.clone(), Origin::Memory));
         }
-        let path = self.disk.as_ref().map(|d| d.join(format!("{}.cubin", key.0)));
+        let path = self
+            .disk
+            .as_ref()
+            .map(|d| d.join(format!("{}.cubin", key.0)));
         let (img, origin) = match path.as_ref().and_then(|p| std::fs::read(p).ok()) {
             Some(img) if !img.is_empty() => (img, Origin::Disk),
             _ => {

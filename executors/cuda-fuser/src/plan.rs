@@ -42,13 +42,20 @@ pub enum Operand {
 pub enum NodeKind {
     /// Element of kernel input `input`, read through `strides` (one per dim of the level's
     /// shape; 0 where the input is broadcast).
-    Load { input: usize, strides: Vec<i64> },
+    Load {
+        input: usize,
+        strides: Vec<i64>,
+    },
     Unary(Prim, Operand),
     Binary(Prim, Operand, Operand),
     Where(Operand, Operand, Operand),
     Convert(Operand),
     /// A reduction over the kernel's reduced dims (the `k`-th of the kernel).
-    Reduce { prim: Prim, input: NodeId, k: usize },
+    Reduce {
+        prim: Prim,
+        input: NodeId,
+        k: usize,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,7 +138,10 @@ struct Expr {
 #[derive(Debug, Clone, PartialEq)]
 enum ExprKind {
     /// `value` read with `strides` over the expression's shape.
-    Load { value: u32, strides: Vec<i64> },
+    Load {
+        value: u32,
+        strides: Vec<i64>,
+    },
     Lit(Literal),
     Unary(Prim, Box<Expr>),
     Binary(Prim, Box<Expr>, Box<Expr>),
@@ -226,10 +236,9 @@ pub fn plan(view: &TraceView, ops: &[u32], outputs: &[u32]) -> Result<Vec<Kernel
         open: None,
     };
     for &i in ops {
-        let op = view
-            .ops
-            .get(i as usize)
-            .ok_or_else(|| PluginError::invalid(format!("cuda-fuser: op {i} is not in the trace")))?;
+        let op = view.ops.get(i as usize).ok_or_else(|| {
+            PluginError::invalid(format!("cuda-fuser: op {i} is not in the trace"))
+        })?;
         if !p.try_add(op)? {
             p.close(outputs);
             if !p.try_add(op)? {
@@ -468,9 +477,17 @@ impl Planner<'_> {
                 .find_map(ArgView::as_value)
                 .map(|v| self.dtype(v))
                 .unwrap_or(out_dtype),
-            _ => op.input_values().next().map(|v| self.dtype(v)).unwrap_or(out_dtype),
+            _ => op
+                .input_values()
+                .next()
+                .map(|v| self.dtype(v))
+                .unwrap_or(out_dtype),
         };
-        let n_args = if prim.class() == PrimClass::Convert { 1 } else { op.args.len() };
+        let n_args = if prim.class() == PrimClass::Convert {
+            1
+        } else {
+            op.args.len()
+        };
         let args = &op.args[..n_args.min(op.args.len())];
         let dtype_of = |i: usize| {
             if prim.class() == PrimClass::Where && i == 0 {

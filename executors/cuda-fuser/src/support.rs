@@ -9,10 +9,48 @@ pub fn float_math(prim: Prim) -> bool {
     use Prim::*;
     matches!(
         prim,
-        Neg | Abs | Exp | Exp2 | Expm1 | Log | Log1p | Log2 | Log10 | Sqrt | Rsqrt | Tanh | Sin
-            | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh | Asinh | Acosh | Atanh | Erf | Erfc
-            | Erfinv | Lgamma | Reciprocal | Floor | Ceil | Round | Trunc | Signbit | Add | Sub
-            | Mul | Div | Pow | Maximum | Minimum | Remainder | Fmod | Atan2
+        Neg | Abs
+            | Exp
+            | Exp2
+            | Expm1
+            | Log
+            | Log1p
+            | Log2
+            | Log10
+            | Sqrt
+            | Rsqrt
+            | Tanh
+            | Sin
+            | Cos
+            | Tan
+            | Asin
+            | Acos
+            | Atan
+            | Sinh
+            | Cosh
+            | Asinh
+            | Acosh
+            | Atanh
+            | Erf
+            | Erfc
+            | Erfinv
+            | Lgamma
+            | Reciprocal
+            | Floor
+            | Ceil
+            | Round
+            | Trunc
+            | Signbit
+            | Add
+            | Sub
+            | Mul
+            | Div
+            | Pow
+            | Maximum
+            | Minimum
+            | Remainder
+            | Fmod
+            | Atan2
     )
 }
 

@@ -59,8 +59,12 @@ fn check_golden(name: &str, text: &str) {
         std::fs::write(&path, text).expect("write golden");
         return;
     }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with THUNDER_BLESS=1 to create it)", path.display()));
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with THUNDER_BLESS=1 to create it)",
+            path.display()
+        )
+    });
     assert!(
         want == text,
         "{} differs from the generated source; run with THUNDER_BLESS=1 and review the diff.\n--- generated ---\n{text}",

@@ -33,16 +33,25 @@ fn without_a_driver_nothing_is_claimed_and_compile_says_why() {
         inputs: view.inputs.clone(),
         outputs: view.outputs.clone(),
     };
-    let err = fuser.compile(&view, &region).err().expect("no compile without a driver");
-    assert!(err.message.contains("no CUDA driver") || err.message.contains("NVRTC"), "{err:?}");
+    let err = fuser
+        .compile(&view, &region)
+        .err()
+        .expect("no compile without a driver");
+    assert!(
+        err.message.contains("no CUDA driver") || err.message.contains("NVRTC"),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn unknown_and_mistyped_options_are_refused_by_name() {
     let services = thunder_core::host::services::host_services();
-    let err = CudaFuser::create(services, &[("cache".into(), thunder_abi::OptionValue::Bool(true))])
-        .err()
-        .expect("unknown option");
+    let err = CudaFuser::create(
+        services,
+        &[("cache".into(), thunder_abi::OptionValue::Bool(true))],
+    )
+    .err()
+    .expect("unknown option");
     assert!(err.message.contains("unknown option `cache`"), "{err:?}");
     let err = CudaFuser::create(
         services,

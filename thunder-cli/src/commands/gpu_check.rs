@@ -42,14 +42,56 @@ fn program(inputs: &[(&str, String)], body: &str) -> String {
 
 fn samples() -> Vec<Sample> {
     const UNARY: &[&str] = &[
-        "neg", "abs", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
-        "tanh", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-        "atanh", "erf", "erfc", "erfinv", "lgamma", "reciprocal", "floor", "ceil", "round",
-        "trunc", "sigmoid", "relu", "silu",
+        "neg",
+        "abs",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "log10",
+        "sqrt",
+        "rsqrt",
+        "tanh",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "erfinv",
+        "lgamma",
+        "reciprocal",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "sigmoid",
+        "relu",
+        "silu",
     ];
     const BINARY: &[&str] = &[
-        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "fmod", "atan2",
-        "eq", "lt", "ge",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "pow",
+        "maximum",
+        "minimum",
+        "remainder",
+        "fmod",
+        "atan2",
+        "eq",
+        "lt",
+        "ge",
     ];
     let floats = [DType::F32, DType::F16, DType::BF16, DType::F64];
     let mut out = Vec::new();
@@ -79,10 +121,10 @@ fn samples() -> Vec<Sample> {
             });
         }
         let reductions = [
-            ("sum-rows", "ltorch.sum(x, [1])"),
-            ("sum-cols", "ltorch.sum(x, [0])"),
-            ("sum-all", "ltorch.sum(x)"),
-            ("amax-rows", "ltorch.amax(x, [1])"),
+            ("sum-rows", "ltorch.sum(x, [1], False)"),
+            ("sum-cols", "ltorch.sum(x, [0], False)"),
+            ("sum-all", "ltorch.sum(x, None, False)"),
+            ("amax-rows", "ltorch.amax(x, [1], False)"),
             ("mean-keepdim", "ltorch.mean(x, [1], True)"),
             ("softmax", "ltorch.softmax(x, -1)"),
             ("log_softmax", "ltorch.log_softmax(x, -1)"),
@@ -103,7 +145,11 @@ fn samples() -> Vec<Sample> {
         out.push(Sample {
             name: format!("layer_norm/{}", d.short_name()),
             program: program(
-                &[("x", ty(d, &[4, 768])), ("w", ty(d, &[768])), ("b", ty(d, &[768]))],
+                &[
+                    ("x", ty(d, &[4, 768])),
+                    ("w", ty(d, &[768])),
+                    ("b", ty(d, &[768])),
+                ],
                 "ltorch.layer_norm(x, [768], w, b, 1e-05)",
             ),
             dtype: d,
@@ -139,7 +185,12 @@ fn compare(got: &Array, want: &Array, d: DType) -> Result<()> {
         bail!("got {}, want {}", got.ty(), want.ty());
     }
     let (rtol, atol) = tolerance(d);
-    for (i, (g, w)) in got.to_f64_vec().into_iter().zip(want.to_f64_vec()).enumerate() {
+    for (i, (g, w)) in got
+        .to_f64_vec()
+        .into_iter()
+        .zip(want.to_f64_vec())
+        .enumerate()
+    {
         let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= atol + rtol * w.abs();
         if !ok {
             bail!("element {i}: got {g}, want {w}");
@@ -151,7 +202,12 @@ fn compare(got: &Array, want: &Array, d: DType) -> Result<()> {
 fn run_on(host: &PluginHost, trace: &Trace, inputs: &[Array]) -> Result<(Vec<Array>, Vec<String>)> {
     let (traces, program) = thunder_core::compile_trace(host, trace.clone())?;
     let outs = program.run(inputs)?;
-    let executors = traces.execution.steps.iter().map(|s| s.executor.clone()).collect();
+    let executors = traces
+        .execution
+        .steps
+        .iter()
+        .map(|s| s.executor.clone())
+        .collect();
     Ok((outs, executors))
 }
 
@@ -170,7 +226,10 @@ fn differential(fuser: &PluginHost, reference: &PluginHost) -> Result<Value> {
                 .map(|(i, &v)| Array::random(&cpu.ty(v).shape, cpu.ty(v).dtype, (k * 7 + i) as u64))
                 .collect::<thunder_core::Result<_>>()?;
             let (want, _) = run_on(reference, &cpu, &inputs)?;
-            let on_gpu: Vec<Array> = inputs.iter().map(|a| a.to(DEV)).collect::<thunder_core::Result<_>>()?;
+            let on_gpu: Vec<Array> = inputs
+                .iter()
+                .map(|a| a.to(DEV))
+                .collect::<thunder_core::Result<_>>()?;
             let (got, executors) = run_on(fuser, &trace, &on_gpu)?;
             if let Some(e) = executors.iter().find(|e| *e != "cuda-fuser") {
                 bail!("a step ran on {e}");
@@ -211,7 +270,11 @@ fn chain_program(n: i64, links: usize, scale: &str) -> String {
     let mut text = format!("def computation(x):\n  # x: \"{}\"\n", ty(DType::F32, &[n]));
     let mut prev = "x".to_string();
     for i in 0..links {
-        let (op, c) = if i % 2 == 0 { ("mul", scale) } else { ("add", "0.1") };
+        let (op, c) = if i % 2 == 0 {
+            ("mul", scale)
+        } else {
+            ("add", "0.1")
+        };
         text.push_str(&format!("  t{i} = prims.{op}({prev}, {c})\n"));
         prev = format!("t{i}");
     }
@@ -226,7 +289,12 @@ fn benchmarks(fuser: &PluginHost) -> Result<Value> {
     let trace = parse_trace(&chain_program(n64m, 8, "1.01"))?;
     let (_, chain) = thunder_core::compile_trace(fuser, trace)?;
     let x = Array::random(&[n64m], DType::F32, 1)?.to(DEV)?;
-    let ms = time_ms(20, || chain.run(std::slice::from_ref(&x)).map(drop).map_err(Into::into))?;
+    let ms = time_ms(20, || {
+        chain
+            .run(std::slice::from_ref(&x))
+            .map(drop)
+            .map_err(Into::into)
+    })?;
     rows.insert(
         "chain8_64m_f32".into(),
         json!({"ms": ms, "gb_per_s": 2.0 * 4.0 * n64m as f64 / ms / 1e6}),
@@ -248,7 +316,11 @@ fn benchmarks(fuser: &PluginHost) -> Result<Value> {
     let rows_n = n64m / 4096;
     for (name, body, extra) in [
         ("softmax_4096", "ltorch.softmax(x, -1)", false),
-        ("layer_norm_4096", "ltorch.layer_norm(x, [4096], w, b, 1e-05)", true),
+        (
+            "layer_norm_4096",
+            "ltorch.layer_norm(x, [4096], w, b, 1e-05)",
+            true,
+        ),
     ] {
         let mut inputs = vec![("x", ty(DType::F32, &[rows_n, 4096]))];
         if extra {
@@ -293,7 +365,11 @@ pub fn run(args: &HostArgs, json_out: bool, skip_bench: bool) -> Result<()> {
     let mut reference = args.host()?;
     reference.restrict_to(&["interpreter"])?;
     let diff = differential(&fuser, &reference)?;
-    let bench = if skip_bench { Value::Null } else { benchmarks(&fuser)? };
+    let bench = if skip_bench {
+        Value::Null
+    } else {
+        benchmarks(&fuser)?
+    };
     let report = json!({
         "device": {"name": info.name, "compute_capability": [info.compute_capability.0, info.compute_capability.1],
                    "driver_version": info.driver_version},
@@ -303,7 +379,10 @@ pub fn run(args: &HostArgs, json_out: bool, skip_bench: bool) -> Result<()> {
     if json_out {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("device: {} (sm_{}{})", info.name, info.compute_capability.0, info.compute_capability.1);
+        println!(
+            "device: {} (sm_{}{})",
+            info.name, info.compute_capability.0, info.compute_capability.1
+        );
         println!(
             "differential: {}/{} samples agree with the interpreter",
             report["differential"]["passed"], report["differential"]["samples"]
@@ -319,9 +398,27 @@ pub fn run(args: &HostArgs, json_out: bool, skip_bench: bool) -> Result<()> {
             }
         }
     }
-    let failed = report["differential"]["failures"].as_array().map_or(0, Vec::len);
+    let failed = report["differential"]["failures"]
+        .as_array()
+        .map_or(0, Vec::len);
     if failed > 0 {
         bail!("{failed} differential samples failed");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU machine is the wrong place to find a typo: every sample parses and traces here.
+    #[test]
+    fn every_sample_program_parses() {
+        let all = samples();
+        assert!(all.len() > 300, "{}", all.len());
+        for s in &all {
+            parse_trace(&s.program).unwrap_or_else(|e| panic!("{}: {e}\n{}", s.name, s.program));
+        }
+        parse_trace(&chain_program(64, 10, "1.01")).expect("chain parses");
+    }
 }

@@ -79,7 +79,8 @@ fn driver() -> Result<&'static Driver> {
                     ));
                 }
                 result::init().map_err(|e| no_driver(format!("cuInit failed: {e:?}")))?;
-                let count = result::device::get_count().map_err(|e| cuda_error("cuDeviceGetCount", e))?;
+                let count =
+                    result::device::get_count().map_err(|e| cuda_error("cuDeviceGetCount", e))?;
                 let mut version = 0;
                 // SAFETY: writes one int.
                 unsafe { sys::cuDriverGetVersion(&mut version) }
@@ -154,7 +155,8 @@ fn open(ordinal: u32, driver_version: i32) -> Result<DeviceRuntime> {
 pub(crate) fn current(ordinal: u32) -> Result<&'static DeviceRuntime> {
     let rt = device(ordinal)?;
     // SAFETY: a retained context.
-    unsafe { result::ctx::set_current(rt.context) }.map_err(|e| cuda_error("cuCtxSetCurrent", e))?;
+    unsafe { result::ctx::set_current(rt.context) }
+        .map_err(|e| cuda_error("cuCtxSetCurrent", e))?;
     Ok(rt)
 }
 
@@ -184,7 +186,8 @@ pub(crate) fn copy_h2d(ordinal: u32, dst: u64, src: &[u8]) -> Result<()> {
     // SAFETY: `dst` holds at least `src.len()` bytes (the caller allocated it for them); the
     // stream is synchronized before `src` can go away.
     unsafe {
-        result::memcpy_htod_async(dst, src, rt.stream).map_err(|e| cuda_error("cuMemcpyHtoDAsync", e))?;
+        result::memcpy_htod_async(dst, src, rt.stream)
+            .map_err(|e| cuda_error("cuMemcpyHtoDAsync", e))?;
         result::stream::synchronize(rt.stream).map_err(|e| cuda_error("cuStreamSynchronize", e))
     }
 }
@@ -197,7 +200,8 @@ pub(crate) fn copy_d2h(ordinal: u32, dst: &mut [u8], src: u64) -> Result<()> {
     let rt = current(ordinal)?;
     // SAFETY: `src` holds at least `dst.len()` bytes; the stream is synchronized before return.
     unsafe {
-        result::memcpy_dtoh_async(dst, src, rt.stream).map_err(|e| cuda_error("cuMemcpyDtoHAsync", e))?;
+        result::memcpy_dtoh_async(dst, src, rt.stream)
+            .map_err(|e| cuda_error("cuMemcpyDtoHAsync", e))?;
         result::stream::synchronize(rt.stream).map_err(|e| cuda_error("cuStreamSynchronize", e))
     }
 }

@@ -77,11 +77,13 @@ pub(crate) fn alloc(ordinal: u32, bytes: usize) -> Result<u64> {
         Err(_) => {
             empty_cache(ordinal)?;
             // SAFETY: as above.
-            unsafe { result::malloc_sync(size) }.map_err(|e| match cuda_call_error("cuMemAlloc", e) {
-                Error::Cuda { message, .. } => Error::Usage(format!(
-                    "out of memory on cuda:{ordinal} allocating {bytes} bytes ({message})"
-                )),
-                other => other,
+            unsafe { result::malloc_sync(size) }.map_err(|e| {
+                match cuda_call_error("cuMemAlloc", e) {
+                    Error::Cuda { message, .. } => Error::Usage(format!(
+                        "out of memory on cuda:{ordinal} allocating {bytes} bytes ({message})"
+                    )),
+                    other => other,
+                }
             })?
         }
     };
@@ -146,7 +148,19 @@ mod tests {
 
     #[test]
     fn classes_cover_the_request_with_at_most_a_quarter_slack() {
-        for bytes in [1usize, 511, 512, 513, 1000, 1024, 1025, 4097, 1 << 20, (1 << 20) + 1, 3 << 30] {
+        for bytes in [
+            1usize,
+            511,
+            512,
+            513,
+            1000,
+            1024,
+            1025,
+            4097,
+            1 << 20,
+            (1 << 20) + 1,
+            3 << 30,
+        ] {
             let c = class_size(bytes);
             assert!(c >= bytes, "{bytes} -> {c}");
             assert!(c <= (bytes + bytes / 3).max(512), "{bytes} -> {c}");

@@ -1,11 +1,11 @@
 //! `Array`: a concrete, contiguous tensor owned by the host. Plugins read and write arrays
 //! through DLPack-shaped descriptors; the host allocates them.
 
+use crate::cuda;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ir::{ShapeDisplay, TensorType};
-use crate::cuda;
 use crate::runtime::pool;
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};

@@ -1,0 +1,189 @@
+//! Plans checked for meaning without a GPU: each program is planned for CUDA tensors, the plan
+//! is evaluated by `emulate` on the host, and the result must match the reference interpreter
+//! running the same program on the CPU.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use thunder_core::host::view::trace_view;
+use thunder_core::host::Config;
+use thunder_core::ir::BoundSymbol;
+use thunder_core::text::parse_trace;
+use thunder_core::{Array, Device, PluginHost};
+use thunder_cuda_fuser::{emulate, plan, support};
+
+fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
+    if b.subsymbols.is_empty() {
+        out.push(b.clone());
+    } else {
+        for s in &b.subsymbols {
+            leaves(s, out);
+        }
+    }
+}
+
+fn interpreter() -> PluginHost {
+    // target/debug/deps/<test> -> target/debug
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent()?.parent().map(PathBuf::from))
+        .expect("target dir");
+    let lib = dir.join(format!(
+        "{}thunder_interpreter{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        lib.exists(),
+        "{} missing: cargo build --workspace first",
+        lib.display()
+    );
+    let text = format!(
+        "[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\n",
+        lib.display()
+    );
+    PluginHost::load(
+        &Config::parse(&text, "<test>".as_ref()).expect("config"),
+        &[],
+    )
+}
+
+fn check(name: &str, text: &str, rtol: f64) {
+    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut flat = Vec::new();
+    for b in &trace.bsyms {
+        leaves(b, &mut flat);
+    }
+    let view = trace_view(&trace, &flat);
+    assert!(
+        view.ops.iter().all(|op| support::accepts(&view, op)),
+        "{name}: not all accepted"
+    );
+    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
+    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
+
+    let cpu = trace.on_device(Device::Cpu);
+    let inputs: Vec<Array> = cpu
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            Array::random(&cpu.ty(v).shape, cpu.ty(v).dtype, 11 + i as u64).expect("input")
+        })
+        .collect();
+    let (_, program) = thunder_core::compile_trace(&interpreter(), cpu.clone()).expect("compiles");
+    let want = program.run(&inputs).expect("runs");
+
+    let mut memory: HashMap<u32, Vec<f64>> = HashMap::new();
+    for (&v, a) in trace.inputs.iter().zip(&inputs) {
+        memory.insert(v.0, a.to_f64_vec());
+    }
+    emulate::run(&kernels, &mut memory);
+    for (k, (&v, w)) in trace.outputs.iter().zip(&want).enumerate() {
+        let got = memory
+            .get(&v.0)
+            .unwrap_or_else(|| panic!("{name}: output {k} written by no kernel"));
+        let w = w.to_f64_vec();
+        assert_eq!(got.len(), w.len(), "{name}: output {k} length");
+        for (i, (g, e)) in got.iter().zip(&w).enumerate() {
+            let ok = (g.is_nan() && e.is_nan()) || (g - e).abs() <= rtol * (1.0 + e.abs());
+            assert!(
+                ok,
+                "{name}: output {k}[{i}]: plan gives {g}, interpreter {e}"
+            );
+        }
+    }
+}
+
+fn prog(inputs: &[(&str, &str)], body: &[&str], outs: &str) -> String {
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    let mut t = format!("def computation({}):\n", names.join(", "));
+    for (n, ty) in inputs {
+        t.push_str(&format!("  # {n}: \"cuda:0 {ty}\"\n"));
+    }
+    for line in body {
+        t.push_str(&format!("  {line}\n"));
+    }
+    t.push_str(&format!("  return ({outs},)\n"));
+    t
+}
+
+#[test]
+fn softmax_log_softmax_and_norms_over_rows_and_columns() {
+    for (name, body) in [
+        ("softmax-last", "y = ltorch.softmax(x, -1)"),
+        ("softmax-first", "y = ltorch.softmax(x, 0)"),
+        ("log_softmax", "y = ltorch.log_softmax(x, 1)"),
+        ("mean-keepdim", "y = ltorch.mean(x, [1], True)"),
+        ("sum-all", "y = ltorch.sum(x, None, False)"),
+        ("amax-cols", "y = ltorch.amax(x, [0], False)"),
+    ] {
+        check(name, &prog(&[("x", "f32[5, 37]")], &[body], "y"), 1e-6);
+    }
+    check(
+        "layer_norm",
+        &prog(
+            &[("x", "f32[6, 64]"), ("w", "f32[64]"), ("b", "f32[64]")],
+            &["y = ltorch.layer_norm(x, [64], w, b, 1e-05)"],
+            "y",
+        ),
+        1e-6,
+    );
+    check(
+        "rms_norm-bf16",
+        &prog(
+            &[("x", "bf16[3, 32]"), ("w", "bf16[32]")],
+            &["y = ltorch.rms_norm(x, [32], w, 1e-06)"],
+            "y",
+        ),
+        1e-2,
+    );
+    check(
+        "softmax-3d-middle",
+        &prog(&[("x", "f64[2, 7, 3]")], &["y = ltorch.softmax(x, 1)"], "y"),
+        1e-12,
+    );
+}
+
+#[test]
+fn broadcasts_intermediates_and_several_outputs() {
+    check(
+        "bias-gelu-f16",
+        &prog(
+            &[("x", "f16[4, 16]"), ("b", "f16[16]")],
+            &["t = ltorch.add(x, b)", "y = ltorch.gelu(t, \"tanh\")"],
+            "y, t",
+        ),
+        2e-3,
+    );
+    check(
+        "outer-where",
+        &prog(
+            &[("a", "f32[4, 1]"), ("b", "f32[1, 5]")],
+            &["m = ltorch.gt(a, b)", "y = ltorch.where(m, a, b)"],
+            "y, m",
+        ),
+        0.0,
+    );
+    check(
+        "row-stat-reused-after-reshape",
+        &prog(
+            &[("x", "f32[2, 3, 8]")],
+            &[
+                "s = ltorch.sum(x, [2], False)",
+                "r = ltorch.reshape(s, [6])",
+                "y = ltorch.mul(r, 2.0)",
+            ],
+            "y, s",
+        ),
+        1e-6,
+    );
+    check(
+        "scalar-and-empty",
+        &prog(
+            &[("a", "f32[]"), ("e", "f64[0, 3]")],
+            &["y = ltorch.exp(a)", "z = ltorch.sum(e, [0], False)"],
+            "y, z",
+        ),
+        1e-6,
+    );
+}
