@@ -92,6 +92,10 @@ pub(crate) struct Ctx<'a> {
     /// For a blocked group that only copies one access to another: (source access,
     /// destination access, element size in bytes), run by `copy_block` instead of the tiles.
     pub(crate) copy: Option<(usize, usize, usize)>,
+    /// The group as one f32 chain, run in vector registers (see `chain.rs`).
+    pub(crate) chain: Option<crate::chain::Chain>,
+    /// Rows per tile when a tile spans several short rows (1: a tile is part of one row).
+    pub(crate) rows: usize,
 }
 
 // SAFETY: as for `Bufs`; the accumulators of a parallel group are written at disjoint indices.
@@ -102,6 +106,18 @@ unsafe impl Sync for Ctx<'_> {}
 fn trace() -> bool {
     static TRACE: OnceLock<bool> = OnceLock::new();
     *TRACE.get_or_init(|| std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some())
+}
+
+/// Whether single-chain groups run in vector registers (`THUNDER_CPU_SIMD_CHAIN=0` turns it
+/// off, for comparing with the tile path).
+fn rows_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_ROWS").as_deref() != Ok("0"))
+}
+
+fn chain_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_CHAIN").as_deref() != Ok("0"))
 }
 
 pub(crate) fn run_group(plan: &GroupPlan, bufs: &Bufs) {
@@ -147,6 +163,8 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             tile: TILE,
             block: 1,
             copy: None,
+            chain: None,
+            rows: 1,
         };
         let last = plan.shape[r - 1];
         let mut ctx = ctx;
@@ -165,7 +183,26 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
                 }
             }
         }
-        let items = (plan.numel / last) * last.div_ceil(ctx.tile);
+        if ctx.copy.is_none() && ctx.block == 1 && isa_level() >= 1 && chain_enabled() {
+            ctx.chain = crate::chain::chain_of(plan, &ctx.last);
+        }
+        // Short rows: one tile covers several rows, so the per-instruction cost of a tile is
+        // paid once per `TILE` elements rather than once per row.
+        if r >= 2
+            && plan.reductions.is_empty()
+            && ctx.block == 1
+            && ctx.copy.is_none()
+            && ctx.chain.is_none()
+            && last * 2 <= TILE
+            && rows_enabled()
+        {
+            ctx.rows = TILE / last;
+        }
+        let items = if ctx.rows > 1 {
+            (plan.numel / last).div_ceil(ctx.rows)
+        } else {
+            (plan.numel / last) * last.div_ceil(ctx.tile)
+        };
         // With reductions, a chunk must own whole leading-dim slices so no two threads fold
         // into one output element.
         let granule = if plan.reductions.is_empty() || r == 1 {
@@ -208,45 +245,128 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
 }
 
 fn run_chunk(ctx: &Ctx<'_>, items: Range<usize>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: the level says the CPU has these features.
-        match isa_level() {
-            2 => return unsafe { run_avx512(ctx, items) },
-            1 => return unsafe { run_avx2(ctx, items) },
-            _ => {}
+    let [n32, n64, nb, ni] = ctx.plan.regs;
+    // The register files are kept per thread between runs: allocating and zeroing them per
+    // group (16 KiB per f32 register) cost microseconds on every small group. Registers are
+    // always written before they are read within a tile, so old contents do not matter.
+    // (Taken here, outside the dispatched loops: a closure inside them would be compiled
+    // without their target features.)
+    thread_local! {
+        static REGS: std::cell::RefCell<RegFile> = const {
+            std::cell::RefCell::new(RegFile {
+                f32: Vec::new(),
+                f64: Vec::new(),
+                b8: Vec::new(),
+                i64: Vec::new(),
+            })
+        };
+    }
+    fn grow<T: Copy + Default>(v: &mut Vec<T>, n: usize) {
+        if v.len() < n {
+            v.resize(n, T::default());
         }
     }
-    run_items::<false>(ctx, items)
+    REGS.with(|cell| {
+        let mut fresh;
+        let mut cached = cell.try_borrow_mut();
+        let regs: &mut RegFile = match cached.as_deref_mut() {
+            Ok(r) => r,
+            Err(_) => {
+                fresh = RegFile {
+                    f32: Vec::new(),
+                    f64: Vec::new(),
+                    b8: Vec::new(),
+                    i64: Vec::new(),
+                };
+                &mut fresh
+            }
+        };
+        if ctx.chain.is_none() || isa_level() == 0 {
+            grow(&mut regs.f32, n32 * TILE);
+            grow(&mut regs.f64, n64 * TILE);
+            grow(&mut regs.b8, nb * TILE);
+            grow(&mut regs.i64, ni * TILE);
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: the level says the CPU has these features.
+            match isa_level() {
+                2 => return unsafe { run_avx512(ctx, items, regs) },
+                1 => return unsafe { run_avx2(ctx, items, regs) },
+                _ => {}
+            }
+        }
+        run_items::<false>(ctx, items, regs)
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run_avx512(ctx: &Ctx<'_>, items: Range<usize>) {
-    run_items::<true>(ctx, items)
+unsafe fn run_avx512(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegFile) {
+    run_items::<true>(ctx, items, regs)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_avx2(ctx: &Ctx<'_>, items: Range<usize>) {
-    run_items::<true>(ctx, items)
+unsafe fn run_avx2(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegFile) {
+    run_items::<true>(ctx, items, regs)
 }
 
 #[inline(always)]
-fn run_items<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>) {
+fn run_items<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegFile) {
+    if ctx.rows > 1 {
+        run_rows::<FMA>(ctx, items, regs);
+    } else {
+        run_items_with::<FMA>(ctx, items, regs);
+    }
+}
+
+/// Items of `ctx.rows` whole rows each: per access, the offset of each row of the item.
+#[inline(always)]
+fn run_rows<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegFile) {
+    let plan = ctx.plan;
+    let r = plan.shape.len();
+    let last = plan.shape[r - 1];
+    let rows = plan.numel / last;
+    let na = ctx.base.len();
+    let per = ctx.rows;
+    let mut offs = vec![0i64; na * per];
+    for item in items {
+        let row0 = item * per;
+        let n = per.min(rows - row0);
+        for q in 0..n {
+            let mut rem = row0 + q;
+            for a in 0..na {
+                offs[a * per + q] = plan.offsets[a];
+            }
+            for d in (0..r - 1).rev() {
+                let i = (rem % plan.shape[d]) as i64;
+                rem /= plan.shape[d];
+                for a in 0..na {
+                    offs[a * per + q] += i * plan.access_strides[a][d];
+                }
+            }
+        }
+        // SAFETY: as in `run_items_with`; each row's offsets address that row's elements.
+        unsafe { crate::tile::exec_rows::<FMA>(ctx, regs, &offs, per, n, last) };
+    }
+    if FMA && ctx.stream {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE is part of x86_64.
+        unsafe {
+            std::arch::x86_64::_mm_sfence()
+        };
+    }
+}
+
+#[inline(always)]
+fn run_items_with<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegFile) {
     let plan = ctx.plan;
     let r = plan.shape.len();
     let last = plan.shape[r - 1];
     let (tl, block) = (ctx.tile, ctx.block);
     let tiles = last.div_ceil(tl);
     let rows = plan.numel / last;
-    let [n32, n64, nb, ni] = plan.regs;
-    let mut regs = RegFile {
-        f32: vec![0.0; n32 * TILE],
-        f64: vec![0.0; n64 * TILE],
-        b8: vec![0; nb * TILE],
-        i64: vec![0; ni * TILE],
-    };
     let (na, nr) = (ctx.base.len(), ctx.accs.len());
     let (mut row_off, mut row_red) = (vec![0i64; na], vec![0i64; nr]);
     let (mut offs, mut red_offs) = (vec![0i64; na], vec![0i64; nr]);
@@ -297,10 +417,16 @@ fn run_items<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>) {
         for k in 0..nr {
             red_offs[k] = row_red[k] + j0 * ctx.red_last[k];
         }
+        #[cfg(target_arch = "x86_64")]
+        if let (true, Some(chain)) = (FMA, &ctx.chain) {
+            // SAFETY: `chain` is only set when the CPU has AVX2 and FMA; offsets as below.
+            unsafe { crate::chain::run(ctx, chain, &offs, len) };
+            continue;
+        }
         // SAFETY: offsets come from layouts checked against the buffers' sizes at compile
         // time, and registers from the allocator, which keeps a destination apart from its
         // sources.
-        unsafe { exec_tile::<FMA>(ctx, &mut regs, &offs, &red_offs, len) };
+        unsafe { exec_tile::<FMA>(ctx, regs, &offs, &red_offs, len) };
     }
     if FMA && ctx.stream {
         // Non-temporal stores are weakly ordered: fence them before the chunk is reported done.

@@ -12,6 +12,7 @@
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+mod chain;
 mod decode;
 mod decode_shape;
 mod exec;

@@ -202,6 +202,34 @@ pub(crate) unsafe fn exec_tile<const FMA: bool>(
     red_offs: &[i64],
     len: usize,
 ) {
+    // SAFETY: forwarded.
+    unsafe { exec::<FMA>(ctx, regs, offs, red_offs, len, None) }
+}
+
+/// A tile of `n` whole rows of `width` elements: `offs[a * per + q]` is access `a`'s offset
+/// of row `q`. Loads and stores go row by row; the ops run once over all `n * width`.
+#[inline(always)]
+pub(crate) unsafe fn exec_rows<const FMA: bool>(
+    ctx: &Ctx<'_>,
+    regs: &mut RegFile,
+    offs: &[i64],
+    per: usize,
+    n: usize,
+    width: usize,
+) {
+    // SAFETY: forwarded.
+    unsafe { exec::<FMA>(ctx, regs, offs, &[], n * width, Some((per, width))) }
+}
+
+#[inline(always)]
+unsafe fn exec<const FMA: bool>(
+    ctx: &Ctx<'_>,
+    regs: &mut RegFile,
+    offs: &[i64],
+    red_offs: &[i64],
+    len: usize,
+    rows: Option<(usize, usize)>,
+) {
     let (f32p, f64p, b8p, i64p) = (
         regs.f32.as_mut_ptr(),
         regs.f64.as_mut_ptr(),
@@ -212,6 +240,32 @@ pub(crate) unsafe fn exec_tile<const FMA: bool>(
     unsafe {
         for ins in &ctx.plan.ins {
             match *ins {
+                Ins::Load { ty, dst, acc } if rows.is_some() => {
+                    let (per, w) = rows.unwrap_or((1, len));
+                    let (b, s) = (ctx.base[acc], ctx.last[acc]);
+                    for (q, k) in (0..len).step_by(w).enumerate() {
+                        let o = offs[acc * per + q];
+                        match ty {
+                            Ty::F32 => load(b, o, s, &mut reg(f32p, dst, len)[k..k + w], false),
+                            Ty::F64 => load(b, o, s, &mut reg(f64p, dst, len)[k..k + w], false),
+                            Ty::B8 => load(b, o, s, &mut reg(b8p, dst, len)[k..k + w], false),
+                            Ty::I64 => load(b, o, s, &mut reg(i64p, dst, len)[k..k + w], false),
+                        }
+                    }
+                }
+                Ins::Store { ty, src: r, acc } if rows.is_some() => {
+                    let (per, w) = rows.unwrap_or((1, len));
+                    let (b, s, st) = (ctx.base[acc], ctx.last[acc], ctx.stream);
+                    for (q, k) in (0..len).step_by(w).enumerate() {
+                        let o = offs[acc * per + q];
+                        match ty {
+                            Ty::F32 => store::<_, FMA>(b, o, s, &rd(f32p, r, len)[k..k + w], st),
+                            Ty::F64 => store::<_, FMA>(b, o, s, &rd(f64p, r, len)[k..k + w], st),
+                            Ty::B8 => store::<_, FMA>(b, o, s, &rd(b8p, r, len)[k..k + w], st),
+                            Ty::I64 => store::<_, FMA>(b, o, s, &rd(i64p, r, len)[k..k + w], st),
+                        }
+                    }
+                }
                 Ins::Load { ty, dst, acc } => {
                     let (b, o, s) = (ctx.base[acc], offs[acc], ctx.last[acc]);
                     let pf = ctx.stream;

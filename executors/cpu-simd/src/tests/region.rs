@@ -273,3 +273,44 @@ fn claims_what_it_compiles_and_nothing_else() {
     let claims = thunder_abi::export::Executor::claim(&exec, &view).expect("claim");
     assert_eq!(claims, vec![vec![0], vec![2]]);
 }
+
+/// A chain of ops with literals (the register-resident path of `chain.rs`) with an
+/// intermediate output, on sizes with a partial block, one tile, threads and streaming
+/// stores: bit for bit f32 arithmetic, as the tile path computes it.
+#[test]
+fn literal_chain_is_exact_f32_arithmetic() {
+    for n in [1usize, 63, 65, 4097, 300_007, (1 << 20) + 9] {
+        let mut t = Tb::default();
+        let x = t.value(F32, &[n as i64]);
+        let mut cur = x;
+        let mut mid = x;
+        let steps: [(&str, bool, f64); 7] = [
+            ("mul", false, 1.01),
+            ("add", false, 0.1),
+            ("sub", true, 2.0),
+            ("neg", false, 0.0),
+            ("div", false, 3.0),
+            ("abs", false, 0.0),
+            ("mul", true, -0.7),
+        ];
+        for (k, &(op, first, c)) in steps.iter().enumerate() {
+            let args = match (op, first) {
+                ("neg" | "abs", _) => vec![ArgView::Value(cur)],
+                (_, true) => vec![ArgView::Float(c), ArgView::Value(cur)],
+                (_, false) => vec![ArgView::Value(cur), ArgView::Float(c)],
+            };
+            cur = t.op(op, args, F32, &[n as i64]);
+            if k == 3 {
+                mid = cur;
+            }
+        }
+        let dx = data(n, 11);
+        let got = t.run(&[(x, dx.clone())], &[mid, cur]);
+        for (i, &v) in dx.iter().enumerate() {
+            let a = -(2.0f32 - (v * 1.01f32 + 0.1f32));
+            let b = -0.7f32 * (a / 3.0f32).abs();
+            assert_eq!(got[0][i].to_bits(), a.to_bits(), "n {n} mid at {i}");
+            assert_eq!(got[1][i].to_bits(), b.to_bits(), "n {n} out at {i}");
+        }
+    }
+}
