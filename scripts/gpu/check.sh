@@ -19,6 +19,9 @@ cfg="$out/plugins.toml"
 cat > "$cfg" <<TOML
 plugin_dirs = ["$(cd "$bin" && pwd)"]
 [[executor]]
+name = "cublas"
+priority = 40
+[[executor]]
 name = "cuda-fuser"
 priority = 30
 [executor.options]

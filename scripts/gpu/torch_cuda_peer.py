@@ -70,6 +70,12 @@ def main():
         return x
 
     res["cached_call_eager_us"] = host_us(ten, small)
+    for name, dt, m in [("matmul_bf16_8192", torch.bfloat16, 8192), ("matmul_f32_4096", torch.float32, 4096)]:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        a = torch.randn(m, m, device="cuda", dtype=dt)
+        bb = torch.randn(m, m, device="cuda", dtype=dt)
+        ms = bench_ms(lambda: a @ bb)
+        res[name + "_tflop_per_s"] = 2 * m**3 / ms / 1e9
     cten = torch.compile(ten)
     res["cached_call_compile_us"] = host_us(cten, small)
     if args.json:
@@ -95,6 +101,11 @@ def main():
     row("layer_norm rows 4096", res["layer_norm_eager_ms"], "layer_norm_4096")
     cc = th.get("cached_call_64_us", {}).get("us")
     print(f"cached call (host us): eager {res['cached_call_eager_us']:.1f}  compile {res['cached_call_compile_us']:.1f}  thunder {cc if cc is not None else '-'}")
+    for name in ["matmul_bf16_8192", "matmul_f32_4096"]:
+        t = th.get(name, {}).get("tflop_per_s")
+        p = res[name + "_tflop_per_s"]
+        ratio = f"{t / p:.3f}x torch" if t else "-"
+        print(f"{name:28} torch {p:9.1f} TFLOP/s  thunder {t if t else '-'}  {ratio}")
     comp = th.get("compile_new_region", {})
     print(f"new region compile: first {comp.get('first_ms', '-')} ms, cache hit {comp.get('cache_hit_ms', '-')} ms")
     diff = {}

@@ -206,7 +206,10 @@ fn out_of_tree_template_plugin_builds_loads_from_a_plugin_folder_claims_ops_and_
     let (_, reference) = thunder_core::compile_trace(&interpreter_host(), trace).unwrap();
     let want = reference.run(&inputs()).unwrap();
     for (got, want) in outputs.iter().zip(&want) {
-        assert_eq!(got.bytes().expect("host array"), want.bytes().expect("host array"));
+        assert_eq!(
+            got.bytes().expect("host array"),
+            want.bytes().expect("host array")
+        );
     }
 
     // The `thunder` binary, unchanged, sees it too: examine agrees with the interpreter, and

@@ -30,6 +30,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List every symbol (prims, ltorch, plugins' ops): layer, dtypes, and which loaded
+    /// executors claim it per dtype.
+    Ops {
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a program (trace text) on inputs and write its outputs as .npy files.
     Run {
         program: PathBuf,
@@ -56,6 +62,15 @@ enum Command {
     /// On a machine with a GPU: check every cuda-fuser sample against the interpreter and
     /// time the CUDA benchmarks (scripts/gpu/check.sh runs it beside PyTorch).
     GpuCheck {
+        #[arg(long)]
+        json: bool,
+        /// Only the differential check.
+        #[arg(long)]
+        no_bench: bool,
+    },
+    /// On a machine with a GPU: check every shipped Triton kernel against the interpreter and
+    /// time them (scripts/gpu/triton_check.sh).
+    TritonCheck {
         #[arg(long)]
         json: bool,
         /// Only the differential check.
@@ -143,6 +158,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plugins { json } => commands::plugins::run(&cli.host, json),
+        Command::Ops { json } => commands::ops::run(&cli.host, json),
         Command::Run {
             program,
             inputs,
@@ -160,8 +176,9 @@ fn main() -> ExitCode {
             };
             commands::run::run(&cli.host, &program, &inputs, &out, &options)
         }
-        Command::GpuCheck { json, no_bench } => {
-            commands::gpu_check::run(&cli.host, json, no_bench)
+        Command::GpuCheck { json, no_bench } => commands::gpu_check::run(&cli.host, json, no_bench),
+        Command::TritonCheck { json, no_bench } => {
+            commands::triton_check::run(&cli.host, json, no_bench)
         }
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
         Command::Examine {

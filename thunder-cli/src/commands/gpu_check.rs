@@ -162,6 +162,37 @@ fn samples() -> Vec<Sample> {
             ),
             dtype: d,
         });
+        if d != DType::F64 {
+            let products = [
+                (
+                    "matmul",
+                    vec![("a", ty(d, &[64, 96])), ("b", ty(d, &[96, 48]))],
+                    "ltorch.matmul(a, b)",
+                ),
+                (
+                    "bmm",
+                    vec![("a", ty(d, &[3, 33, 40])), ("b", ty(d, &[3, 40, 17]))],
+                    "ltorch.bmm(a, b)",
+                ),
+                (
+                    "linear-bias",
+                    vec![
+                        ("x", ty(d, &[2, 10, 64])),
+                        ("w", ty(d, &[24, 64])),
+                        ("b", ty(d, &[24])),
+                    ],
+                    "ltorch.linear(x, w, b)",
+                ),
+            ];
+            for (name, inputs, body) in products {
+                let inputs: Vec<(&str, String)> = inputs;
+                out.push(Sample {
+                    name: format!("{name}/{}", d.short_name()),
+                    program: program(&inputs, body),
+                    dtype: d,
+                });
+            }
+        }
         out.push(Sample {
             name: format!("gelu-tanh/{}", d.short_name()),
             program: program(&[("x", ty(d, &[8, 33]))], "ltorch.gelu(x, \"tanh\")"),
@@ -231,7 +262,10 @@ fn differential(fuser: &PluginHost, reference: &PluginHost) -> Result<Value> {
                 .map(|a| a.to(DEV))
                 .collect::<thunder_core::Result<_>>()?;
             let (got, executors) = run_on(fuser, &trace, &on_gpu)?;
-            if let Some(e) = executors.iter().find(|e| *e != "cuda-fuser") {
+            if let Some(e) = executors
+                .iter()
+                .find(|e| *e != "cuda-fuser" && *e != "cublas")
+            {
                 bail!("a step ran on {e}");
             }
             for (g, w) in got.iter().zip(&want) {
@@ -339,6 +373,26 @@ fn benchmarks(fuser: &PluginHost) -> Result<Value> {
             json!({"ms": ms, "gb_per_s": 2.0 * 4.0 * n64m as f64 / ms / 1e6}),
         );
     }
+    // Products through cuBLASLt: bf16 8192^2 and f32 4096^2 (TF32 off unless configured).
+    for (name, d, n) in [
+        ("matmul_bf16_8192", DType::BF16, 8192i64),
+        ("matmul_f32_4096", DType::F32, 4096),
+    ] {
+        let text = program(
+            &[("a", ty(d, &[n, n])), ("b", ty(d, &[n, n]))],
+            "ltorch.matmul(a, b)",
+        );
+        let (_, prog) = thunder_core::compile_trace(fuser, parse_trace(&text)?)?;
+        let args = vec![
+            Array::random(&[n, n], d, 6)?.to(DEV)?,
+            Array::random(&[n, n], d, 7)?.to(DEV)?,
+        ];
+        let ms = time_ms(20, || prog.run(&args).map(drop).map_err(Into::into))?;
+        rows.insert(
+            name.into(),
+            json!({"ms": ms, "tflop_per_s": 2.0 * (n as f64).powi(3) / ms / 1e9}),
+        );
+    }
     // First compile of a region never seen (a constant unique to this run keeps it out of the
     // disk cache), then the same region again (memory cache hit).
     let fresh = format!("1.{}", std::process::id());
@@ -360,8 +414,8 @@ pub fn run(args: &HostArgs, json_out: bool, skip_bench: bool) -> Result<()> {
     let info = thunder_core::cuda::device_info(0).context("gpu-check needs cuda:0")?;
     let mut fuser = args.host()?;
     fuser
-        .restrict_to(&["cuda-fuser"])
-        .map_err(|e| anyhow!("{e}: is the cuda-fuser plugin built and listed?"))?;
+        .restrict_to(&["cublas", "cuda-fuser"])
+        .map_err(|e| anyhow!("{e}: are the cublas and cuda-fuser plugins built and listed?"))?;
     let mut reference = args.host()?;
     reference.restrict_to(&["interpreter"])?;
     let diff = differential(&fuser, &reference)?;

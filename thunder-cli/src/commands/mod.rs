@@ -2,10 +2,12 @@ pub mod bench;
 pub mod demo;
 pub mod examine;
 pub mod gpu_check;
+pub mod ops;
 pub mod partition;
 pub mod plugins;
 pub mod run;
 pub mod trace;
+pub mod triton_check;
 
 use anyhow::{Context, Result};
 use std::path::Path;

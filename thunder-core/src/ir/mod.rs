@@ -1,8 +1,8 @@
 //! The trace IR: values, arguments, symbols, bound symbols and traces.
 
 mod bsym;
-mod symbol;
 mod retarget;
+mod symbol;
 mod trace;
 
 pub use bsym::BoundSymbol;

@@ -106,6 +106,12 @@ impl Tensor {
         sticky(super::reshape(self, shape))
     }
 
+    /// torch's `view`: traced tensors have no storage to alias, so it is `reshape` (which
+    /// accepts every shape `view` accepts, `-1` included).
+    pub fn view(&self, shape: &[i64]) -> Tensor {
+        self.reshape(shape)
+    }
+
     pub fn transpose(&self, dim0: i64, dim1: i64) -> Tensor {
         sticky(super::transpose(self, dim0, dim1))
     }

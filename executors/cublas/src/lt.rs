@@ -1,0 +1,311 @@
+//! cuBLASLt: one handle and one workspace per device, created on first use and kept for the
+//! process; a compiled product holds its descriptors and the algorithm picked for its shape.
+
+use crate::shape::Gemm;
+use cudarc::cublaslt::{result as lt, sys as ltsys};
+use cudarc::driver::{result as cu, sys as cusys};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(format!(
+            "{what}: {}",
+            payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into())
+        )),
+    }
+}
+
+/// The driver and cuBLASLt, or why they cannot be used (checked once).
+pub fn availability() -> Result<i32, String> {
+    static STATE: OnceLock<Result<i32, String>> = OnceLock::new();
+    STATE
+        .get_or_init(|| {
+            guarded("loading CUDA", || {
+                // SAFETY: only probes whether the libraries can be opened.
+                if !unsafe { cusys::is_culib_present() } {
+                    return Err("no CUDA driver: libcuda.so was not found".into());
+                }
+                // SAFETY: as above.
+                if !unsafe { ltsys::is_culib_present() } {
+                    return Err("cuBLASLt (libcublasLt.so) was not found".into());
+                }
+                cu::init().map_err(|e| format!("no CUDA driver: cuInit failed: {e:?}"))?;
+                let n = cu::device::get_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))?;
+                if n <= 0 {
+                    return Err("the CUDA driver reports no devices".into());
+                }
+                Ok(n)
+            })
+        })
+        .clone()
+}
+
+pub fn make_current(ordinal: u32) -> Result<(), String> {
+    let dev = cu::device::get(ordinal as i32).map_err(|e| format!("cuDeviceGet: {e:?}"))?;
+    // SAFETY: a valid device; the primary context stays retained for the process (as the host
+    // keeps it).
+    let ctx = unsafe { cu::primary_ctx::retain(dev) }.map_err(|e| format!("retain: {e:?}"))?;
+    // SAFETY: a retained context.
+    unsafe { cu::ctx::set_current(ctx) }.map_err(|e| format!("cuCtxSetCurrent: {e:?}"))
+}
+
+struct DeviceState {
+    handle: ltsys::cublasLtHandle_t,
+    workspace: u64,
+    workspace_bytes: usize,
+}
+
+// SAFETY: a cuBLASLt handle may be used from any thread (calls are serialized per region).
+unsafe impl Send for DeviceState {}
+
+fn devices() -> &'static Mutex<HashMap<u32, DeviceState>> {
+    static D: OnceLock<Mutex<HashMap<u32, DeviceState>>> = OnceLock::new();
+    D.get_or_init(Default::default)
+}
+
+/// The device's handle and workspace, created on first use.
+fn device_state(ordinal: u32, workspace_bytes: usize) -> Result<(usize, u64, usize), String> {
+    let mut map = devices().lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(s) = map.get(&ordinal) {
+        return Ok((s.handle as usize, s.workspace, s.workspace_bytes));
+    }
+    make_current(ordinal)?;
+    let handle = lt::create_handle().map_err(|e| format!("cublasLtCreate: {e:?}"))?;
+    // SAFETY: the device's context is current.
+    let workspace = unsafe { cu::malloc_sync(workspace_bytes.max(1)) }
+        .map_err(|e| format!("workspace cuMemAlloc({workspace_bytes}): {e:?}"))?;
+    map.insert(
+        ordinal,
+        DeviceState {
+            handle,
+            workspace,
+            workspace_bytes,
+        },
+    );
+    Ok((handle as usize, workspace, workspace_bytes))
+}
+
+fn data_type(d: thunder_abi::DTypeCode) -> ltsys::cudaDataType {
+    match d {
+        thunder_abi::DTypeCode::F16 => ltsys::cudaDataType::CUDA_R_16F,
+        thunder_abi::DTypeCode::BF16 => ltsys::cudaDataType::CUDA_R_16BF,
+        _ => ltsys::cudaDataType::CUDA_R_32F,
+    }
+}
+
+/// The descriptors and algorithm of one product, reused by every call.
+pub struct Prepared {
+    pub gemm: Gemm,
+    handle: usize,
+    workspace: u64,
+    workspace_bytes: usize,
+    desc: ltsys::cublasLtMatmulDesc_t,
+    a: ltsys::cublasLtMatrixLayout_t,
+    b: ltsys::cublasLtMatrixLayout_t,
+    d: ltsys::cublasLtMatrixLayout_t,
+    algo: ltsys::cublasLtMatmulAlgo_t,
+    /// The bias pointer is an attribute of the descriptor: one call at a time.
+    lock: Mutex<()>,
+}
+
+// SAFETY: the descriptors are plain host objects; `lock` serializes their use.
+unsafe impl Send for Prepared {}
+unsafe impl Sync for Prepared {}
+
+fn set_attr<T>(
+    desc: ltsys::cublasLtMatmulDesc_t,
+    attr: ltsys::cublasLtMatmulDescAttributes_t,
+    value: &T,
+) -> Result<(), String> {
+    // SAFETY: `value` is the attribute's C type, read during the call.
+    unsafe {
+        lt::set_matmul_desc_attribute(
+            desc,
+            attr,
+            value as *const T as *const c_void,
+            std::mem::size_of::<T>(),
+        )
+    }
+    .map_err(|e| format!("cublasLtMatmulDescSetAttribute({attr:?}): {e:?}"))
+}
+
+fn layout(
+    dtype: thunder_abi::DTypeCode,
+    rows: u64,
+    cols: u64,
+    ld: u64,
+    batch: u64,
+) -> Result<ltsys::cublasLtMatrixLayout_t, String> {
+    let l = lt::create_matrix_layout(data_type(dtype), rows, cols, ld as i64)
+        .map_err(|e| format!("cublasLtMatrixLayoutCreate: {e:?}"))?;
+    if batch > 1 {
+        let count = batch as i32;
+        let stride = (rows * cols) as i64;
+        // SAFETY: attribute types per the cuBLASLt docs (int32 count, int64 stride).
+        unsafe {
+            lt::set_matrix_layout_attribute(
+                l,
+                ltsys::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                &count as *const i32 as *const c_void,
+                4,
+            )
+            .and_then(|_| {
+                lt::set_matrix_layout_attribute(
+                    l,
+                    ltsys::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                    &stride as *const i64 as *const c_void,
+                    8,
+                )
+            })
+        }
+        .map_err(|e| format!("cublasLtMatrixLayoutSetAttribute: {e:?}"))?;
+    }
+    Ok(l)
+}
+
+/// Builds the descriptors for `g` on `cuda:ordinal` and asks the heuristic for an algorithm.
+pub fn prepare(
+    g: Gemm,
+    ordinal: u32,
+    tf32: bool,
+    workspace_bytes: usize,
+) -> Result<Prepared, String> {
+    guarded("cuBLASLt", || {
+        let (handle, workspace, workspace_bytes) = device_state(ordinal, workspace_bytes)?;
+        let compute = if g.dtype == thunder_abi::DTypeCode::F32 && tf32 {
+            ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+        } else {
+            ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F
+        };
+        let desc = lt::create_matmul_desc(compute, ltsys::cudaDataType::CUDA_R_32F)
+            .map_err(|e| format!("cublasLtMatmulDescCreate: {e:?}"))?;
+        if g.rhs_transposed {
+            set_attr(
+                desc,
+                ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                // cublasOperation_t CUBLAS_OP_T (an int32 attribute).
+                &1i32,
+            )?;
+        }
+        let epilogue = match (g.bias, g.gelu) {
+            (true, true) => Some(ltsys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS),
+            (true, false) => Some(ltsys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS),
+            (false, true) => Some(ltsys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU),
+            (false, false) => None,
+        };
+        if let Some(e) = epilogue {
+            set_attr(
+                desc,
+                ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE,
+                &e,
+            )?;
+        }
+        // See shape.rs: Lt's A is our right operand, Lt's B our left one.
+        let a = if g.rhs_transposed {
+            layout(g.dtype, g.k, g.n, g.k, g.batch)?
+        } else {
+            layout(g.dtype, g.n, g.k, g.n, g.batch)?
+        };
+        let b = layout(g.dtype, g.k, g.m, g.k, g.batch)?;
+        let d = layout(g.dtype, g.n, g.m, g.n, g.batch)?;
+        let pref = lt::create_matmul_pref().map_err(|e| format!("preference: {e:?}"))?;
+        let ws = workspace_bytes as u64;
+        // SAFETY: a u64 attribute.
+        unsafe {
+            lt::set_matmul_pref_attribute(
+                pref,
+                ltsys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &ws as *const u64 as *const c_void,
+                8,
+            )
+        }
+        .map_err(|e| format!("preference workspace: {e:?}"))?;
+        // SAFETY: every descriptor was created above.
+        let heuristic = unsafe {
+            lt::get_matmul_algo_heuristic(handle as ltsys::cublasLtHandle_t, desc, a, b, d, d, pref)
+        };
+        // SAFETY: created above, used only by the heuristic query.
+        let _ = unsafe { lt::destroy_matmul_pref(pref) };
+        let heuristic = heuristic.map_err(|e| format!("no cuBLASLt algorithm for {g:?}: {e:?}"))?;
+        Ok(Prepared {
+            gemm: g,
+            handle,
+            workspace,
+            workspace_bytes,
+            desc,
+            a,
+            b,
+            d,
+            algo: heuristic.algo,
+            lock: Mutex::new(()),
+        })
+    })
+}
+
+impl Prepared {
+    /// `out = lhs @ rhs (+ bias)` on `stream`; pointers are device addresses.
+    pub fn run(
+        &self,
+        lhs: u64,
+        rhs: u64,
+        bias: Option<u64>,
+        out: u64,
+        stream: *mut c_void,
+    ) -> Result<(), String> {
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(b) = bias {
+            let p = b as *const c_void;
+            set_attr(
+                self.desc,
+                ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                &p,
+            )?;
+        }
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        guarded("cublasLtMatmul", || {
+            // SAFETY: the layouts describe exactly these contiguous buffers (checked by the
+            // caller), the workspace belongs to this device, the stream is the host's.
+            unsafe {
+                lt::matmul(
+                    self.handle as ltsys::cublasLtHandle_t,
+                    self.desc,
+                    &alpha as *const f32 as *const c_void,
+                    &beta as *const f32 as *const c_void,
+                    rhs as *const c_void,
+                    self.a,
+                    lhs as *const c_void,
+                    self.b,
+                    out as *const c_void,
+                    self.d,
+                    out as *mut c_void,
+                    self.d,
+                    &self.algo,
+                    self.workspace as *mut c_void,
+                    self.workspace_bytes,
+                    stream as ltsys::cudaStream_t,
+                )
+            }
+            .map_err(|e| format!("cublasLtMatmul for {:?}: {e:?}", self.gemm))
+        })
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        // SAFETY: created in `prepare`, used by no one else.
+        unsafe {
+            let _ = lt::destroy_matrix_layout(self.a);
+            let _ = lt::destroy_matrix_layout(self.b);
+            let _ = lt::destroy_matrix_layout(self.d);
+            let _ = lt::destroy_matmul_desc(self.desc);
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! `thunder triton-check`: the Triton plugin's shipped kernels on the GPU machine
+//! (scripts/gpu/triton_check.sh runs it and times PyTorch's attention beside it).
+//!
+//! - **Differential**: one sample per shipped package runs through the `triton` executor alone
+//!   (so a package that does not claim its sample fails instead of falling back) on CUDA, and
+//!   through the interpreter on the CPU; outputs must agree within the dtype's tolerance.
+//! - **Benchmarks**: attention at B8 H12 T1024 D64 bf16 (causal and not) through the Triton
+//!   kernel, and RMSNorm over rows of 4096 through the Triton kernel and through the
+//!   cuda-fuser (its decomposition).
+//!
+//! Output: a table, or with `--json` one JSON object; its keys are stable.
+
+use crate::host_args::HostArgs;
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+use std::time::Instant;
+use thunder_core::text::parse_trace;
+use thunder_core::{Array, DType, Device, PluginHost};
+
+const DEV: Device = Device::Cuda(0);
+
+fn ty(dtype: DType, shape: &[i64]) -> String {
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    format!("cuda:0 {}[{}]", dtype.short_name(), dims.join(", "))
+}
+
+fn program(inputs: &[(&str, String)], body: &str) -> String {
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    let mut text = format!("def computation({}):\n", names.join(", "));
+    for (n, t) in inputs {
+        text.push_str(&format!("  # {n}: \"{t}\"\n"));
+    }
+    text.push_str(&format!("  t0 = {body}\n  return (t0,)\n"));
+    text
+}
+
+pub struct Sample {
+    pub name: String,
+    pub program: String,
+    pub dtype: DType,
+}
+
+fn sdpa_program(d: DType, q: &[i64], k: &[i64], causal: bool, scale: &str) -> String {
+    program(
+        &[("q", ty(d, q)), ("k", ty(d, k)), ("v", ty(d, k))],
+        &format!(
+            "ltorch.scaled_dot_product_attention(q, k, v, None, {}, {scale})",
+            if causal { "True" } else { "False" }
+        ),
+    )
+}
+
+fn rms_program(d: DType, x: &[i64], eps: &str) -> String {
+    let n = x[x.len() - 1];
+    program(
+        &[("x", ty(d, x)), ("w", ty(d, &[n]))],
+        &format!("ltorch.rms_norm(x, [{n}], w, {eps})"),
+    )
+}
+
+/// One or more samples per shipped package (`executors/triton/kernels/`).
+pub fn samples() -> Vec<Sample> {
+    let mut out = Vec::new();
+    for d in [DType::F16, DType::BF16] {
+        for hd in [64, 128] {
+            for causal in [false, true] {
+                let name = format!(
+                    "sdpa_{}_d{hd}{}",
+                    d.short_name(),
+                    if causal { "_causal" } else { "" }
+                );
+                out.push(Sample {
+                    program: sdpa_program(d, &[2, 3, 256, hd], &[2, 3, 256, hd], causal, "None"),
+                    name: name.clone(),
+                    dtype: d,
+                });
+                // Fewer queries than keys, and an explicit scale.
+                out.push(Sample {
+                    program: sdpa_program(d, &[1, 2, 128, hd], &[1, 2, 384, hd], causal, "0.3"),
+                    name: format!("{name}_l128_s384"),
+                    dtype: d,
+                });
+            }
+        }
+    }
+    for d in [DType::F16, DType::BF16, DType::F32] {
+        for (shape, eps) in [
+            (vec![4i64, 768], "None"),
+            (vec![3, 1000], "1e-05"),
+            (vec![2, 5, 4096], "1e-06"),
+        ] {
+            out.push(Sample {
+                name: format!("rms_norm_{}_{}", d.short_name(), shape[shape.len() - 1]),
+                program: rms_program(d, &shape, eps),
+                dtype: d,
+            });
+        }
+    }
+    out
+}
+
+/// The interpreter computes attention in the input dtype with f32 softmax; the kernel keeps
+/// f32 scores and accumulators, so low-precision outputs differ by a few ulps of the dtype.
+fn tolerance(d: DType) -> (f64, f64) {
+    match d {
+        DType::F16 => (1e-2, 1e-2),
+        DType::BF16 => (3e-2, 3e-2),
+        _ => (2e-5, 2e-5),
+    }
+}
+
+fn max_error(got: &Array, want: &Array, d: DType) -> Result<f64> {
+    if got.shape() != want.shape() || got.dtype() != want.dtype() {
+        bail!("got {}, want {}", got.ty(), want.ty());
+    }
+    let (rtol, atol) = tolerance(d);
+    let mut worst = 0f64;
+    for (i, (g, w)) in got
+        .to_f64_vec()
+        .into_iter()
+        .zip(want.to_f64_vec())
+        .enumerate()
+    {
+        let err = (g - w).abs();
+        if !(g == w || err <= atol + rtol * w.abs()) {
+            bail!("element {i}: got {g}, want {w}");
+        }
+        worst = worst.max(err);
+    }
+    Ok(worst)
+}
+
+fn differential(triton: &PluginHost, reference: &PluginHost) -> Result<Value> {
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    let all = samples();
+    for (k, s) in all.iter().enumerate() {
+        let outcome = (|| -> Result<f64> {
+            let trace = parse_trace(&s.program)?;
+            let cpu = trace.on_device(Device::Cpu);
+            let inputs: Vec<Array> = cpu
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| Array::random(&cpu.ty(v).shape, cpu.ty(v).dtype, (k * 7 + i) as u64))
+                .collect::<thunder_core::Result<_>>()?;
+            let (_, reference_prog) = thunder_core::compile_trace(reference, cpu)?;
+            let want = reference_prog.run(&inputs)?;
+            let on_gpu: Vec<Array> = inputs
+                .iter()
+                .map(|a| a.to(DEV))
+                .collect::<thunder_core::Result<_>>()?;
+            let (traces, prog) = thunder_core::compile_trace(triton, trace)?;
+            if !traces
+                .execution
+                .steps
+                .iter()
+                .any(|step| step.executor == "triton")
+            {
+                bail!("the triton executor did not run it");
+            }
+            let got = prog.run(&on_gpu)?;
+            let mut worst = 0f64;
+            for (g, w) in got.iter().zip(&want) {
+                worst = worst.max(max_error(&g.to(Device::Cpu)?, w, s.dtype)?);
+            }
+            Ok(worst)
+        })();
+        match outcome {
+            Ok(_) => passed += 1,
+            Err(e) => failures.push(json!({"sample": s.name, "error": format!("{e:#}")})),
+        }
+    }
+    Ok(json!({"samples": all.len(), "passed": passed, "failures": failures}))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median milliseconds of `f` followed by a device synchronize.
+fn time_ms(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
+    thunder_core::cuda::synchronize(0)?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f()?;
+        thunder_core::cuda::synchronize(0)?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(times))
+}
+
+fn time_program(host: &PluginHost, text: &str, seed: u64) -> Result<(f64, Vec<String>)> {
+    let trace = parse_trace(text)?;
+    let args: Vec<Array> = trace
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            Array::random(&trace.ty(v).shape, trace.ty(v).dtype, seed + i as u64)?.to(DEV)
+        })
+        .collect::<thunder_core::Result<_>>()?;
+    let (traces, prog) = thunder_core::compile_trace(host, trace)?;
+    let executors = traces
+        .execution
+        .steps
+        .iter()
+        .map(|s| s.executor.clone())
+        .collect();
+    let ms = time_ms(20, || {
+        prog.run(&args)?;
+        Ok(())
+    })?;
+    Ok((ms, executors))
+}
+
+fn benchmarks(triton: &PluginHost, fuser: &PluginHost) -> Value {
+    // Each row stands alone: one that fails (say, the fuser cannot take the decomposition)
+    // records its error and the others still run.
+    let row = |r: Result<Value>| r.unwrap_or_else(|e| json!({"error": format!("{e:#}")}));
+    let mut rows = serde_json::Map::new();
+    let shape = [8i64, 12, 1024, 64];
+    for causal in [false, true] {
+        let text = sdpa_program(DType::BF16, &shape, &shape, causal, "None");
+        let name = format!(
+            "sdpa_b8h12t1024d64_bf16{}",
+            if causal { "_causal" } else { "" }
+        );
+        // FLOPs of the two matmuls (halved when causal), as PyTorch's benchmarks count them.
+        let flops = 4.0 * 8.0 * 12.0 * 1024.0 * 1024.0 * 64.0 / if causal { 2.0 } else { 1.0 };
+        let r = time_program(triton, &text, 11).map(|(ms, executors)| {
+            json!({"ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "executors": executors})
+        });
+        rows.insert(name, row(r));
+    }
+    let text = rms_program(DType::BF16, &[8192, 4096], "1e-06");
+    let bytes = 2.0 * 8192.0 * 4096.0 * 2.0;
+    let r = time_program(triton, &text, 21).map(|(ms, executors)| {
+        json!({"ms": ms, "gbps": bytes / (ms * 1e-3) / 1e9, "executors": executors})
+    });
+    rows.insert("rms_norm_8192x4096_bf16".into(), row(r));
+    let r = time_program(fuser, &text, 21).map(|(ms, executors)| {
+        json!({"ms": ms, "gbps": bytes / (ms * 1e-3) / 1e9, "executors": executors})
+    });
+    rows.insert("rms_norm_8192x4096_bf16_cuda_fuser".into(), row(r));
+    Value::Object(rows)
+}
+
+pub fn run(args: &HostArgs, json_out: bool, skip_bench: bool) -> Result<()> {
+    let info = thunder_core::cuda::device_info(0).context("triton-check needs cuda:0")?;
+    let mut triton = args.host()?;
+    triton
+        .restrict_to(&["triton"])
+        .map_err(|e| anyhow!("{e}: is the triton plugin built and listed?"))?;
+    let mut reference = args.host()?;
+    reference.restrict_to(&["interpreter"])?;
+    let diff = differential(&triton, &reference)?;
+    let bench = if skip_bench {
+        Value::Null
+    } else {
+        let mut fuser = args.host()?;
+        fuser
+            .restrict_to(&["cublas", "cuda-fuser"])
+            .map_err(|e| anyhow!("{e}: are the cublas and cuda-fuser plugins built?"))?;
+        benchmarks(&triton, &fuser)
+    };
+    let report = json!({
+        "device": {"name": info.name, "compute_capability": [info.compute_capability.0, info.compute_capability.1],
+                   "driver_version": info.driver_version},
+        "differential": diff,
+        "benchmarks": bench,
+    });
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "device: {} (sm_{}{})",
+            info.name, info.compute_capability.0, info.compute_capability.1
+        );
+        println!(
+            "differential: {}/{} samples agree with the interpreter",
+            report["differential"]["passed"], report["differential"]["samples"]
+        );
+        if let Some(f) = report["differential"]["failures"].as_array() {
+            for x in f {
+                println!("  FAIL {}: {}", x["sample"], x["error"]);
+            }
+        }
+        if let Some(b) = report["benchmarks"].as_object() {
+            for (k, v) in b {
+                println!("{k:28} {v}");
+            }
+        }
+    }
+    let failed = report["differential"]["failures"]
+        .as_array()
+        .map_or(0, Vec::len);
+    if failed > 0 {
+        bail!("{failed} differential samples failed");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU machine is the wrong place to find a typo: every sample parses here.
+    #[test]
+    fn every_sample_program_parses() {
+        let all = samples();
+        assert_eq!(all.len(), 16 + 9);
+        for s in &all {
+            parse_trace(&s.program).unwrap_or_else(|e| panic!("{}: {e}\n{}", s.name, s.program));
+        }
+    }
+}
