@@ -50,6 +50,16 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// Runs `f`, turning a panic into an error string `"{what}: {message}"`. For plugins that call
+/// libraries whose loaders panic when a library or symbol is missing (cudarc's dynamic
+/// loading), so "no CUDA here" becomes a reason instead of an unwinding plugin.
+pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(format!("{what}: {}", panic_message(payload))),
+    }
+}
+
 /// Runs `f`, turning a panic into a [`PluginError`] of kind `Panic`.
 pub fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, PluginError>) -> RResult<T, PluginError> {
     match catch_unwind(AssertUnwindSafe(f)) {

@@ -6,22 +6,9 @@ use cudarc::cublaslt::{result as lt, sys as ltsys};
 use cudarc::driver::{result as cu, sys as cusys};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(format!(
-            "{what}: {}",
-            payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into())
-        )),
-    }
-}
+pub use thunder_abi::export::catch_panic as guarded;
 
 /// The driver and cuBLASLt, or why they cannot be used (checked once).
 pub fn availability() -> Result<i32, String> {

@@ -11,7 +11,6 @@
 use crate::bind::LaunchPlan;
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,19 +28,7 @@ pub struct Runtime {
     pub devices: Vec<DeviceProps>,
 }
 
-pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(payload) => Err(format!(
-            "{what}: {}",
-            payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into())
-        )),
-    }
-}
+pub use thunder_abi::export::catch_panic as guarded;
 
 /// The driver and its devices, or why they cannot be used (checked once).
 pub fn runtime() -> Result<&'static Runtime, String> {
