@@ -333,6 +333,15 @@ impl Emitter<'_> {
                     )
                 }
             }
+            NodeKind::Iota {
+                start,
+                step,
+                strides,
+            } => {
+                let index = self.offset(node.level, strides);
+                let (a, b) = (literal(start, node.dtype), literal(step, node.dtype));
+                format!("({a} + {b} * ({ty})({index}))")
+            }
             NodeKind::Unary(p, a) => {
                 let at = self.operand_dtype(a, node.dtype);
                 let x = self.operand(a, at);
@@ -347,7 +356,22 @@ impl Emitter<'_> {
                 let at = self.operand_dtype(a, self.operand_dtype(b, node.dtype));
                 let x = self.operand(a, at);
                 let y = self.operand(b, at);
-                let e = binary_fn(*p, is_double(at), &x, &y);
+                let e = match p {
+                    // Two's-complement wrapping, as torch's integer arithmetic (signed
+                    // overflow is undefined in C++, unsigned is not).
+                    Prim::Add | Prim::Sub | Prim::Mul if !at.is_float() => {
+                        let op = match p {
+                            Prim::Add => "+",
+                            Prim::Sub => "-",
+                            _ => "*",
+                        };
+                        format!(
+                            "(({})((unsigned long long)({x}) {op} (unsigned long long)({y})))",
+                            ctype(at)
+                        )
+                    }
+                    _ => binary_fn(*p, is_double(at), &x, &y),
+                };
                 if node.dtype == DTypeCode::Bool {
                     e
                 } else {
@@ -579,7 +603,7 @@ fn reduction_depths(k: &Kernel) -> Vec<usize> {
     let mut depth = vec![0usize; k.nodes.len()];
     for (i, n) in k.nodes.iter().enumerate() {
         let deps: Vec<NodeId> = match &n.kind {
-            NodeKind::Load { .. } => vec![],
+            NodeKind::Load { .. } | NodeKind::Iota { .. } => vec![],
             NodeKind::Unary(_, a) | NodeKind::Convert(a) => node_of(a).into_iter().collect(),
             NodeKind::Binary(_, a, b) => node_of(a).into_iter().chain(node_of(b)).collect(),
             NodeKind::Where(p, a, b) => node_of(p)

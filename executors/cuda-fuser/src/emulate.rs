@@ -168,6 +168,23 @@ fn run_kernel(k: &Kernel, memory: &HashMap<u32, Vec<f64>>) -> Vec<(u32, Vec<f64>
                         .and_then(|m| m.get(off as usize).copied())
                         .unwrap_or(f64::NAN)
                 }
+                NodeKind::Iota {
+                    start,
+                    step,
+                    strides,
+                } => {
+                    let dims: Vec<usize> = match node.level {
+                        Level::Full => (0..nd).collect(),
+                        Level::Row => kept.clone(),
+                    };
+                    let index: i64 = dims.iter().zip(strides).map(|(&d, s)| c[d] * s).sum();
+                    let lit = |l: &Literal| match *l {
+                        Literal::Float(x) => x,
+                        Literal::Int(x) => x as f64,
+                        Literal::Bool(b) => f64::from(u8::from(b)),
+                    };
+                    round(node.dtype, lit(start) + lit(step) * index as f64)
+                }
                 NodeKind::Unary(p, a) => {
                     let x = operand(&values, a, slot);
                     if *p == Prim::Signbit {

@@ -46,6 +46,12 @@ pub enum NodeKind {
         input: usize,
         strides: Vec<i64>,
     },
+    /// `start + step * index`, the index read through `strides` like a load's offset.
+    Iota {
+        start: Literal,
+        step: Literal,
+        strides: Vec<i64>,
+    },
     Unary(Prim, Operand),
     Binary(Prim, Operand, Operand),
     Where(Operand, Operand, Operand),
@@ -142,6 +148,11 @@ enum ExprKind {
         value: u32,
         strides: Vec<i64>,
     },
+    Iota {
+        start: Literal,
+        step: Literal,
+        strides: Vec<i64>,
+    },
     Lit(Literal),
     Unary(Prim, Box<Expr>),
     Binary(Prim, Box<Expr>, Box<Expr>),
@@ -155,6 +166,15 @@ impl Expr {
         let kind = match &self.kind {
             ExprKind::Load { value, strides } => ExprKind::Load {
                 value: *value,
+                strides: f(strides),
+            },
+            ExprKind::Iota {
+                start,
+                step,
+                strides,
+            } => ExprKind::Iota {
+                start: *start,
+                step: *step,
                 strides: f(strides),
             },
             ExprKind::Lit(l) => ExprKind::Lit(*l),
@@ -342,6 +362,15 @@ impl Planner<'_> {
             ExprKind::Load { value, strides } => {
                 return Some(Operand::Node(self.load(*value, strides.clone(), level)))
             }
+            ExprKind::Iota {
+                start,
+                step,
+                strides,
+            } => NodeKind::Iota {
+                start: *start,
+                step: *step,
+                strides: strides.clone(),
+            },
             ExprKind::Unary(p, a) => NodeKind::Unary(*p, self.instantiate(a, level)?),
             ExprKind::Binary(p, a, b) => {
                 NodeKind::Binary(*p, self.instantiate(a, level)?, self.instantiate(b, level)?)
@@ -458,6 +487,7 @@ impl Planner<'_> {
         let prim = Prim::from_id(&op.symbol).ok_or_else(|| bad(op, "not a prim"))?;
         let out = *op.outputs.first().ok_or_else(|| bad(op, "no output"))?;
         match prim.class() {
+            PrimClass::Factory => self.add_factory(op, prim, out),
             PrimClass::Reduction => self.add_reduction(op, prim, out),
             PrimClass::Shape => self.add_shape(op, prim, out),
             _ => self.add_elementwise(op, prim, out),
@@ -574,6 +604,38 @@ impl Planner<'_> {
         Ok(true)
     }
 
+    /// `full` and `iota` stay pending: a constant or an index ramp, computed by the kernels that
+    /// read them (a one-hot or a causal mask costs no memory traffic).
+    fn add_factory(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
+        let dtype = self.dtype(out);
+        let shape = self.shape(out).to_vec();
+        let kind = match prim {
+            Prim::Full => ExprKind::Lit(
+                op.args
+                    .get(1)
+                    .and_then(|a| self.literal(a, dtype))
+                    .ok_or_else(|| bad(op, "fill value is not a number"))?,
+            ),
+            Prim::Iota => {
+                let lit = |i: usize| op.args.get(i).and_then(|a| self.literal(a, dtype));
+                ExprKind::Iota {
+                    start: lit(1).ok_or_else(|| bad(op, "start is not a number"))?,
+                    step: lit(2).ok_or_else(|| bad(op, "step is not a number"))?,
+                    strides: contiguous_strides(&shape),
+                }
+            }
+            _ => return Err(bad(op, "unsupported factory")),
+        };
+        self.homes.insert(
+            out,
+            Home::Pending(Pending {
+                shape,
+                expr: Expr { kind, dtype },
+            }),
+        );
+        Ok(true)
+    }
+
     fn add_shape(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
         let Some(ArgView::Value(src)) = op.args.first() else {
             return Err(bad(op, "first argument is not a tensor"));
@@ -616,10 +678,13 @@ impl Planner<'_> {
             Prim::Reshape => {
                 let contiguous = contiguous_strides(&src_shape);
                 match &expr.kind {
-                    ExprKind::Load { strides, .. } if *strides == contiguous => {
+                    ExprKind::Load { strides, .. } | ExprKind::Iota { strides, .. }
+                        if *strides == contiguous =>
+                    {
                         let new = contiguous_strides(&out_shape);
                         expr.restride(&move |_| new.clone())
                     }
+                    ExprKind::Lit(_) => expr.clone(),
                     // A computed value is laid out anew: compute it into memory first.
                     _ => {
                         self.materialize_now(src, &src_shape, &expr);

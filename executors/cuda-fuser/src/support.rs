@@ -84,11 +84,19 @@ pub fn accepts(view: &TraceView, op: &OpView) -> bool {
         .map(|v| view.values[v as usize].dtype);
     match prim.class() {
         PrimClass::Unary | PrimClass::Binary | PrimClass::Predicate => {
-            float_math(prim) && first_in.is_some_and(DTypeCode::is_float)
+            (float_math(prim) && first_in.is_some_and(DTypeCode::is_float))
+                // Index arithmetic (masks, offsets) in i32/i64, wrapping like torch.
+                || (matches!(prim, Prim::Add | Prim::Sub | Prim::Mul)
+                    && matches!(first_in, Some(DTypeCode::I32 | DTypeCode::I64)))
         }
         PrimClass::Compare => true,
         PrimClass::Where | PrimClass::Convert => true,
         PrimClass::Shape => matches!(prim, Prim::BroadcastInDim | Prim::Reshape),
+        // Constants and index ramps (one-hots, causal masks) are computed where they are read.
+        PrimClass::Factory => {
+            matches!(prim, Prim::Iota | Prim::Full)
+                && !matches!(out, DTypeCode::U8 | DTypeCode::I8 | DTypeCode::I16)
+        }
         PrimClass::Reduction => {
             matches!(prim, Prim::Sum | Prim::Amax)
                 && out.is_float()

@@ -181,3 +181,19 @@ fn cpu_tensors_are_not_claimed() {
     let view = view_of(&CHAIN8.replace("cuda:0", "cpu"));
     assert!(view.ops.iter().all(|op| !support::accepts(&view, op)));
 }
+
+const CROSS_ENTROPY: &str = r#"def computation(a, t):
+  # a: "cuda:0 f32[32, 1000]"
+  # t: "cuda:0 i64[32]"
+  t0 = ltorch.cross_entropy(a, t)
+  return (t0,)
+"#;
+
+#[test]
+fn cross_entropy_builds_its_one_hot_in_registers() {
+    let (kernels, text) = generate(CROSS_ENTROPY);
+    // The one-hot is an iota compared with the target, never a tensor in memory.
+    assert!(kernels.iter().all(|k| k.inputs.len() <= 2), "{text}");
+    assert!(text.contains("i64_t)(i"), "{text}");
+    check_golden("cross_entropy", &text);
+}

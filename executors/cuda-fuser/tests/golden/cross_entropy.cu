@@ -1,0 +1,155 @@
+// launch: BlockPerRow { rows: 32, block: 256 }
+// thunder cuda-fuser kernel over [32, 1000], reducing dims [1]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0, float* __restrict__ out1) {
+  const i64_t rows = 32LL, cols = 1000LL;
+  const i64_t lane = threadIdx.x, team = blockDim.x;
+  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const i64_t i0 = r;
+    const i64_t v15 = in1[i0];
+    const bool v16 = (v15 != ((i64_t)-100LL));
+    const float v17 = ((float)v16);
+    float acc1 = -__int_as_float(0x7f800000);
+    for (i64_t c = lane; c < cols; c += team) {
+      const i64_t i1 = c;
+      const i64_t e = i0 * 1000LL + i1;
+      const float v0 = in0[e];
+      acc1 = nan_max(acc1, v0);
+    }
+    acc1 = block_reduce<float>(acc1, MaxOp(), (float)(-__int_as_float(0x7f800000)));
+    const float v1 = acc1;
+    float acc5 = 0.0f;
+    for (i64_t c = lane; c < cols; c += team) {
+      const i64_t i1 = c;
+      const i64_t e = i0 * 1000LL + i1;
+      const float v0 = in0[e];
+      const float v2 = v1;
+      const float v3 = (v0 - v2);
+      const float v4 = expf(v3);
+      acc5 += v4;
+    }
+    acc5 = block_reduce<float>(acc5, SumOp(), (float)(0.0f));
+    const float v5 = acc5;
+    const float v6 = logf(v5);
+    float acc14 = 0.0f;
+    for (i64_t c = lane; c < cols; c += team) {
+      const i64_t i1 = c;
+      const i64_t e = i0 * 1000LL + i1;
+      const i64_t v9 = in1[i0];
+      const i64_t v10 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i1));
+      const bool v11 = (v9 == v10);
+      const float v12 = ((float)v11);
+      const float v0 = in0[e];
+      const float v2 = v1;
+      const float v3 = (v0 - v2);
+      const float v7 = v6;
+      const float v8 = (v3 - v7);
+      const float v13 = (v12 * v8);
+      acc14 += v13;
+    }
+    acc14 = block_reduce<float>(acc14, SumOp(), (float)(0.0f));
+    const float v14 = acc14;
+    const float v18 = (v14 * v17);
+    const float v19 = (v18 * 1.0f);
+    const float v20 = (-v19);
+    if (lane == 0) {
+      out0[r] = v17;
+      out1[r] = v20;
+    }
+  }
+}
+
+// launch: ThreadPerRow { rows: 1, block: 256 }
+// thunder cuda-fuser kernel over [32], reducing dims [0]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
+  const i64_t rows = 1LL, cols = 32LL;
+  const i64_t lane = 0, team = 1;
+  for (i64_t r = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64_t)gridDim.x * blockDim.x) {
+    float acc1 = 0.0f;
+    float acc3 = 0.0f;
+    for (i64_t c = lane; c < cols; c += team) {
+      const i64_t i0 = c;
+      const i64_t e = i0;
+      const float v0 = in0[e];
+      acc1 += v0;
+      const float v2 = in1[e];
+      acc3 += v2;
+    }
+    const float v1 = acc1;
+    const float v3 = acc3;
+    const float v4 = (v1 / v3);
+    if (lane == 0) {
+      out0[r] = v4;
+    }
+  }
+}
+
