@@ -296,6 +296,11 @@ pub(super) fn random(prim: Prim, args: &[Arg]) -> Result<TensorType> {
     };
     let dtype = match args.get(6) {
         Some(Arg::DType(d)) if dtype::is_float(*d) => *d,
+        Some(Arg::DType(d)) => bail_op!(
+            op,
+            "argument 6 (dtype) must be a floating-point dtype, got {}",
+            d.short_name()
+        ),
         other => bail_op!(
             op,
             "argument 6 (dtype) must be a floating-point dtype, got {other:?}"
