@@ -485,6 +485,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     let numel: i64 = k.full_shape.iter().map(|&d| d.max(0)).product();
     let vec = vector_width(k);
     let all_dims: Vec<usize> = (0..k.full_shape.len()).collect();
+    let all_outputs: Vec<(usize, NodeId)> = k.outputs.iter().map(|o| o.node).enumerate().collect();
     let full_contiguous = contiguous_strides(&k.full_shape);
     // Inputs read contiguously are loaded 16 bytes at a time; the others (broadcasts) per
     // element, from coordinates.
@@ -547,12 +548,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
             em.line(&l);
         }
     }
-    for (i, o) in k.outputs.iter().enumerate() {
-        em.define(o.node);
-        let d = k.nodes[o.node].dtype;
-        let v = Emitter::name(o.node);
-        em.line(&format!("s_out{i}[j] = {};", store_expr(d, &v)));
-    }
+    store_outputs(&mut em, &all_outputs, |i| format!("s_out{i}[j]"));
     em.indent = 2;
     em.line("}");
     for (i, o) in k.outputs.iter().enumerate() {
@@ -576,12 +572,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
             em.line(&l);
         }
     }
-    for (i, o) in k.outputs.iter().enumerate() {
-        em.define(o.node);
-        let d = k.nodes[o.node].dtype;
-        let v = Emitter::name(o.node);
-        em.line(&format!("out{i}[e] = {};", store_expr(d, &v)));
-    }
+    store_outputs(&mut em, &all_outputs, |i| format!("out{i}[e]"));
     em.indent = 1;
     em.line("}");
     em.indent = 0;
@@ -627,6 +618,50 @@ fn node_of(o: &Operand) -> Option<NodeId> {
     match o {
         Operand::Node(n) => Some(*n),
         Operand::Literal(_) => None,
+    }
+}
+
+/// The accumulator's start value and the block-reduce functor of a reduction prim.
+fn reduction_identity(prim: Prim, double: bool) -> (String, &'static str) {
+    if prim == Prim::Amax {
+        (
+            format!("-{}", float_literal(f64::INFINITY, double)),
+            "MaxOp()",
+        )
+    } else {
+        (float_literal(0.0, double), "SumOp()")
+    }
+}
+
+/// The kernel's outputs at `level`, as (parameter index, node).
+fn outputs_at(k: &Kernel, level: Level) -> Vec<(usize, NodeId)> {
+    k.outputs
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| k.nodes[o.node].level == level)
+        .map(|(i, o)| (i, o.node))
+        .collect()
+}
+
+/// Opens the loop over a row's elements and defines its coordinates and flat index `e`.
+fn open_column_loop(em: &mut Emitter, full_strides: &[i64]) {
+    em.line("for (i64_t c = lane; c < cols; c += team) {");
+    em.indent = 3;
+    for l in coordinates(em.k, &em.k.reduced, "c") {
+        em.line(&l);
+    }
+    let e = em.offset(Level::Full, full_strides);
+    em.line(&format!("const i64_t e = {e};"));
+    em.defined.clear();
+}
+
+/// Defines each output node and stores it: `out{i}[{index}] = ...` (or into a staging array).
+fn store_outputs(em: &mut Emitter, outputs: &[(usize, NodeId)], dest: impl Fn(usize) -> String) {
+    for &(i, n) in outputs {
+        em.define(n);
+        let v = Emitter::name(n);
+        let value = store_expr(em.k.nodes[n].dtype, &v);
+        em.line(&format!("{} = {value};", dest(i)));
     }
 }
 
@@ -702,25 +737,10 @@ fn rows(k: &Kernel, name: &str) -> Generated {
                 continue;
             };
             let acc_ty = ctype(k.nodes[*input].dtype);
-            let double = acc_ty == "double";
-            let identity = if *prim == Prim::Amax {
-                format!("-{}", float_literal(f64::INFINITY, double))
-            } else {
-                float_literal(0.0, double)
-            };
+            let (identity, _) = reduction_identity(*prim, acc_ty == "double");
             em.line(&format!("{acc_ty} acc{r} = {identity};"));
         }
-        em.line("for (i64_t c = lane; c < cols; c += team) {");
-        em.indent = 3;
-        let reduced = k.reduced.clone();
-        for l in coordinates(k, &reduced, "c") {
-            em.line(&l);
-        }
-        em.line(&format!(
-            "const i64_t e = {};",
-            em.offset(Level::Full, &full_strides)
-        ));
-        em.defined.clear();
+        open_column_loop(&mut em, &full_strides);
         for &r in &stage {
             let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
                 continue;
@@ -740,16 +760,8 @@ fn rows(k: &Kernel, name: &str) -> Generated {
                 continue;
             };
             let acc_ty = ctype(k.nodes[*input].dtype);
-            let double = acc_ty == "double";
             if block_team {
-                let (op, identity) = if *prim == Prim::Amax {
-                    (
-                        "MaxOp()",
-                        format!("-{}", float_literal(f64::INFINITY, double)),
-                    )
-                } else {
-                    ("SumOp()", float_literal(0.0, double))
-                };
+                let (identity, op) = reduction_identity(*prim, acc_ty == "double");
                 em.line(&format!(
                     "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
                 ));
@@ -769,53 +781,19 @@ fn rows(k: &Kernel, name: &str) -> Generated {
         emit_ready_rows(&mut em, depth);
     }
     // Full outputs: one more pass over the row.
-    let full_outputs: Vec<(usize, NodeId)> = k
-        .outputs
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| k.nodes[o.node].level == Level::Full)
-        .map(|(i, o)| (i, o.node))
-        .collect();
+    let full_outputs = outputs_at(k, Level::Full);
     if !full_outputs.is_empty() {
-        em.line("for (i64_t c = lane; c < cols; c += team) {");
-        em.indent = 3;
-        let reduced = k.reduced.clone();
-        for l in coordinates(k, &reduced, "c") {
-            em.line(&l);
-        }
-        em.line(&format!(
-            "const i64_t e = {};",
-            em.offset(Level::Full, &full_strides)
-        ));
-        em.defined.clear();
-        for &(i, n) in &full_outputs {
-            em.define(n);
-            let v = Emitter::name(n);
-            em.line(&format!(
-                "out{i}[e] = {};",
-                store_expr(k.nodes[n].dtype, &v)
-            ));
-        }
+        open_column_loop(&mut em, &full_strides);
+        store_outputs(&mut em, &full_outputs, |i| format!("out{i}[e]"));
         em.indent = 2;
         em.line("}");
     }
-    let row_outputs: Vec<(usize, NodeId)> = k
-        .outputs
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| k.nodes[o.node].level == Level::Row)
-        .map(|(i, o)| (i, o.node))
-        .collect();
+    let row_outputs = outputs_at(k, Level::Row);
     if !row_outputs.is_empty() {
         em.line("if (lane == 0) {");
         em.indent = 3;
-        for &(i, n) in &row_outputs {
-            let v = Emitter::name(n);
-            em.line(&format!(
-                "out{i}[r] = {};",
-                store_expr(k.nodes[n].dtype, &v)
-            ));
-        }
+        // Row values are defined already: this only stores them.
+        store_outputs(&mut em, &row_outputs, |i| format!("out{i}[r]"));
         em.indent = 2;
         em.line("}");
     }

@@ -241,6 +241,8 @@ struct Planner<'a> {
     homes: std::collections::HashMap<u32, Home>,
     /// Values whose op has been planned (into a kernel or as pending).
     planned: std::collections::HashSet<u32>,
+    /// The ops reading each value, so "is it read later" is a lookup, not a scan of the trace.
+    readers: std::collections::HashMap<u32, Vec<usize>>,
     kernels: Vec<Kernel>,
     open: Option<Kernel>,
 }
@@ -252,9 +254,15 @@ pub fn plan(view: &TraceView, ops: &[u32], outputs: &[u32]) -> Result<Vec<Kernel
         view,
         homes: Default::default(),
         planned: Default::default(),
+        readers: Default::default(),
         kernels: Vec::new(),
         open: None,
     };
+    for (i, op) in view.ops.iter().enumerate() {
+        for v in op.input_values() {
+            p.readers.entry(v).or_default().push(i);
+        }
+    }
     for &i in ops {
         let op = view.ops.get(i as usize).ok_or_else(|| {
             PluginError::invalid(format!("cuda-fuser: op {i} is not in the trace"))
@@ -286,9 +294,13 @@ impl Planner<'_> {
     fn needed_later(&self, v: u32, region_outputs: &[u32]) -> bool {
         region_outputs.contains(&v)
             || self.view.outputs.contains(&v)
-            || self.view.ops.iter().any(|op| {
-                op.input_values().any(|x| x == v)
-                    && op.outputs.iter().all(|o| !self.planned.contains(o))
+            || self.readers.get(&v).is_some_and(|ops| {
+                ops.iter().any(|&i| {
+                    self.view.ops[i]
+                        .outputs
+                        .iter()
+                        .all(|o| !self.planned.contains(o))
+                })
             })
     }
 
