@@ -9,6 +9,7 @@
 //!
 //! Output: a table, or with `--json` one JSON object; its keys are stable.
 
+use super::gpu_common::{program, report, time_ms, ty, Sample};
 use crate::host_args::HostArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
@@ -18,27 +19,6 @@ use thunder_core::text::parse_trace;
 use thunder_core::{Array, DType, Device, PluginHost};
 
 const DEV: Device = Device::Cuda(0);
-
-struct Sample {
-    name: String,
-    program: String,
-    dtype: DType,
-}
-
-fn ty(dtype: DType, shape: &[i64]) -> String {
-    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
-    format!("cuda:0 {}[{}]", dtype.short_name(), dims.join(", "))
-}
-
-fn program(inputs: &[(&str, String)], body: &str) -> String {
-    let names: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
-    let mut text = format!("def computation({}):\n", names.join(", "));
-    for (n, t) in inputs {
-        text.push_str(&format!("  # {n}: \"{t}\"\n"));
-    }
-    text.push_str(&format!("  t0 = {body}\n  return (t0,)\n"));
-    text
-}
 
 fn samples() -> Vec<Sample> {
     const UNARY: &[&str] = &[
@@ -281,25 +261,6 @@ fn differential(fuser: &PluginHost, reference: &PluginHost) -> Result<Value> {
     Ok(json!({"samples": all.len(), "passed": passed, "failures": failures}))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-/// Median milliseconds of `f` followed by a device synchronize.
-fn time_ms(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    f()?;
-    thunder_core::cuda::synchronize(0)?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let t = Instant::now();
-        f()?;
-        thunder_core::cuda::synchronize(0)?;
-        times.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    Ok(median(times))
-}
-
 fn chain_program(n: i64, links: usize, scale: &str) -> String {
     let mut text = format!("def computation(x):\n  # x: \"{}\"\n", ty(DType::F32, &[n]));
     let mut prev = "x".to_string();
@@ -424,41 +385,7 @@ pub fn run(args: &HostArgs, json_out: bool, skip_bench: bool) -> Result<()> {
     } else {
         benchmarks(&fuser)?
     };
-    let report = json!({
-        "device": {"name": info.name, "compute_capability": [info.compute_capability.0, info.compute_capability.1],
-                   "driver_version": info.driver_version},
-        "differential": diff,
-        "benchmarks": bench,
-    });
-    if json_out {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!(
-            "device: {} (sm_{}{})",
-            info.name, info.compute_capability.0, info.compute_capability.1
-        );
-        println!(
-            "differential: {}/{} samples agree with the interpreter",
-            report["differential"]["passed"], report["differential"]["samples"]
-        );
-        if let Some(f) = report["differential"]["failures"].as_array() {
-            for x in f.iter().take(40) {
-                println!("  FAIL {}: {}", x["sample"], x["error"]);
-            }
-        }
-        if let Some(b) = report["benchmarks"].as_object() {
-            for (k, v) in b {
-                println!("{k:24} {v}");
-            }
-        }
-    }
-    let failed = report["differential"]["failures"]
-        .as_array()
-        .map_or(0, Vec::len);
-    if failed > 0 {
-        bail!("{failed} differential samples failed");
-    }
-    Ok(())
+    report(&info, diff, bench, json_out)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@ pub mod bench;
 pub mod demo;
 pub mod examine;
 pub mod gpu_check;
+pub mod gpu_common;
 pub mod ops;
 pub mod partition;
 pub mod plugins;
