@@ -53,15 +53,8 @@ fn number(c: &CallArgs, i: usize, what: &str) -> Result<f64> {
     }
 }
 
-/// `batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)`.
-///
-/// Outputs: the normalized input, and, when training with running statistics, the updated
-/// `running_mean` and `running_var` (torch updates its buffers in place; traces are pure, so
-/// the new values are returned for the caller to store). As torch: the batch variance
-/// normalizes biased and enters the running variance unbiased (`* n / (n - 1)`), and
-/// `new = (1 - momentum) * running + momentum * batch`.
-pub(crate) fn batch_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
-    c.expect(8)?;
+/// Argument 0 of batch_norm and group_norm: a float `[N, C, *]` tensor.
+fn channels_input(c: &CallArgs) -> Result<Tensor> {
     let a = c.tensor(0)?;
     if !dtype::is_float(a.dtype()) {
         bail_op!(
@@ -77,6 +70,19 @@ pub(crate) fn batch_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             a.ty()
         );
     }
+    Ok(a)
+}
+
+/// `batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)`.
+///
+/// Outputs: the normalized input, and, when training with running statistics, the updated
+/// `running_mean` and `running_var` (torch updates its buffers in place; traces are pure, so
+/// the new values are returned for the caller to store). As torch: the batch variance
+/// normalizes biased and enters the running variance unbiased (`* n / (n - 1)`), and
+/// `new = (1 - momentum) * running + momentum * batch`.
+pub(crate) fn batch_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(8)?;
+    let a = channels_input(c)?;
     let channels = a.shape()[1];
     let (rm, rv) = (c.opt_tensor(1)?, c.opt_tensor(2)?);
     let (w, b) = (c.opt_tensor(3)?, c.opt_tensor(4)?);
@@ -208,21 +214,7 @@ pub fn batch_norm(
 /// shifted per channel.
 pub(crate) fn group_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(5)?;
-    let a = c.tensor(0)?;
-    if !dtype::is_float(a.dtype()) {
-        bail_op!(
-            c.op,
-            "argument 0 (input) must be floating point, got {}",
-            a.dtype().short_name()
-        );
-    }
-    if a.rank() < 2 {
-        bail_op!(
-            c.op,
-            "argument 0 (input) must be [N, C, *] (rank >= 2), got {}",
-            a.ty()
-        );
-    }
+    let a = channels_input(c)?;
     let groups = c.int(1)?;
     let (n, channels) = (a.shape()[0], a.shape()[1]);
     if groups < 1 || channels % groups != 0 {
