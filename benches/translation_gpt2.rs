@@ -71,7 +71,7 @@ fn check_tiny(host: &Arc<PluginHost>) {
     let loss = loss[0].to_vec::<f32>().expect("f32 loss")[0];
     let grad_norm = grads
         .iter()
-        .flat_map(|g| g.to_f64_vec())
+        .flat_map(|g| g.to_f64_vec().expect("host array"))
         .map(|x| x * x)
         .sum::<f64>()
         .sqrt();

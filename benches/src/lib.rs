@@ -409,6 +409,7 @@ fn gpt2_weight(ty: &TensorType, name: &str, seed: u64, scale: f64) -> Array {
     let values: Vec<f64> = Array::random(&ty.shape, DType::F64, seed)
         .expect("random weights")
         .to_f64_vec()
+        .expect("host array")
         .into_iter()
         .map(|x| offset + scale * x)
         .collect();

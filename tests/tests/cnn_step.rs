@@ -73,7 +73,10 @@ fn cnn_training_step_matches_pytorch() {
     let (outs, grads) = vg.call(&inputs).expect("step");
     let check = |what: &str, got: &Array, want: &Array| {
         assert_eq!(got.shape(), want.shape(), "{what} shape");
-        let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+        let (g, w) = (
+            got.to_f64_vec().expect("host array"),
+            want.to_f64_vec().expect("host array"),
+        );
         for (i, (a, b)) in g.iter().zip(&w).enumerate() {
             assert!(
                 close(*a, *b, 1e-9, 1e-11, false),

@@ -75,7 +75,10 @@ fn mismatch(a: &Array, e: &Array, rtol: f64, atol: f64, equal_nan: bool) -> Opti
     if a.dtype() != e.dtype() || a.shape() != e.shape() {
         return Some(format!("got {} expected {}", a.ty(), e.ty()));
     }
-    let (av, ev) = (a.to_f64_vec(), e.to_f64_vec());
+    let (av, ev) = (
+        a.to_f64_vec().expect("host array"),
+        e.to_f64_vec().expect("host array"),
+    );
     (0..av.len())
         .find(|&i| !close(av[i], ev[i], rtol, atol, equal_nan))
         .map(|i| {
@@ -194,7 +197,12 @@ fn init_params() -> Vec<Array> {
         .flat_map(|(i, &(fan_in, fan_out))| {
             let scale = |a: Array| {
                 let bound = 1.0 / (fan_in as f64).sqrt();
-                let v: Vec<f32> = a.to_f64_vec().iter().map(|x| (x * bound) as f32).collect();
+                let v: Vec<f32> = a
+                    .to_f64_vec()
+                    .expect("host array")
+                    .iter()
+                    .map(|x| (x * bound) as f32)
+                    .collect();
                 Array::from_slice(&v, a.shape()).expect("param")
             };
             let w = Array::random(&[fan_out, fan_in], DType::F32, 10 + i as u64).expect("w");

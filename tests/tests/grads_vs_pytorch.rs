@@ -66,7 +66,10 @@ fn run_case(
             ));
             continue;
         }
-        let (av, ev) = (a.to_f64_vec(), e.to_f64_vec());
+        let (av, ev) = (
+            a.to_f64_vec().expect("host array"),
+            e.to_f64_vec().expect("host array"),
+        );
         let bad: Vec<usize> = (0..av.len())
             .filter(|&i| !close(av[i], ev[i], rtol, atol, false))
             .collect();

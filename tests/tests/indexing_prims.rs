@@ -20,7 +20,10 @@ fn run(line: &str, inputs: &[Array]) -> (Vec<i64>, Vec<f64>) {
     let out = compiled
         .run(inputs)
         .unwrap_or_else(|e| panic!("`{line}`: {e}"));
-    (out[0].shape().to_vec(), out[0].to_f64_vec())
+    (
+        out[0].shape().to_vec(),
+        out[0].to_f64_vec().expect("host array"),
+    )
 }
 
 fn iota(n: i64, shape: &[i64]) -> Array {

@@ -170,7 +170,10 @@ fn mismatch(got: &Array, want: &Array, tol: thunder_opinfo::Tol) -> Option<Strin
         return Some(format!("got {} expected {}", got.ty(), want.ty()));
     }
     let (rtol, atol) = tol.for_dtype(want.dtype());
-    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let (g, w) = (
+        got.to_f64_vec().expect("host array"),
+        want.to_f64_vec().expect("host array"),
+    );
     (0..g.len())
         .find(|&i| !close(g[i], w[i], rtol, atol, true))
         .map(|i| {

@@ -74,7 +74,10 @@ fn every_op_matches_pytorch() {
                 ));
                 continue;
             }
-            let (av, ev) = (a.to_f64_vec(), e.to_f64_vec());
+            let (av, ev) = (
+                a.to_f64_vec().expect("host array"),
+                e.to_f64_vec().expect("host array"),
+            );
             if let Some(i) = (0..av.len()).find(|&i| !close(av[i], ev[i], rtol, atol, equal_nan)) {
                 failures.push(format!(
                     "{id}: output {k} element {i}: got {} expected {} (rtol {rtol}, atol {atol})",

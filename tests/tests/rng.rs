@@ -8,7 +8,9 @@ use thunder_tests::interpreter_host;
 
 fn run(f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static, inputs: &[Array]) -> Vec<f64> {
     let j = jit_with(interpreter_host(), f);
-    j.call(inputs).expect("run")[0].to_f64_vec()
+    j.call(inputs).expect("run")[0]
+        .to_f64_vec()
+        .expect("host array")
 }
 
 fn rand(shape: &'static [i64], seed: u64, offset: u64, dtype: DType) -> Vec<f64> {

@@ -78,14 +78,14 @@ fn check(name: &str, text: &str, rtol: f64) {
 
     let mut memory: HashMap<u32, Vec<f64>> = HashMap::new();
     for (&v, a) in trace.inputs.iter().zip(&inputs) {
-        memory.insert(v.0, a.to_f64_vec());
+        memory.insert(v.0, a.to_f64_vec().expect("host array"));
     }
     emulate::run(&kernels, &mut memory);
     for (k, (&v, w)) in trace.outputs.iter().zip(&want).enumerate() {
         let got = memory
             .get(&v.0)
             .unwrap_or_else(|| panic!("{name}: output {k} written by no kernel"));
-        let w = w.to_f64_vec();
+        let w = w.to_f64_vec().expect("host array");
         assert_eq!(got.len(), w.len(), "{name}: output {k} length");
         for (i, (g, e)) in got.iter().zip(&w).enumerate() {
             let ok = (g.is_nan() && e.is_nan()) || (g - e).abs() <= rtol * (1.0 + e.abs());

@@ -140,13 +140,13 @@ struct Diff {
     mismatched: usize,
 }
 
-fn compare(got: &Array, want: &Array) -> Diff {
+fn compare(got: &Array, want: &Array) -> Result<Diff> {
     if got.shape() != want.shape() || got.dtype() != want.dtype() {
-        return Diff {
+        return Ok(Diff {
             max_abs: f64::INFINITY,
             max_rel: f64::INFINITY,
             mismatched: want.numel().max(1),
-        };
+        });
     }
     let (rtol, atol) = tolerances(want.dtype());
     let mut d = Diff {
@@ -154,7 +154,7 @@ fn compare(got: &Array, want: &Array) -> Diff {
         max_rel: 0.0,
         mismatched: 0,
     };
-    for (a, b) in got.to_f64_vec().into_iter().zip(want.to_f64_vec()) {
+    for (a, b) in got.to_f64_vec()?.into_iter().zip(want.to_f64_vec()?) {
         let same = (a.is_nan() && b.is_nan()) || a == b;
         let abs = if same { 0.0 } else { (a - b).abs() };
         let abs = if abs.is_nan() { f64::INFINITY } else { abs };
@@ -171,7 +171,7 @@ fn compare(got: &Array, want: &Array) -> Diff {
             d.mismatched += 1;
         }
     }
-    d
+    Ok(d)
 }
 
 /// Runs the program on the configured executors and on the interpreter alone and compares the
@@ -244,7 +244,7 @@ fn check_consistency(
     );
     let mut failures = 0;
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-        let d = compare(g, w);
+        let d = compare(g, w)?;
         let (rtol, atol) = tolerances(w.dtype());
         let verdict = if d.mismatched == 0 {
             "ok".to_string()
@@ -343,7 +343,7 @@ mod tests {
     #[test]
     fn differences_follow_torch_testing() {
         let a = Array::from_slice(&[1.0f32, 2.0, 0.0, f32::NAN], &[4]).unwrap();
-        let same = compare(&a, &a);
+        let same = compare(&a, &a).expect("host arrays");
         assert_eq!(
             same,
             Diff {
@@ -353,11 +353,11 @@ mod tests {
             }
         );
         let b = Array::from_slice(&[1.0f32, 2.5, 0.0, f32::NAN], &[4]).unwrap();
-        let d = compare(&a, &b);
+        let d = compare(&a, &b).expect("host arrays");
         assert_eq!((d.max_abs, d.mismatched), (0.5, 1));
         assert!((d.max_rel - 0.2).abs() < 1e-12);
         let c = Array::from_slice(&[1.0f32, 2.0, 1e-6, 0.0], &[4]).unwrap();
-        let d = compare(&c, &a);
+        let d = compare(&c, &a).expect("host arrays");
         // 1e-6 against 0 is within atol; 0 against NaN is not.
         assert_eq!(
             (d.max_abs, d.max_rel, d.mismatched),
@@ -365,9 +365,9 @@ mod tests {
         );
         let inf = Array::from_slice(&[f32::INFINITY, 1.0], &[2]).unwrap();
         let one = Array::from_slice(&[f32::INFINITY, f32::INFINITY], &[2]).unwrap();
-        assert_eq!(compare(&inf, &one).mismatched, 1);
+        assert_eq!(compare(&inf, &one).expect("host arrays").mismatched, 1);
         let i = Array::from_slice(&[1i64, 2], &[2]).unwrap();
         let j = Array::from_slice(&[1i64, 3], &[2]).unwrap();
-        assert_eq!(compare(&i, &j).mismatched, 1);
+        assert_eq!(compare(&i, &j).expect("host arrays").mismatched, 1);
     }
 }

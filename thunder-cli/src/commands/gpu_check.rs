@@ -197,9 +197,9 @@ fn compare(got: &Array, want: &Array, d: DType) -> Result<()> {
     }
     let (rtol, atol) = tolerance(d);
     for (i, (g, w)) in got
-        .to_f64_vec()
+        .to_f64_vec()?
         .into_iter()
-        .zip(want.to_f64_vec())
+        .zip(want.to_f64_vec()?)
         .enumerate()
     {
         let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= atol + rtol * w.abs();

@@ -95,9 +95,9 @@ fn max_error(got: &Array, want: &Array, d: DType) -> Result<f64> {
     let (rtol, atol) = tolerance(d);
     let mut worst = 0f64;
     for (i, (g, w)) in got
-        .to_f64_vec()
+        .to_f64_vec()?
         .into_iter()
-        .zip(want.to_f64_vec())
+        .zip(want.to_f64_vec()?)
         .enumerate()
     {
         let err = (g - w).abs();

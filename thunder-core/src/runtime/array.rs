@@ -295,12 +295,11 @@ impl Array {
         Ok(out)
     }
 
-    /// Every element as f64, whatever the dtype (for comparisons and printing).
-    pub fn to_f64_vec(&self) -> Vec<f64> {
-        fn conv<T: Element>(a: &Array) -> Vec<f64> {
-            a.to_vec::<T>()
-                .map(|v| v.into_iter().map(T::to_f64).collect())
-                .unwrap_or_default()
+    /// Every element as f64, whatever the dtype (copied to the host for a device array, which
+    /// is where this can fail).
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        fn conv<T: Element>(a: &Array) -> Result<Vec<f64>> {
+            Ok(a.to_vec::<T>()?.into_iter().map(T::to_f64).collect())
         }
         match self.ty.dtype {
             DType::Bool => conv::<bool>(self),

@@ -33,11 +33,11 @@ impl Digits {
             );
         }
         let images = images
-            .to_f64_vec()
+            .to_f64_vec()?
             .into_iter()
             .map(|p| (p / 16.0) as f32)
             .collect();
-        let labels: Vec<i64> = labels.to_f64_vec().into_iter().map(|l| l as i64).collect();
+        let labels: Vec<i64> = labels.to_f64_vec()?.into_iter().map(|l| l as i64).collect();
         if labels.iter().any(|&l| !(0..CLASSES as i64).contains(&l)) {
             bail!("{}: labels must be in 0..{CLASSES}", dir.display());
         }
