@@ -56,149 +56,203 @@
 //! - `full(shape, fill_value, device, dtype)`
 //! - `iota(length, start, step, device, dtype)`: `[start, start + step, ...]`, `length` values
 
-/// The family a prim belongs to; shared meta rules and tags hang off it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PrimClass {
-    /// Elementwise, one tensor in, same dtype out.
-    Unary,
-    /// Elementwise, two operands of one dtype, same dtype out.
-    Binary,
-    /// Elementwise comparison, bool out.
-    Compare,
-    /// Elementwise test of one tensor, bool out.
-    Predicate,
-    Where,
-    Convert,
-    Shape,
-    /// Data movement by ranges and indices: slice, pad, cat, flip, take, take_along_axis,
-    /// scatter_add, index_add.
-    Indexing,
-    Reduction,
-    /// Running reduction along one dim, same shape out.
-    Scan,
-    /// Values and i64 indices along one dim (topk, sort).
-    Sort,
-    /// N-d convolution.
-    Conv,
-    /// Counter-based random numbers (Philox4x32-10) from an explicit seed and offset.
-    Random,
-    Matmul,
-    Factory,
-}
-
 macro_rules! prim_table {
-    ($( $variant:ident => $name:literal, $class:ident; )*) => {
+    ($(
+        $(#[doc = $cdoc:literal])*
+        $class:ident => $sub:ident { $( $variant:ident => $name:literal, )* }
+    )*) => {
+        /// The family a prim belongs to; shared meta rules and tags hang off it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum PrimClass { $( $(#[doc = $cdoc])* $class, )* }
+
         /// A primitive operation. See the module docs for signatures.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum Prim { $($variant),* }
+        pub enum Prim { $( $( $variant, )* )* }
+
+        /// A prim with its family: `match prim.kind()` then `match` on the family's own enum
+        /// is exhaustive at both levels, so a new prim fails to compile in every layer that
+        /// has not said what it does with it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum PrimKind { $( $class($sub), )* }
+
+        $(
+            #[doc = concat!("The prims of class [`PrimClass::", stringify!($class), "`].")]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+            pub enum $sub { $( $variant, )* }
+
+            impl $sub {
+                pub const ALL: &'static [$sub] = &[$($sub::$variant),*];
+
+                pub const fn prim(self) -> Prim {
+                    match self { $($sub::$variant => Prim::$variant),* }
+                }
+
+                pub const fn name(self) -> &'static str {
+                    self.prim().name()
+                }
+
+                pub const fn id(self) -> &'static str {
+                    self.prim().id()
+                }
+            }
+
+            impl From<$sub> for Prim {
+                fn from(p: $sub) -> Prim {
+                    p.prim()
+                }
+            }
+        )*
 
         impl Prim {
-            pub const ALL: &'static [Prim] = &[$(Prim::$variant),*];
+            pub const ALL: &'static [Prim] = &[$($(Prim::$variant,)*)*];
 
             /// Name without the namespace, e.g. `add`.
             pub const fn name(self) -> &'static str {
-                match self { $(Prim::$variant => $name),* }
+                match self { $($(Prim::$variant => $name,)*)* }
             }
 
             /// Stable id, e.g. `prims.add`.
             pub const fn id(self) -> &'static str {
-                match self { $(Prim::$variant => concat!("prims.", $name)),* }
+                match self { $($(Prim::$variant => concat!("prims.", $name),)*)* }
+            }
+
+            pub const fn kind(self) -> PrimKind {
+                match self { $($(Prim::$variant => PrimKind::$class($sub::$variant),)*)* }
             }
 
             pub const fn class(self) -> PrimClass {
-                match self { $(Prim::$variant => PrimClass::$class),* }
+                match self { $($(Prim::$variant => PrimClass::$class,)*)* }
             }
         }
     };
 }
 
 prim_table! {
-    Neg => "neg", Unary;
-    Abs => "abs", Unary;
-    Exp => "exp", Unary;
-    Exp2 => "exp2", Unary;
-    Expm1 => "expm1", Unary;
-    Log => "log", Unary;
-    Log1p => "log1p", Unary;
-    Log2 => "log2", Unary;
-    Log10 => "log10", Unary;
-    Sqrt => "sqrt", Unary;
-    Rsqrt => "rsqrt", Unary;
-    Tanh => "tanh", Unary;
-    Sin => "sin", Unary;
-    Cos => "cos", Unary;
-    Tan => "tan", Unary;
-    Asin => "asin", Unary;
-    Acos => "acos", Unary;
-    Atan => "atan", Unary;
-    Sinh => "sinh", Unary;
-    Cosh => "cosh", Unary;
-    Asinh => "asinh", Unary;
-    Acosh => "acosh", Unary;
-    Atanh => "atanh", Unary;
-    Erf => "erf", Unary;
-    Erfc => "erfc", Unary;
-    Erfinv => "erfinv", Unary;
-    Lgamma => "lgamma", Unary;
-    Digamma => "digamma", Unary;
-    Reciprocal => "reciprocal", Unary;
-    Floor => "floor", Unary;
-    Ceil => "ceil", Unary;
-    Round => "round", Unary;
-    Trunc => "trunc", Unary;
-    Signbit => "signbit", Predicate;
-    Add => "add", Binary;
-    Sub => "sub", Binary;
-    Mul => "mul", Binary;
-    Div => "div", Binary;
-    Pow => "pow", Binary;
-    Maximum => "maximum", Binary;
-    Minimum => "minimum", Binary;
-    Remainder => "remainder", Binary;
-    Fmod => "fmod", Binary;
-    FloorDivide => "floor_divide", Binary;
-    Atan2 => "atan2", Binary;
-    BitwiseAnd => "bitwise_and", Binary;
-    BitwiseOr => "bitwise_or", Binary;
-    BitwiseXor => "bitwise_xor", Binary;
-    BitwiseLeftShift => "bitwise_left_shift", Binary;
-    BitwiseRightShift => "bitwise_right_shift", Binary;
-    Eq => "eq", Compare;
-    Ne => "ne", Compare;
-    Lt => "lt", Compare;
-    Le => "le", Compare;
-    Gt => "gt", Compare;
-    Ge => "ge", Compare;
-    Where => "where", Where;
-    ConvertElementType => "convert_element_type", Convert;
-    BroadcastInDim => "broadcast_in_dim", Shape;
-    Reshape => "reshape", Shape;
-    Transpose => "transpose", Shape;
-    Slice => "slice", Indexing;
-    Pad => "pad", Indexing;
-    Cat => "cat", Indexing;
-    Flip => "flip", Indexing;
-    Take => "take", Indexing;
-    TakeAlongAxis => "take_along_axis", Indexing;
-    ScatterAdd => "scatter_add", Indexing;
-    IndexAdd => "index_add", Indexing;
-    Sum => "sum", Reduction;
-    Amax => "amax", Reduction;
-    Prod => "prod", Reduction;
-    Amin => "amin", Reduction;
-    Argmax => "argmax", Reduction;
-    Argmin => "argmin", Reduction;
-    VarMean => "var_mean", Reduction;
-    Cumsum => "cumsum", Scan;
-    Topk => "topk", Sort;
-    Sort => "sort", Sort;
-    Convolution => "convolution", Conv;
-    Uniform => "uniform", Random;
-    Normal => "normal", Random;
-    Trigamma => "trigamma", Unary;
-    Matmul => "matmul", Matmul;
-    Full => "full", Factory;
-    Iota => "iota", Factory;
+    /// Elementwise, one tensor in, same dtype out.
+    Unary => UnaryPrim {
+        Neg => "neg",
+        Abs => "abs",
+        Exp => "exp",
+        Exp2 => "exp2",
+        Expm1 => "expm1",
+        Log => "log",
+        Log1p => "log1p",
+        Log2 => "log2",
+        Log10 => "log10",
+        Sqrt => "sqrt",
+        Rsqrt => "rsqrt",
+        Tanh => "tanh",
+        Sin => "sin",
+        Cos => "cos",
+        Tan => "tan",
+        Asin => "asin",
+        Acos => "acos",
+        Atan => "atan",
+        Sinh => "sinh",
+        Cosh => "cosh",
+        Asinh => "asinh",
+        Acosh => "acosh",
+        Atanh => "atanh",
+        Erf => "erf",
+        Erfc => "erfc",
+        Erfinv => "erfinv",
+        Lgamma => "lgamma",
+        Digamma => "digamma",
+        Trigamma => "trigamma",
+        Reciprocal => "reciprocal",
+        Floor => "floor",
+        Ceil => "ceil",
+        Round => "round",
+        Trunc => "trunc",
+    }
+    /// Elementwise test of one tensor, bool out.
+    Predicate => PredicatePrim {
+        Signbit => "signbit",
+    }
+    /// Elementwise, two operands of one dtype, same dtype out.
+    Binary => BinaryPrim {
+        Add => "add",
+        Sub => "sub",
+        Mul => "mul",
+        Div => "div",
+        Pow => "pow",
+        Maximum => "maximum",
+        Minimum => "minimum",
+        Remainder => "remainder",
+        Fmod => "fmod",
+        FloorDivide => "floor_divide",
+        Atan2 => "atan2",
+        BitwiseAnd => "bitwise_and",
+        BitwiseOr => "bitwise_or",
+        BitwiseXor => "bitwise_xor",
+        BitwiseLeftShift => "bitwise_left_shift",
+        BitwiseRightShift => "bitwise_right_shift",
+    }
+    /// Elementwise comparison, bool out.
+    Compare => ComparePrim {
+        Eq => "eq",
+        Ne => "ne",
+        Lt => "lt",
+        Le => "le",
+        Gt => "gt",
+        Ge => "ge",
+    }
+    Where => WherePrim {
+        Where => "where",
+    }
+    Convert => ConvertPrim {
+        ConvertElementType => "convert_element_type",
+    }
+    Shape => ShapePrim {
+        BroadcastInDim => "broadcast_in_dim",
+        Reshape => "reshape",
+        Transpose => "transpose",
+    }
+    /// Data movement by ranges and indices.
+    Indexing => IndexingPrim {
+        Slice => "slice",
+        Pad => "pad",
+        Cat => "cat",
+        Flip => "flip",
+        Take => "take",
+        TakeAlongAxis => "take_along_axis",
+        ScatterAdd => "scatter_add",
+        IndexAdd => "index_add",
+    }
+    Reduction => ReductionPrim {
+        Sum => "sum",
+        Amax => "amax",
+        Prod => "prod",
+        Amin => "amin",
+        Argmax => "argmax",
+        Argmin => "argmin",
+        VarMean => "var_mean",
+    }
+    /// Running reduction along one dim, same shape out.
+    Scan => ScanPrim {
+        Cumsum => "cumsum",
+    }
+    /// Values and i64 indices along one dim (topk, sort).
+    Sort => SortPrim {
+        Topk => "topk",
+        Sort => "sort",
+    }
+    /// N-d convolution.
+    Conv => ConvPrim {
+        Convolution => "convolution",
+    }
+    /// Counter-based random numbers (Philox4x32-10) from an explicit seed and offset.
+    Random => RandomPrim {
+        Uniform => "uniform",
+        Normal => "normal",
+    }
+    Matmul => MatmulPrim {
+        Matmul => "matmul",
+    }
+    Factory => FactoryPrim {
+        Full => "full",
+        Iota => "iota",
+    }
 }
 
 impl Prim {
