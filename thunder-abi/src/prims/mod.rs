@@ -56,6 +56,11 @@
 //! - `full(shape, fill_value, device, dtype)`
 //! - `iota(length, start, step, device, dtype)`: `[start, start + step, ...]`, `length` values
 
+pub mod elementwise;
+pub mod special;
+
+pub use elementwise::{BinaryRule, Cuda, UnaryRule};
+
 macro_rules! prim_table {
     ($(
         $(#[doc = $cdoc:literal])*

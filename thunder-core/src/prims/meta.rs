@@ -5,7 +5,7 @@ use crate::device::Device;
 use crate::dtype::{self, DType};
 use crate::error::{bail_op, Error, Result};
 use crate::ir::{Arg, ShapeDisplay, TensorType};
-use thunder_abi::prims::{Prim, PrimClass};
+use thunder_abi::prims::{FactoryPrim, Prim, PrimClass, PrimKind, ReductionPrim, UnaryPrim};
 
 mod extra;
 mod indexing;
@@ -14,37 +14,42 @@ type Types<'a> = &'a [Option<TensorType>];
 
 pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorType>> {
     let op = prim.id();
-    let out = match prim.class() {
-        PrimClass::Unary => unary(prim, args, types)?,
-        PrimClass::Predicate => {
+    let out = match prim.kind() {
+        PrimKind::Unary(u) => unary(u, args, types)?,
+        PrimKind::Predicate(p) => {
             // Float only: ltorch answers for ints and bools without a prim.
-            let mut t = unary(prim, args, types)?;
+            let mut t = float_operand(p.id(), args, types)?;
             t.dtype = DType::Bool;
             t
         }
-        PrimClass::Binary | PrimClass::Compare => binary(prim, args, types)?,
-        PrimClass::Where => where_meta(op, args, types)?,
-        PrimClass::Convert => {
+        PrimKind::Binary(_) | PrimKind::Compare(_) => binary(prim, args, types)?,
+        PrimKind::Where(_) => where_meta(op, args, types)?,
+        PrimKind::Convert(_) => {
             expect_arity(op, args, 2)?;
             let mut t = tensor(op, types, 0)?.clone();
             t.dtype = dtype_arg(op, args, 1)?;
             t
         }
-        PrimClass::Shape => shape_op(prim, args, types)?,
-        PrimClass::Indexing => indexing::meta(prim, args, types)?,
-        PrimClass::Reduction => match prim {
-            Prim::Argmax | Prim::Argmin => extra::arg_reduction(prim, args, types)?,
-            Prim::VarMean => return extra::var_mean(prim, args, types),
-            _ => reduction(prim, args, types)?,
+        PrimKind::Shape(_) => shape_op(prim, args, types)?,
+        PrimKind::Indexing(_) => indexing::meta(prim, args, types)?,
+        PrimKind::Reduction(r) => match r {
+            ReductionPrim::Argmax | ReductionPrim::Argmin => {
+                extra::arg_reduction(prim, args, types)?
+            }
+            ReductionPrim::VarMean => return extra::var_mean(prim, args, types),
+            ReductionPrim::Sum
+            | ReductionPrim::Amax
+            | ReductionPrim::Prod
+            | ReductionPrim::Amin => reduction(prim, args, types)?,
         },
-        PrimClass::Scan => extra::scan(prim, args, types)?,
-        PrimClass::Sort => return extra::sort(prim, args, types),
-        PrimClass::Conv => extra::convolution(prim, args, types)?,
-        PrimClass::Random => extra::random(prim, args)?,
-        PrimClass::Matmul => matmul(op, args, types)?,
-        PrimClass::Factory => match prim {
-            Prim::Iota => iota(op, args)?,
-            _ => full(op, args)?,
+        PrimKind::Scan(_) => extra::scan(prim, args, types)?,
+        PrimKind::Sort(_) => return extra::sort(prim, args, types),
+        PrimKind::Conv(_) => extra::convolution(prim, args, types)?,
+        PrimKind::Random(_) => extra::random(prim, args)?,
+        PrimKind::Matmul(_) => matmul(op, args, types)?,
+        PrimKind::Factory(f) => match f {
+            FactoryPrim::Iota => iota(op, args)?,
+            FactoryPrim::Full => full(op, args)?,
         },
     };
     Ok(vec![TensorType {
@@ -119,15 +124,23 @@ fn check_same_shape_and_device(op: &str, a: &TensorType, b: &TensorType) -> Resu
     Ok(())
 }
 
-fn unary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+fn unary(prim: UnaryPrim, args: &[Arg], types: Types) -> Result<TensorType> {
     let op = prim.id();
     expect_arity(op, args, 1)?;
     let a = tensor(op, types, 0)?;
-    let ok = match prim {
-        Prim::Neg | Prim::Abs => a.dtype != DType::Bool,
-        _ => dtype::is_float(a.dtype),
-    };
-    if !ok {
+    // The lanes each prim is defined on come from the elementwise table.
+    let int_ok = a.dtype != DType::Bool && prim.rule().supports_int();
+    if !dtype::is_float(a.dtype) && !int_ok {
+        bail_op!(op, "does not support dtype {}", a.dtype.short_name());
+    }
+    Ok(a.clone())
+}
+
+/// The one float tensor operand of a predicate.
+fn float_operand(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
+    expect_arity(op, args, 1)?;
+    let a = tensor(op, types, 0)?;
+    if !dtype::is_float(a.dtype) {
         bail_op!(op, "does not support dtype {}", a.dtype.short_name());
     }
     Ok(a.clone())
@@ -180,29 +193,22 @@ fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
         }
         (None, None) => bail_op!(op, "at least one operand must be a tensor"),
     };
-    // torch treats bool add and mul as logical or and and.
-    let bool_ok = matches!(prim.class(), PrimClass::Compare)
-        || matches!(
-            prim,
-            Prim::Maximum
-                | Prim::Minimum
-                | Prim::Add
-                | Prim::Mul
-                | Prim::BitwiseAnd
-                | Prim::BitwiseOr
-                | Prim::BitwiseXor
-        );
+    // The lanes each prim is defined on come from the elementwise table; comparisons are
+    // defined on every dtype.
+    let (float_ok, int_ok, bool_ok) = match prim.kind() {
+        PrimKind::Binary(b) => {
+            let rule = b.rule();
+            (
+                rule.supports_float(),
+                rule.supports_int(),
+                rule.supports_bool(),
+            )
+        }
+        _ => (true, true, true),
+    };
     if t.dtype == DType::Bool && !bool_ok {
         bail_op!(op, "does not support dtype b8");
     }
-    let float_ok = !matches!(
-        prim,
-        Prim::BitwiseAnd
-            | Prim::BitwiseOr
-            | Prim::BitwiseXor
-            | Prim::BitwiseLeftShift
-            | Prim::BitwiseRightShift
-    );
     if dtype::is_float(t.dtype) && !float_ok {
         bail_op!(
             op,
@@ -210,7 +216,7 @@ fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
             t.dtype.short_name()
         );
     }
-    if prim == Prim::Atan2 && !dtype::is_float(t.dtype) {
+    if !dtype::is_float(t.dtype) && t.dtype != DType::Bool && !int_ok {
         bail_op!(
             op,
             "does not support dtype {} (floats only)",
