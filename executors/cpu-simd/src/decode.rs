@@ -3,7 +3,7 @@
 //! drops an executor from the whole trace when one of its regions fails to compile.
 
 use crate::ops::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use thunder_abi::prims::Prim;
+use thunder_abi::prims::{FactoryPrim, Prim, PrimKind, ReductionPrim, ShapePrim};
 use thunder_abi::{ArgView, DTypeCode, DeviceKind, OpView, PluginError, TraceView};
 
 /// Element types this executor computes in; everything else is left to other executors.
@@ -172,97 +172,42 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
         ty,
         shape: &shape,
     };
-    let op = match prim {
-        Prim::Neg => cx.unary(UnaryOp::Neg),
-        Prim::Abs => cx.unary(UnaryOp::Abs),
-        Prim::Exp => cx.unary(UnaryOp::Exp),
-        Prim::Log => cx.unary(UnaryOp::Log),
-        Prim::Sqrt => cx.unary(UnaryOp::Sqrt),
-        Prim::Rsqrt => cx.unary(UnaryOp::Rsqrt),
-        Prim::Tanh => cx.unary(UnaryOp::Tanh),
-        Prim::Sin => cx.unary(UnaryOp::Sin),
-        Prim::Cos => cx.unary(UnaryOp::Cos),
-        Prim::Erf => cx.unary(UnaryOp::Erf),
-        Prim::Reciprocal => cx.unary(UnaryOp::Reciprocal),
-        // Not vectorised here: these fall through to the interpreter.
-        Prim::Exp2
-        | Prim::Expm1
-        | Prim::Log1p
-        | Prim::Log2
-        | Prim::Log10
-        | Prim::Tan
-        | Prim::Asin
-        | Prim::Acos
-        | Prim::Atan
-        | Prim::Sinh
-        | Prim::Cosh
-        | Prim::Asinh
-        | Prim::Acosh
-        | Prim::Atanh
-        | Prim::Erfc
-        | Prim::Erfinv
-        | Prim::Lgamma
-        | Prim::Digamma
-        | Prim::Floor
-        | Prim::Ceil
-        | Prim::Round
-        | Prim::Trunc
-        | Prim::Signbit
-        | Prim::Remainder
-        | Prim::Fmod
-        | Prim::FloorDivide
-        | Prim::Atan2
-        | Prim::BitwiseAnd
-        | Prim::BitwiseOr
-        | Prim::BitwiseXor
-        | Prim::BitwiseLeftShift
-        | Prim::BitwiseRightShift => return fail("not implemented in cpu-simd"),
+    let not_here = |why: &str| fail(format!("not implemented in cpu-simd ({why})"));
+    let op = match prim.kind() {
+        PrimKind::Unary(p) => cx.unary(UnaryOp::of(p)),
+        PrimKind::Binary(p) => match BinaryOp::of(p) {
+            Some(op) => cx.binary(op),
+            None => not_here("integer and b8 arithmetic"),
+        },
+        PrimKind::Predicate(_) => not_here("b8 out of a float test"),
+        PrimKind::Compare(op) => cx.compare(op),
+        PrimKind::Where(_) => cx.where_(),
+        PrimKind::Convert(_) => cx.convert(),
+        PrimKind::Shape(p) => match p {
+            ShapePrim::BroadcastInDim => cx.broadcast(),
+            ShapePrim::Reshape => cx.reshape(),
+            ShapePrim::Transpose => cx.transpose(),
+        },
         // Data movement stays with the interpreter: nothing to fuse, and its index checks.
-        Prim::Slice
-        | Prim::Pad
-        | Prim::Cat
-        | Prim::Flip
-        | Prim::Take
-        | Prim::TakeAlongAxis
-        | Prim::ScatterAdd
-        | Prim::IndexAdd => return fail("not implemented in cpu-simd"),
-        Prim::Add => cx.binary(BinaryOp::Add),
-        Prim::Sub => cx.binary(BinaryOp::Sub),
-        Prim::Mul => cx.binary(BinaryOp::Mul),
-        Prim::Div => cx.binary(BinaryOp::Div),
-        Prim::Pow => cx.binary(BinaryOp::Pow),
-        Prim::Maximum => cx.binary(BinaryOp::Maximum),
-        Prim::Minimum => cx.binary(BinaryOp::Minimum),
-        Prim::Eq => cx.compare(CompareOp::Eq),
-        Prim::Ne => cx.compare(CompareOp::Ne),
-        Prim::Lt => cx.compare(CompareOp::Lt),
-        Prim::Le => cx.compare(CompareOp::Le),
-        Prim::Gt => cx.compare(CompareOp::Gt),
-        Prim::Ge => cx.compare(CompareOp::Ge),
-        Prim::Where => cx.where_(),
-        Prim::ConvertElementType => cx.convert(),
-        Prim::BroadcastInDim => cx.broadcast(),
-        Prim::Reshape => cx.reshape(),
-        Prim::Transpose => cx.transpose(),
-        Prim::Sum => cx.reduce(ReduceOp::Sum),
-        Prim::Amax => cx.reduce(ReduceOp::Amax),
-        Prim::Amin => cx.reduce(ReduceOp::Amin),
-        // Left to the interpreter: not fusable loops (scans, sorts, index reductions) or not
-        // worth a kernel here yet (prod).
-        Prim::Prod
-        | Prim::Argmax
-        | Prim::Argmin
-        | Prim::VarMean
-        | Prim::Cumsum
-        | Prim::Topk
-        | Prim::Sort
-        | Prim::Convolution
-        | Prim::Uniform
-        | Prim::Normal
-        | Prim::Trigamma => return fail("not implemented in cpu-simd"),
-        Prim::Matmul => cx.matmul(),
-        Prim::Full => cx.full(),
-        Prim::Iota => cx.iota(),
+        PrimKind::Indexing(_) => not_here("data movement"),
+        PrimKind::Reduction(p) => match p {
+            ReductionPrim::Sum => cx.reduce(ReduceOp::Sum),
+            ReductionPrim::Amax => cx.reduce(ReduceOp::Amax),
+            ReductionPrim::Amin => cx.reduce(ReduceOp::Amin),
+            ReductionPrim::Prod
+            | ReductionPrim::Argmax
+            | ReductionPrim::Argmin
+            | ReductionPrim::VarMean => not_here("index and two-pass reductions"),
+        },
+        // Not fusable loops: scans, sorts, convolutions, random streams.
+        PrimKind::Scan(_) | PrimKind::Sort(_) | PrimKind::Conv(_) | PrimKind::Random(_) => {
+            not_here("not a fusable loop")
+        }
+        PrimKind::Matmul(_) => cx.matmul(),
+        PrimKind::Factory(p) => match p {
+            FactoryPrim::Full => cx.full(),
+            FactoryPrim::Iota => cx.iota(),
+        },
     }?;
     Ok(Decoded {
         prim,

@@ -37,6 +37,10 @@ macro_rules! each_unary {
     ($op:expr, $d:expr, $a:expr, $T:ty, $F:ident; $($v:ident),*) => {
         match $op {
             $(UnaryOp::$v => map($d, $a, |x: $T| <$T>::unary::<$F>(UnaryOp::$v, x)),)*
+            UnaryOp::Table(p) => {
+                let f = p.rule().float;
+                map($d, $a, |x: $T| <$T>::from_f64(f(x.to_f64())))
+            }
         }
     };
 }
@@ -56,6 +60,7 @@ pub(crate) fn binary<T: Real>(op: BinaryOp, d: &mut [T], a: In<'_, T>, b: In<'_,
         BinaryOp::Pow => zip(d, a, b, |x, y| BinaryOp::Pow.eval(x, y)),
         BinaryOp::Maximum => zip(d, a, b, |x, y| BinaryOp::Maximum.eval(x, y)),
         BinaryOp::Minimum => zip(d, a, b, |x, y| BinaryOp::Minimum.eval(x, y)),
+        BinaryOp::Table(_) => zip(d, a, b, |x, y| op.eval(x, y)),
     }
 }
 
@@ -71,6 +76,14 @@ pub(crate) fn binary_wide<T: Real>(op: BinaryOp, d: &mut [T], x: &[T], lit: f64,
                 } else {
                     map(d, x, |x| T::from_f64($e(x.to_f64(), lit)))
                 },)*
+                BinaryOp::Table(row) => {
+                    let f = row.f();
+                    if lit_first {
+                        map(d, x, |x| T::from_f64(f(lit, x.to_f64())))
+                    } else {
+                        map(d, x, |x| T::from_f64(f(x.to_f64(), lit)))
+                    }
+                }
             }
         };
     }

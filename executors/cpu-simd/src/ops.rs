@@ -6,7 +6,14 @@
 //! log, tanh and erf use the vectorized approximations of `math.rs` (within 3 ulp).
 
 use crate::math;
+use thunder_abi::prims::{BinaryPrim, UnaryPrim};
 
+/// Comparisons are the table's own: generic over the element type already.
+pub(crate) use thunder_abi::prims::ComparePrim as CompareOp;
+
+/// A unary op as this executor runs it: the ones with their own (vectorizable) kernels, and
+/// every other float prim of the elementwise table, computed by its row in f64 and rounded once
+/// (the interpreter's result exactly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UnaryOp {
     Neg,
@@ -20,8 +27,33 @@ pub(crate) enum UnaryOp {
     Cos,
     Erf,
     Reciprocal,
+    Table(UnaryPrim),
 }
 
+impl UnaryOp {
+    /// The kernel for `prim`: its own where this executor has one, else the table's row.
+    pub(crate) fn of(prim: UnaryPrim) -> UnaryOp {
+        const OWN: [(UnaryPrim, UnaryOp); 11] = [
+            (UnaryPrim::Neg, UnaryOp::Neg),
+            (UnaryPrim::Abs, UnaryOp::Abs),
+            (UnaryPrim::Exp, UnaryOp::Exp),
+            (UnaryPrim::Log, UnaryOp::Log),
+            (UnaryPrim::Sqrt, UnaryOp::Sqrt),
+            (UnaryPrim::Rsqrt, UnaryOp::Rsqrt),
+            (UnaryPrim::Tanh, UnaryOp::Tanh),
+            (UnaryPrim::Sin, UnaryOp::Sin),
+            (UnaryPrim::Cos, UnaryOp::Cos),
+            (UnaryPrim::Erf, UnaryOp::Erf),
+            (UnaryPrim::Reciprocal, UnaryOp::Reciprocal),
+        ];
+        OWN.iter()
+            .find(|(p, _)| *p == prim)
+            .map_or(UnaryOp::Table(prim), |&(_, op)| op)
+    }
+}
+
+/// A binary op as this executor runs it: its own kernels, and every other prim the table
+/// defines on floats, computed by its row in f64 and rounded once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BinaryOp {
     Add,
@@ -31,16 +63,53 @@ pub(crate) enum BinaryOp {
     Pow,
     Maximum,
     Minimum,
+    /// A float prim of the table without its own kernel here.
+    Table(FloatRow),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CompareOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+/// A binary prim with the float function of its table row (only prims the table defines on
+/// floats have one, so no kernel can meet an undefined row).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FloatRow {
+    prim: BinaryPrim,
+    f: fn(f64, f64) -> f64,
+}
+
+impl FloatRow {
+    #[inline(always)]
+    pub(crate) fn f(self) -> fn(f64, f64) -> f64 {
+        self.f
+    }
+}
+
+impl PartialEq for FloatRow {
+    fn eq(&self, other: &Self) -> bool {
+        self.prim == other.prim
+    }
+}
+
+impl Eq for FloatRow {}
+
+impl BinaryOp {
+    /// The kernel for `prim` on floats, or `None` when the table does not define it there.
+    pub(crate) fn of(prim: BinaryPrim) -> Option<BinaryOp> {
+        const OWN: [(BinaryPrim, BinaryOp); 7] = [
+            (BinaryPrim::Add, BinaryOp::Add),
+            (BinaryPrim::Sub, BinaryOp::Sub),
+            (BinaryPrim::Mul, BinaryOp::Mul),
+            (BinaryPrim::Div, BinaryOp::Div),
+            (BinaryPrim::Pow, BinaryOp::Pow),
+            (BinaryPrim::Maximum, BinaryOp::Maximum),
+            (BinaryPrim::Minimum, BinaryOp::Minimum),
+        ];
+        match OWN.iter().find(|(p, _)| *p == prim) {
+            Some(&(_, op)) => Some(op),
+            None => prim
+                .rule()
+                .float
+                .map(|f| BinaryOp::Table(FloatRow { prim, f })),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,20 +117,6 @@ pub(crate) enum ReduceOp {
     Sum,
     Amax,
     Amin,
-}
-
-impl CompareOp {
-    #[inline(always)]
-    pub(crate) fn eval<T: PartialOrd>(self, x: T, y: T) -> bool {
-        match self {
-            CompareOp::Eq => x == y,
-            CompareOp::Ne => x != y,
-            CompareOp::Lt => x < y,
-            CompareOp::Le => x <= y,
-            CompareOp::Gt => x > y,
-            CompareOp::Ge => x >= y,
-        }
-    }
 }
 
 /// IEEE maximum that propagates NaN and orders -0 below +0, like torch (and the interpreter).
@@ -140,6 +195,7 @@ impl Real for f32 {
             UnaryOp::Cos => f64::from(x).cos() as f32,
             UnaryOp::Erf => math::erf::<FMA>(x),
             UnaryOp::Reciprocal => 1.0 / x,
+            UnaryOp::Table(p) => ((p.rule().float)(f64::from(x))) as f32,
         }
     }
 }
@@ -180,6 +236,7 @@ impl Real for f64 {
             UnaryOp::Cos => x.cos(),
             UnaryOp::Erf => libm::erf(x),
             UnaryOp::Reciprocal => 1.0 / x,
+            UnaryOp::Table(p) => (p.rule().float)(x),
         }
     }
 }
@@ -196,6 +253,7 @@ impl BinaryOp {
             BinaryOp::Pow => T::from_f64(x.to_f64().powf(y.to_f64())),
             BinaryOp::Maximum => nan_max(x, y),
             BinaryOp::Minimum => nan_min(x, y),
+            BinaryOp::Table(row) => T::from_f64((row.f())(x.to_f64(), y.to_f64())),
         }
     }
 }

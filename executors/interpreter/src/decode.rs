@@ -7,9 +7,12 @@ use crate::args::{
     TensorOrScalar,
 };
 use crate::data::{describe, lane_kind, numel, round_float, LaneKind, Scalar};
-use crate::elementwise::{BinaryOp, CompareOp, UnaryOp};
+use crate::elementwise::{binary_supports, unary_supports};
 use crate::reduce::ReduceOp;
-use thunder_abi::prims::Prim;
+use thunder_abi::prims::{
+    BinaryPrim, ComparePrim, FactoryPrim, PredicatePrim, Prim, PrimKind, ReductionPrim, ShapePrim,
+    UnaryPrim,
+};
 use thunder_abi::{ArgView, DTypeCode, DeviceKind};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -21,16 +24,20 @@ pub(crate) enum Operand {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Instr {
     Unary {
-        op: UnaryOp,
+        op: UnaryPrim,
+        a: usize,
+    },
+    Predicate {
+        op: PredicatePrim,
         a: usize,
     },
     Binary {
-        op: BinaryOp,
+        op: BinaryPrim,
         a: Operand,
         b: Operand,
     },
     Compare {
-        op: CompareOp,
+        op: ComparePrim,
         a: Operand,
         b: Operand,
     },
@@ -82,112 +89,68 @@ pub(crate) fn decode(
     out: &SlotMeta,
     env: &Env,
 ) -> Result<Instr, DecodeError> {
-    match prim {
-        Prim::Neg => unary(UnaryOp::Neg, args, out, env),
-        Prim::Abs => unary(UnaryOp::Abs, args, out, env),
-        Prim::Exp => unary(UnaryOp::Exp, args, out, env),
-        Prim::Log => unary(UnaryOp::Log, args, out, env),
-        Prim::Sqrt => unary(UnaryOp::Sqrt, args, out, env),
-        Prim::Rsqrt => unary(UnaryOp::Rsqrt, args, out, env),
-        Prim::Tanh => unary(UnaryOp::Tanh, args, out, env),
-        Prim::Sin => unary(UnaryOp::Sin, args, out, env),
-        Prim::Cos => unary(UnaryOp::Cos, args, out, env),
-        Prim::Erf => unary(UnaryOp::Erf, args, out, env),
-        Prim::Reciprocal => unary(UnaryOp::Reciprocal, args, out, env),
-        Prim::Floor => unary(UnaryOp::Floor, args, out, env),
-        Prim::Ceil => unary(UnaryOp::Ceil, args, out, env),
-        Prim::Round => unary(UnaryOp::Round, args, out, env),
-        Prim::Trunc => unary(UnaryOp::Trunc, args, out, env),
-        Prim::Signbit => unary(UnaryOp::Signbit, args, out, env),
-        Prim::Exp2 => unary(UnaryOp::Exp2, args, out, env),
-        Prim::Expm1 => unary(UnaryOp::Expm1, args, out, env),
-        Prim::Log1p => unary(UnaryOp::Log1p, args, out, env),
-        Prim::Log2 => unary(UnaryOp::Log2, args, out, env),
-        Prim::Log10 => unary(UnaryOp::Log10, args, out, env),
-        Prim::Tan => unary(UnaryOp::Tan, args, out, env),
-        Prim::Asin => unary(UnaryOp::Asin, args, out, env),
-        Prim::Acos => unary(UnaryOp::Acos, args, out, env),
-        Prim::Atan => unary(UnaryOp::Atan, args, out, env),
-        Prim::Sinh => unary(UnaryOp::Sinh, args, out, env),
-        Prim::Cosh => unary(UnaryOp::Cosh, args, out, env),
-        Prim::Asinh => unary(UnaryOp::Asinh, args, out, env),
-        Prim::Acosh => unary(UnaryOp::Acosh, args, out, env),
-        Prim::Atanh => unary(UnaryOp::Atanh, args, out, env),
-        Prim::Erfc => unary(UnaryOp::Erfc, args, out, env),
-        Prim::Erfinv => unary(UnaryOp::Erfinv, args, out, env),
-        Prim::Lgamma => unary(UnaryOp::Lgamma, args, out, env),
-        Prim::Digamma => unary(UnaryOp::Digamma, args, out, env),
-        Prim::Trigamma => unary(UnaryOp::Trigamma, args, out, env),
-        Prim::Add => binary(BinaryOp::Add, args, out, env),
-        Prim::Sub => binary(BinaryOp::Sub, args, out, env),
-        Prim::Mul => binary(BinaryOp::Mul, args, out, env),
-        Prim::Div => binary(BinaryOp::Div, args, out, env),
-        Prim::Pow => binary(BinaryOp::Pow, args, out, env),
-        Prim::Maximum => binary(BinaryOp::Maximum, args, out, env),
-        Prim::Minimum => binary(BinaryOp::Minimum, args, out, env),
-        Prim::Remainder => binary(BinaryOp::Remainder, args, out, env),
-        Prim::Fmod => binary(BinaryOp::Fmod, args, out, env),
-        Prim::FloorDivide => binary(BinaryOp::FloorDivide, args, out, env),
-        Prim::Atan2 => binary(BinaryOp::Atan2, args, out, env),
-        Prim::BitwiseAnd => binary(BinaryOp::BitAnd, args, out, env),
-        Prim::BitwiseOr => binary(BinaryOp::BitOr, args, out, env),
-        Prim::BitwiseXor => binary(BinaryOp::BitXor, args, out, env),
-        Prim::BitwiseLeftShift => binary(BinaryOp::Shl, args, out, env),
-        Prim::BitwiseRightShift => binary(BinaryOp::Shr, args, out, env),
-        Prim::Eq => compare(CompareOp::Eq, args, out, env),
-        Prim::Ne => compare(CompareOp::Ne, args, out, env),
-        Prim::Lt => compare(CompareOp::Lt, args, out, env),
-        Prim::Le => compare(CompareOp::Le, args, out, env),
-        Prim::Gt => compare(CompareOp::Gt, args, out, env),
-        Prim::Ge => compare(CompareOp::Ge, args, out, env),
-        Prim::Where => where_(args, out, env),
-        Prim::ConvertElementType => convert(args, out, env),
-        Prim::BroadcastInDim => broadcast_in_dim(args, out, env),
-        Prim::Reshape => reshape(args, out, env),
-        Prim::Transpose => transpose(args, out, env),
-        Prim::Sum => reduce(ReduceOp::Sum, args, out, env),
-        Prim::Amax => reduce(ReduceOp::Amax, args, out, env),
-        Prim::Prod => reduce(ReduceOp::Prod, args, out, env),
-        Prim::Amin => reduce(ReduceOp::Amin, args, out, env),
-        Prim::Argmax
-        | Prim::Argmin
-        | Prim::Cumsum
-        | Prim::VarMean
-        | Prim::Topk
-        | Prim::Sort
-        | Prim::Convolution
-        | Prim::Uniform
-        | Prim::Normal => crate::ext::decode_single(prim, args, out, env),
-        Prim::Slice
-        | Prim::Pad
-        | Prim::Cat
-        | Prim::Flip
-        | Prim::Take
-        | Prim::TakeAlongAxis
-        | Prim::ScatterAdd
-        | Prim::IndexAdd => crate::indexing::decode(prim, args, out, env),
-        Prim::Matmul => matmul(args, out, env),
-        Prim::Full => full(args, out),
-        Prim::Iota => iota(args, out),
+    match prim.kind() {
+        PrimKind::Unary(op) => unary(op, args, out, env),
+        PrimKind::Predicate(op) => predicate(op, args, out, env),
+        PrimKind::Binary(op) => binary(op, args, out, env),
+        PrimKind::Compare(op) => compare(op, args, out, env),
+        PrimKind::Where(_) => where_(args, out, env),
+        PrimKind::Convert(_) => convert(args, out, env),
+        PrimKind::Shape(op) => match op {
+            ShapePrim::BroadcastInDim => broadcast_in_dim(args, out, env),
+            ShapePrim::Reshape => reshape(args, out, env),
+            ShapePrim::Transpose => transpose(args, out, env),
+        },
+        PrimKind::Reduction(op) => match op {
+            ReductionPrim::Sum => reduce(ReduceOp::Sum, args, out, env),
+            ReductionPrim::Amax => reduce(ReduceOp::Amax, args, out, env),
+            ReductionPrim::Prod => reduce(ReduceOp::Prod, args, out, env),
+            ReductionPrim::Amin => reduce(ReduceOp::Amin, args, out, env),
+            ReductionPrim::Argmax | ReductionPrim::Argmin | ReductionPrim::VarMean => {
+                crate::ext::decode_single(prim, args, out, env)
+            }
+        },
+        PrimKind::Scan(_) | PrimKind::Sort(_) | PrimKind::Conv(_) | PrimKind::Random(_) => {
+            crate::ext::decode_single(prim, args, out, env)
+        }
+        PrimKind::Indexing(_) => crate::indexing::decode(prim, args, out, env),
+        PrimKind::Matmul(_) => matmul(args, out, env),
+        PrimKind::Factory(op) => match op {
+            FactoryPrim::Full => full(args, out),
+            FactoryPrim::Iota => iota(args, out),
+        },
     }
 }
 
-fn unary(op: UnaryOp, args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<Instr, DecodeError> {
+fn unary(op: UnaryPrim, args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<Instr, DecodeError> {
     arity(args, 1)?;
     let (a, meta) = env.tensor(args, 0)?;
-    if !op.supports(lane_kind(meta.dtype)) {
+    if !unary_supports(op, lane_kind(meta.dtype)) {
         return unsupported(format!(
             "not supported for {} (the host converts to a float dtype first)",
             meta.dtype.short_name()
         ));
     }
-    let out_dtype = if op == UnaryOp::Signbit {
-        DTypeCode::Bool
-    } else {
-        meta.dtype
-    };
-    expect_out(out, out_dtype, &meta.shape)?;
+    expect_out(out, meta.dtype, &meta.shape)?;
     Ok(Instr::Unary { op, a })
+}
+
+fn predicate(
+    op: PredicatePrim,
+    args: &[ArgView],
+    out: &SlotMeta,
+    env: &Env,
+) -> Result<Instr, DecodeError> {
+    arity(args, 1)?;
+    let (a, meta) = env.tensor(args, 0)?;
+    if lane_kind(meta.dtype) != LaneKind::Float {
+        return unsupported(format!(
+            "not supported for {} (float dtypes only)",
+            meta.dtype.short_name()
+        ));
+    }
+    expect_out(out, DTypeCode::Bool, &meta.shape)?;
+    Ok(Instr::Predicate { op, a })
 }
 
 /// The two operands of a binary or comparison op: at most one literal, tensors of equal dtype
@@ -220,9 +183,14 @@ fn operands(
     Ok((lower(a), lower(b), dtype, shape))
 }
 
-fn binary(op: BinaryOp, args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<Instr, DecodeError> {
+fn binary(
+    op: BinaryPrim,
+    args: &[ArgView],
+    out: &SlotMeta,
+    env: &Env,
+) -> Result<Instr, DecodeError> {
     let (a, b, dtype, shape) = operands(args, env)?;
-    if !op.supports(lane_kind(dtype)) {
+    if !binary_supports(op, lane_kind(dtype)) {
         return unsupported(format!("not supported for {}", dtype.short_name()));
     }
     let as_operand = |o: Operand| match o {
@@ -232,7 +200,7 @@ fn binary(op: BinaryOp, args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<I
             .or_else(unsupported),
         slot => Ok(slot),
     };
-    if op == BinaryOp::Pow
+    if op == BinaryPrim::Pow
         && matches!(b, Operand::Scalar(Scalar::Int(e)) if e < 0)
         && lane_kind(dtype) == LaneKind::Int
     {
@@ -247,7 +215,7 @@ fn binary(op: BinaryOp, args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<I
 }
 
 fn compare(
-    op: CompareOp,
+    op: ComparePrim,
     args: &[ArgView],
     out: &SlotMeta,
     env: &Env,

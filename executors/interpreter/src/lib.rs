@@ -21,7 +21,6 @@ mod reduce;
 mod rng;
 mod shape;
 mod sort;
-mod special;
 
 #[cfg(test)]
 mod tests;

@@ -66,6 +66,7 @@ fn reads(instr: &Instr) -> Vec<usize> {
     };
     match instr {
         Instr::Unary { a, .. }
+        | Instr::Predicate { a, .. }
         | Instr::Convert { a }
         | Instr::BroadcastInDim { a, .. }
         | Instr::Reshape { a }
@@ -222,6 +223,7 @@ impl Program {
         let n = out.shape.iter().product();
         let single = match &step.instr {
             Instr::Unary { op, a } => elementwise::unary(*op, lanes(*a)?),
+            Instr::Predicate { op, a } => elementwise::predicate(*op, lanes(*a)?),
             Instr::Binary { op, a, b } => {
                 elementwise::binary(*op, src(a)?, src(b)?, lane_kind(out.dtype), n)
             }

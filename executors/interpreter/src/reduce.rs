@@ -3,8 +3,8 @@
 //! set of dims.
 
 use crate::data::Lanes;
-use crate::elementwise::nan_max;
 use crate::shape::{linear_indices, row_major_strides};
+use thunder_abi::prims::special::nan_max;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ReduceOp {
