@@ -155,83 +155,6 @@ fn literal(l: &Literal, at: DTypeCode) -> String {
     }
 }
 
-fn unary_fn(p: Prim, double: bool, x: &str) -> String {
-    let f = |name: &str| {
-        if double {
-            format!("{name}({x})")
-        } else {
-            format!("{name}f({x})")
-        }
-    };
-    let one = if double { "1.0" } else { "1.0f" };
-    match p {
-        Prim::Neg => format!("(-{x})"),
-        Prim::Abs => f("fabs"),
-        Prim::Exp => f("exp"),
-        Prim::Exp2 => f("exp2"),
-        Prim::Expm1 => f("expm1"),
-        Prim::Log => f("log"),
-        Prim::Log1p => f("log1p"),
-        Prim::Log2 => f("log2"),
-        Prim::Log10 => f("log10"),
-        Prim::Sqrt => f("sqrt"),
-        Prim::Rsqrt => format!("({one} / {})", f("sqrt")),
-        Prim::Reciprocal => format!("({one} / {x})"),
-        Prim::Tanh => f("tanh"),
-        Prim::Sin => f("sin"),
-        Prim::Cos => f("cos"),
-        Prim::Tan => f("tan"),
-        Prim::Asin => f("asin"),
-        Prim::Acos => f("acos"),
-        Prim::Atan => f("atan"),
-        Prim::Sinh => f("sinh"),
-        Prim::Cosh => f("cosh"),
-        Prim::Asinh => f("asinh"),
-        Prim::Acosh => f("acosh"),
-        Prim::Atanh => f("atanh"),
-        Prim::Erf => f("erf"),
-        Prim::Erfc => f("erfc"),
-        Prim::Erfinv => f("erfinv"),
-        Prim::Lgamma => f("lgamma"),
-        Prim::Floor => f("floor"),
-        Prim::Ceil => f("ceil"),
-        Prim::Round => f("rint"),
-        Prim::Trunc => f("trunc"),
-        Prim::Signbit if double => format!("(__double_as_longlong({x}) < 0)"),
-        Prim::Signbit => format!("(__float_as_int({x}) < 0)"),
-        other => format!("/* unsupported {} */ {x}", other.id()),
-    }
-}
-
-fn binary_fn(p: Prim, double: bool, a: &str, b: &str) -> String {
-    let f = |name: &str| {
-        if double {
-            format!("{name}({a}, {b})")
-        } else {
-            format!("{name}f({a}, {b})")
-        }
-    };
-    match p {
-        Prim::Add => format!("({a} + {b})"),
-        Prim::Sub => format!("({a} - {b})"),
-        Prim::Mul => format!("({a} * {b})"),
-        Prim::Div => format!("({a} / {b})"),
-        Prim::Pow => f("pow"),
-        Prim::Atan2 => f("atan2"),
-        Prim::Fmod => f("fmod"),
-        Prim::Remainder => format!("py_rem({a}, {b})"),
-        Prim::Maximum => format!("nan_max({a}, {b})"),
-        Prim::Minimum => format!("nan_min({a}, {b})"),
-        Prim::Eq => format!("({a} == {b})"),
-        Prim::Ne => format!("({a} != {b})"),
-        Prim::Lt => format!("({a} < {b})"),
-        Prim::Le => format!("({a} <= {b})"),
-        Prim::Gt => format!("({a} > {b})"),
-        Prim::Ge => format!("({a} >= {b})"),
-        other => format!("/* unsupported {} */ {a}", other.id()),
-    }
-}
-
 fn convert(from: DTypeCode, to: DTypeCode, x: &str) -> String {
     match to {
         _ if from == to => x.to_string(),
@@ -342,35 +265,23 @@ impl Emitter<'_> {
                 let (a, b) = (literal(start, node.dtype), literal(step, node.dtype));
                 format!("({a} + {b} * ({ty})({index}))")
             }
-            NodeKind::Unary(p, a) => {
+            NodeKind::Unary(m, a) => {
                 let at = self.operand_dtype(a, node.dtype);
                 let x = self.operand(a, at);
-                let e = unary_fn(*p, is_double(at), &x);
-                if *p == Prim::Signbit {
+                let e = m.cuda.render(is_double(at), &[&x]);
+                if m.op.bool_out() {
                     e
                 } else {
                     rounded(node.dtype, e)
                 }
             }
-            NodeKind::Binary(p, a, b) => {
+            NodeKind::Binary(m, a, b) => {
                 let at = self.operand_dtype(a, self.operand_dtype(b, node.dtype));
                 let x = self.operand(a, at);
                 let y = self.operand(b, at);
-                let e = match p {
-                    // Two's-complement wrapping, as torch's integer arithmetic (signed
-                    // overflow is undefined in C++, unsigned is not).
-                    Prim::Add | Prim::Sub | Prim::Mul if !at.is_float() => {
-                        let op = match p {
-                            Prim::Add => "+",
-                            Prim::Sub => "-",
-                            _ => "*",
-                        };
-                        format!(
-                            "(({})((unsigned long long)({x}) {op} (unsigned long long)({y})))",
-                            ctype(at)
-                        )
-                    }
-                    _ => binary_fn(*p, is_double(at), &x, &y),
+                let e = match m.cuda_int {
+                    Some(int) if !at.is_float() => int.render_int(ctype(at), &[&x, &y]),
+                    _ => m.cuda.render(is_double(at), &[&x, &y]),
                 };
                 if node.dtype == DTypeCode::Bool {
                     e

@@ -5,6 +5,7 @@
 //! plan, and the GPU script checks that code itself.
 
 use crate::plan::{Kernel, Level, Literal, NodeKind, Operand};
+use crate::support::Math;
 use std::collections::HashMap;
 use thunder_abi::prims::Prim;
 use thunder_abi::DTypeCode;
@@ -21,71 +22,11 @@ fn round(d: DTypeCode, x: f64) -> f64 {
     }
 }
 
-fn unary(p: Prim, x: f64) -> f64 {
-    match p {
-        Prim::Neg => -x,
-        Prim::Abs => x.abs(),
-        Prim::Exp => x.exp(),
-        Prim::Exp2 => x.exp2(),
-        Prim::Expm1 => x.exp_m1(),
-        Prim::Log => x.ln(),
-        Prim::Log1p => x.ln_1p(),
-        Prim::Log2 => x.log2(),
-        Prim::Log10 => x.log10(),
-        Prim::Sqrt => x.sqrt(),
-        Prim::Rsqrt => 1.0 / x.sqrt(),
-        Prim::Reciprocal => 1.0 / x,
-        Prim::Tanh => x.tanh(),
-        Prim::Sin => x.sin(),
-        Prim::Cos => x.cos(),
-        Prim::Tan => x.tan(),
-        Prim::Asin => x.asin(),
-        Prim::Acos => x.acos(),
-        Prim::Atan => x.atan(),
-        Prim::Sinh => x.sinh(),
-        Prim::Cosh => x.cosh(),
-        Prim::Asinh => x.asinh(),
-        Prim::Acosh => x.acosh(),
-        Prim::Atanh => x.atanh(),
-        Prim::Floor => x.floor(),
-        Prim::Ceil => x.ceil(),
-        Prim::Round => x.round_ties_even(),
-        Prim::Trunc => x.trunc(),
-        Prim::Signbit => f64::from(u8::from(x.is_sign_negative())),
-        _ => f64::NAN,
-    }
-}
-
-fn binary(p: Prim, a: f64, b: f64) -> f64 {
-    let flag = |c: bool| f64::from(u8::from(c));
-    match p {
-        Prim::Add => a + b,
-        Prim::Sub => a - b,
-        Prim::Mul => a * b,
-        Prim::Div => a / b,
-        Prim::Pow => a.powf(b),
-        Prim::Atan2 => a.atan2(b),
-        Prim::Fmod => a % b,
-        Prim::Remainder => {
-            let r = a % b;
-            if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
-                r + b
-            } else {
-                r
-            }
-        }
-        Prim::Maximum if a.is_nan() || b.is_nan() => f64::NAN,
-        Prim::Minimum if a.is_nan() || b.is_nan() => f64::NAN,
-        Prim::Maximum => a.max(b),
-        Prim::Minimum => a.min(b),
-        Prim::Eq => flag(a == b),
-        Prim::Ne => flag(a != b),
-        Prim::Lt => flag(a < b),
-        Prim::Le => flag(a <= b),
-        Prim::Gt => flag(a > b),
-        Prim::Ge => flag(a >= b),
-        _ => f64::NAN,
-    }
+/// The table's value of `m` on float operands: the interpreter's own semantics, so a plan
+/// that computes the right thing in the right place agrees with it. NaN (which fails every
+/// comparison) where the row has no float function, which a claimed op never lacks.
+fn math(m: &Math, operands: &[f64]) -> f64 {
+    m.op.eval_float(operands).unwrap_or(f64::NAN)
 }
 
 /// Coordinates of linear index `i` over `dims` of `shape` (row-major).
@@ -185,17 +126,17 @@ fn run_kernel(k: &Kernel, memory: &HashMap<u32, Vec<f64>>) -> Vec<(u32, Vec<f64>
                     };
                     round(node.dtype, lit(start) + lit(step) * index as f64)
                 }
-                NodeKind::Unary(p, a) => {
-                    let x = operand(&values, a, slot);
-                    if *p == Prim::Signbit {
-                        unary(*p, x)
+                NodeKind::Unary(m, a) => {
+                    let x = math(m, &[operand(&values, a, slot)]);
+                    if m.op.bool_out() {
+                        x
                     } else {
-                        round(node.dtype, unary(*p, x))
+                        round(node.dtype, x)
                     }
                 }
-                NodeKind::Binary(p, a, b) => round(
+                NodeKind::Binary(m, a, b) => round(
                     node.dtype,
-                    binary(*p, operand(&values, a, slot), operand(&values, b, slot)),
+                    math(m, &[operand(&values, a, slot), operand(&values, b, slot)]),
                 ),
                 NodeKind::Where(p, a, b) => {
                     if operand(&values, p, slot) != 0.0 {

@@ -44,19 +44,7 @@ pub fn plugin_info() -> PluginInfo {
         devices: vec!["cuda".into()].into(),
         symbols: Prim::ALL
             .iter()
-            .filter(|p| {
-                support::float_math(**p)
-                    || matches!(
-                        p.class(),
-                        thunder_abi::prims::PrimClass::Compare
-                            | thunder_abi::prims::PrimClass::Where
-                            | thunder_abi::prims::PrimClass::Convert
-                    )
-                    || matches!(
-                        p,
-                        Prim::BroadcastInDim | Prim::Reshape | Prim::Sum | Prim::Amax
-                    )
-            })
+            .filter(|p| support::claimable(**p))
             .map(|p| p.id().into())
             .collect(),
     }

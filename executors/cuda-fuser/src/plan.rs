@@ -13,6 +13,7 @@
 //! the op starts the next one, and the values that cross become kernel outputs in device
 //! memory. Broadcasts and reshapes of kernel inputs are folded into index maps.
 
+use crate::support::Math;
 use thunder_abi::prims::{Prim, PrimClass};
 use thunder_abi::{ArgView, DTypeCode, OpView, PluginError, TraceView};
 
@@ -52,8 +53,8 @@ pub enum NodeKind {
         step: Literal,
         strides: Vec<i64>,
     },
-    Unary(Prim, Operand),
-    Binary(Prim, Operand, Operand),
+    Unary(Math, Operand),
+    Binary(Math, Operand, Operand),
     Where(Operand, Operand, Operand),
     Convert(Operand),
     /// A reduction over the kernel's reduced dims (the `k`-th of the kernel).
@@ -154,8 +155,8 @@ enum ExprKind {
         strides: Vec<i64>,
     },
     Lit(Literal),
-    Unary(Prim, Box<Expr>),
-    Binary(Prim, Box<Expr>, Box<Expr>),
+    Unary(Math, Box<Expr>),
+    Binary(Math, Box<Expr>, Box<Expr>),
     Where(Box<Expr>, Box<Expr>, Box<Expr>),
     Convert(Box<Expr>),
 }
@@ -507,6 +508,8 @@ impl Planner<'_> {
     }
 
     fn add_elementwise(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
+        // Claimed elementwise math always has a spelling (`support::accepts`).
+        let math = || Math::of(prim).ok_or_else(|| bad(op, "no CUDA spelling"));
         let out_shape = self.shape(out).to_vec();
         let out_dtype = self.dtype(out);
         // Operands are computed at the dtype of the first tensor operand (prims take operands
@@ -558,9 +561,11 @@ impl Planner<'_> {
                 exprs.push(Box::new(e));
             }
             let kind = match (prim.class(), exprs.as_slice()) {
-                (PrimClass::Unary | PrimClass::Predicate, [a]) => ExprKind::Unary(prim, a.clone()),
+                (PrimClass::Unary | PrimClass::Predicate, [a]) => {
+                    ExprKind::Unary(math()?, a.clone())
+                }
                 (PrimClass::Binary | PrimClass::Compare, [a, b]) => {
-                    ExprKind::Binary(prim, a.clone(), b.clone())
+                    ExprKind::Binary(math()?, a.clone(), b.clone())
                 }
                 (PrimClass::Where, [c, a, b]) => ExprKind::Where(c.clone(), a.clone(), b.clone()),
                 (PrimClass::Convert, [a]) => ExprKind::Convert(a.clone()),
@@ -601,9 +606,9 @@ impl Planner<'_> {
             }
         }
         let kind = match (prim.class(), operands.as_slice()) {
-            (PrimClass::Unary | PrimClass::Predicate, [a]) => NodeKind::Unary(prim, a.clone()),
+            (PrimClass::Unary | PrimClass::Predicate, [a]) => NodeKind::Unary(math()?, a.clone()),
             (PrimClass::Binary | PrimClass::Compare, [a, b]) => {
-                NodeKind::Binary(prim, a.clone(), b.clone())
+                NodeKind::Binary(math()?, a.clone(), b.clone())
             }
             (PrimClass::Where, [c, a, b]) => NodeKind::Where(c.clone(), a.clone(), b.clone()),
             (PrimClass::Convert, [a]) => NodeKind::Convert(a.clone()),

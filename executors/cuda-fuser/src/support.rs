@@ -1,57 +1,69 @@
 //! Which ops the fuser claims: decided per op, so that any claimed run of ops compiles (the
-//! planner can always start a new kernel at an op it accepts).
+//! planner can always start a new kernel at an op it accepts). Every prim gets an explicit
+//! decision; elementwise math is claimed exactly when its row of the elementwise table has a
+//! CUDA spelling, so the generated code can always express what was claimed.
 
-use thunder_abi::prims::{Prim, PrimClass};
+use thunder_abi::prims::{
+    CudaSpelling, Elementwise, FactoryPrim, Prim, PrimKind, ReductionPrim, ShapePrim,
+};
 use thunder_abi::{ArgView, DTypeCode, DeviceKind, OpView, TraceView};
 
-/// Elementwise math the generated code has a CUDA function for, on float operands.
-pub fn float_math(prim: Prim) -> bool {
-    use Prim::*;
-    matches!(
-        prim,
-        Neg | Abs
-            | Exp
-            | Exp2
-            | Expm1
-            | Log
-            | Log1p
-            | Log2
-            | Log10
-            | Sqrt
-            | Rsqrt
-            | Tanh
-            | Sin
-            | Cos
-            | Tan
-            | Asin
-            | Acos
-            | Atan
-            | Sinh
-            | Cosh
-            | Asinh
-            | Acosh
-            | Atanh
-            | Erf
-            | Erfc
-            | Erfinv
-            | Lgamma
-            | Reciprocal
-            | Floor
-            | Ceil
-            | Round
-            | Trunc
-            | Signbit
-            | Add
-            | Sub
-            | Mul
-            | Div
-            | Pow
-            | Maximum
-            | Minimum
-            | Remainder
-            | Fmod
-            | Atan2
-    )
+/// An elementwise function with its CUDA spelling: made only from table rows that have one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Math {
+    pub op: Elementwise,
+    /// Spelling on float operands (and on any operands for comparisons).
+    pub cuda: CudaSpelling,
+    /// Spelling on i32/i64 operands, where the row has one.
+    pub cuda_int: Option<CudaSpelling>,
+}
+
+impl Math {
+    pub fn of(prim: Prim) -> Option<Math> {
+        let op = Elementwise::of(prim)?;
+        let cuda_int = match op {
+            Elementwise::Binary(p) => p.rule().cuda_int,
+            Elementwise::Unary(_) | Elementwise::Predicate(_) | Elementwise::Compare(_) => None,
+        };
+        Some(Math {
+            op,
+            cuda: op.cuda()?,
+            cuda_int,
+        })
+    }
+}
+
+/// Whether the fuser may claim `prim` at all (for some dtype and arguments): what the plugin
+/// advertises as its symbols.
+pub fn claimable(prim: Prim) -> bool {
+    match prim.kind() {
+        PrimKind::Unary(_) | PrimKind::Predicate(_) | PrimKind::Binary(_) => {
+            Math::of(prim).is_some()
+        }
+        PrimKind::Compare(_) | PrimKind::Where(_) | PrimKind::Convert(_) => true,
+        PrimKind::Shape(p) => match p {
+            ShapePrim::BroadcastInDim | ShapePrim::Reshape => true,
+            ShapePrim::Transpose => false,
+        },
+        // Constants and index ramps (one-hots, causal masks) are computed where they are read.
+        PrimKind::Factory(p) => match p {
+            FactoryPrim::Full | FactoryPrim::Iota => true,
+        },
+        PrimKind::Reduction(p) => match p {
+            ReductionPrim::Sum | ReductionPrim::Amax => true,
+            ReductionPrim::Prod
+            | ReductionPrim::Amin
+            | ReductionPrim::Argmax
+            | ReductionPrim::Argmin
+            | ReductionPrim::VarMean => false,
+        },
+        PrimKind::Indexing(_)
+        | PrimKind::Scan(_)
+        | PrimKind::Sort(_)
+        | PrimKind::Conv(_)
+        | PrimKind::Random(_)
+        | PrimKind::Matmul(_) => false,
+    }
 }
 
 fn on_cuda(view: &TraceView, v: u32) -> Option<DTypeCode> {
@@ -67,6 +79,9 @@ pub fn accepts(view: &TraceView, op: &OpView) -> bool {
     let Some(prim) = Prim::from_id(&op.symbol) else {
         return false;
     };
+    if !claimable(prim) {
+        return false;
+    }
     let mut dtypes = Vec::new();
     for v in op.input_values().chain(op.outputs.iter().copied()) {
         match on_cuda(view, v) {
@@ -82,26 +97,27 @@ pub fn accepts(view: &TraceView, op: &OpView) -> bool {
         .input_values()
         .next()
         .map(|v| view.values[v as usize].dtype);
-    match prim.class() {
-        PrimClass::Unary | PrimClass::Binary | PrimClass::Predicate => {
-            (float_math(prim) && first_in.is_some_and(DTypeCode::is_float))
-                // Index arithmetic (masks, offsets) in i32/i64, wrapping like torch.
-                || (matches!(prim, Prim::Add | Prim::Sub | Prim::Mul)
+    match prim.kind() {
+        PrimKind::Unary(_) | PrimKind::Predicate(_) | PrimKind::Binary(_) => {
+            let Some(math) = Math::of(prim) else {
+                return false;
+            };
+            first_in.is_some_and(DTypeCode::is_float)
+                || (math.cuda_int.is_some()
                     && matches!(first_in, Some(DTypeCode::I32 | DTypeCode::I64)))
         }
-        PrimClass::Compare => true,
-        PrimClass::Where | PrimClass::Convert => true,
-        PrimClass::Shape => matches!(prim, Prim::BroadcastInDim | Prim::Reshape),
-        // Constants and index ramps (one-hots, causal masks) are computed where they are read.
-        PrimClass::Factory => {
-            matches!(prim, Prim::Iota | Prim::Full)
-                && !matches!(out, DTypeCode::U8 | DTypeCode::I8 | DTypeCode::I16)
+        PrimKind::Compare(_) | PrimKind::Where(_) | PrimKind::Convert(_) | PrimKind::Shape(_) => {
+            true
         }
-        PrimClass::Reduction => {
-            matches!(prim, Prim::Sum | Prim::Amax)
-                && out.is_float()
-                && matches!(op.args.get(1), Some(ArgView::Ints(d)) if !d.is_empty())
+        PrimKind::Factory(_) => !matches!(out, DTypeCode::U8 | DTypeCode::I8 | DTypeCode::I16),
+        PrimKind::Reduction(_) => {
+            out.is_float() && matches!(op.args.get(1), Some(ArgView::Ints(d)) if !d.is_empty())
         }
-        _ => false,
+        PrimKind::Indexing(_)
+        | PrimKind::Scan(_)
+        | PrimKind::Sort(_)
+        | PrimKind::Conv(_)
+        | PrimKind::Random(_)
+        | PrimKind::Matmul(_) => false,
     }
 }

@@ -9,13 +9,14 @@
 //! `expf`) are approximations of these functions and are tested against them.
 
 use super::special::{digamma, div_floor, erfinv, int_pow, nan_max, trigamma};
-use super::{BinaryPrim, ComparePrim, PredicatePrim, UnaryPrim};
+use super::{BinaryPrim, ComparePrim, PredicatePrim, Prim, PrimKind, UnaryPrim};
 
 /// How the CUDA code generator spells a prim on f32/f64 operands (f16/bf16 are computed in
 /// f32). In templates `{a}` and `{b}` are the operands, `{f}` is `f` for f32 and empty for f64
-/// (the math library's suffix) and `{one}` is 1 of the operand type.
+/// (the math library's suffix) and `{one}` is 1 of the operand type. A row without a spelling
+/// (`cuda: None`) cannot be claimed by the fuser: there is no way to express it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cuda {
+pub enum CudaSpelling {
     /// A math-library function: `exp(a)` in f64, `expf(a)` in f32.
     Fn(&'static str),
     /// An expression template, the same for f32 and f64.
@@ -25,35 +26,120 @@ pub enum Cuda {
         f32: &'static str,
         f64: &'static str,
     },
-    /// No CUDA spelling: the fuser cannot claim the prim (it has no way to express it).
-    None,
 }
 
-impl Cuda {
-    /// The expression for `operands`, or `None` when the prim has no CUDA spelling.
-    pub fn render(self, double: bool, operands: &[&str]) -> Option<String> {
+impl CudaSpelling {
+    /// The expression for `operands`.
+    pub fn render(self, double: bool, operands: &[&str]) -> String {
         let template = match self {
-            Cuda::Fn(name) => {
+            CudaSpelling::Fn(name) => {
                 let suffix = if double { "" } else { "f" };
-                return Some(format!("{name}{suffix}({})", operands.join(", ")));
+                return format!("{name}{suffix}({})", operands.join(", "));
             }
-            Cuda::Expr(t) => t,
-            Cuda::Split { f32, f64 } => {
+            CudaSpelling::Expr(t) => t,
+            CudaSpelling::Split { f32, f64 } => {
                 if double {
                     f64
                 } else {
                     f32
                 }
             }
-            Cuda::None => return None,
         };
-        let mut out = template
+        let out = template
             .replace("{f}", if double { "" } else { "f" })
             .replace("{one}", if double { "1.0" } else { "1.0f" });
-        for (name, value) in ["{a}", "{b}"].iter().zip(operands) {
-            out = out.replace(name, value);
+        substitute(out, operands)
+    }
+
+    /// The expression on integer operands of C type `ctype`.
+    pub fn render_int(self, ctype: &str, operands: &[&str]) -> String {
+        let template = match self {
+            CudaSpelling::Fn(name) => return format!("{name}({})", operands.join(", ")),
+            CudaSpelling::Expr(t) | CudaSpelling::Split { f64: t, .. } => t,
+        };
+        substitute(template.replace("{t}", ctype), operands)
+    }
+}
+
+fn substitute(mut out: String, operands: &[&str]) -> String {
+    for (name, value) in ["{a}", "{b}"].iter().zip(operands) {
+        out = out.replace(name, value);
+    }
+    out
+}
+
+/// An elementwise prim with a row in this table: one or two operands, computed lane by lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Elementwise {
+    Unary(UnaryPrim),
+    Predicate(PredicatePrim),
+    Binary(BinaryPrim),
+    Compare(ComparePrim),
+}
+
+impl Elementwise {
+    pub const fn of(prim: Prim) -> Option<Elementwise> {
+        match prim.kind() {
+            PrimKind::Unary(p) => Some(Elementwise::Unary(p)),
+            PrimKind::Predicate(p) => Some(Elementwise::Predicate(p)),
+            PrimKind::Binary(p) => Some(Elementwise::Binary(p)),
+            PrimKind::Compare(p) => Some(Elementwise::Compare(p)),
+            PrimKind::Where(_)
+            | PrimKind::Convert(_)
+            | PrimKind::Shape(_)
+            | PrimKind::Indexing(_)
+            | PrimKind::Reduction(_)
+            | PrimKind::Scan(_)
+            | PrimKind::Sort(_)
+            | PrimKind::Conv(_)
+            | PrimKind::Random(_)
+            | PrimKind::Matmul(_)
+            | PrimKind::Factory(_) => None,
         }
-        Some(out)
+    }
+
+    pub const fn prim(self) -> Prim {
+        match self {
+            Elementwise::Unary(p) => p.prim(),
+            Elementwise::Predicate(p) => p.prim(),
+            Elementwise::Binary(p) => p.prim(),
+            Elementwise::Compare(p) => p.prim(),
+        }
+    }
+
+    pub const fn arity(self) -> usize {
+        match self {
+            Elementwise::Unary(_) | Elementwise::Predicate(_) => 1,
+            Elementwise::Binary(_) | Elementwise::Compare(_) => 2,
+        }
+    }
+
+    /// True when the output is b8 whatever the operands.
+    pub const fn bool_out(self) -> bool {
+        matches!(self, Elementwise::Predicate(_) | Elementwise::Compare(_))
+    }
+
+    /// The CUDA spelling on float operands, if the row has one.
+    pub const fn cuda(self) -> Option<CudaSpelling> {
+        match self {
+            Elementwise::Unary(p) => p.rule().cuda,
+            Elementwise::Predicate(p) => Some(p.cuda()),
+            Elementwise::Binary(p) => p.rule().cuda,
+            Elementwise::Compare(p) => Some(p.cuda()),
+        }
+    }
+
+    /// The value on float operands (`operands.len() == arity()`), b8 results as 0 or 1;
+    /// `None` where the row does not define the prim on floats (the bitwise ops).
+    pub fn eval_float(self, operands: &[f64]) -> Option<f64> {
+        let flag = |b: bool| f64::from(u8::from(b));
+        match (self, operands) {
+            (Elementwise::Unary(p), &[x]) => Some((p.rule().float)(x)),
+            (Elementwise::Predicate(p), &[x]) => Some(flag((p.float())(x))),
+            (Elementwise::Binary(p), &[x, y]) => p.rule().float.map(|f| f(x, y)),
+            (Elementwise::Compare(p), &[x, y]) => Some(flag(p.eval(x, y))),
+            _ => None,
+        }
     }
 }
 
@@ -63,8 +149,11 @@ pub struct UnaryRule {
     pub float: fn(f64) -> f64,
     /// `None`: integer dtypes are refused (convert to a float dtype first).
     pub int: Option<fn(i64) -> i64>,
-    pub cuda: Cuda,
+    pub cuda: Option<CudaSpelling>,
 }
+
+/// Integer semantics of a binary prim; an `Err` is a run-time error of the prim.
+pub type IntBinaryFn = fn(i64, i64) -> Result<i64, String>;
 
 /// The semantics of a two-operand prim with output of the operands' (equal) dtype.
 #[derive(Debug, Clone, Copy)]
@@ -73,11 +162,15 @@ pub struct BinaryRule {
     pub float: Option<fn(f64, f64) -> f64>,
     /// `None`: integer dtypes are refused. An `Err` is a run-time error of the prim
     /// (integer division by zero, a negative integer power).
-    pub int: Option<fn(i64, i64) -> Result<i64, String>>,
+    pub int: Option<IntBinaryFn>,
     /// `None`: bool is refused. torch reads bool add and mul as logical or and and.
     pub bool: Option<fn(bool, bool) -> bool>,
     /// Spelling on float operands.
-    pub cuda: Cuda,
+    pub cuda: Option<CudaSpelling>,
+    /// Spelling on i32/i64 operands (`{t}` is the C type), for the index arithmetic of masks
+    /// and offsets. Wraps in two's complement as torch does: signed overflow is undefined in
+    /// C++, unsigned is not.
+    pub cuda_int: Option<CudaSpelling>,
 }
 
 impl UnaryRule {
@@ -98,7 +191,7 @@ impl BinaryRule {
     }
 }
 
-const fn float_only(float: fn(f64) -> f64, cuda: Cuda) -> UnaryRule {
+const fn float_only(float: fn(f64) -> f64, cuda: Option<CudaSpelling>) -> UnaryRule {
     UnaryRule {
         float,
         int: None,
@@ -109,53 +202,53 @@ const fn float_only(float: fn(f64) -> f64, cuda: Cuda) -> UnaryRule {
 impl UnaryPrim {
     /// The row of the table for this prim.
     pub const fn rule(self) -> UnaryRule {
-        use Cuda::{Expr, Fn};
+        use CudaSpelling::{Expr, Fn};
         use UnaryPrim as P;
         match self {
             P::Neg => UnaryRule {
                 float: |x| -x,
                 int: Some(i64::wrapping_neg),
-                cuda: Expr("(-{a})"),
+                cuda: Some(Expr("(-{a})")),
             },
             P::Abs => UnaryRule {
                 float: f64::abs,
                 int: Some(i64::wrapping_abs),
-                cuda: Fn("fabs"),
+                cuda: Some(Fn("fabs")),
             },
-            P::Exp => float_only(f64::exp, Fn("exp")),
-            P::Exp2 => float_only(f64::exp2, Fn("exp2")),
-            P::Expm1 => float_only(f64::exp_m1, Fn("expm1")),
-            P::Log => float_only(f64::ln, Fn("log")),
-            P::Log1p => float_only(f64::ln_1p, Fn("log1p")),
-            P::Log2 => float_only(f64::log2, Fn("log2")),
-            P::Log10 => float_only(f64::log10, Fn("log10")),
-            P::Sqrt => float_only(f64::sqrt, Fn("sqrt")),
-            P::Rsqrt => float_only(|x| 1.0 / x.sqrt(), Expr("({one} / sqrt{f}({a}))")),
-            P::Tanh => float_only(f64::tanh, Fn("tanh")),
-            P::Sin => float_only(f64::sin, Fn("sin")),
-            P::Cos => float_only(f64::cos, Fn("cos")),
-            P::Tan => float_only(f64::tan, Fn("tan")),
-            P::Asin => float_only(f64::asin, Fn("asin")),
-            P::Acos => float_only(f64::acos, Fn("acos")),
-            P::Atan => float_only(f64::atan, Fn("atan")),
-            P::Sinh => float_only(f64::sinh, Fn("sinh")),
-            P::Cosh => float_only(f64::cosh, Fn("cosh")),
-            P::Asinh => float_only(f64::asinh, Fn("asinh")),
-            P::Acosh => float_only(f64::acosh, Fn("acosh")),
-            P::Atanh => float_only(f64::atanh, Fn("atanh")),
-            P::Erf => float_only(libm::erf, Fn("erf")),
-            P::Erfc => float_only(libm::erfc, Fn("erfc")),
-            P::Erfinv => float_only(erfinv, Fn("erfinv")),
-            P::Lgamma => float_only(libm::lgamma, Fn("lgamma")),
+            P::Exp => float_only(f64::exp, Some(Fn("exp"))),
+            P::Exp2 => float_only(f64::exp2, Some(Fn("exp2"))),
+            P::Expm1 => float_only(f64::exp_m1, Some(Fn("expm1"))),
+            P::Log => float_only(f64::ln, Some(Fn("log"))),
+            P::Log1p => float_only(f64::ln_1p, Some(Fn("log1p"))),
+            P::Log2 => float_only(f64::log2, Some(Fn("log2"))),
+            P::Log10 => float_only(f64::log10, Some(Fn("log10"))),
+            P::Sqrt => float_only(f64::sqrt, Some(Fn("sqrt"))),
+            P::Rsqrt => float_only(|x| 1.0 / x.sqrt(), Some(Expr("({one} / sqrt{f}({a}))"))),
+            P::Tanh => float_only(f64::tanh, Some(Fn("tanh"))),
+            P::Sin => float_only(f64::sin, Some(Fn("sin"))),
+            P::Cos => float_only(f64::cos, Some(Fn("cos"))),
+            P::Tan => float_only(f64::tan, Some(Fn("tan"))),
+            P::Asin => float_only(f64::asin, Some(Fn("asin"))),
+            P::Acos => float_only(f64::acos, Some(Fn("acos"))),
+            P::Atan => float_only(f64::atan, Some(Fn("atan"))),
+            P::Sinh => float_only(f64::sinh, Some(Fn("sinh"))),
+            P::Cosh => float_only(f64::cosh, Some(Fn("cosh"))),
+            P::Asinh => float_only(f64::asinh, Some(Fn("asinh"))),
+            P::Acosh => float_only(f64::acosh, Some(Fn("acosh"))),
+            P::Atanh => float_only(f64::atanh, Some(Fn("atanh"))),
+            P::Erf => float_only(libm::erf, Some(Fn("erf"))),
+            P::Erfc => float_only(libm::erfc, Some(Fn("erfc"))),
+            P::Erfinv => float_only(erfinv, Some(Fn("erfinv"))),
+            P::Lgamma => float_only(libm::lgamma, Some(Fn("lgamma"))),
             // CUDA's math library has neither; the fuser leaves them to other executors.
-            P::Digamma => float_only(digamma, Cuda::None),
-            P::Trigamma => float_only(trigamma, Cuda::None),
-            P::Reciprocal => float_only(|x| 1.0 / x, Expr("({one} / {a})")),
-            P::Floor => float_only(f64::floor, Fn("floor")),
-            P::Ceil => float_only(f64::ceil, Fn("ceil")),
+            P::Digamma => float_only(digamma, None),
+            P::Trigamma => float_only(trigamma, None),
+            P::Reciprocal => float_only(|x| 1.0 / x, Some(Expr("({one} / {a})"))),
+            P::Floor => float_only(f64::floor, Some(Fn("floor"))),
+            P::Ceil => float_only(f64::ceil, Some(Fn("ceil"))),
             // Half to even, like torch; CUDA's rint rounds the same way.
-            P::Round => float_only(f64::round_ties_even, Fn("rint")),
-            P::Trunc => float_only(f64::trunc, Fn("trunc")),
+            P::Round => float_only(f64::round_ties_even, Some(Fn("rint"))),
+            P::Trunc => float_only(f64::trunc, Some(Fn("trunc"))),
         }
     }
 }
@@ -169,9 +262,9 @@ impl PredicatePrim {
         }
     }
 
-    pub const fn cuda(self) -> Cuda {
+    pub const fn cuda(self) -> CudaSpelling {
         match self {
-            PredicatePrim::Signbit => Cuda::Split {
+            PredicatePrim::Signbit => CudaSpelling::Split {
                 f32: "(__float_as_int({a}) < 0)",
                 f64: "(__double_as_longlong({a}) < 0)",
             },
@@ -240,106 +333,128 @@ impl BinaryPrim {
     /// The row of the table for this prim.
     pub const fn rule(self) -> BinaryRule {
         use BinaryPrim as P;
-        use Cuda::{Expr, Fn};
+        use CudaSpelling::{Expr, Fn};
         match self {
             P::Add => BinaryRule {
                 float: Some(|x, y| x + y),
                 int: Some(|x, y| Ok(x.wrapping_add(y))),
                 bool: Some(|x, y| x || y),
-                cuda: Expr("({a} + {b})"),
+                cuda: Some(Expr("({a} + {b})")),
+                cuda_int: Some(Expr(
+                    "(({t})((unsigned long long)({a}) + (unsigned long long)({b})))",
+                )),
             },
             P::Sub => BinaryRule {
                 float: Some(|x, y| x - y),
                 int: Some(|x, y| Ok(x.wrapping_sub(y))),
                 bool: None,
-                cuda: Expr("({a} - {b})"),
+                cuda: Some(Expr("({a} - {b})")),
+                cuda_int: Some(Expr(
+                    "(({t})((unsigned long long)({a}) - (unsigned long long)({b})))",
+                )),
             },
             P::Mul => BinaryRule {
                 float: Some(|x, y| x * y),
                 int: Some(|x, y| Ok(x.wrapping_mul(y))),
                 bool: Some(|x, y| x && y),
-                cuda: Expr("({a} * {b})"),
+                cuda: Some(Expr("({a} * {b})")),
+                cuda_int: Some(Expr(
+                    "(({t})((unsigned long long)({a}) * (unsigned long long)({b})))",
+                )),
             },
             P::Div => BinaryRule {
                 float: Some(|x, y| x / y),
                 // Truncates toward zero, like torch's integer `div(rounding_mode="trunc")`.
                 int: Some(|x, y| nonzero(y).map(|()| x.wrapping_div(y))),
                 bool: None,
-                cuda: Expr("({a} / {b})"),
+                cuda: Some(Expr("({a} / {b})")),
+                cuda_int: None,
             },
             P::Pow => BinaryRule {
                 float: Some(f64::powf),
                 int: Some(int_pow),
                 bool: None,
-                cuda: Fn("pow"),
+                cuda: Some(Fn("pow")),
+                cuda_int: None,
             },
             P::Maximum => BinaryRule {
                 float: Some(nan_max),
                 int: Some(|x, y| Ok(x.max(y))),
                 bool: Some(|x, y| x || y),
-                cuda: Expr("nan_max({a}, {b})"),
+                cuda: Some(Expr("nan_max({a}, {b})")),
+                cuda_int: None,
             },
             P::Minimum => BinaryRule {
                 float: Some(|x, y| -nan_max(-x, -y)),
                 int: Some(|x, y| Ok(x.min(y))),
                 bool: Some(|x, y| x && y),
-                cuda: Expr("nan_min({a}, {b})"),
+                cuda: Some(Expr("nan_min({a}, {b})")),
+                cuda_int: None,
             },
             P::Remainder => BinaryRule {
                 float: Some(remainder_float),
                 int: Some(remainder_int),
                 bool: None,
-                cuda: Expr("py_rem({a}, {b})"),
+                cuda: Some(Expr("py_rem({a}, {b})")),
+                cuda_int: None,
             },
             // The sign of the dividend (C's fmod).
             P::Fmod => BinaryRule {
                 float: Some(|x, y| x % y),
                 int: Some(|x, y| nonzero(y).map(|()| x.wrapping_rem(y))),
                 bool: None,
-                cuda: Fn("fmod"),
+                cuda: Some(Fn("fmod")),
+                cuda_int: None,
             },
             // torch's `div(rounding_mode="floor")`.
             P::FloorDivide => BinaryRule {
                 float: Some(div_floor),
                 int: Some(floor_divide_int),
                 bool: None,
-                cuda: Cuda::None,
+                cuda: None,
+                cuda_int: None,
             },
             P::Atan2 => BinaryRule {
                 float: Some(f64::atan2),
                 int: None,
                 bool: None,
-                cuda: Fn("atan2"),
+                cuda: Some(Fn("atan2")),
+                cuda_int: None,
             },
             P::BitwiseAnd => BinaryRule {
                 float: None,
                 int: Some(|x, y| Ok(x & y)),
                 bool: Some(|x, y| x & y),
-                cuda: Cuda::None,
+                cuda: None,
+                cuda_int: None,
             },
             P::BitwiseOr => BinaryRule {
                 float: None,
                 int: Some(|x, y| Ok(x | y)),
                 bool: Some(|x, y| x | y),
-                cuda: Cuda::None,
+                cuda: None,
+                cuda_int: None,
             },
             P::BitwiseXor => BinaryRule {
                 float: None,
                 int: Some(|x, y| Ok(x ^ y)),
                 bool: Some(|x, y| x ^ y),
-                cuda: Cuda::None,
+                cuda: None,
+                cuda_int: None,
             },
             P::BitwiseLeftShift => BinaryRule {
                 float: None,
                 int: Some(shift_left),
                 bool: None,
-                cuda: Cuda::None,
+                cuda: None,
+                cuda_int: None,
             },
             P::BitwiseRightShift => BinaryRule {
                 float: None,
                 int: Some(shift_right),
                 bool: None,
-                cuda: Cuda::None,
+                cuda: None,
+                cuda_int: None,
             },
         }
     }
@@ -360,15 +475,14 @@ impl ComparePrim {
         }
     }
 
-    /// The C operator, for generated code.
-    pub const fn c_operator(self) -> &'static str {
-        match self {
-            ComparePrim::Eq => "==",
-            ComparePrim::Ne => "!=",
-            ComparePrim::Lt => "<",
-            ComparePrim::Le => "<=",
-            ComparePrim::Gt => ">",
-            ComparePrim::Ge => ">=",
-        }
+    pub const fn cuda(self) -> CudaSpelling {
+        CudaSpelling::Expr(match self {
+            ComparePrim::Eq => "({a} == {b})",
+            ComparePrim::Ne => "({a} != {b})",
+            ComparePrim::Lt => "({a} < {b})",
+            ComparePrim::Le => "({a} <= {b})",
+            ComparePrim::Gt => "({a} > {b})",
+            ComparePrim::Ge => "({a} >= {b})",
+        })
     }
 }
