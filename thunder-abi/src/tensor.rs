@@ -111,7 +111,12 @@ impl TensorDesc<'_> {
     }
 
     /// True when the strides are the row-major strides of the shape (size-1 dims ignored).
+    /// An empty tensor is contiguous whatever its strides: it has no elements to lay out (the
+    /// host may give a `[5, 0]` tensor torch's strides `[1, 1]`).
     pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
         let mut expected = 1i64;
         for (&dim, &stride) in self.shape.iter().zip(self.strides.iter()).rev() {
             if dim != 1 && stride != expected {
@@ -127,5 +132,32 @@ impl TensorDesc<'_> {
         // The offset is applied with wrapping arithmetic: null pointers of empty tensors stay
         // valid to compute with and are never dereferenced.
         (self.data as *mut u8).wrapping_add(self.byte_offset as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc<'a>(shape: &'a [i64], strides: &'a [i64]) -> TensorDesc<'a> {
+        TensorDesc {
+            data: std::ptr::null_mut(),
+            byte_offset: 0,
+            device: DeviceDesc::CPU,
+            dtype: DTypeCode::F32,
+            shape: RSlice::from_slice(shape),
+            strides: RSlice::from_slice(strides),
+        }
+    }
+
+    #[test]
+    fn contiguity_ignores_size_one_dims_and_empty_tensors() {
+        assert!(desc(&[2, 3], &[3, 1]).is_contiguous());
+        assert!(!desc(&[2, 3], &[1, 2]).is_contiguous());
+        assert!(desc(&[2, 1, 3], &[3, 99, 1]).is_contiguous());
+        assert!(desc(&[], &[]).is_contiguous());
+        // torch gives a [5, 0] tensor strides [1, 1]; with no elements any layout will do.
+        assert!(desc(&[5, 0], &[1, 1]).is_contiguous());
+        assert!(desc(&[0], &[7]).is_contiguous());
     }
 }

@@ -660,7 +660,32 @@ impl Planner<'_> {
         let src = *src;
         let out_shape = self.shape(out).to_vec();
         let src_shape = self.shape(src).to_vec();
+        let perm = match prim {
+            Prim::Transpose => {
+                let Some(ArgView::Ints(perm)) = op.args.get(1) else {
+                    return Err(bad(op, "permutation is not a list of ints"));
+                };
+                let perm: Vec<usize> = perm
+                    .iter()
+                    .map(|&p| usize::try_from(p).ok().filter(|&p| p < src_shape.len()))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| bad(op, "permutation entry out of range"))?;
+                if perm.len() != src_shape.len() {
+                    return Err(bad(op, "permutation of the wrong length"));
+                }
+                Some(perm)
+            }
+            _ => None,
+        };
+        let moves_data = perm
+            .as_ref()
+            .is_some_and(|p| p.iter().enumerate().any(|(i, &d)| i != d));
         if let Some(Home::Node(n)) = self.homes.get(&src) {
+            // A value computed in the open kernel is read at its own coordinates only: a
+            // permutation of it starts a new kernel that reads it from memory.
+            if moves_data {
+                return Ok(false);
+            }
             let n = *n;
             let Some(k) = self.open.as_ref() else {
                 return Ok(false);
@@ -737,6 +762,16 @@ impl Planner<'_> {
                         }
                     }
                     new
+                })
+            }
+            // Output dim `i` is input dim `perm[i]`: every leaf is read through permuted
+            // strides, so a transpose consumed by elementwise work costs no pass of its own.
+            Prim::Transpose => {
+                let perm = perm.unwrap_or_default();
+                expr.restride(&move |old: &[i64]| {
+                    perm.iter()
+                        .map(|&p| old.get(p).copied().unwrap_or(0))
+                        .collect()
                 })
             }
             _ => return Err(bad(op, "unsupported shape op")),

@@ -41,9 +41,9 @@ pub fn claimable(prim: Prim) -> bool {
             Math::of(prim).is_some()
         }
         PrimKind::Compare(_) | PrimKind::Where(_) | PrimKind::Convert(_) => true,
+        // Permutations are read through permuted strides by the kernels that consume them.
         PrimKind::Shape(p) => match p {
-            ShapePrim::BroadcastInDim | ShapePrim::Reshape => true,
-            ShapePrim::Transpose => false,
+            ShapePrim::BroadcastInDim | ShapePrim::Reshape | ShapePrim::Transpose => true,
         },
         // Constants and index ramps (one-hots, causal masks) are computed where they are read.
         PrimKind::Factory(p) => match p {

@@ -281,3 +281,76 @@ fn every_claimed_elementwise_prim_of_the_table_fuses_and_agrees() {
         assert!(covered.contains(&p), "{} not covered", p.id());
     }
 }
+
+/// Backward passes are full of transposes: they are read through permuted strides by the
+/// kernel that consumes them, or copied when they stand alone.
+#[test]
+fn transposes_fuse_into_their_readers_or_are_copied() {
+    check(
+        "transpose-alone",
+        &prog(
+            &[("x", "f32[3, 5]")],
+            &["y = prims.transpose(x, [1, 0])"],
+            "y",
+        ),
+        0.0,
+    );
+    check(
+        "square-transpose-of-a-computed-value",
+        &prog(
+            &[("x", "f32[4, 4]")],
+            &[
+                "e = ltorch.exp(x)",
+                "y = prims.transpose(e, [1, 0])",
+                "z = ltorch.add(y, e)",
+            ],
+            "z, y",
+        ),
+        1e-6,
+    );
+    check(
+        "permute-3d-then-mul",
+        &prog(
+            &[("x", "f64[2, 3, 4]"), ("w", "f64[4, 2, 3]")],
+            &["t = prims.transpose(x, [2, 0, 1])", "y = ltorch.mul(t, w)"],
+            "y",
+        ),
+        1e-12,
+    );
+    check(
+        "transpose-then-row-sum",
+        &prog(
+            &[("x", "f32[6, 5]")],
+            &[
+                "t = prims.transpose(x, [1, 0])",
+                "y = ltorch.sum(t, [1], False)",
+            ],
+            "y",
+        ),
+        1e-6,
+    );
+    check(
+        "transpose-then-reshape",
+        &prog(
+            &[("x", "f32[3, 4]")],
+            &[
+                "t = prims.transpose(x, [1, 0])",
+                "y = ltorch.reshape(t, [12])",
+            ],
+            "y",
+        ),
+        0.0,
+    );
+    check(
+        "empty-and-0d-transposes",
+        &prog(
+            &[("a", "f32[0, 3]"), ("s", "f32[]")],
+            &[
+                "y = prims.transpose(a, [1, 0])",
+                "z = prims.transpose(s, [])",
+            ],
+            "y, z",
+        ),
+        0.0,
+    );
+}

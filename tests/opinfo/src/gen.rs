@@ -5,22 +5,15 @@ use crate::{SArg, View};
 use thunder_core::dtype::{category, Category};
 use thunder_core::{Array, DType};
 
-/// Where values are drawn from, so that an op is tested inside its domain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Domain {
-    /// Floats in [-3, 3); ints in [-5, 5] (u8: [0, 10]); bools mixed.
-    Any,
-    /// Floats in [0.1, 3); ints in [1, 5]; bools true.
-    Pos,
-    /// Floats in (-0.9, 0.9) (asin, atanh, erfinv); ints in [-1, 1].
-    Unit,
-    /// Floats in [1, 4) (acosh); ints in [1, 4].
-    Ge1,
-    /// As `Any` but never 0 (divisors).
-    NonZero,
-    /// Floats in [0, 3); ints in [0, 3] (exponents, shift amounts).
-    Small,
-}
+/// Where values are drawn from, so that an op is tested inside its domain (declared per
+/// elementwise prim in the elementwise table):
+/// - `Any`: floats in [-3, 3); ints in [-5, 5] (u8: [0, 10]); bools mixed.
+/// - `Pos`: floats in [0.1, 3); ints in [1, 5]; bools true.
+/// - `Unit`: floats in (-0.9, 0.9) (asin, atanh, erfinv); ints in [-1, 1].
+/// - `Ge1`: floats in [1, 4) (acosh); ints in [1, 4].
+/// - `NonZero`: as `Any` but never 0 (divisors).
+/// - `Small`: floats in [0, 3); ints in [0, 3] (exponents, shift amounts).
+pub use thunder_abi::prims::Domain;
 
 pub struct Gen {
     state: u64,

@@ -5,75 +5,21 @@
 use crate::families::*;
 use crate::lit::*;
 use crate::{Domain, ErrorCase, ErrorFn, Gen, OpInfo, Sample, Tol};
+use thunder_abi::prims::{BinaryPrim, ComparePrim, PredicatePrim, UnaryPrim};
 use thunder_core::DType;
 
-fn unary_domain(name: &str) -> Domain {
-    match name {
-        "log" | "log2" | "log10" | "log1p" | "sqrt" | "rsqrt" | "lgamma" | "digamma"
-        | "trigamma" => Domain::Pos,
-        "asin" | "acos" | "atanh" | "erfinv" => Domain::Unit,
-        "acosh" => Domain::Ge1,
-        "reciprocal" => Domain::NonZero,
-        _ => Domain::Any,
-    }
+/// The dtypes a binary prim's row of the elementwise table defines it on.
+fn binary_dtypes(p: BinaryPrim) -> Vec<DType> {
+    let rule = p.rule();
+    DType::ALL
+        .into_iter()
+        .filter(|&d| match d {
+            DType::Bool => rule.supports_bool(),
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => rule.supports_float(),
+            DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => rule.supports_int(),
+        })
+        .collect()
 }
-
-const FLOAT_UNARY: &[&str] = &[
-    "exp",
-    "exp2",
-    "expm1",
-    "log",
-    "log1p",
-    "log2",
-    "log10",
-    "sqrt",
-    "rsqrt",
-    "tanh",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "erf",
-    "erfc",
-    "erfinv",
-    "lgamma",
-    "digamma",
-    "trigamma",
-    "reciprocal",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-];
-
-/// `(name, dtypes, rhs domain)` of the binary prims.
-const BINARY: &[(&str, &[DType], Domain)] = &[
-    ("add", ALL, Domain::Any),
-    ("sub", NUMERIC, Domain::Any),
-    ("mul", ALL, Domain::Any),
-    ("div", NUMERIC, Domain::NonZero),
-    ("pow", NUMERIC, Domain::Small),
-    ("maximum", ALL, Domain::Any),
-    ("minimum", ALL, Domain::Any),
-    ("remainder", NUMERIC, Domain::NonZero),
-    ("fmod", NUMERIC, Domain::NonZero),
-    ("floor_divide", NUMERIC, Domain::NonZero),
-    ("atan2", FLOATS, Domain::Any),
-    ("bitwise_and", INTS_BOOL, Domain::Any),
-    ("bitwise_or", INTS_BOOL, Domain::Any),
-    ("bitwise_xor", INTS_BOOL, Domain::Any),
-    ("bitwise_left_shift", INTS, Domain::Small),
-    ("bitwise_right_shift", INTS, Domain::Small),
-];
-
-const COMPARE: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
 
 fn id(name: &str) -> String {
     format!("prims.{name}")
@@ -81,9 +27,11 @@ fn id(name: &str) -> String {
 
 pub fn entries() -> Vec<OpInfo> {
     let mut t = Vec::new();
-    for name in ["neg", "abs"] {
+    // The elementwise prims come from the elementwise table: a new row is sampled here with
+    // no edit, on the dtypes and inside the domain the row declares.
+    for p in UnaryPrim::ALL.iter().filter(|p| p.rule().supports_int()) {
         t.push(
-            OpInfo::new(&id(name), NUMERIC, unary(Domain::Any)).errors(Box::new(|g: &mut Gen| {
+            OpInfo::new(p.id(), NUMERIC, unary(p.rule().domain)).errors(Box::new(|g: &mut Gen| {
                 vec![ErrorCase::new(
                     "bool input",
                     vec![g.t(&[2], DType::Bool)],
@@ -92,27 +40,27 @@ pub fn entries() -> Vec<OpInfo> {
             })),
         );
     }
-    for name in FLOAT_UNARY {
+    for p in UnaryPrim::ALL.iter().filter(|p| !p.rule().supports_int()) {
         t.push(
-            OpInfo::new(&id(name), FLOATS, unary(unary_domain(name)))
-                .errors(prim_float_unary_errors()),
+            OpInfo::new(p.id(), FLOATS, unary(p.rule().domain)).errors(prim_float_unary_errors()),
         );
     }
-    t.push(
-        OpInfo::new("prims.signbit", FLOATS, unary(Domain::Any))
-            .errors(arity_error("expected 1 arguments")),
-    );
-    for (name, dtypes, db) in BINARY {
-        let da = if name.contains("shift") {
-            Domain::Small
-        } else {
-            Domain::Any
-        };
-        t.push(OpInfo::new(&id(name), dtypes, binary(da, *db, false)).errors(prim_binary_errors()));
-    }
-    for name in COMPARE {
+    for p in PredicatePrim::ALL {
         t.push(
-            OpInfo::new(&id(name), ALL, binary(Domain::Any, Domain::Any, false))
+            OpInfo::new(p.id(), FLOATS, unary(Domain::Any))
+                .errors(arity_error("expected 1 arguments")),
+        );
+    }
+    for &p in BinaryPrim::ALL {
+        let (da, db) = p.rule().domain;
+        t.push(
+            OpInfo::new(p.id(), &binary_dtypes(p), binary(da, db, false))
+                .errors(prim_binary_errors()),
+        );
+    }
+    for p in ComparePrim::ALL {
+        t.push(
+            OpInfo::new(p.id(), ALL, binary(Domain::Any, Domain::Any, false))
                 .errors(prim_binary_errors()),
         );
     }

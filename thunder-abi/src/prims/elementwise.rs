@@ -143,6 +143,24 @@ impl Elementwise {
     }
 }
 
+/// Where a function is real and finite: what test inputs are drawn from, so every sample
+/// checks the function rather than NaN against NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Domain {
+    /// Everywhere.
+    Any,
+    /// Positive numbers (log, sqrt, lgamma).
+    Pos,
+    /// Inside (-1, 1) (asin, atanh, erfinv).
+    Unit,
+    /// At least 1 (acosh).
+    Ge1,
+    /// Anything but 0 (divisors).
+    NonZero,
+    /// Small non-negative numbers (exponents, shift amounts).
+    Small,
+}
+
 /// The semantics of a one-operand prim with output of the input's dtype.
 #[derive(Debug, Clone, Copy)]
 pub struct UnaryRule {
@@ -150,6 +168,7 @@ pub struct UnaryRule {
     /// `None`: integer dtypes are refused (convert to a float dtype first).
     pub int: Option<fn(i64) -> i64>,
     pub cuda: Option<CudaSpelling>,
+    pub domain: Domain,
 }
 
 /// Integer semantics of a binary prim; an `Err` is a run-time error of the prim.
@@ -167,6 +186,8 @@ pub struct BinaryRule {
     pub bool: Option<fn(bool, bool) -> bool>,
     /// Spelling on float operands.
     pub cuda: Option<CudaSpelling>,
+    /// Where the left and right operands make the function real and finite.
+    pub domain: (Domain, Domain),
     /// Spelling on i32/i64 operands (`{t}` is the C type), for the index arithmetic of masks
     /// and offsets. Wraps in two's complement as torch does: signed overflow is undefined in
     /// C++, unsigned is not.
@@ -192,10 +213,15 @@ impl BinaryRule {
 }
 
 const fn float_only(float: fn(f64) -> f64, cuda: Option<CudaSpelling>) -> UnaryRule {
+    on(Domain::Any, float, cuda)
+}
+
+const fn on(domain: Domain, float: fn(f64) -> f64, cuda: Option<CudaSpelling>) -> UnaryRule {
     UnaryRule {
         float,
         int: None,
         cuda,
+        domain,
     }
 }
 
@@ -209,41 +235,47 @@ impl UnaryPrim {
                 float: |x| -x,
                 int: Some(i64::wrapping_neg),
                 cuda: Some(Expr("(-{a})")),
+                domain: Domain::Any,
             },
             P::Abs => UnaryRule {
                 float: f64::abs,
                 int: Some(i64::wrapping_abs),
                 cuda: Some(Fn("fabs")),
+                domain: Domain::Any,
             },
             P::Exp => float_only(f64::exp, Some(Fn("exp"))),
             P::Exp2 => float_only(f64::exp2, Some(Fn("exp2"))),
             P::Expm1 => float_only(f64::exp_m1, Some(Fn("expm1"))),
-            P::Log => float_only(f64::ln, Some(Fn("log"))),
-            P::Log1p => float_only(f64::ln_1p, Some(Fn("log1p"))),
-            P::Log2 => float_only(f64::log2, Some(Fn("log2"))),
-            P::Log10 => float_only(f64::log10, Some(Fn("log10"))),
-            P::Sqrt => float_only(f64::sqrt, Some(Fn("sqrt"))),
-            P::Rsqrt => float_only(|x| 1.0 / x.sqrt(), Some(Expr("({one} / sqrt{f}({a}))"))),
+            P::Log => on(Domain::Pos, f64::ln, Some(Fn("log"))),
+            P::Log1p => on(Domain::Pos, f64::ln_1p, Some(Fn("log1p"))),
+            P::Log2 => on(Domain::Pos, f64::log2, Some(Fn("log2"))),
+            P::Log10 => on(Domain::Pos, f64::log10, Some(Fn("log10"))),
+            P::Sqrt => on(Domain::Pos, f64::sqrt, Some(Fn("sqrt"))),
+            P::Rsqrt => on(
+                Domain::Pos,
+                |x| 1.0 / x.sqrt(),
+                Some(Expr("({one} / sqrt{f}({a}))")),
+            ),
             P::Tanh => float_only(f64::tanh, Some(Fn("tanh"))),
             P::Sin => float_only(f64::sin, Some(Fn("sin"))),
             P::Cos => float_only(f64::cos, Some(Fn("cos"))),
             P::Tan => float_only(f64::tan, Some(Fn("tan"))),
-            P::Asin => float_only(f64::asin, Some(Fn("asin"))),
-            P::Acos => float_only(f64::acos, Some(Fn("acos"))),
+            P::Asin => on(Domain::Unit, f64::asin, Some(Fn("asin"))),
+            P::Acos => on(Domain::Unit, f64::acos, Some(Fn("acos"))),
             P::Atan => float_only(f64::atan, Some(Fn("atan"))),
             P::Sinh => float_only(f64::sinh, Some(Fn("sinh"))),
             P::Cosh => float_only(f64::cosh, Some(Fn("cosh"))),
             P::Asinh => float_only(f64::asinh, Some(Fn("asinh"))),
-            P::Acosh => float_only(f64::acosh, Some(Fn("acosh"))),
-            P::Atanh => float_only(f64::atanh, Some(Fn("atanh"))),
+            P::Acosh => on(Domain::Ge1, f64::acosh, Some(Fn("acosh"))),
+            P::Atanh => on(Domain::Unit, f64::atanh, Some(Fn("atanh"))),
             P::Erf => float_only(libm::erf, Some(Fn("erf"))),
             P::Erfc => float_only(libm::erfc, Some(Fn("erfc"))),
-            P::Erfinv => float_only(erfinv, Some(Fn("erfinv"))),
-            P::Lgamma => float_only(libm::lgamma, Some(Fn("lgamma"))),
+            P::Erfinv => on(Domain::Unit, erfinv, Some(Fn("erfinv"))),
+            P::Lgamma => on(Domain::Pos, libm::lgamma, Some(Fn("lgamma"))),
             // CUDA's math library has neither; the fuser leaves them to other executors.
-            P::Digamma => float_only(digamma, None),
-            P::Trigamma => float_only(trigamma, None),
-            P::Reciprocal => float_only(|x| 1.0 / x, Some(Expr("({one} / {a})"))),
+            P::Digamma => on(Domain::Pos, digamma, None),
+            P::Trigamma => on(Domain::Pos, trigamma, None),
+            P::Reciprocal => on(Domain::NonZero, |x| 1.0 / x, Some(Expr("({one} / {a})"))),
             P::Floor => float_only(f64::floor, Some(Fn("floor"))),
             P::Ceil => float_only(f64::ceil, Some(Fn("ceil"))),
             // Half to even, like torch; CUDA's rint rounds the same way.
@@ -340,6 +372,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x.wrapping_add(y))),
                 bool: Some(|x, y| x || y),
                 cuda: Some(Expr("({a} + {b})")),
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: Some(Expr(
                     "(({t})((unsigned long long)({a}) + (unsigned long long)({b})))",
                 )),
@@ -349,6 +382,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x.wrapping_sub(y))),
                 bool: None,
                 cuda: Some(Expr("({a} - {b})")),
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: Some(Expr(
                     "(({t})((unsigned long long)({a}) - (unsigned long long)({b})))",
                 )),
@@ -358,6 +392,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x.wrapping_mul(y))),
                 bool: Some(|x, y| x && y),
                 cuda: Some(Expr("({a} * {b})")),
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: Some(Expr(
                     "(({t})((unsigned long long)({a}) * (unsigned long long)({b})))",
                 )),
@@ -368,6 +403,7 @@ impl BinaryPrim {
                 int: Some(|x, y| nonzero(y).map(|()| x.wrapping_div(y))),
                 bool: None,
                 cuda: Some(Expr("({a} / {b})")),
+                domain: (Domain::Any, Domain::NonZero),
                 cuda_int: None,
             },
             P::Pow => BinaryRule {
@@ -375,6 +411,7 @@ impl BinaryPrim {
                 int: Some(int_pow),
                 bool: None,
                 cuda: Some(Fn("pow")),
+                domain: (Domain::Any, Domain::Small),
                 cuda_int: None,
             },
             P::Maximum => BinaryRule {
@@ -382,6 +419,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x.max(y))),
                 bool: Some(|x, y| x || y),
                 cuda: Some(Expr("nan_max({a}, {b})")),
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: None,
             },
             P::Minimum => BinaryRule {
@@ -389,6 +427,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x.min(y))),
                 bool: Some(|x, y| x && y),
                 cuda: Some(Expr("nan_min({a}, {b})")),
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: None,
             },
             P::Remainder => BinaryRule {
@@ -396,6 +435,7 @@ impl BinaryPrim {
                 int: Some(remainder_int),
                 bool: None,
                 cuda: Some(Expr("py_rem({a}, {b})")),
+                domain: (Domain::Any, Domain::NonZero),
                 cuda_int: None,
             },
             // The sign of the dividend (C's fmod).
@@ -404,6 +444,7 @@ impl BinaryPrim {
                 int: Some(|x, y| nonzero(y).map(|()| x.wrapping_rem(y))),
                 bool: None,
                 cuda: Some(Fn("fmod")),
+                domain: (Domain::Any, Domain::NonZero),
                 cuda_int: None,
             },
             // torch's `div(rounding_mode="floor")`.
@@ -412,6 +453,7 @@ impl BinaryPrim {
                 int: Some(floor_divide_int),
                 bool: None,
                 cuda: None,
+                domain: (Domain::Any, Domain::NonZero),
                 cuda_int: None,
             },
             P::Atan2 => BinaryRule {
@@ -419,6 +461,7 @@ impl BinaryPrim {
                 int: None,
                 bool: None,
                 cuda: Some(Fn("atan2")),
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: None,
             },
             P::BitwiseAnd => BinaryRule {
@@ -426,6 +469,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x & y)),
                 bool: Some(|x, y| x & y),
                 cuda: None,
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: None,
             },
             P::BitwiseOr => BinaryRule {
@@ -433,6 +477,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x | y)),
                 bool: Some(|x, y| x | y),
                 cuda: None,
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: None,
             },
             P::BitwiseXor => BinaryRule {
@@ -440,6 +485,7 @@ impl BinaryPrim {
                 int: Some(|x, y| Ok(x ^ y)),
                 bool: Some(|x, y| x ^ y),
                 cuda: None,
+                domain: (Domain::Any, Domain::Any),
                 cuda_int: None,
             },
             P::BitwiseLeftShift => BinaryRule {
@@ -447,6 +493,7 @@ impl BinaryPrim {
                 int: Some(shift_left),
                 bool: None,
                 cuda: None,
+                domain: (Domain::Small, Domain::Small),
                 cuda_int: None,
             },
             P::BitwiseRightShift => BinaryRule {
@@ -454,6 +501,7 @@ impl BinaryPrim {
                 int: Some(shift_right),
                 bool: None,
                 cuda: None,
+                domain: (Domain::Small, Domain::Small),
                 cuda_int: None,
             },
         }

@@ -59,7 +59,7 @@
 pub mod elementwise;
 pub mod special;
 
-pub use elementwise::{BinaryRule, CudaSpelling, Elementwise, UnaryRule};
+pub use elementwise::{BinaryRule, CudaSpelling, Domain, Elementwise, UnaryRule};
 
 macro_rules! prim_table {
     ($(
