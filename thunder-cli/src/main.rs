@@ -144,6 +144,10 @@ enum Command {
         /// Do not print the forward and backward execution traces.
         #[arg(long)]
         quiet: bool,
+        /// Train on this device (`cpu`, `cuda`, `cuda:N`): parameters, optimizer state and
+        /// batches live there; only the loss and the logits come back for printing.
+        #[arg(long, default_value = "cpu")]
+        device: String,
     },
 }
 
@@ -213,6 +217,7 @@ fn main() -> ExitCode {
             batch,
             lr,
             quiet,
+            device,
         } => commands::demo::run(
             &cli.host,
             &commands::demo::DemoOptions {
@@ -221,6 +226,7 @@ fn main() -> ExitCode {
                 batch,
                 lr,
                 quiet_traces: quiet,
+                device: &device,
             },
         ),
     };

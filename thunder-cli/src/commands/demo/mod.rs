@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 use thunder_core::autograd::value_and_grad;
-use thunder_core::{jit_with, optim, Array, Tensor};
+use thunder_core::{jit_with, optim, Array, Device, Tensor};
 
 pub struct DemoOptions<'a> {
     pub data: &'a Path,
@@ -23,6 +23,7 @@ pub struct DemoOptions<'a> {
     pub batch: usize,
     pub lr: f64,
     pub quiet_traces: bool,
+    pub device: &'a str,
 }
 
 fn accuracy(
@@ -30,8 +31,9 @@ fn accuracy(
     params: &[Array],
     data: &Digits,
     idx: &[usize],
+    device: Device,
 ) -> Result<f64> {
-    let (x, _) = data.batch(idx)?;
+    let x = data.batch(idx)?.0.to(device)?;
     let mut inputs = params.to_vec();
     inputs.push(x);
     let logits = predict.call(&inputs)?.remove(0).to_vec::<f32>()?;
@@ -51,6 +53,12 @@ fn accuracy(
 
 pub fn run(args: &HostArgs, opts: &DemoOptions) -> Result<()> {
     let start = Instant::now();
+    let device = Device::parse(opts.device).ok_or_else(|| {
+        anyhow!(
+            "--device: `{}` is not a device (expected cpu, cuda or cuda:N)",
+            opts.device
+        )
+    })?;
     let host = Arc::new(args.host()?);
     let data = Digits::load(opts.data)?;
     let (train, test) = data.split(0.2, 0);
@@ -77,10 +85,13 @@ pub fn run(args: &HostArgs, opts: &DemoOptions) -> Result<()> {
     );
     let predict = jit_with(host, |xs: &[Tensor]| vec![mlp::logits(&xs[..6], &xs[6])]);
 
-    let mut params = mlp::init_params(0)?;
+    let mut params = mlp::init_params(0)?
+        .iter()
+        .map(|p| Ok(p.to(device)?.with_requires_grad(true)))
+        .collect::<thunder_core::Result<Vec<_>>>()?;
     let mut bufs: Vec<Array> = params
         .iter()
-        .map(|p| Array::from_f64(&vec![0.0; p.numel()], p.shape(), p.dtype()))
+        .map(|p| Array::from_f64(&vec![0.0; p.numel()], p.shape(), p.dtype())?.to(device))
         .collect::<thunder_core::Result<_>>()?;
     let steps_per_epoch = train.len() / opts.batch;
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
@@ -97,7 +108,7 @@ pub fn run(args: &HostArgs, opts: &DemoOptions) -> Result<()> {
         for (step, chunk) in order.chunks_exact(opts.batch).enumerate() {
             let (x, y) = data.batch(chunk)?;
             let mut inputs = params.clone();
-            inputs.extend([x, y]);
+            inputs.extend([x.to(device)?, y.to(device)?]);
             let (loss, grads) = loss_and_grad.call(&inputs)?;
             let loss = loss[0].to_vec::<f32>()?[0] as f64;
             total += loss;
@@ -114,14 +125,14 @@ pub fn run(args: &HostArgs, opts: &DemoOptions) -> Result<()> {
             bar.inc(1);
         }
         bar.finish_and_clear();
-        let acc = accuracy(&predict, &params, &data, &test)?;
+        let acc = accuracy(&predict, &params, &data, &test, device)?;
         println!(
             "epoch {epoch:>2}: train loss {:.4}, test accuracy {:.1}%",
             total / steps_per_epoch as f64,
             acc * 100.0
         );
     }
-    let acc = accuracy(&predict, &params, &data, &test)?;
+    let acc = accuracy(&predict, &params, &data, &test, device)?;
     println!(
         "final test accuracy: {:.2}% ({} of {} held-out digits)",
         acc * 100.0,
