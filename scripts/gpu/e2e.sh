@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Whole training programs on the lent GPU machine (no cargo there). Build here with
+#   cargo build --release && mkdir -p .gpu-bin && cp target/release/thunder target/release/*.so .gpu-bin/
+# then run on the device with carry [".gpu-bin"]:
+#   bash scripts/gpu/e2e.sh .gpu-bin
+# It runs an MLP, a CNN and a GPT-2 block forward and backward on cuda:0 against PyTorch
+# (scripts/gpu/e2e.py), then the digits demo on cuda:0. Every executor but the CPU ones is
+# listed, so a region left to the CPU shows up as a host fallback in the report.
+set -euo pipefail
+bin="${1:-target/release}"
+out="${OUT:-gpu-out}"
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+# NVRTC and cuDNN ship in PyTorch's wheels as well as the toolkit; put whichever exists on the path.
+for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia, os; p = os.path.dirname(nvidia.__path__[0]); print(" ".join(os.path.join(r) for r, _, f in os.walk(os.path.join(p, "nvidia")) if any(x.startswith(("libnvrtc.so", "libcudnn.so")) for x in f)))' 2>/dev/null); do
+  export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+cfg="$out/plugins-e2e.toml"
+cat > "$cfg" <<TOML
+plugin_dirs = ["$(cd "$bin" && pwd)"]
+[[executor]]
+name = "triton"
+priority = 50
+[[executor]]
+name = "cublas"
+priority = 40
+[[executor]]
+name = "cuda-fuser"
+priority = 30
+[executor.options]
+cache_dir = "$out/kernel-cache"
+[[executor]]
+name = "cuda-kernels"
+priority = 25
+[[executor]]
+name = "cpu-simd"
+priority = 20
+[[executor]]
+name = "interpreter"
+priority = 0
+TOML
+"$bin/thunder" --config "$cfg" plugins
+status=0
+python3 "$(dirname "$0")/e2e.py" --bin "$bin" --config "$cfg" --json "$out/e2e.json" || status=$?
+"$bin/thunder" --config "$cfg" demo --device cuda:0 --quiet || status=$?
+exit $status
