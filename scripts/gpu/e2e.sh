@@ -28,7 +28,7 @@ priority = 40
 name = "cuda-fuser"
 priority = 30
 [executor.options]
-cache_dir = "$out/kernel-cache"
+cache_dir = "${TMPDIR:-/tmp}/thunder-e2e-kernel-cache"
 [[executor]]
 name = "cuda-kernels"
 priority = 25
