@@ -76,8 +76,8 @@ pub(crate) enum Instr {
         start: i64,
         step: i64,
     },
-    /// Kernels kept in their own modules (see `ext`), some with several outputs.
-    Ext(crate::ext::ExtInstr),
+    /// Kernels kept in their own modules (see `kernels`), some with several outputs.
+    Kernel(crate::kernels::KernelInstr),
     /// slice, pad, cat, flip and the gathers and scatters (`indexing`).
     Indexing(crate::indexing::IndexInstr),
 }
@@ -107,13 +107,13 @@ pub(crate) fn decode(
             ReductionPrim::Prod => reduce(ReduceOp::Prod, args, out, env),
             ReductionPrim::Amin => reduce(ReduceOp::Amin, args, out, env),
             ReductionPrim::Argmax | ReductionPrim::Argmin | ReductionPrim::VarMean => {
-                crate::ext::decode_single(prim, args, out, env)
+                crate::kernels::decode_single(prim, args, out, env)
             }
         },
         PrimKind::Scan(_) | PrimKind::Sort(_) | PrimKind::Conv(_) | PrimKind::Random(_) => {
-            crate::ext::decode_single(prim, args, out, env)
+            crate::kernels::decode_single(prim, args, out, env)
         }
-        PrimKind::Indexing(_) => crate::indexing::decode(prim, args, out, env),
+        PrimKind::Indexing(p) => crate::indexing::decode(p, args, out, env),
         PrimKind::Matmul(_) => matmul(args, out, env),
         PrimKind::Factory(op) => match op {
             FactoryPrim::Full => full(args, out),

@@ -10,7 +10,7 @@ use crate::args::{arity, expect_out, invalid, DecodeError, Env, SlotMeta};
 use crate::data::{describe, lane_kind, numel, LaneKind, Lanes, Scalar};
 use crate::decode::Instr;
 use crate::shape::row_major_strides;
-use thunder_abi::prims::Prim;
+use thunder_abi::prims::IndexingPrim;
 use thunder_abi::ArgView;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,13 +131,13 @@ fn fits(index: &SlotMeta, limit: &SlotMeta, skip: Option<usize>) -> Result<(), D
 }
 
 pub(crate) fn decode(
-    prim: Prim,
+    prim: IndexingPrim,
     args: &[ArgView],
     out: &SlotMeta,
     env: &Env,
 ) -> Result<Instr, DecodeError> {
     let instr = match prim {
-        Prim::Slice => {
+        IndexingPrim::Slice => {
             arity(args, 4)?;
             let (a, meta) = env.tensor(args, 0)?;
             let rank = meta.shape.len();
@@ -168,7 +168,7 @@ pub(crate) fn decode(
                 strides: strides.iter().map(|&s| s as usize).collect(),
             }
         }
-        Prim::Pad => {
+        IndexingPrim::Pad => {
             arity(args, 3)?;
             let (a, meta) = env.tensor(args, 0)?;
             let value = match env.operand(args, 1)? {
@@ -205,7 +205,7 @@ pub(crate) fn decode(
                 config: triples,
             }
         }
-        Prim::Cat => {
+        IndexingPrim::Cat => {
             if args.len() < 2 {
                 return invalid("expects a dim and at least one tensor");
             }
@@ -232,19 +232,19 @@ pub(crate) fn decode(
             expect_out(out, first.dtype, &shape)?;
             IndexInstr::Cat { dim, parts }
         }
-        Prim::Flip => {
+        IndexingPrim::Flip => {
             arity(args, 2)?;
             let (a, meta) = env.tensor(args, 0)?;
             let dims = crate::args::dims_arg(args, 1, "dims", meta.shape.len())?;
             expect_out(out, meta.dtype, &meta.shape)?;
             IndexInstr::Flip { a, dims }
         }
-        Prim::Take | Prim::TakeAlongAxis => {
+        IndexingPrim::Take | IndexingPrim::TakeAlongAxis => {
             arity(args, 3)?;
             let (a, meta) = env.tensor(args, 0)?;
             let (index, imeta) = index_arg(args, 1, env)?;
             let dim = dim(args, 2, meta.shape.len())?;
-            if prim == Prim::Take {
+            if prim == IndexingPrim::Take {
                 let [len] = imeta.shape[..] else {
                     return invalid(format!(
                         "index {} must be 1-D",
@@ -261,14 +261,14 @@ pub(crate) fn decode(
                 IndexInstr::TakeAlongAxis { a, index, dim }
             }
         }
-        Prim::ScatterAdd | Prim::IndexAdd => {
+        IndexingPrim::ScatterAdd | IndexingPrim::IndexAdd => {
             arity(args, 4)?;
             let (a, meta) = env.tensor(args, 0)?;
             let (index, imeta) = index_arg(args, 1, env)?;
             let (src, smeta) = env.tensor(args, 2)?;
             same_dtype(meta, smeta, "src")?;
             let dim = dim(args, 3, meta.shape.len())?;
-            if prim == Prim::ScatterAdd {
+            if prim == IndexingPrim::ScatterAdd {
                 fits(imeta, smeta, None)?;
                 fits(imeta, meta, Some(dim))?;
             } else {
@@ -285,13 +285,12 @@ pub(crate) fn decode(
                 }
             }
             expect_out(out, meta.dtype, &meta.shape)?;
-            if prim == Prim::ScatterAdd {
+            if prim == IndexingPrim::ScatterAdd {
                 IndexInstr::ScatterAdd { a, index, src, dim }
             } else {
                 IndexInstr::IndexAdd { a, index, src, dim }
             }
         }
-        _ => return invalid("not an indexing prim"),
     };
     Ok(Instr::Indexing(instr))
 }

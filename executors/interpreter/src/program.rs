@@ -81,7 +81,7 @@ fn reads(instr: &Instr) -> Vec<usize> {
             .collect(),
         Instr::Matmul { a, b } => vec![*a, *b],
         Instr::Full { .. } | Instr::Iota { .. } => Vec::new(),
-        Instr::Ext(ext) => ext.reads(),
+        Instr::Kernel(k) => k.reads(),
         Instr::Indexing(ix) => ix.reads(),
     }
 }
@@ -106,8 +106,8 @@ fn decode_op(view: &TraceView, op: &OpView, env: &Env) -> Result<DecodedOp, Plug
         .map_err(|e| PluginError::new(e.kind, format!("{}: {}", prim.id(), e.message)))?;
     let metas: Vec<SlotMeta> = outs.iter().map(|(_, m)| m.clone()).collect();
     let instr = match metas.as_slice() {
-        [out] if !crate::ext::is_multi_output(prim) => decode(prim, &op.args, out, env),
-        _ => crate::ext::decode_multi(prim, &op.args, &metas, env),
+        [out] if !crate::kernels::is_multi_output(prim) => decode(prim, &op.args, out, env),
+        _ => crate::kernels::decode_multi(prim, &op.args, &metas, env),
     }
     .map_err(|e| e.into_plugin(prim.id()))?;
     Ok((prim, instr, outs))
@@ -215,7 +215,7 @@ impl Program {
             Operand::Slot(s) => lanes(*s).map(Src::Tensor),
             Operand::Scalar(v) => Ok(Src::Scalar(*v)),
         };
-        if let Instr::Ext(ext) = &step.instr {
+        if let Instr::Kernel(ext) = &step.instr {
             let outs: Vec<&SlotMeta> = step.outs.iter().map(|&o| &self.metas[o]).collect();
             return ext.exec(&lanes, &shape, &outs);
         }
@@ -253,7 +253,9 @@ impl Program {
                 })
             }
             Instr::Indexing(ix) => ix.exec(&lanes, &shape, out),
-            Instr::Ext(_) => Err("internal: extended instruction in the single-output path".into()),
+            Instr::Kernel(_) => {
+                Err("internal: kernel instruction in the single-output path".into())
+            }
         };
         single.map(|l| vec![l])
     }

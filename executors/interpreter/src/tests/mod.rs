@@ -5,8 +5,8 @@
 mod compare;
 mod convert;
 mod elementwise;
-mod ext;
 mod indexing;
+mod kernels;
 mod program;
 mod reduce;
 mod shape;

@@ -1,16 +1,17 @@
-//! Decode and dispatch for the prims whose kernels live in their own modules (`along`: argmax,
-//! argmin, cumsum, var_mean; `sort`: topk, sort), including those with several outputs.
+//! Decode and dispatch for the prims computed by a kernel of their own module rather than by the
+//! lane-wise instructions (`along`: argmax, argmin, cumsum, var_mean; `sort`: topk, sort; `conv`;
+//! `rng`: uniform, normal), including those with several outputs.
 
 use crate::args::{arity, dims_arg, expect_out, invalid, unsupported, DecodeError, Env, SlotMeta};
 use crate::conv::{self, ConvGeometry};
 use crate::data::{describe, lane_kind, LaneKind, Lanes};
 use crate::decode::Instr;
 use crate::{along, rng, sort};
-use thunder_abi::prims::Prim;
+use thunder_abi::prims::{Prim, PrimKind, RandomPrim, ReductionPrim, SortPrim};
 use thunder_abi::{ArgView, DTypeCode};
 
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ExtInstr {
+pub(crate) enum KernelInstr {
     ArgExtreme {
         a: usize,
         dim: usize,
@@ -49,7 +50,10 @@ pub(crate) enum ExtInstr {
 
 /// Prims that always have more than one output.
 pub(crate) fn is_multi_output(prim: Prim) -> bool {
-    matches!(prim, Prim::VarMean | Prim::Topk | Prim::Sort)
+    matches!(
+        prim.kind(),
+        PrimKind::Reduction(ReductionPrim::VarMean) | PrimKind::Sort(_)
+    )
 }
 
 fn int(args: &[ArgView], i: usize, what: &str) -> Result<i64, DecodeError> {
@@ -85,8 +89,8 @@ pub(crate) fn decode_single(
     out: &SlotMeta,
     env: &Env,
 ) -> Result<Instr, DecodeError> {
-    let instr = match prim {
-        Prim::Argmax | Prim::Argmin => {
+    let instr = match prim.kind() {
+        PrimKind::Reduction(p @ (ReductionPrim::Argmax | ReductionPrim::Argmin)) => {
             arity(args, 2)?;
             let (a, meta) = env.tensor(args, 0)?;
             let dim = dim(args, 1, meta.shape.len())?;
@@ -99,13 +103,13 @@ pub(crate) fn decode_single(
             let mut shape = meta.shape.clone();
             shape.remove(dim);
             expect_out(out, DTypeCode::I64, &shape)?;
-            ExtInstr::ArgExtreme {
+            KernelInstr::ArgExtreme {
                 a,
                 dim,
-                max: prim == Prim::Argmax,
+                max: p == ReductionPrim::Argmax,
             }
         }
-        Prim::Cumsum => {
+        PrimKind::Scan(_) => {
             arity(args, 2)?;
             let (a, meta) = env.tensor(args, 0)?;
             let dim = dim(args, 1, meta.shape.len())?;
@@ -113,13 +117,28 @@ pub(crate) fn decode_single(
                 return unsupported("not supported for b8 (the host converts to i64 first)");
             }
             expect_out(out, meta.dtype, &meta.shape)?;
-            ExtInstr::Cumsum { a, dim }
+            KernelInstr::Cumsum { a, dim }
         }
-        Prim::Convolution => convolution(args, out, env)?,
-        Prim::Uniform | Prim::Normal => random(prim, args, out)?,
-        _ => return invalid("has 2 outputs, not 1"),
+        PrimKind::Conv(_) => convolution(args, out, env)?,
+        PrimKind::Random(p) => random(p, args, out)?,
+        PrimKind::Reduction(ReductionPrim::VarMean) | PrimKind::Sort(_) => {
+            return invalid("has 2 outputs, not 1")
+        }
+        PrimKind::Reduction(
+            ReductionPrim::Sum | ReductionPrim::Amax | ReductionPrim::Prod | ReductionPrim::Amin,
+        )
+        | PrimKind::Unary(_)
+        | PrimKind::Predicate(_)
+        | PrimKind::Binary(_)
+        | PrimKind::Compare(_)
+        | PrimKind::Where(_)
+        | PrimKind::Convert(_)
+        | PrimKind::Shape(_)
+        | PrimKind::Indexing(_)
+        | PrimKind::Matmul(_)
+        | PrimKind::Factory(_) => return invalid("internal: not a kernel prim"),
     };
-    Ok(Instr::Ext(instr))
+    Ok(Instr::Kernel(instr))
 }
 
 /// Prims with several outputs.
@@ -132,8 +151,8 @@ pub(crate) fn decode_multi(
     let [out0, out1] = outs else {
         return invalid(format!("expected 2 outputs, got {}", outs.len()));
     };
-    let instr = match prim {
-        Prim::VarMean => {
+    let instr = match prim.kind() {
+        PrimKind::Reduction(ReductionPrim::VarMean) => {
             arity(args, 3)?;
             let (a, meta) = env.tensor(args, 0)?;
             if lane_kind(meta.dtype) != LaneKind::Float {
@@ -158,16 +177,16 @@ pub(crate) fn decode_multi(
                 .collect();
             expect_out(out0, meta.dtype, &shape)?;
             expect_out(out1, meta.dtype, &shape)?;
-            ExtInstr::VarMean {
+            KernelInstr::VarMean {
                 a,
                 dims,
                 correction,
             }
         }
-        Prim::Topk | Prim::Sort => {
+        PrimKind::Sort(p) => {
             let (a, meta) = env.tensor(args, 0)?;
             let rank = meta.shape.len();
-            let (dim, k, descending) = if prim == Prim::Topk {
+            let (dim, k, descending) = if p == SortPrim::Topk {
                 arity(args, 5)?;
                 let k = int(args, 1, "k")?;
                 let dim = dim(args, 2, rank)?;
@@ -188,29 +207,42 @@ pub(crate) fn decode_multi(
             shape[dim] = k;
             expect_out(out0, meta.dtype, &shape)?;
             expect_out(out1, DTypeCode::I64, &shape)?;
-            ExtInstr::Sort {
+            KernelInstr::Sort {
                 a,
                 dim,
                 k,
                 descending,
             }
         }
-        _ => return invalid(format!("expected 1 output, got {}", outs.len())),
+        PrimKind::Reduction(_)
+        | PrimKind::Scan(_)
+        | PrimKind::Conv(_)
+        | PrimKind::Random(_)
+        | PrimKind::Unary(_)
+        | PrimKind::Predicate(_)
+        | PrimKind::Binary(_)
+        | PrimKind::Compare(_)
+        | PrimKind::Where(_)
+        | PrimKind::Convert(_)
+        | PrimKind::Shape(_)
+        | PrimKind::Indexing(_)
+        | PrimKind::Matmul(_)
+        | PrimKind::Factory(_) => return invalid(format!("expected 1 output, got {}", outs.len())),
     };
-    Ok(Instr::Ext(instr))
+    Ok(Instr::Kernel(instr))
 }
 
-impl ExtInstr {
+impl KernelInstr {
     pub(crate) fn reads(&self) -> Vec<usize> {
         match self {
-            ExtInstr::ArgExtreme { a, .. }
-            | ExtInstr::Cumsum { a, .. }
-            | ExtInstr::VarMean { a, .. }
-            | ExtInstr::Sort { a, .. } => vec![*a],
-            ExtInstr::Convolution { a, w, bias, .. } => {
+            KernelInstr::ArgExtreme { a, .. }
+            | KernelInstr::Cumsum { a, .. }
+            | KernelInstr::VarMean { a, .. }
+            | KernelInstr::Sort { a, .. } => vec![*a],
+            KernelInstr::Convolution { a, w, bias, .. } => {
                 [Some(*a), Some(*w), *bias].into_iter().flatten().collect()
             }
-            ExtInstr::Random { .. } => Vec::new(),
+            KernelInstr::Random { .. } => Vec::new(),
         }
     }
 
@@ -221,22 +253,22 @@ impl ExtInstr {
         outs: &[&SlotMeta],
     ) -> Result<Vec<Lanes>, String> {
         match self {
-            ExtInstr::ArgExtreme { a, dim, max } => {
+            KernelInstr::ArgExtreme { a, dim, max } => {
                 Ok(vec![along::arg_extreme(lanes(*a)?, shape(*a), *dim, *max)])
             }
-            ExtInstr::Cumsum { a, dim } => Ok(vec![along::cumsum(lanes(*a)?, shape(*a), *dim)]),
-            ExtInstr::VarMean {
+            KernelInstr::Cumsum { a, dim } => Ok(vec![along::cumsum(lanes(*a)?, shape(*a), *dim)]),
+            KernelInstr::VarMean {
                 a,
                 dims,
                 correction,
             } => along::var_mean(lanes(*a)?, shape(*a), dims, *correction),
-            ExtInstr::Sort {
+            KernelInstr::Sort {
                 a,
                 dim,
                 k,
                 descending,
             } => Ok(sort::sort(lanes(*a)?, shape(*a), *dim, *k, *descending)),
-            ExtInstr::Random {
+            KernelInstr::Random {
                 normal,
                 a,
                 b,
@@ -252,7 +284,7 @@ impl ExtInstr {
                 };
                 Ok(vec![Lanes::Float(values)])
             }
-            ExtInstr::Convolution { a, w, bias, geom } => {
+            KernelInstr::Convolution { a, w, bias, geom } => {
                 let out = outs.first().ok_or("internal: no output")?;
                 let bias = bias.map(lanes).transpose()?;
                 Ok(vec![conv::convolution(
@@ -269,7 +301,7 @@ impl ExtInstr {
     }
 }
 
-fn convolution(args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<ExtInstr, DecodeError> {
+fn convolution(args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<KernelInstr, DecodeError> {
     arity(args, 7)?;
     let (a, ma) = env.tensor(args, 0)?;
     let (w, mw) = env.tensor(args, 1)?;
@@ -334,7 +366,7 @@ fn convolution(args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<ExtInstr, 
         shape.push((padded - span) / stride[d] + 1);
     }
     expect_out(out, ma.dtype, &shape)?;
-    Ok(ExtInstr::Convolution {
+    Ok(KernelInstr::Convolution {
         a,
         w,
         bias,
@@ -347,7 +379,7 @@ fn convolution(args: &[ArgView], out: &SlotMeta, env: &Env) -> Result<ExtInstr, 
     })
 }
 
-fn random(prim: Prim, args: &[ArgView], out: &SlotMeta) -> Result<ExtInstr, DecodeError> {
+fn random(prim: RandomPrim, args: &[ArgView], out: &SlotMeta) -> Result<KernelInstr, DecodeError> {
     arity(args, 7)?;
     let shape = crate::args::shape_arg(args, 0)?;
     let number = |i: usize| match args.get(i) {
@@ -372,8 +404,8 @@ fn random(prim: Prim, args: &[ArgView], out: &SlotMeta) -> Result<ExtInstr, Deco
         return invalid(format!("dtype {} is not a float dtype", dtype.short_name()));
     }
     expect_out(out, *dtype, &shape)?;
-    Ok(ExtInstr::Random {
-        normal: prim == Prim::Normal,
+    Ok(KernelInstr::Random {
+        normal: prim == RandomPrim::Normal,
         a,
         b,
         seed,
