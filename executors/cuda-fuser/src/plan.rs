@@ -14,7 +14,7 @@
 //! memory. Broadcasts and reshapes of kernel inputs are folded into index maps.
 
 use crate::support::Math;
-use thunder_abi::prims::{Prim, PrimClass};
+use thunder_abi::prims::{FactoryPrim, Prim, PrimClass, PrimKind, ReductionPrim, ShapePrim};
 use thunder_abi::{ArgView, DTypeCode, OpView, PluginError, TraceView};
 
 pub type NodeId = usize;
@@ -499,11 +499,30 @@ impl Planner<'_> {
     fn try_add(&mut self, op: &OpView) -> Result<bool, PluginError> {
         let prim = Prim::from_id(&op.symbol).ok_or_else(|| bad(op, "not a prim"))?;
         let out = *op.outputs.first().ok_or_else(|| bad(op, "no output"))?;
-        match prim.class() {
-            PrimClass::Factory => self.add_factory(op, prim, out),
-            PrimClass::Reduction => self.add_reduction(op, prim, out),
-            PrimClass::Shape => self.add_shape(op, prim, out),
-            _ => self.add_elementwise(op, prim, out),
+        let unclaimed = || Err(bad(op, "not a prim the fuser claims"));
+        match prim.kind() {
+            PrimKind::Factory(p) => self.add_factory(op, p, out),
+            PrimKind::Reduction(p) => match p {
+                ReductionPrim::Sum | ReductionPrim::Amax => self.add_reduction(op, prim, out),
+                ReductionPrim::Prod
+                | ReductionPrim::Amin
+                | ReductionPrim::Argmax
+                | ReductionPrim::Argmin
+                | ReductionPrim::VarMean => unclaimed(),
+            },
+            PrimKind::Shape(p) => self.add_shape(op, p, out),
+            PrimKind::Unary(_)
+            | PrimKind::Predicate(_)
+            | PrimKind::Binary(_)
+            | PrimKind::Compare(_)
+            | PrimKind::Where(_)
+            | PrimKind::Convert(_) => self.add_elementwise(op, prim, out),
+            PrimKind::Indexing(_)
+            | PrimKind::Scan(_)
+            | PrimKind::Sort(_)
+            | PrimKind::Conv(_)
+            | PrimKind::Random(_)
+            | PrimKind::Matmul(_) => unclaimed(),
         }
     }
 
@@ -623,17 +642,22 @@ impl Planner<'_> {
 
     /// `full` and `iota` stay pending: a constant or an index ramp, computed by the kernels that
     /// read them (a one-hot or a causal mask costs no memory traffic).
-    fn add_factory(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
+    fn add_factory(
+        &mut self,
+        op: &OpView,
+        prim: FactoryPrim,
+        out: u32,
+    ) -> Result<bool, PluginError> {
         let dtype = self.dtype(out);
         let shape = self.shape(out).to_vec();
         let kind = match prim {
-            Prim::Full => ExprKind::Lit(
+            FactoryPrim::Full => ExprKind::Lit(
                 op.args
                     .get(1)
                     .and_then(|a| self.literal(a, dtype))
                     .ok_or_else(|| bad(op, "fill value is not a number"))?,
             ),
-            Prim::Iota => {
+            FactoryPrim::Iota => {
                 let lit = |i: usize| op.args.get(i).and_then(|a| self.literal(a, dtype));
                 ExprKind::Iota {
                     start: lit(1).ok_or_else(|| bad(op, "start is not a number"))?,
@@ -641,7 +665,6 @@ impl Planner<'_> {
                     strides: contiguous_strides(&shape),
                 }
             }
-            _ => return Err(bad(op, "unsupported factory")),
         };
         self.homes.insert(
             out,
@@ -653,7 +676,7 @@ impl Planner<'_> {
         Ok(true)
     }
 
-    fn add_shape(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
+    fn add_shape(&mut self, op: &OpView, prim: ShapePrim, out: u32) -> Result<bool, PluginError> {
         let Some(ArgView::Value(src)) = op.args.first() else {
             return Err(bad(op, "first argument is not a tensor"));
         };
@@ -661,7 +684,7 @@ impl Planner<'_> {
         let out_shape = self.shape(out).to_vec();
         let src_shape = self.shape(src).to_vec();
         let perm = match prim {
-            Prim::Transpose => {
+            ShapePrim::Transpose => {
                 let Some(ArgView::Ints(perm)) = op.args.get(1) else {
                     return Err(bad(op, "permutation is not a list of ints"));
                 };
@@ -699,7 +722,7 @@ impl Planner<'_> {
                 self.homes.insert(out, Home::Node(n));
                 return Ok(true);
             }
-            let row_to_full = prim == Prim::BroadcastInDim
+            let row_to_full = prim == ShapePrim::BroadcastInDim
                 && node_level == Level::Row
                 && out_shape == k.full_shape
                 && matches!(op.args.get(2), Some(ArgView::Ints(dims))
@@ -717,7 +740,7 @@ impl Planner<'_> {
         }
         let expr = self.expr_of(src).ok_or_else(|| bad(op, "operand lost"))?;
         let restrided = match prim {
-            Prim::Reshape => {
+            ShapePrim::Reshape => {
                 let contiguous = contiguous_strides(&src_shape);
                 match &expr.kind {
                     ExprKind::Load { strides, .. } | ExprKind::Iota { strides, .. }
@@ -741,7 +764,7 @@ impl Planner<'_> {
                     }
                 }
             }
-            Prim::BroadcastInDim => {
+            ShapePrim::BroadcastInDim => {
                 let Some(ArgView::Ints(dims)) = op.args.get(2) else {
                     return Err(bad(op, "broadcast_dimensions is not a list of ints"));
                 };
@@ -766,7 +789,7 @@ impl Planner<'_> {
             }
             // Output dim `i` is input dim `perm[i]`: every leaf is read through permuted
             // strides, so a transpose consumed by elementwise work costs no pass of its own.
-            Prim::Transpose => {
+            ShapePrim::Transpose => {
                 let perm = perm.unwrap_or_default();
                 expr.restride(&move |old: &[i64]| {
                     perm.iter()
@@ -774,7 +797,6 @@ impl Planner<'_> {
                         .collect()
                 })
             }
-            _ => return Err(bad(op, "unsupported shape op")),
         };
         self.homes.insert(
             out,
