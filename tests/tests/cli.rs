@@ -135,6 +135,25 @@ fn examine_reports_claims_and_unsupported_ops() {
     );
 }
 
+/// `--device cuda:0` examines the program as it would run there: with only the (CPU)
+/// interpreter configured, every op is one nobody can run on CUDA, each with the reason.
+#[test]
+fn examine_on_a_device_says_what_its_executors_leave_out() {
+    let dir = setup();
+    let o = thunder(dir.path(), &["examine", "prog.py", "--device", "cuda:0"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success(), "{out}");
+    for want in ["prims.mul", "prims.add", "cuda:0 f32[2, 3]", "interpreter:"] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let o = thunder(dir.path(), &["examine", "prog.py", "--device", "tpu"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("--device: `tpu` is not a device"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bad_inputs_get_clear_errors() {
     let dir = setup();

@@ -95,6 +95,10 @@ enum Command {
         /// Compare with the interpreter on randn inputs (as if every input were left out).
         #[arg(long)]
         random_inputs: bool,
+        /// Examine the program on this device (`cpu`, `cuda`, `cuda:N`): what its executors
+        /// leave out there, and (with inputs) their outputs against the interpreter on the CPU.
+        #[arg(long)]
+        device: Option<String>,
     },
     /// Write the execution trace as a Graphviz graph: one cluster per region, colored by
     /// executor (DOT on stdout unless --dot or --svg is given).
@@ -189,7 +193,14 @@ fn main() -> ExitCode {
             program,
             inputs,
             random_inputs,
-        } => commands::examine::run(&cli.host, &program, &inputs, random_inputs),
+            device,
+        } => commands::examine::run(
+            &cli.host,
+            &program,
+            &inputs,
+            random_inputs,
+            device.as_deref(),
+        ),
         Command::Partition { program, dot, svg } => {
             commands::partition::run(&cli.host, &program, dot.as_deref(), svg.as_deref())
         }

@@ -181,6 +181,7 @@ fn check_consistency(
     host: &PluginHost,
     trace: &Trace,
     specs: &[String],
+    device: Option<Device>,
 ) -> Result<()> {
     let params: Vec<_> = trace
         .inputs
@@ -222,10 +223,28 @@ fn check_consistency(
             );
         }
     }
-    let (traces, program) = thunder_core::compile_trace(host, trace.clone())?;
-    let got = program.run(&arrays)?;
-    let (_, reference_program) = thunder_core::compile_trace(&reference, trace.clone())?;
-    let want = reference_program.run(&arrays)?;
+    // With a device, the configured executors run the program there and the interpreter runs
+    // it on the CPU, on the same values.
+    let (on_device, device_arrays) = match device {
+        Some(d) => (
+            trace.on_device(d),
+            arrays
+                .iter()
+                .map(|a| a.to(d))
+                .collect::<thunder_core::Result<Vec<_>>>()
+                .with_context(|| format!("--device {d}: cannot move the inputs there"))?,
+        ),
+        None => (trace.clone(), arrays.clone()),
+    };
+    let (traces, program) = thunder_core::compile_trace(host, on_device)?;
+    let got = program.run(&device_arrays)?;
+    let cpu_trace = trace.on_device(Device::Cpu);
+    let cpu_arrays = arrays
+        .iter()
+        .map(|a| a.to(Device::Cpu))
+        .collect::<thunder_core::Result<Vec<_>>>()?;
+    let (_, reference_program) = thunder_core::compile_trace(&reference, cpu_trace)?;
+    let want = reference_program.run(&cpu_arrays)?;
 
     println!();
     println!(
@@ -279,10 +298,26 @@ fn check_consistency(
 
 /// Reports, per symbol, which executor runs it and what no executor can run (and why); with
 /// inputs (or `random_inputs`), also checks the outputs against the interpreter alone.
-pub fn run(args: &HostArgs, program: &Path, inputs: &[String], random_inputs: bool) -> Result<()> {
+pub fn run(
+    args: &HostArgs,
+    program: &Path,
+    inputs: &[String],
+    random_inputs: bool,
+    device: Option<&str>,
+) -> Result<()> {
+    let device = device
+        .map(|text| {
+            Device::parse(text).ok_or_else(|| {
+                anyhow::anyhow!("--device: `{text}` is not a device (expected cpu, cuda or cuda:N)")
+            })
+        })
+        .transpose()?;
     let initial = load_program(program)?;
-    // Claiming sees the trace after the passes, as `thunder run` does.
-    let mut trace = initial.clone();
+    // Claiming sees the trace after the passes, as `thunder run` does, on the asked device.
+    let mut trace = match device {
+        Some(d) => initial.on_device(d),
+        None => initial.clone(),
+    };
     for pass in thunder_core::passes::default_passes() {
         trace = pass.run(&trace)?;
     }
@@ -331,7 +366,7 @@ pub fn run(args: &HostArgs, program: &Path, inputs: &[String], random_inputs: bo
         Err(e) => return Err(e.into()),
     }
     if !inputs.is_empty() || random_inputs {
-        check_consistency(args, &host, &initial, inputs)?;
+        check_consistency(args, &host, &initial, inputs, device)?;
     }
     Ok(())
 }
