@@ -154,6 +154,44 @@ fn examine_on_a_device_says_what_its_executors_leave_out() {
     );
 }
 
+/// `opinfo-check` runs the OpInfo samples on a device against the interpreter on the CPU; on
+/// the CPU with the interpreter alone every sample agrees; on CUDA it fails, either at once
+/// (no driver, as in CI) or with every sample unclaimed (no CUDA executor configured).
+#[test]
+fn opinfo_check_counts_agreeing_and_unclaimed_samples() {
+    let dir = setup();
+    let o = thunder(
+        dir.path(),
+        &[
+            "opinfo-check",
+            "--device",
+            "cpu",
+            "--only",
+            "prims.add,ltorch.softmax",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let line = out.lines().next().unwrap_or_default();
+    let counts: Vec<&str> = line.rsplit(' ').nth(2).unwrap_or("").split('/').collect();
+    assert!(
+        counts.len() == 2 && counts[0] == counts[1] && counts[0] != "0",
+        "{out}"
+    );
+    let o = thunder(
+        dir.path(),
+        &["opinfo-check", "--device", "cuda:0", "--only", "prims.add"],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        err.contains("--device cuda:0: no CUDA driver")
+            || (out.contains("0/") && out.contains("prims.add")),
+        "{out}{err}"
+    );
+}
+
 #[test]
 fn bad_inputs_get_clear_errors() {
     let dir = setup();

@@ -36,6 +36,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run every OpInfo sample on a device with the configured executors and compare it with
+    /// the interpreter on the CPU: what agrees, what differs, what nobody there can run.
+    OpinfoCheck {
+        /// `cpu`, `cuda` or `cuda:N`.
+        #[arg(long, default_value = "cuda:0")]
+        device: String,
+        /// Only these ops (comma-separated ids such as prims.add).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a program (trace text) on inputs and write its outputs as .npy files.
     Run {
         program: PathBuf,
@@ -188,6 +200,14 @@ fn main() -> ExitCode {
         Command::TritonCheck { json, no_bench } => {
             commands::triton_check::run(&cli.host, json, no_bench)
         }
+        Command::OpinfoCheck { device, only, json } => commands::opinfo_check::run(
+            &cli.host,
+            &commands::opinfo_check::OpinfoCheckOptions {
+                device: &device,
+                only: &only,
+                json,
+            },
+        ),
         Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
         Command::Examine {
             program,

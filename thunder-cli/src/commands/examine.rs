@@ -2,6 +2,7 @@
 //! claims each op, the ops nobody can run and why, then (given inputs) the program run on the
 //! configured executors and on the interpreter alone, compared output by output.
 
+use super::compare::{compare, tolerances};
 use super::load_program;
 use super::partition::op_line;
 use crate::host_args::HostArgs;
@@ -12,7 +13,7 @@ use std::path::Path;
 use thunder_core::host::partition::partition;
 use thunder_core::host::ExecutorEntry;
 use thunder_core::ir::{BoundSymbol, ShapeDisplay, Trace};
-use thunder_core::{Array, DType, Device, Error, PluginHost};
+use thunder_core::{Device, Error, PluginHost};
 
 /// The executor every other is compared against.
 const REFERENCE: &str = "interpreter";
@@ -116,62 +117,6 @@ fn report_unsupported(host: &PluginHost, trace: &Trace, message: &str) {
             }
         }
     }
-}
-
-/// Per-dtype tolerances of `torch.testing.assert_close`: (rtol, atol). Integers and bools
-/// must match exactly.
-fn tolerances(dtype: DType) -> (f64, f64) {
-    match dtype {
-        DType::F64 => (1e-7, 1e-7),
-        DType::F32 => (1.3e-6, 1e-5),
-        DType::F16 => (1e-3, 1e-5),
-        DType::BF16 => (1.6e-2, 1e-5),
-        _ => (0.0, 0.0),
-    }
-}
-
-/// How far `got` is from `want`: max abs and max rel difference, and the elements outside the
-/// dtype's tolerances. NaN matches NaN and an infinity matches itself; anything else involving
-/// them is an infinite difference.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Diff {
-    max_abs: f64,
-    max_rel: f64,
-    mismatched: usize,
-}
-
-fn compare(got: &Array, want: &Array) -> Result<Diff> {
-    if got.shape() != want.shape() || got.dtype() != want.dtype() {
-        return Ok(Diff {
-            max_abs: f64::INFINITY,
-            max_rel: f64::INFINITY,
-            mismatched: want.numel().max(1),
-        });
-    }
-    let (rtol, atol) = tolerances(want.dtype());
-    let mut d = Diff {
-        max_abs: 0.0,
-        max_rel: 0.0,
-        mismatched: 0,
-    };
-    for (a, b) in got.to_f64_vec()?.into_iter().zip(want.to_f64_vec()?) {
-        let same = (a.is_nan() && b.is_nan()) || a == b;
-        let abs = if same { 0.0 } else { (a - b).abs() };
-        let abs = if abs.is_nan() { f64::INFINITY } else { abs };
-        let rel = if abs == 0.0 {
-            0.0
-        } else if b == 0.0 {
-            f64::INFINITY
-        } else {
-            abs / b.abs()
-        };
-        d.max_abs = d.max_abs.max(abs);
-        d.max_rel = d.max_rel.max(rel);
-        if !same && (abs.is_infinite() || abs > atol + rtol * b.abs()) {
-            d.mismatched += 1;
-        }
-    }
-    Ok(d)
 }
 
 /// Runs the program on the configured executors and on the interpreter alone and compares the
@@ -374,6 +319,8 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::compare::Diff;
+    use thunder_core::Array;
 
     #[test]
     fn differences_follow_torch_testing() {

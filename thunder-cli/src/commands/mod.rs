@@ -1,8 +1,10 @@
 pub mod bench;
+pub mod compare;
 pub mod demo;
 pub mod examine;
 pub mod gpu_check;
 pub mod gpu_common;
+pub mod opinfo_check;
 pub mod ops;
 pub mod partition;
 pub mod plugins;

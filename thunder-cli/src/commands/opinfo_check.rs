@@ -1,0 +1,192 @@
+//! `thunder opinfo-check --device cuda:0`: every OpInfo sample (the ~10k the CPU executors are
+//! checked on against PyTorch) run on a device by the configured executors and compared with
+//! the interpreter on the CPU, with the OpInfo entry's tolerances. The report says, per sample,
+//! whether it agreed, differed, or could not compile (and then why: the op nobody on that
+//! device claims), and which executors ran it. Nothing falls back to the host silently: a
+//! region claimed by a CPU executor is counted as a host fallback.
+
+use super::compare::compare_within;
+use crate::host_args::HostArgs;
+use anyhow::{anyhow, Result};
+use serde_json::json;
+use std::collections::BTreeMap;
+use thunder_core::{Array, Device, Error, PluginHost};
+use thunder_opinfo::{build, sample_key, table};
+
+pub struct OpinfoCheckOptions<'a> {
+    pub device: &'a str,
+    /// Only these op ids (all when empty).
+    pub only: &'a [String],
+    pub json: bool,
+}
+
+/// What became of one sample.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Agree,
+    Differ(String),
+    /// No executor on the device claims an op (the message names it).
+    Unclaimed(String),
+    /// Compiled, then failed to run, or another error.
+    Failed(String),
+}
+
+impl Outcome {
+    fn tag(&self) -> &'static str {
+        match self {
+            Outcome::Agree => "agree",
+            Outcome::Differ(_) => "differ",
+            Outcome::Unclaimed(_) => "unclaimed",
+            Outcome::Failed(_) => "failed",
+        }
+    }
+}
+
+/// The executors that only run on the host: a region of theirs in a device program is a copy
+/// to the host and back.
+const HOST_EXECUTORS: &[&str] = &["interpreter", "cpu-simd"];
+
+fn run_on(
+    host: &PluginHost,
+    trace: &thunder_core::ir::Trace,
+    inputs: &[Array],
+) -> thunder_core::Result<(Vec<Array>, Vec<String>)> {
+    let (traces, program) = thunder_core::compile_trace(host, trace.clone())?;
+    Ok((program.run(inputs)?, traces.execution.executors_used()))
+}
+
+pub fn run(args: &HostArgs, opts: &OpinfoCheckOptions) -> Result<()> {
+    let device = Device::parse(opts.device).ok_or_else(|| {
+        anyhow!(
+            "--device: `{}` is not a device (expected cpu, cuda or cuda:N)",
+            opts.device
+        )
+    })?;
+    // A device that cannot hold a tensor (no driver) fails every sample the same way: say it once.
+    Array::from_slice(&[0.0f32], &[1])?
+        .to(device)
+        .map_err(|e| anyhow!("--device {device}: {e}"))?;
+    let host = args.host()?;
+    let mut reference = args.host()?;
+    reference
+        .restrict_to(&["interpreter"])
+        .map_err(|e| anyhow!("the reference run needs the interpreter: {e}"))?;
+
+    let mut rows = Vec::new();
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut by_executor: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unclaimed_ops: BTreeMap<String, usize> = BTreeMap::new();
+    let mut host_fallbacks = 0usize;
+    for info in table() {
+        if !opts.only.is_empty() && !opts.only.contains(&info.id) {
+            continue;
+        }
+        for &dtype in &info.dtypes {
+            for (index, sample) in info.samples(dtype).into_iter().enumerate() {
+                let key = sample_key(&info.id, dtype, index);
+                let Ok(built) = build(&info.id, &sample.args) else {
+                    continue;
+                };
+                // The reference is the interpreter on the CPU; a sample it refuses is not one
+                // the op supports, so it is not counted.
+                let Ok((want, _)) = run_on(&reference, &built.trace, &built.inputs) else {
+                    continue;
+                };
+                let moved: thunder_core::Result<Vec<Array>> =
+                    built.inputs.iter().map(|a| a.to(device)).collect();
+                let outcome = match moved
+                    .and_then(|inputs| run_on(&host, &built.trace.on_device(device), &inputs))
+                {
+                    Err(Error::Unclaimed { ops }) => Outcome::Unclaimed(ops),
+                    Err(e) => Outcome::Failed(e.to_string()),
+                    Ok((got, executors)) => {
+                        if executors
+                            .iter()
+                            .any(|e| HOST_EXECUTORS.contains(&e.as_str()))
+                            && device != Device::Cpu
+                        {
+                            host_fallbacks += 1;
+                        }
+                        for e in &executors {
+                            *by_executor.entry(e.clone()).or_default() += 1;
+                        }
+                        let mut verdict = Outcome::Agree;
+                        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                            let (rtol, atol) = info.tol.for_dtype(w.dtype());
+                            let g = g.to(Device::Cpu)?;
+                            let d = compare_within(&g, w, rtol, atol)?;
+                            if d.mismatched > 0 {
+                                verdict = Outcome::Differ(format!(
+                                    "output {k}: {} of {} elements off (max abs {:.3e}, max rel {:.3e}) by {}",
+                                    d.mismatched,
+                                    w.numel(),
+                                    d.max_abs,
+                                    d.max_rel,
+                                    executors.join("+")
+                                ));
+                                break;
+                            }
+                        }
+                        verdict
+                    }
+                };
+                *counts.entry(outcome.tag()).or_default() += 1;
+                match &outcome {
+                    Outcome::Unclaimed(ops) => {
+                        // `prims.slice (`t3 = ...`); prims.cat (...)`: count the op names.
+                        for name in ops.split("; ").filter_map(|s| s.split(' ').next()) {
+                            *unclaimed_ops.entry(name.to_string()).or_default() += 1;
+                        }
+                    }
+                    Outcome::Differ(m) | Outcome::Failed(m) if !opts.json => {
+                        println!("{key}: {}: {m}", outcome.tag());
+                    }
+                    _ => {}
+                }
+                rows.push(json!({"sample": key, "outcome": outcome.tag(), "detail": match &outcome {
+                    Outcome::Agree => String::new(),
+                    Outcome::Differ(m) | Outcome::Unclaimed(m) | Outcome::Failed(m) => m.clone(),
+                }}));
+            }
+        }
+    }
+    let total: usize = counts.values().sum();
+    let agree = counts.get("agree").copied().unwrap_or(0);
+    if opts.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "device": device.to_string(),
+                "samples": total,
+                "counts": counts,
+                "host_fallbacks": host_fallbacks,
+                "executors": by_executor,
+                "unclaimed_ops": unclaimed_ops,
+                "rows": rows,
+            }))?
+        );
+    } else {
+        println!("opinfo-check on {device}: {agree}/{total} samples agree");
+        for (tag, n) in &counts {
+            println!("  {tag:<10} {n}");
+        }
+        println!("  samples with a region on a host executor: {host_fallbacks}");
+        for (e, n) in &by_executor {
+            println!("  ran on {e}: {n} samples");
+        }
+        if !unclaimed_ops.is_empty() {
+            println!("no executor on {device} can run (samples stopped by each):");
+            for (op, n) in &unclaimed_ops {
+                println!("  {op:<32} {n}");
+            }
+        }
+    }
+    if agree == total {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "{} of {total} samples did not agree on {device}",
+            total - agree
+        ))
+    }
+}
