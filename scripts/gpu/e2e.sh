@@ -3,8 +3,9 @@
 #   cargo build --release && mkdir -p .gpu-bin && cp target/release/thunder target/release/*.so .gpu-bin/
 # then run on the device with carry [".gpu-bin"]:
 #   bash scripts/gpu/e2e.sh .gpu-bin
-# It runs an MLP, a CNN and a GPT-2 block forward and backward on cuda:0 against PyTorch
-# (scripts/gpu/e2e.py), then the digits demo on cuda:0. Every executor but the CPU ones is
+# It runs every OpInfo sample on cuda:0 against the interpreter (thunder opinfo-check), an MLP,
+# a CNN and a GPT-2 block forward and backward on cuda:0 against PyTorch (scripts/gpu/e2e.py),
+# then the digits demo on cuda:0. Every executor but the CPU ones is
 # listed, so a region left to the CPU shows up as a host fallback in the report.
 set -euo pipefail
 bin="${1:-target/release}"
@@ -41,6 +42,18 @@ priority = 0
 TOML
 "$bin/thunder" --config "$cfg" plugins
 status=0
+# Every OpInfo sample on cuda:0 against the interpreter on the CPU (summary here, rows in JSON).
+"$bin/thunder" --config "$cfg" opinfo-check --device cuda:0 --json > "$out/opinfo_cuda.json" || status=$?
+python3 - "$out/opinfo_cuda.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("opinfo-check on %s: %s samples, %s; host fallbacks %d" % (r["device"], r["samples"], r["counts"], r["host_fallbacks"]))
+print("executors:", r["executors"])
+print("unclaimed ops:", r["unclaimed_ops"])
+bad = [x for x in r["rows"] if x["outcome"] in ("differ", "failed")]
+for x in bad[:40]:
+    print("  %s %s: %s" % (x["sample"], x["outcome"], x["detail"][:160]))
+PY
 python3 "$(dirname "$0")/e2e.py" --bin "$bin" --config "$cfg" --json "$out/e2e.json" || status=$?
 "$bin/thunder" --config "$cfg" demo --device cuda:0 --quiet || status=$?
 exit $status

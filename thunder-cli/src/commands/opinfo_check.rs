@@ -11,7 +11,7 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
 use thunder_core::{Array, Device, Error, PluginHost};
-use thunder_opinfo::{build, sample_key, table};
+use thunder_opinfo::{build, sample_key, table, OpInfo, SArg};
 
 pub struct OpinfoCheckOptions<'a> {
     pub device: &'a str,
@@ -55,6 +55,50 @@ fn run_on(
     Ok((program.run(inputs)?, traces.execution.executors_used()))
 }
 
+/// One sample: `None` when the interpreter on the CPU refuses it (not a case the op supports),
+/// else its outcome on `device` and the executors that ran it.
+fn check_sample(
+    host: &PluginHost,
+    reference: &PluginHost,
+    device: Device,
+    info: &OpInfo,
+    args: &[SArg],
+) -> Option<(Outcome, Vec<String>)> {
+    let built = build(&info.id, args).ok()?;
+    let (want, _) = run_on(reference, &built.trace, &built.inputs).ok()?;
+    let moved: thunder_core::Result<Vec<Array>> =
+        built.inputs.iter().map(|a| a.to(device)).collect();
+    let (got, executors) =
+        match moved.and_then(|inputs| run_on(host, &built.trace.on_device(device), &inputs)) {
+            Err(Error::Unclaimed { ops }) => return Some((Outcome::Unclaimed(ops), Vec::new())),
+            Err(e) => return Some((Outcome::Failed(e.to_string()), Vec::new())),
+            Ok(r) => r,
+        };
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        let (rtol, atol) = info.tol.for_dtype(w.dtype());
+        let d = match g
+            .to(Device::Cpu)
+            .map_err(anyhow::Error::from)
+            .and_then(|g| compare_within(&g, w, rtol, atol))
+        {
+            Ok(d) => d,
+            Err(e) => return Some((Outcome::Failed(e.to_string()), executors)),
+        };
+        if d.mismatched > 0 {
+            let message = format!(
+                "output {k}: {} of {} elements off (max abs {:.3e}, max rel {:.3e}) by {}",
+                d.mismatched,
+                w.numel(),
+                d.max_abs,
+                d.max_rel,
+                executors.join("+")
+            );
+            return Some((Outcome::Differ(message), executors));
+        }
+    }
+    Some((Outcome::Agree, executors))
+}
+
 pub fn run(args: &HostArgs, opts: &OpinfoCheckOptions) -> Result<()> {
     let device = Device::parse(opts.device).ok_or_else(|| {
         anyhow!(
@@ -72,83 +116,76 @@ pub fn run(args: &HostArgs, opts: &OpinfoCheckOptions) -> Result<()> {
         .restrict_to(&["interpreter"])
         .map_err(|e| anyhow!("the reference run needs the interpreter: {e}"))?;
 
-    let mut rows = Vec::new();
-    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut by_executor: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unclaimed_ops: BTreeMap<String, usize> = BTreeMap::new();
-    let mut host_fallbacks = 0usize;
+    // Every sample as (key, op, tolerances, outcome), computed on all cores: a device run
+    // compiles a kernel per sample, and compilers (NVRTC) take tens of milliseconds each.
+    let mut work = Vec::new();
     for info in table() {
         if !opts.only.is_empty() && !opts.only.contains(&info.id) {
             continue;
         }
         for &dtype in &info.dtypes {
             for (index, sample) in info.samples(dtype).into_iter().enumerate() {
-                let key = sample_key(&info.id, dtype, index);
-                let Ok(built) = build(&info.id, &sample.args) else {
-                    continue;
-                };
-                // The reference is the interpreter on the CPU; a sample it refuses is not one
-                // the op supports, so it is not counted.
-                let Ok((want, _)) = run_on(&reference, &built.trace, &built.inputs) else {
-                    continue;
-                };
-                let moved: thunder_core::Result<Vec<Array>> =
-                    built.inputs.iter().map(|a| a.to(device)).collect();
-                let outcome = match moved
-                    .and_then(|inputs| run_on(&host, &built.trace.on_device(device), &inputs))
-                {
-                    Err(Error::Unclaimed { ops }) => Outcome::Unclaimed(ops),
-                    Err(e) => Outcome::Failed(e.to_string()),
-                    Ok((got, executors)) => {
-                        if executors
-                            .iter()
-                            .any(|e| HOST_EXECUTORS.contains(&e.as_str()))
-                            && device != Device::Cpu
-                        {
-                            host_fallbacks += 1;
-                        }
-                        for e in &executors {
-                            *by_executor.entry(e.clone()).or_default() += 1;
-                        }
-                        let mut verdict = Outcome::Agree;
-                        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                            let (rtol, atol) = info.tol.for_dtype(w.dtype());
-                            let g = g.to(Device::Cpu)?;
-                            let d = compare_within(&g, w, rtol, atol)?;
-                            if d.mismatched > 0 {
-                                verdict = Outcome::Differ(format!(
-                                    "output {k}: {} of {} elements off (max abs {:.3e}, max rel {:.3e}) by {}",
-                                    d.mismatched,
-                                    w.numel(),
-                                    d.max_abs,
-                                    d.max_rel,
-                                    executors.join("+")
-                                ));
-                                break;
-                            }
-                        }
-                        verdict
-                    }
-                };
-                *counts.entry(outcome.tag()).or_default() += 1;
-                match &outcome {
-                    Outcome::Unclaimed(ops) => {
-                        // `prims.slice (`t3 = ...`); prims.cat (...)`: count the op names.
-                        for name in ops.split("; ").filter_map(|s| s.split(' ').next()) {
-                            *unclaimed_ops.entry(name.to_string()).or_default() += 1;
-                        }
-                    }
-                    Outcome::Differ(m) | Outcome::Failed(m) if !opts.json => {
-                        println!("{key}: {}: {m}", outcome.tag());
-                    }
-                    _ => {}
-                }
-                rows.push(json!({"sample": key, "outcome": outcome.tag(), "detail": match &outcome {
-                    Outcome::Agree => String::new(),
-                    Outcome::Differ(m) | Outcome::Unclaimed(m) | Outcome::Failed(m) => m.clone(),
-                }}));
+                work.push((sample_key(&info.id, dtype, index), info, sample));
             }
         }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = work.len().div_ceil(threads).max(1);
+    let (host, reference) = (&host, &reference);
+    let results: Vec<Option<(String, Outcome, Vec<String>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = work
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(key, info, sample)| {
+                            check_sample(host, reference, device, info, &sample.args)
+                                .map(|(o, e)| (key.clone(), o, e))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+
+    let mut rows = Vec::new();
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut by_executor: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unclaimed_ops: BTreeMap<String, usize> = BTreeMap::new();
+    let mut host_fallbacks = 0usize;
+    for (key, outcome, executors) in results.into_iter().flatten() {
+        if device != Device::Cpu
+            && executors
+                .iter()
+                .any(|e| HOST_EXECUTORS.contains(&e.as_str()))
+        {
+            host_fallbacks += 1;
+        }
+        for e in &executors {
+            *by_executor.entry(e.clone()).or_default() += 1;
+        }
+        *counts.entry(outcome.tag()).or_default() += 1;
+        match &outcome {
+            Outcome::Unclaimed(ops) => {
+                // `prims.slice (`t3 = ...`); prims.cat (...)`: count the op names.
+                for name in ops.split("; ").filter_map(|s| s.split(' ').next()) {
+                    *unclaimed_ops.entry(name.to_string()).or_default() += 1;
+                }
+            }
+            Outcome::Differ(m) | Outcome::Failed(m) if !opts.json => {
+                println!("{key}: {}: {m}", outcome.tag());
+            }
+            Outcome::Agree | Outcome::Differ(_) | Outcome::Failed(_) => {}
+        }
+        let detail = match &outcome {
+            Outcome::Agree => String::new(),
+            Outcome::Differ(m) | Outcome::Unclaimed(m) | Outcome::Failed(m) => m.clone(),
+        };
+        rows.push(json!({"sample": key, "outcome": outcome.tag(), "executors": executors, "detail": detail}));
     }
     let total: usize = counts.values().sum();
     let agree = counts.get("agree").copied().unwrap_or(0);
