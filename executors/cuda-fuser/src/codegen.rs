@@ -209,24 +209,28 @@ impl Emitter<'_> {
     }
 
     /// Offset expression of a load at the current element.
-    fn offset(&self, level: Level, strides: &[i64]) -> String {
+    fn offset(&self, level: Level, base: i64, strides: &[i64]) -> String {
         let dims: Vec<usize> = match level {
             Level::Full => (0..self.k.full_shape.len()).collect(),
             Level::Row => (0..self.k.full_shape.len())
                 .filter(|d| !self.k.reduced.contains(d))
                 .collect(),
         };
-        let terms: Vec<String> = dims
-            .iter()
-            .zip(strides)
-            .filter(|(_, &s)| s != 0)
-            .map(|(d, &s)| {
-                if s == 1 {
-                    format!("i{d}")
-                } else {
-                    format!("i{d} * {s}LL")
-                }
-            })
+        let terms: Vec<String> = (base != 0)
+            .then(|| format!("{base}LL"))
+            .into_iter()
+            .chain(
+                dims.iter()
+                    .zip(strides)
+                    .filter(|(_, &s)| s != 0)
+                    .map(|(d, &s)| {
+                        if s == 1 {
+                            format!("i{d}")
+                        } else {
+                            format!("i{d} * {s}LL")
+                        }
+                    }),
+            )
             .collect();
         if terms.is_empty() {
             "0".into()
@@ -242,9 +246,14 @@ impl Emitter<'_> {
         let node = &self.k.nodes[n];
         let ty = ctype(node.dtype);
         let expr = match &node.kind {
-            NodeKind::Load { input, strides } => {
+            NodeKind::Load {
+                input,
+                base,
+                strides,
+            } => {
                 let d = self.k.inputs[*input].dtype;
-                let contiguous = *strides == contiguous_strides(&self.k.level_shape(node.level));
+                let contiguous =
+                    *base == 0 && *strides == contiguous_strides(&self.k.level_shape(node.level));
                 if self.vector_inputs && contiguous && node.level == Level::Full {
                     load_expr(d, &format!("e_in{input}[j]"))
                 } else if contiguous && node.level == Level::Full {
@@ -252,16 +261,17 @@ impl Emitter<'_> {
                 } else {
                     load_expr(
                         d,
-                        &format!("in{input}[{}]", self.offset(node.level, strides)),
+                        &format!("in{input}[{}]", self.offset(node.level, *base, strides)),
                     )
                 }
             }
             NodeKind::Iota {
                 start,
                 step,
+                base,
                 strides,
             } => {
-                let index = self.offset(node.level, strides);
+                let index = self.offset(node.level, *base, strides);
                 let (a, b) = (literal(start, node.dtype), literal(step, node.dtype));
                 format!("({a} + {b} * ({ty})({index}))")
             }
@@ -403,8 +413,13 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     let mut contiguous_full = HashSet::new();
     let mut strided = false;
     for n in &k.nodes {
-        if let NodeKind::Load { input, strides } = &n.kind {
-            if *strides == full_contiguous {
+        if let NodeKind::Load {
+            input,
+            base,
+            strides,
+        } = &n.kind
+        {
+            if *base == 0 && *strides == full_contiguous {
                 contiguous_full.insert(*input);
             } else {
                 strided = true;
@@ -561,7 +576,7 @@ fn open_column_loop(em: &mut Emitter, full_strides: &[i64]) {
     for l in coordinates(em.k, &em.k.reduced, "c") {
         em.line(&l);
     }
-    let e = em.offset(Level::Full, full_strides);
+    let e = em.offset(Level::Full, 0, full_strides);
     em.line(&format!("const i64_t e = {e};"));
     em.defined.clear();
 }

@@ -98,12 +98,21 @@ fn run_kernel(k: &Kernel, memory: &HashMap<u32, Vec<f64>>) -> Vec<(u32, Vec<f64>
                 }
             };
             *o = match &node.kind {
-                NodeKind::Load { input, strides } => {
+                NodeKind::Load {
+                    input,
+                    base,
+                    strides,
+                } => {
                     let dims: Vec<usize> = match node.level {
                         Level::Full => (0..nd).collect(),
                         Level::Row => kept.clone(),
                     };
-                    let off: i64 = dims.iter().zip(strides).map(|(&d, s)| c[d] * s).sum();
+                    let off: i64 = base
+                        + dims
+                            .iter()
+                            .zip(strides)
+                            .map(|(&d, s)| c[d] * s)
+                            .sum::<i64>();
                     memory
                         .get(&k.inputs[*input].value)
                         .and_then(|m| m.get(off as usize).copied())
@@ -112,13 +121,19 @@ fn run_kernel(k: &Kernel, memory: &HashMap<u32, Vec<f64>>) -> Vec<(u32, Vec<f64>
                 NodeKind::Iota {
                     start,
                     step,
+                    base,
                     strides,
                 } => {
                     let dims: Vec<usize> = match node.level {
                         Level::Full => (0..nd).collect(),
                         Level::Row => kept.clone(),
                     };
-                    let index: i64 = dims.iter().zip(strides).map(|(&d, s)| c[d] * s).sum();
+                    let index: i64 = base
+                        + dims
+                            .iter()
+                            .zip(strides)
+                            .map(|(&d, s)| c[d] * s)
+                            .sum::<i64>();
                     let lit = |l: &Literal| match *l {
                         Literal::Float(x) => x,
                         Literal::Int(x) => x as f64,

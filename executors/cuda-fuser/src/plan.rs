@@ -14,7 +14,9 @@
 //! memory. Broadcasts and reshapes of kernel inputs are folded into index maps.
 
 use crate::support::Math;
-use thunder_abi::prims::{FactoryPrim, Prim, PrimClass, PrimKind, ReductionPrim, ShapePrim};
+use thunder_abi::prims::{
+    FactoryPrim, IndexingPrim, Prim, PrimClass, PrimKind, ReductionPrim, ShapePrim,
+};
 use thunder_abi::{ArgView, DTypeCode, OpView, PluginError, TraceView};
 
 pub type NodeId = usize;
@@ -41,16 +43,19 @@ pub enum Operand {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
-    /// Element of kernel input `input`, read through `strides` (one per dim of the level's
-    /// shape; 0 where the input is broadcast).
+    /// Element of kernel input `input` at `base + sum(coordinate * stride)` (one stride per dim
+    /// of the level's shape; 0 where the input is broadcast, negative where it is flipped; the
+    /// base is where a slice or a flip starts).
     Load {
         input: usize,
+        base: i64,
         strides: Vec<i64>,
     },
-    /// `start + step * index`, the index read through `strides` like a load's offset.
+    /// `start + step * index`, the index read through `base` and `strides` like a load's offset.
     Iota {
         start: Literal,
         step: Literal,
+        base: i64,
         strides: Vec<i64>,
     },
     Unary(Math, Operand),
@@ -144,14 +149,16 @@ struct Expr {
 
 #[derive(Debug, Clone, PartialEq)]
 enum ExprKind {
-    /// `value` read with `strides` over the expression's shape.
+    /// `value` read at `base + sum(coordinate * stride)` over the expression's shape.
     Load {
         value: u32,
+        base: i64,
         strides: Vec<i64>,
     },
     Iota {
         start: Literal,
         step: Literal,
+        base: i64,
         strides: Vec<i64>,
     },
     Lit(Literal),
@@ -161,34 +168,56 @@ enum ExprKind {
     Convert(Box<Expr>),
 }
 
+/// Maps a leaf's `(base, strides)` to new ones.
+type Reindex<'a> = &'a dyn Fn(i64, &[i64]) -> (i64, Vec<i64>);
+
 impl Expr {
     /// The same expression read through `f`, which maps a load's strides to new strides.
     fn restride(&self, f: &dyn Fn(&[i64]) -> Vec<i64>) -> Expr {
+        self.reindex(&|base, strides| (base, f(strides)))
+    }
+
+    /// The same expression with every leaf read through `f`: an elementwise expression
+    /// commutes with any re-indexing of its operands (permutations, slices, flips).
+    fn reindex(&self, f: Reindex<'_>) -> Expr {
         let kind = match &self.kind {
-            ExprKind::Load { value, strides } => ExprKind::Load {
-                value: *value,
-                strides: f(strides),
-            },
+            ExprKind::Load {
+                value,
+                base,
+                strides,
+            } => {
+                let (base, strides) = f(*base, strides);
+                ExprKind::Load {
+                    value: *value,
+                    base,
+                    strides,
+                }
+            }
             ExprKind::Iota {
                 start,
                 step,
+                base,
                 strides,
-            } => ExprKind::Iota {
-                start: *start,
-                step: *step,
-                strides: f(strides),
-            },
+            } => {
+                let (base, strides) = f(*base, strides);
+                ExprKind::Iota {
+                    start: *start,
+                    step: *step,
+                    base,
+                    strides,
+                }
+            }
             ExprKind::Lit(l) => ExprKind::Lit(*l),
-            ExprKind::Unary(p, a) => ExprKind::Unary(*p, Box::new(a.restride(f))),
+            ExprKind::Unary(p, a) => ExprKind::Unary(*p, Box::new(a.reindex(f))),
             ExprKind::Binary(p, a, b) => {
-                ExprKind::Binary(*p, Box::new(a.restride(f)), Box::new(b.restride(f)))
+                ExprKind::Binary(*p, Box::new(a.reindex(f)), Box::new(b.reindex(f)))
             }
             ExprKind::Where(c, a, b) => ExprKind::Where(
-                Box::new(c.restride(f)),
-                Box::new(a.restride(f)),
-                Box::new(b.restride(f)),
+                Box::new(c.reindex(f)),
+                Box::new(a.reindex(f)),
+                Box::new(b.reindex(f)),
             ),
-            ExprKind::Convert(a) => ExprKind::Convert(Box::new(a.restride(f))),
+            ExprKind::Convert(a) => ExprKind::Convert(Box::new(a.reindex(f))),
         };
         Expr {
             kind,
@@ -372,16 +401,27 @@ impl Planner<'_> {
     fn instantiate(&mut self, expr: &Expr, level: Level) -> Option<Operand> {
         let kind = match &expr.kind {
             ExprKind::Lit(l) => return Some(Operand::Literal(*l)),
-            ExprKind::Load { value, strides } => {
-                return Some(Operand::Node(self.load(*value, strides.clone(), level)))
+            ExprKind::Load {
+                value,
+                base,
+                strides,
+            } => {
+                return Some(Operand::Node(self.load(
+                    *value,
+                    *base,
+                    strides.clone(),
+                    level,
+                )))
             }
             ExprKind::Iota {
                 start,
                 step,
+                base,
                 strides,
             } => NodeKind::Iota {
                 start: *start,
                 step: *step,
+                base: *base,
                 strides: strides.clone(),
             },
             ExprKind::Unary(p, a) => NodeKind::Unary(*p, self.instantiate(a, level)?),
@@ -409,7 +449,7 @@ impl Planner<'_> {
         Some(k.nodes.len() - 1)
     }
 
-    fn load(&mut self, v: u32, strides: Vec<i64>, level: Level) -> NodeId {
+    fn load(&mut self, v: u32, base: i64, strides: Vec<i64>, level: Level) -> NodeId {
         let dtype = self.dtype(v);
         let Some(k) = self.open.as_mut() else {
             return 0;
@@ -421,8 +461,16 @@ impl Planner<'_> {
                 k.inputs.len() - 1
             }
         };
-        self.node(NodeKind::Load { input, strides }, dtype, level)
-            .unwrap_or(0)
+        self.node(
+            NodeKind::Load {
+                input,
+                base,
+                strides,
+            },
+            dtype,
+            level,
+        )
+        .unwrap_or(0)
     }
 
     /// `v` as an expression, if it is not a node of the open kernel.
@@ -433,6 +481,7 @@ impl Planner<'_> {
             Some(Home::Memory) | None => Some(Expr {
                 kind: ExprKind::Load {
                     value: v,
+                    base: 0,
                     strides: contiguous_strides(self.shape(v)),
                 },
                 dtype: self.dtype(v),
@@ -517,8 +566,16 @@ impl Planner<'_> {
             | PrimKind::Compare(_)
             | PrimKind::Where(_)
             | PrimKind::Convert(_) => self.add_elementwise(op, prim, out),
-            PrimKind::Indexing(_)
-            | PrimKind::Scan(_)
+            PrimKind::Indexing(p) => match p {
+                IndexingPrim::Slice | IndexingPrim::Flip => self.add_reindex(op, p, out),
+                IndexingPrim::Pad
+                | IndexingPrim::Cat
+                | IndexingPrim::Take
+                | IndexingPrim::TakeAlongAxis
+                | IndexingPrim::ScatterAdd
+                | IndexingPrim::IndexAdd => unclaimed(),
+            },
+            PrimKind::Scan(_)
             | PrimKind::Sort(_)
             | PrimKind::Conv(_)
             | PrimKind::Random(_)
@@ -662,6 +719,7 @@ impl Planner<'_> {
                 ExprKind::Iota {
                     start: lit(1).ok_or_else(|| bad(op, "start is not a number"))?,
                     step: lit(2).ok_or_else(|| bad(op, "step is not a number"))?,
+                    base: 0,
                     strides: contiguous_strides(&shape),
                 }
             }
@@ -743,11 +801,13 @@ impl Planner<'_> {
             ShapePrim::Reshape => {
                 let contiguous = contiguous_strides(&src_shape);
                 match &expr.kind {
+                    // A dense block (a contiguous slice keeps its base) is read as the new
+                    // shape from the same place.
                     ExprKind::Load { strides, .. } | ExprKind::Iota { strides, .. }
                         if *strides == contiguous =>
                     {
                         let new = contiguous_strides(&out_shape);
-                        expr.restride(&move |_| new.clone())
+                        expr.reindex(&move |base, _| (base, new.clone()))
                     }
                     ExprKind::Lit(_) => expr.clone(),
                     // A computed value is laid out anew: compute it into memory first.
@@ -757,6 +817,7 @@ impl Planner<'_> {
                         Expr {
                             kind: ExprKind::Load {
                                 value: src,
+                                base: 0,
                                 strides: new,
                             },
                             dtype: expr.dtype,
@@ -822,6 +883,81 @@ impl Planner<'_> {
         }
         self.open = open;
         self.homes.insert(v, Home::Memory);
+    }
+
+    /// `slice` and `flip`: the value is read at other coordinates, so every leaf of its
+    /// expression gets a new base and strides and no pass of its own is needed.
+    fn add_reindex(
+        &mut self,
+        op: &OpView,
+        prim: IndexingPrim,
+        out: u32,
+    ) -> Result<bool, PluginError> {
+        let Some(ArgView::Value(src)) = op.args.first() else {
+            return Err(bad(op, "first argument is not a tensor"));
+        };
+        let src = *src;
+        let src_shape = self.shape(src).to_vec();
+        let out_shape = self.shape(out).to_vec();
+        let rank = src_shape.len();
+        let ints = |i: usize, what: &str| match op.args.get(i) {
+            Some(ArgView::Ints(v)) => Ok(v.to_vec()),
+            _ => Err(bad(op, &format!("{what} is not a list of ints"))),
+        };
+        // Coordinate j of dim d of the output is coordinate first[d] + j * step[d] of the input.
+        let (first, step): (Vec<i64>, Vec<i64>) = match prim {
+            IndexingPrim::Slice => {
+                let (start, strides) = (ints(1, "start")?, ints(3, "strides")?);
+                if start.len() != rank || strides.len() != rank {
+                    return Err(bad(op, "start and strides need one entry per dim"));
+                }
+                (start, strides)
+            }
+            IndexingPrim::Flip => {
+                let dims = ints(1, "dims")?;
+                let mut first = vec![0; rank];
+                let mut step = vec![1; rank];
+                for d in dims {
+                    let d = usize::try_from(d)
+                        .ok()
+                        .filter(|&d| d < rank)
+                        .ok_or_else(|| bad(op, "flip dim out of range"))?;
+                    first[d] = (src_shape[d] - 1).max(0);
+                    step[d] = -1;
+                }
+                (first, step)
+            }
+            IndexingPrim::Pad
+            | IndexingPrim::Cat
+            | IndexingPrim::Take
+            | IndexingPrim::TakeAlongAxis
+            | IndexingPrim::ScatterAdd
+            | IndexingPrim::IndexAdd => return Err(bad(op, "not a re-indexing prim")),
+        };
+        if matches!(self.homes.get(&src), Some(Home::Node(_))) {
+            // Computed in the open kernel at its own coordinates: read it from memory in a new one.
+            return Ok(false);
+        }
+        let expr = self.expr_of(src).ok_or_else(|| bad(op, "operand lost"))?;
+        let empty = out_shape.contains(&0);
+        let reindexed = expr.reindex(&move |base, strides| {
+            // An empty output reads nothing; its first coordinates may lie past the input.
+            let shift: i64 = if empty {
+                0
+            } else {
+                first.iter().zip(strides).map(|(f, s)| f * s).sum()
+            };
+            let strides = strides.iter().zip(&step).map(|(s, k)| s * k).collect();
+            (base + shift, strides)
+        });
+        self.homes.insert(
+            out,
+            Home::Pending(Pending {
+                shape: out_shape,
+                expr: reindexed,
+            }),
+        );
+        Ok(true)
     }
 
     fn add_reduction(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {

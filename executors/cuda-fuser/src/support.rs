@@ -4,7 +4,7 @@
 //! CUDA spelling, so the generated code can always express what was claimed.
 
 use thunder_abi::prims::{
-    CudaSpelling, Elementwise, FactoryPrim, Prim, PrimKind, ReductionPrim, ShapePrim,
+    CudaSpelling, Elementwise, FactoryPrim, IndexingPrim, Prim, PrimKind, ReductionPrim, ShapePrim,
 };
 use thunder_abi::{ArgView, DTypeCode, DeviceKind, OpView, TraceView};
 
@@ -57,8 +57,17 @@ pub fn claimable(prim: Prim) -> bool {
             | ReductionPrim::Argmin
             | ReductionPrim::VarMean => false,
         },
-        PrimKind::Indexing(_)
-        | PrimKind::Scan(_)
+        // Slices and flips are read through a new base and strides by their consumers.
+        PrimKind::Indexing(p) => match p {
+            IndexingPrim::Slice | IndexingPrim::Flip => true,
+            IndexingPrim::Pad
+            | IndexingPrim::Cat
+            | IndexingPrim::Take
+            | IndexingPrim::TakeAlongAxis
+            | IndexingPrim::ScatterAdd
+            | IndexingPrim::IndexAdd => false,
+        },
+        PrimKind::Scan(_)
         | PrimKind::Sort(_)
         | PrimKind::Conv(_)
         | PrimKind::Random(_)
@@ -113,8 +122,9 @@ pub fn accepts(view: &TraceView, op: &OpView) -> bool {
         PrimKind::Reduction(_) => {
             out.is_float() && matches!(op.args.get(1), Some(ArgView::Ints(d)) if !d.is_empty())
         }
-        PrimKind::Indexing(_)
-        | PrimKind::Scan(_)
+        // `claimable` let through only slice and flip.
+        PrimKind::Indexing(_) => true,
+        PrimKind::Scan(_)
         | PrimKind::Sort(_)
         | PrimKind::Conv(_)
         | PrimKind::Random(_)

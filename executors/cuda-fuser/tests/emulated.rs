@@ -354,3 +354,89 @@ fn transposes_fuse_into_their_readers_or_are_copied() {
         0.0,
     );
 }
+
+/// Slices (with steps) and flips are read at a new base and strides by the kernels that
+/// consume them: the qkv split of attention, the crops of pooling backward passes.
+#[test]
+fn slices_and_flips_are_read_in_place() {
+    check(
+        "qkv-split-then-mul",
+        &prog(
+            &[("x", "f32[2, 3, 12]")],
+            &[
+                "q, k, v = ltorch.split(x, [4, 4, 4], 2)",
+                "y = ltorch.mul(q, k)",
+                "z = ltorch.add(y, v)",
+            ],
+            "z",
+        ),
+        1e-6,
+    );
+    check(
+        "strided-slice-alone",
+        &prog(
+            &[("x", "f64[7, 9]")],
+            &["y = prims.slice(x, [1, 2], [7, 9], [2, 3])"],
+            "y",
+        ),
+        0.0,
+    );
+    check(
+        "flip-then-add",
+        &prog(
+            &[("x", "f32[3, 5]")],
+            &["f = prims.flip(x, [0, 1])", "y = ltorch.add(f, x)"],
+            "y",
+        ),
+        1e-6,
+    );
+    check(
+        "slice-of-a-transpose-then-row-sum",
+        &prog(
+            &[("x", "f32[6, 8]")],
+            &[
+                "t = prims.transpose(x, [1, 0])",
+                "s = prims.slice(t, [1, 0], [7, 6], [2, 1])",
+                "y = ltorch.sum(s, [1], False)",
+            ],
+            "y",
+        ),
+        1e-6,
+    );
+    check(
+        "row-slice-then-reshape",
+        &prog(
+            &[("x", "f32[4, 6]")],
+            &["s = prims.slice(x, [1, 0], [3, 6], [1, 1])", "y = ltorch.reshape(s, [12])"],
+            "y",
+        ),
+        0.0,
+    );
+    check(
+        "slice-of-a-computed-value",
+        &prog(
+            &[("x", "f32[5, 5]")],
+            &[
+                "e = ltorch.exp(x)",
+                "s = prims.slice(e, [0, 1], [5, 4], [1, 1])",
+                "f = prims.flip(e, [1])",
+                "g = prims.slice(f, [0, 0], [5, 3], [1, 1])",
+                "y = ltorch.add(s, g)",
+            ],
+            "y",
+        ),
+        1e-6,
+    );
+    check(
+        "empty-slice-and-flip",
+        &prog(
+            &[("x", "f32[4, 3]"), ("e", "f32[0, 3]")],
+            &[
+                "s = prims.slice(x, [4, 0], [4, 3], [1, 1])",
+                "f = prims.flip(e, [0])",
+            ],
+            "s, f",
+        ),
+        0.0,
+    );
+}
