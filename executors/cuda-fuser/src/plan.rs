@@ -902,7 +902,7 @@ impl Planner<'_> {
         let rank = src_shape.len();
         let ints = |i: usize, what: &str| match op.args.get(i) {
             Some(ArgView::Ints(v)) => Ok(v.to_vec()),
-            _ => Err(bad(op, &format!("{what} is not a list of ints"))),
+            _ => Err(bad(op, format!("{what} is not a list of ints"))),
         };
         // Coordinate j of dim d of the output is coordinate first[d] + j * step[d] of the input.
         let (first, step): (Vec<i64>, Vec<i64>) = match prim {
