@@ -177,6 +177,8 @@ def prims_refs():
     for name in ["maximum", "minimum", "atan2"]:
         r["prims." + name] = no_python_scalar(getattr(torch, name))
     r["prims.trigamma"] = lambda a: torch.polygamma(1, a)
+    # Its scalar branch takes the other branch's dtype, not the (b8) condition's.
+    r["prims.where"] = torch.where
     r["prims.div"] = lambda a, b: (
         torch.div(a, b) if a.is_floating_point() else torch.div(a, b, rounding_mode="trunc")
     )
@@ -324,12 +326,30 @@ def ltorch_refs():
 REF = {**prims_refs(), **ltorch_refs()}
 
 
+def tensor_scalars(fn):
+    """A prim's scalar operand has the tensor operand's dtype (the prim contract), so it is
+    passed to torch as a 0-d tensor of that dtype: some torch functions take no Python scalar."""
+
+    def call(*args):
+        like = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if like is None:
+            return fn(*args)
+        return fn(*(torch.tensor(a, dtype=like.dtype) if isinstance(a, (int, float)) and
+                    not isinstance(a, bool) else a for a in args))
+
+    return call
+
+
 def reference(op):
     """The torch callable for an op id: REF's entry, else torch.<name>, so an op named after
     torch (a new elementwise prim, say) needs no entry here. None when torch has no such name."""
     if op in REF:
         return REF[op]
-    return getattr(torch, op.split(".", 1)[1], None)
+    layer, name = op.split(".", 1)
+    fn = getattr(torch, name, None)
+    if fn is None:
+        return None
+    return tensor_scalars(fn) if layer == "prims" else fn
 
 
 # ---------------------------------------------------------------------------------------------

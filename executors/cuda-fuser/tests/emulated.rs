@@ -407,7 +407,10 @@ fn slices_and_flips_are_read_in_place() {
         "row-slice-then-reshape",
         &prog(
             &[("x", "f32[4, 6]")],
-            &["s = prims.slice(x, [1, 0], [3, 6], [1, 1])", "y = ltorch.reshape(s, [12])"],
+            &[
+                "s = prims.slice(x, [1, 0], [3, 6], [1, 1])",
+                "y = ltorch.reshape(s, [12])",
+            ],
             "y",
         ),
         0.0,

@@ -411,7 +411,7 @@ impl BinaryPrim {
                 int: Some(int_pow),
                 bool: None,
                 cuda: Some(Fn("pow")),
-                domain: (Domain::Any, Domain::Small),
+                domain: (Domain::Pos, Domain::Small),
                 cuda_int: None,
             },
             P::Maximum => BinaryRule {
