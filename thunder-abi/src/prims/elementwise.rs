@@ -464,6 +464,15 @@ impl BinaryPrim {
                 domain: (Domain::Any, Domain::Any),
                 cuda_int: None,
             },
+            // sqrt(a^2 + b^2) without overflow or underflow in the squares.
+            P::Hypot => BinaryRule {
+                float: Some(f64::hypot),
+                int: None,
+                bool: None,
+                cuda: Some(Fn("hypot")),
+                domain: (Domain::Any, Domain::Any),
+                cuda_int: None,
+            },
             P::BitwiseAnd => BinaryRule {
                 float: None,
                 int: Some(|x, y| Ok(x & y)),

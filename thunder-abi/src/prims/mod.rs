@@ -187,6 +187,7 @@ prim_table! {
         Fmod => "fmod",
         FloorDivide => "floor_divide",
         Atan2 => "atan2",
+        Hypot => "hypot",
         BitwiseAnd => "bitwise_and",
         BitwiseOr => "bitwise_or",
         BitwiseXor => "bitwise_xor",

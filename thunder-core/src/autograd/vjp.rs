@@ -406,6 +406,18 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
                     .transpose()?,
             ])
         }
+        // d/da = a / out, d/db = b / out (NaN at a = b = 0, as torch).
+        Prim::Hypot => {
+            let gd = p2(Prim::Div, v(g), v(out))?;
+            Ok(vec![
+                a.as_ref()
+                    .map(|_| p2(Prim::Mul, v(&gd), args[0].clone()))
+                    .transpose()?,
+                b.as_ref()
+                    .map(|_| p2(Prim::Mul, v(&gd), args[1].clone()))
+                    .transpose()?,
+            ])
+        }
         Prim::Where => {
             let branch = |i: usize, keep_first: bool| -> Result<Option<Tensor>> {
                 if diff_tensor(&args[i])?.is_none() {
