@@ -99,6 +99,15 @@ macro_rules! prim_table {
                 pub const fn id(self) -> &'static str {
                     self.prim().id()
                 }
+
+                #[doc = concat!("`prim` if it is of class [`PrimClass::", stringify!($class), "`].")]
+                #[allow(unreachable_patterns)] // a family that holds every prim
+                pub const fn of(prim: Prim) -> Option<$sub> {
+                    match prim.kind() {
+                        PrimKind::$class(p) => Some(p),
+                        _ => None,
+                    }
+                }
             }
 
             impl From<$sub> for Prim {

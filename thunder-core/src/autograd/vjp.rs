@@ -11,6 +11,7 @@ use crate::ir::Arg;
 use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
 use crate::trace_ctx::tensor_of;
+use thunder_abi::prims::IndexingPrim;
 
 mod indexing;
 
@@ -512,7 +513,10 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
         | Prim::Take
         | Prim::TakeAlongAxis
         | Prim::ScatterAdd
-        | Prim::IndexAdd => indexing::vjp(prim, args, g),
+        | Prim::IndexAdd => match IndexingPrim::of(prim) {
+            Some(p) => indexing::vjp(p, args, g),
+            None => Err(Error::Bug(format!("{} is not an indexing prim", prim.id()))),
+        },
         Prim::Full | Prim::Iota => Ok(vec![None; args.len()]),
     }
 }

@@ -5,7 +5,9 @@ use crate::device::Device;
 use crate::dtype::{self, DType};
 use crate::error::{bail_op, Error, Result};
 use crate::ir::{Arg, ShapeDisplay, TensorType};
-use thunder_abi::prims::{FactoryPrim, Prim, PrimClass, PrimKind, ReductionPrim, UnaryPrim};
+use thunder_abi::prims::{
+    FactoryPrim, Prim, PrimClass, PrimKind, ReductionPrim, ShapePrim, UnaryPrim,
+};
 
 mod extra;
 mod indexing;
@@ -22,7 +24,17 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
             t.dtype = DType::Bool;
             t
         }
-        PrimKind::Binary(_) | PrimKind::Compare(_) => binary(prim, args, types)?,
+        PrimKind::Binary(b) => {
+            let rule = b.rule();
+            let lanes = Lanes {
+                float: rule.supports_float(),
+                int: rule.supports_int(),
+                bool: rule.supports_bool(),
+            };
+            binary(prim, lanes, args, types)?
+        }
+        // Comparisons are defined on every dtype.
+        PrimKind::Compare(_) => binary(prim, Lanes::ALL, args, types)?,
         PrimKind::Where(_) => where_meta(op, args, types)?,
         PrimKind::Convert(_) => {
             expect_arity(op, args, 2)?;
@@ -30,8 +42,8 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
             t.dtype = dtype_arg(op, args, 1)?;
             t
         }
-        PrimKind::Shape(_) => shape_op(prim, args, types)?,
-        PrimKind::Indexing(_) => indexing::meta(prim, args, types)?,
+        PrimKind::Shape(p) => shape_op(p, args, types)?,
+        PrimKind::Indexing(p) => indexing::meta(p, args, types)?,
         PrimKind::Reduction(r) => match r {
             ReductionPrim::Argmax | ReductionPrim::Argmin => {
                 extra::arg_reduction(prim, args, types)?
@@ -43,7 +55,7 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
             | ReductionPrim::Amin => reduction(prim, args, types)?,
         },
         PrimKind::Scan(_) => extra::scan(prim, args, types)?,
-        PrimKind::Sort(_) => return extra::sort(prim, args, types),
+        PrimKind::Sort(p) => return extra::sort(p, args, types),
         PrimKind::Conv(_) => extra::convolution(prim, args, types)?,
         PrimKind::Random(_) => extra::random(prim, args)?,
         PrimKind::Matmul(_) => matmul(op, args, types)?,
@@ -167,7 +179,23 @@ fn scalar_fits(op: &str, arg: &Arg, dtype: DType) -> Result<()> {
     Ok(())
 }
 
-fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+/// The kinds of dtype an elementwise prim is defined on (from the elementwise table).
+#[derive(Clone, Copy)]
+struct Lanes {
+    float: bool,
+    int: bool,
+    bool: bool,
+}
+
+impl Lanes {
+    const ALL: Lanes = Lanes {
+        float: true,
+        int: true,
+        bool: true,
+    };
+}
+
+fn binary(prim: Prim, lanes: Lanes, args: &[Arg], types: Types) -> Result<TensorType> {
     let op = prim.id();
     expect_arity(op, args, 2)?;
     let t = match (&types[0], &types[1]) {
@@ -193,19 +221,11 @@ fn binary(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
         }
         (None, None) => bail_op!(op, "at least one operand must be a tensor"),
     };
-    // The lanes each prim is defined on come from the elementwise table; comparisons are
-    // defined on every dtype.
-    let (float_ok, int_ok, bool_ok) = match prim.kind() {
-        PrimKind::Binary(b) => {
-            let rule = b.rule();
-            (
-                rule.supports_float(),
-                rule.supports_int(),
-                rule.supports_bool(),
-            )
-        }
-        _ => (true, true, true),
-    };
+    let Lanes {
+        float: float_ok,
+        int: int_ok,
+        bool: bool_ok,
+    } = lanes;
     if t.dtype == DType::Bool && !bool_ok {
         bail_op!(op, "does not support dtype b8");
     }
@@ -258,11 +278,11 @@ fn where_meta(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
     Ok(TensorType::new(pred.shape.clone(), dtype, pred.device))
 }
 
-fn shape_op(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+fn shape_op(prim: ShapePrim, args: &[Arg], types: Types) -> Result<TensorType> {
     let op = prim.id();
     let a = tensor(op, types, 0)?;
     match prim {
-        Prim::BroadcastInDim => {
+        ShapePrim::BroadcastInDim => {
             expect_arity(op, args, 3)?;
             let shape = ints_arg(op, args, 1, "shape")?;
             let dims = ints_arg(op, args, 2, "broadcast_dims")?;
@@ -296,7 +316,7 @@ fn shape_op(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
             }
             Ok(TensorType::new(shape.to_vec(), a.dtype, a.device))
         }
-        Prim::Reshape => {
+        ShapePrim::Reshape => {
             expect_arity(op, args, 2)?;
             let shape = ints_arg(op, args, 1, "shape")?;
             check_shape(op, shape)?;
@@ -312,7 +332,7 @@ fn shape_op(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
             }
             Ok(TensorType::new(shape.to_vec(), a.dtype, a.device))
         }
-        Prim::Transpose => {
+        ShapePrim::Transpose => {
             expect_arity(op, args, 2)?;
             let perm = ints_arg(op, args, 1, "permutation")?;
             let mut seen = vec![false; a.rank()];
@@ -328,7 +348,6 @@ fn shape_op(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
             let shape = perm.iter().map(|&p| a.shape[p as usize]).collect();
             Ok(TensorType::new(shape, a.dtype, a.device))
         }
-        _ => Err(Error::Bug(format!("{op} is not a shape prim"))),
     }
 }
 

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::ir::Arg;
 use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
+use thunder_abi::prims::{PrimKind, ReductionPrim};
 
 fn int(arg: &Arg, prim: Prim) -> Result<i64> {
     match arg {
@@ -70,8 +71,8 @@ pub fn multi_output_vjp(
         return Ok(vec![None; args.len()]);
     };
     let mut cots: Vec<Option<Tensor>> = vec![None; args.len()];
-    match prim {
-        Prim::VarMean => {
+    match prim.kind() {
+        PrimKind::Reduction(ReductionPrim::VarMean) => {
             let dims = ints(&args[1], prim)?;
             let correction = scalar_f64(&args[2]).unwrap_or(1.0);
             let n: i64 = dims.iter().map(|&d| x.shape()[d as usize]).product();
@@ -103,7 +104,7 @@ pub fn multi_output_vjp(
             }
             cots[0] = total;
         }
-        Prim::Topk | Prim::Sort => {
+        PrimKind::Sort(_) => {
             // Only the values are differentiable; the indices route their cotangent back.
             if let Some(Some(g)) = gs.first() {
                 let dim = int(&args[if prim == Prim::Topk { 2 } else { 1 }], prim)?;
@@ -113,7 +114,27 @@ pub fn multi_output_vjp(
                 cots[0] = Some(scatter_along(&x, dim, indices, g)?);
             }
         }
-        _ => {
+        PrimKind::Reduction(
+            ReductionPrim::Sum
+            | ReductionPrim::Amax
+            | ReductionPrim::Prod
+            | ReductionPrim::Amin
+            | ReductionPrim::Argmax
+            | ReductionPrim::Argmin,
+        )
+        | PrimKind::Unary(_)
+        | PrimKind::Predicate(_)
+        | PrimKind::Binary(_)
+        | PrimKind::Compare(_)
+        | PrimKind::Where(_)
+        | PrimKind::Convert(_)
+        | PrimKind::Shape(_)
+        | PrimKind::Indexing(_)
+        | PrimKind::Scan(_)
+        | PrimKind::Conv(_)
+        | PrimKind::Random(_)
+        | PrimKind::Matmul(_)
+        | PrimKind::Factory(_) => {
             return Err(Error::Bug(format!(
                 "{} does not have several outputs",
                 prim.id()

@@ -9,6 +9,7 @@ use crate::ir::Arg;
 use crate::prims::Prim;
 use crate::tensor::Tensor;
 use crate::trace_ctx::tensor_of;
+use thunder_abi::prims::IndexingPrim;
 
 fn dim_of(arg: &Arg, prim: Prim) -> Result<usize> {
     match arg {
@@ -31,11 +32,12 @@ fn zeros_like(t: &Tensor, g: &Tensor) -> Result<Tensor> {
     clang::full(t.shape().to_vec(), Arg::Float(0.0), t.device(), g.dtype())
 }
 
-pub(super) fn vjp(prim: Prim, args: &[Arg], g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+pub(super) fn vjp(p: IndexingPrim, args: &[Arg], g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    let prim = p.prim();
     let input = args.first().map(diff_tensor).transpose()?.flatten();
-    match prim {
+    match p {
         // Zeros around and between the taken elements: interior = stride - 1.
-        Prim::Slice => {
+        IndexingPrim::Slice => {
             let Some(x) = input else {
                 return Ok(vec![None; args.len()]);
             };
@@ -55,7 +57,7 @@ pub(super) fn vjp(prim: Prim, args: &[Arg], g: &Tensor) -> Result<Vec<Option<Ten
         }
         // Undo negative low/high padding with zeros first, then take every (interior + 1)-th
         // element from the first one the input landed on.
-        Prim::Pad => {
+        IndexingPrim::Pad => {
             let Some(x) = input else {
                 return Ok(vec![None; args.len()]);
             };
@@ -81,7 +83,7 @@ pub(super) fn vjp(prim: Prim, args: &[Arg], g: &Tensor) -> Result<Vec<Option<Ten
                 None,
             ])
         }
-        Prim::Cat => {
+        IndexingPrim::Cat => {
             let dim = dim_of(&args[0], prim)?;
             let mut cots = vec![None];
             let mut offset = 0;
@@ -96,13 +98,13 @@ pub(super) fn vjp(prim: Prim, args: &[Arg], g: &Tensor) -> Result<Vec<Option<Ten
             }
             Ok(cots)
         }
-        Prim::Flip => Ok(vec![
+        IndexingPrim::Flip => Ok(vec![
             input
                 .map(|_| clang::flip(g, ints(&args[1], prim)?))
                 .transpose()?,
             None,
         ]),
-        Prim::Take | Prim::TakeAlongAxis => {
+        IndexingPrim::Take | IndexingPrim::TakeAlongAxis => {
             let Some(x) = input else {
                 return Ok(vec![None; args.len()]);
             };
@@ -116,7 +118,7 @@ pub(super) fn vjp(prim: Prim, args: &[Arg], g: &Tensor) -> Result<Vec<Option<Ten
             };
             Ok(vec![Some(gx), None, None])
         }
-        Prim::ScatterAdd | Prim::IndexAdd => {
+        IndexingPrim::ScatterAdd | IndexingPrim::IndexAdd => {
             let index = value_of(&args[1], prim)?;
             let dim = dim_of(&args[3], prim)?;
             let gsrc = match diff_tensor(&args[2])? {
@@ -135,6 +137,5 @@ pub(super) fn vjp(prim: Prim, args: &[Arg], g: &Tensor) -> Result<Vec<Option<Ten
             };
             Ok(vec![input.map(|_| g.clone()), None, gsrc, None])
         }
-        _ => Err(Error::Bug(format!("{} is not an indexing prim", prim.id()))),
     }
 }

@@ -5,7 +5,7 @@ use super::{expect_arity, ints_arg, tensor, Types};
 use crate::dtype::{self, DType};
 use crate::error::{bail_op, Error, Result};
 use crate::ir::{Arg, ShapeDisplay, TensorType};
-use thunder_abi::prims::Prim;
+use thunder_abi::prims::{Prim, SortPrim};
 
 fn int_arg(op: &str, args: &[Arg], i: usize, what: &str) -> Result<i64> {
     match args.get(i) {
@@ -118,11 +118,11 @@ pub(super) fn scan(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType>
 
 /// `topk(a, k, dim, largest, sorted)` and `sort(a, dim, descending, stable)`:
 /// (values of `a`'s dtype, i64 indices).
-pub(super) fn sort(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorType>> {
+pub(super) fn sort(prim: SortPrim, args: &[Arg], types: Types) -> Result<Vec<TensorType>> {
     let op = prim.id();
     let a = tensor(op, types, 0)?;
     let shape = match prim {
-        Prim::Topk => {
+        SortPrim::Topk => {
             expect_arity(op, args, 5)?;
             let k = int_arg(op, args, 1, "k")?;
             let dim = dim_in_range(op, a, int_arg(op, args, 2, "dim")?)?;
@@ -140,7 +140,7 @@ pub(super) fn sort(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorT
             shape[dim] = k;
             shape
         }
-        _ => {
+        SortPrim::Sort => {
             expect_arity(op, args, 4)?;
             dim_in_range(op, a, int_arg(op, args, 1, "dim")?)?;
             bool_arg(op, args, 2, "descending")?;

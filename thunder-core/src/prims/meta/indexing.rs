@@ -7,20 +7,19 @@ use super::{expect_arity, ints_arg, scalar_fits, tensor, Types};
 use crate::dtype;
 use crate::error::{bail_op, Error, Result};
 use crate::ir::{Arg, ShapeDisplay, TensorType};
-use thunder_abi::prims::Prim;
+use thunder_abi::prims::IndexingPrim;
 
-pub(super) fn meta(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
+pub(super) fn meta(prim: IndexingPrim, args: &[Arg], types: Types) -> Result<TensorType> {
     let op = prim.id();
     match prim {
-        Prim::Slice => slice(op, args, types),
-        Prim::Pad => pad(op, args, types),
-        Prim::Cat => cat(op, args, types),
-        Prim::Flip => flip(op, args, types),
-        Prim::Take => take(op, args, types),
-        Prim::TakeAlongAxis => take_along_axis(op, args, types),
-        Prim::ScatterAdd => scatter_add(op, args, types),
-        Prim::IndexAdd => index_add(op, args, types),
-        _ => Err(Error::Bug(format!("{op} is not an indexing prim"))),
+        IndexingPrim::Slice => slice(op, args, types),
+        IndexingPrim::Pad => pad(op, args, types),
+        IndexingPrim::Cat => cat(op, args, types),
+        IndexingPrim::Flip => flip(op, args, types),
+        IndexingPrim::Take => take(op, args, types),
+        IndexingPrim::TakeAlongAxis => take_along_axis(op, args, types),
+        IndexingPrim::ScatterAdd => scatter_add(op, args, types),
+        IndexingPrim::IndexAdd => index_add(op, args, types),
     }
 }
 
