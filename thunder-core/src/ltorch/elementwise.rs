@@ -1,10 +1,11 @@
-//! Elementwise ltorch ops: unary and binary arithmetic, comparisons, where, to, activations.
+//! Elementwise ltorch ops: unary and binary arithmetic, comparisons, where, to, activations,
+//! polygamma, and the selections masked_fill, tril and triu.
 
 use super::{call1, CallArgs};
 use crate::clang::{self, Operand, Promotion};
 use crate::dtype::{self, DType};
 use crate::error::{bail_op, Result};
-use crate::ir::Arg;
+use crate::ir::{Arg, ShapeDisplay};
 use crate::prims::Prim;
 use crate::tensor::Tensor;
 
@@ -437,4 +438,114 @@ pub fn gelu(a: &Tensor, approximate: &str) -> Result<Tensor> {
         "ltorch.gelu",
         vec![Arg::Value(a.value()), Arg::Str(approximate.into())],
     )
+}
+
+/// `where(mask, value, a)`, keeping `a`'s dtype.
+pub(crate) fn masked_fill_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(3)?;
+    let (a, mask) = (c.tensor(0)?, c.tensor(1)?);
+    if mask.dtype() != DType::Bool {
+        bail_op!(c.op, "mask must be b8, got {}", mask.dtype().short_name());
+    }
+    let value = c.operand(2)?;
+    let value = match value {
+        Operand::Tensor(t) if t.rank() != 0 => bail_op!(
+            c.op,
+            "value must be a number or a 0-d tensor, got {}",
+            ShapeDisplay(t.shape())
+        ),
+        Operand::Tensor(t) => Operand::Tensor(clang::convert(&t, a.dtype())?),
+        Operand::Float(x) if !dtype::is_float(a.dtype()) => Operand::Int(x as i64),
+        other => other,
+    };
+    let out = clang::where_(c.op, &mask, &value, &Operand::Tensor(a.clone()))?;
+    Ok(vec![clang::convert(&out, a.dtype())?])
+}
+
+pub fn masked_fill(a: &Tensor, mask: &Tensor, value: impl Into<Operand>) -> Result<Tensor> {
+    call1(
+        "ltorch.masked_fill",
+        vec![
+            Arg::Value(a.value()),
+            Arg::Value(mask.value()),
+            value.into().to_arg(),
+        ],
+    )
+}
+
+/// Keeps elements on and below (`lower`) or above the `diagonal`-th diagonal of the last two dims.
+fn triangle(c: &CallArgs, lower: bool) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    let a = c.tensor(0)?;
+    let k = c.int(1)?;
+    if a.rank() < 2 {
+        bail_op!(
+            c.op,
+            "expected a tensor with at least 2 dims, got {}",
+            ShapeDisplay(a.shape())
+        );
+    }
+    let (rows, cols) = (a.shape()[a.rank() - 2], a.shape()[a.rank() - 1]);
+    let (row, col) = clang::index_grid(rows, cols, a.device())?;
+    // col - row <= k keeps the lower triangle; col - row >= k the upper.
+    let diff = sub(&col, &row)?;
+    let keep = if lower {
+        super::elementwise::le(&diff, k)?
+    } else {
+        super::elementwise::ge(&diff, k)?
+    };
+    let zero = if dtype::is_float(a.dtype()) {
+        Operand::Float(0.0)
+    } else if a.dtype() == DType::Bool {
+        Operand::Bool(false)
+    } else {
+        Operand::Int(0)
+    };
+    let out = clang::where_(c.op, &keep, &Operand::Tensor(a.clone()), &zero)?;
+    Ok(vec![clang::convert(&out, a.dtype())?])
+}
+
+pub(crate) fn tril_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    triangle(c, true)
+}
+
+pub(crate) fn triu_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    triangle(c, false)
+}
+
+pub fn tril(a: &Tensor, diagonal: i64) -> Result<Tensor> {
+    call1(
+        "ltorch.tril",
+        vec![Arg::Value(a.value()), Arg::Int(diagonal)],
+    )
+}
+
+pub fn triu(a: &Tensor, diagonal: i64) -> Result<Tensor> {
+    call1(
+        "ltorch.triu",
+        vec![Arg::Value(a.value()), Arg::Int(diagonal)],
+    )
+}
+
+/// `torch.polygamma(n, a)` for `n` 0 (digamma) and 1 (trigamma), the orders with prims.
+pub(crate) fn polygamma_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    let prim = match c.int(0)? {
+        0 => Prim::Digamma,
+        1 => Prim::Trigamma,
+        n => bail_op!(
+            c.op,
+            "argument 0 (n = {n}) must be 0 or 1 (higher orders are not implemented)"
+        ),
+    };
+    Ok(vec![clang::unary(
+        c.op,
+        prim,
+        &c.tensor(1)?,
+        clang::Promotion::IntToFloat,
+    )?])
+}
+
+pub fn polygamma(n: i64, a: &Tensor) -> Result<Tensor> {
+    call1("ltorch.polygamma", vec![Arg::Int(n), Arg::Value(a.value())])
 }

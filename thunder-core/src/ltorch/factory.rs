@@ -1,4 +1,4 @@
-//! Tensor factories: full, zeros, ones.
+//! Tensor factories: full, zeros, ones, arange and the `*_like` ones.
 
 use super::{call1, CallArgs};
 use crate::clang;
@@ -138,4 +138,50 @@ pub fn arange(start: i64, end: i64, step: i64, device: Device, dtype: DType) -> 
             Arg::DType(dtype),
         ],
     )
+}
+
+fn like(c: &CallArgs, fill: Arg) -> Result<Vec<Tensor>> {
+    let a = c.tensor(0)?;
+    let fill = match (&fill, dtype::category(a.dtype())) {
+        (Arg::Float(x), dtype::Category::Int) => Arg::Int(*x as i64),
+        (Arg::Float(x), dtype::Category::Bool) => Arg::Bool(*x != 0.0),
+        (Arg::Int(i), dtype::Category::Bool) => Arg::Bool(*i != 0),
+        (Arg::Int(i), dtype::Category::Float) => Arg::Float(*i as f64),
+        (Arg::Bool(b), dtype::Category::Float) => Arg::Float(*b as i64 as f64),
+        (Arg::Bool(b), dtype::Category::Int) => Arg::Int(*b as i64),
+        _ => fill,
+    };
+    Ok(vec![clang::full(
+        a.shape().to_vec(),
+        fill,
+        a.device(),
+        a.dtype(),
+    )?])
+}
+
+pub(crate) fn zeros_like_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    like(c, Arg::Int(0))
+}
+
+pub(crate) fn ones_like_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    like(c, Arg::Int(1))
+}
+
+pub(crate) fn full_like_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    like(c, c.number(1)?)
+}
+
+pub fn zeros_like(a: &Tensor) -> Result<Tensor> {
+    call1("ltorch.zeros_like", vec![Arg::Value(a.value())])
+}
+
+pub fn ones_like(a: &Tensor) -> Result<Tensor> {
+    call1("ltorch.ones_like", vec![Arg::Value(a.value())])
+}
+
+pub fn full_like(a: &Tensor, fill: impl Into<Arg>) -> Result<Tensor> {
+    call1("ltorch.full_like", vec![Arg::Value(a.value()), fill.into()])
 }

@@ -1,4 +1,4 @@
-//! matmul with torch's 1-D and batch-broadcasting semantics, and linear.
+//! matmul with torch's 1-D and batch-broadcasting semantics, bmm, and linear.
 
 use super::elementwise::add;
 use super::shape::transpose;
@@ -102,5 +102,27 @@ pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     call1(
         "ltorch.linear",
         vec![Arg::Value(x.value()), Arg::Value(w.value()), b],
+    )
+}
+
+/// Batched matmul of two 3-D tensors with equal batch sizes, as torch.bmm.
+pub(crate) fn bmm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+    if a.rank() != 3 || b.rank() != 3 || a.shape()[0] != b.shape()[0] {
+        bail_op!(
+            c.op,
+            "expected [B, N, K] and [B, K, M], got {} and {}",
+            ShapeDisplay(a.shape()),
+            ShapeDisplay(b.shape())
+        );
+    }
+    Ok(vec![super::linalg::matmul(&a, &b)?])
+}
+
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    call1(
+        "ltorch.bmm",
+        vec![Arg::Value(a.value()), Arg::Value(b.value())],
     )
 }

@@ -11,13 +11,12 @@ mod elementwise;
 mod factory;
 mod indexing;
 mod linalg;
-mod more;
 mod nn;
 mod norm;
+mod ordering;
 mod random;
 mod reduction;
 mod shape;
-mod stats;
 mod tensor_api;
 
 pub use activations::*;
@@ -27,13 +26,12 @@ pub use elementwise::*;
 pub use factory::*;
 pub use indexing::*;
 pub use linalg::*;
-pub use more::*;
 pub use nn::*;
 pub use norm::*;
+pub use ordering::*;
 pub use random::*;
 pub use reduction::*;
 pub use shape::*;
-pub use stats::*;
 
 use crate::error::{Error, Result};
 use crate::ir::{lookup_symbol, Arg, Symbol, SymbolKind};
@@ -143,17 +141,17 @@ ltorch_table! {
     "pad" => indexing::pad_rule,
     "sum" => reduction::sum_rule,
     "amax" => reduction::amax_rule,
-    "prod" => stats::prod_rule,
-    "amin" => stats::amin_rule,
-    "max" => stats::max_rule,
-    "min" => stats::min_rule,
-    "argmax" => stats::argmax_rule,
-    "argmin" => stats::argmin_rule,
-    "var_mean" => stats::var_mean_rule,
-    "cumsum" => stats::cumsum_rule,
-    "topk" => stats::topk_rule,
-    "sort" => stats::sort_rule,
-    "polygamma" => stats::polygamma_rule,
+    "prod" => reduction::prod_rule,
+    "amin" => reduction::amin_rule,
+    "max" => reduction::max_rule,
+    "min" => reduction::min_rule,
+    "argmax" => reduction::argmax_rule,
+    "argmin" => reduction::argmin_rule,
+    "var_mean" => reduction::var_mean_rule,
+    "cumsum" => ordering::cumsum_rule,
+    "topk" => ordering::topk_rule,
+    "sort" => ordering::sort_rule,
+    "polygamma" => elementwise::polygamma_rule,
     "conv1d" => conv::conv1d_rule,
     "conv2d" => conv::conv2d_rule,
     "conv3d" => conv::conv3d_rule,
@@ -170,8 +168,8 @@ ltorch_table! {
     "log_softmax" => nn::log_softmax_rule,
     "cross_entropy" => nn::cross_entropy_rule,
     "layer_norm" => nn::layer_norm_rule,
-    "rms_norm" => more::rms_norm_rule,
-    "mse_loss" => more::mse_loss_rule,
+    "rms_norm" => norm::rms_norm_rule,
+    "mse_loss" => nn::mse_loss_rule,
     "sigmoid" => activations::sigmoid_rule,
     "silu" => activations::silu_rule,
     "softplus" => activations::softplus_rule,
@@ -179,22 +177,22 @@ ltorch_table! {
     "hardswish" => activations::hardswish_rule,
     "leaky_relu" => activations::leaky_relu_rule,
     "clamp" => activations::clamp_rule,
-    "masked_fill" => more::masked_fill_rule,
-    "tril" => more::tril_rule,
-    "triu" => more::triu_rule,
-    "var" => more::var_rule,
-    "std" => more::std_rule,
-    "all" => more::all_rule,
-    "any" => more::any_rule,
-    "zeros_like" => more::zeros_like_rule,
-    "ones_like" => more::ones_like_rule,
-    "full_like" => more::full_like_rule,
-    "flatten" => more::flatten_rule,
-    "squeeze" => more::squeeze_rule,
-    "t" => more::t_rule,
-    "bmm" => more::bmm_rule,
-    "unflatten" => more::unflatten_rule,
-    "norm" => more::norm_rule,
+    "masked_fill" => elementwise::masked_fill_rule,
+    "tril" => elementwise::tril_rule,
+    "triu" => elementwise::triu_rule,
+    "var" => reduction::var_rule,
+    "std" => reduction::std_rule,
+    "all" => reduction::all_rule,
+    "any" => reduction::any_rule,
+    "zeros_like" => factory::zeros_like_rule,
+    "ones_like" => factory::ones_like_rule,
+    "full_like" => factory::full_like_rule,
+    "flatten" => shape::flatten_rule,
+    "squeeze" => shape::squeeze_rule,
+    "t" => shape::t_rule,
+    "bmm" => linalg::bmm_rule,
+    "unflatten" => shape::unflatten_rule,
+    "norm" => reduction::norm_rule,
     "nll_loss" => nn::nll_loss_rule,
     "scaled_dot_product_attention" => nn::sdpa_rule,
     "matmul" => linalg::matmul_rule,

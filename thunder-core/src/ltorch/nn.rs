@@ -1,4 +1,4 @@
-//! Neural-network functions: log_softmax, cross_entropy, layer_norm.
+//! Neural-network functions: log_softmax, cross_entropy, nll_loss, mse_loss, layer_norm, SDPA.
 
 use super::elementwise::{div, exp, log, mul, ne, neg, require_float, rsqrt, sub, to, upcast};
 use super::{call1, CallArgs};
@@ -327,5 +327,22 @@ pub fn layer_norm(
             opt(bias),
             Arg::Float(eps),
         ],
+    )
+}
+
+/// Mean squared error over all elements.
+pub(crate) fn mse_loss_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+    require_float(c.op, &a)?;
+    let d = sub(&a, &b)?;
+    let sq = mul(&d, &d)?;
+    Ok(vec![super::reduction::mean(&sq, None, false)?])
+}
+
+pub fn mse_loss(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    call1(
+        "ltorch.mse_loss",
+        vec![Arg::Value(a.value()), Arg::Value(b.value())],
     )
 }

@@ -1,11 +1,12 @@
-//! batch_norm and group_norm: normalization by statistics over the batch (per channel) or over
+//! rms_norm, batch_norm and group_norm: normalization by statistics over the batch (per channel) or over
 //! channel groups (per sample), both from `prims.var_mean` (biased variance, as torch
 //! normalizes).
 
-use super::elementwise::{add, mul, rsqrt, sub, to, upcast};
+use super::elementwise::{add, mul, require_float, rsqrt, sub, to, upcast};
+use super::nn::normalized_dims;
 use super::{call, call1, CallArgs};
 use crate::clang;
-use crate::dtype;
+use crate::dtype::{self, DType};
 use crate::error::{bail_op, Error, Result};
 use crate::ir::Arg;
 use crate::prims::Prim;
@@ -269,6 +270,56 @@ pub fn group_norm(
             opt(weight),
             opt(bias),
             Arg::Float(eps),
+        ],
+    )
+}
+
+/// `x / sqrt(mean(x^2 over normalized_shape) + eps) * weight`; `eps = None` is the dtype's
+/// machine epsilon, as torch's rms_norm.
+pub(crate) fn rms_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(4)?;
+    let a = c.tensor(0)?;
+    require_float(c.op, &a)?;
+    let (norm, dims) = normalized_dims(c, &a)?;
+    let eps = match c.args.get(3) {
+        Some(Arg::Float(e)) => *e,
+        Some(Arg::None) => match a.dtype() {
+            DType::F16 => 9.765625e-4,
+            DType::BF16 => 7.8125e-3,
+            DType::F64 => f64::EPSILON,
+            _ => f32::EPSILON as f64,
+        },
+        other => bail_op!(
+            c.op,
+            "argument 3 (eps) must be a float or None, got {other:?}"
+        ),
+    };
+    let count: i64 = norm.iter().product();
+    let x = upcast(&a)?;
+    let ms = mul(
+        &clang::reduce(Prim::Sum, &mul(&x, &x)?, &dims, true)?,
+        1.0 / count.max(1) as f64,
+    )?;
+    let mut y = mul(&x, rsqrt(&add(&ms, eps)?)?)?;
+    if let Some(w) = c.opt_tensor(2)? {
+        y = mul(&y, &w)?;
+    }
+    Ok(vec![to(&y, a.dtype())?])
+}
+
+pub fn rms_norm(
+    a: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    eps: Option<f64>,
+) -> Result<Tensor> {
+    call1(
+        "ltorch.rms_norm",
+        vec![
+            Arg::Value(a.value()),
+            Arg::Ints(normalized_shape.to_vec()),
+            weight.map_or(Arg::None, |w| Arg::Value(w.value())),
+            eps.map_or(Arg::None, Arg::Float),
         ],
     )
 }

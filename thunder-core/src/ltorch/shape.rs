@@ -1,5 +1,7 @@
-//! Shape ltorch ops: reshape (with -1), transpose, permute, unsqueeze, expand.
+//! Shape ltorch ops: reshape (with -1), transpose, permute, unsqueeze, expand, flatten,
+//! unflatten, squeeze and t.
 
+use super::reduction::dims_arg;
 use super::{call1, CallArgs};
 use crate::clang;
 use crate::error::{bail_op, Result};
@@ -150,5 +152,120 @@ pub fn expand(a: &Tensor, shape: &[i64]) -> Result<Tensor> {
     call1(
         "ltorch.expand",
         vec![Arg::Value(a.value()), Arg::Ints(shape.to_vec())],
+    )
+}
+
+/// Merges dims `start..=end` into one (negative indices allowed; a 0-d tensor becomes `[1]`).
+pub(crate) fn flatten_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(3)?;
+    let a = c.tensor(0)?;
+    if a.rank() == 0 {
+        return Ok(vec![clang::reshape(&a, vec![1])?]);
+    }
+    let s = clang::canonical_dim(c.op, c.int(1)?, a.rank())?;
+    let e = clang::canonical_dim(c.op, c.int(2)?, a.rank())?;
+    if s > e {
+        bail_op!(c.op, "start_dim {s} comes after end_dim {e}");
+    }
+    let mut shape: Vec<i64> = a.shape()[..s].to_vec();
+    shape.push(a.shape()[s..=e].iter().product());
+    shape.extend_from_slice(&a.shape()[e + 1..]);
+    Ok(vec![clang::reshape(&a, shape)?])
+}
+
+pub fn flatten(a: &Tensor, start_dim: i64, end_dim: i64) -> Result<Tensor> {
+    call1(
+        "ltorch.flatten",
+        vec![
+            Arg::Value(a.value()),
+            Arg::Int(start_dim),
+            Arg::Int(end_dim),
+        ],
+    )
+}
+
+/// Removes size-1 dims (all of them, or those listed; listed dims of another size stay).
+pub(crate) fn squeeze_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    let a = c.tensor(0)?;
+    let listed = match c.opt_ints(1)? {
+        None => None,
+        Some(d) => Some(
+            d.iter()
+                .map(|&x| clang::canonical_dim(c.op, x, a.rank()))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
+    let shape = a
+        .shape()
+        .iter()
+        .enumerate()
+        .filter(|(i, &d)| !(d == 1 && listed.as_ref().is_none_or(|l| l.contains(i))))
+        .map(|(_, &d)| d)
+        .collect();
+    Ok(vec![clang::reshape(&a, shape)?])
+}
+
+pub fn squeeze(a: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+    call1(
+        "ltorch.squeeze",
+        vec![Arg::Value(a.value()), dims_arg(dims)],
+    )
+}
+
+/// Transpose of a matrix; 0-d and 1-D tensors are returned as they are, as torch.t.
+pub(crate) fn t_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(1)?;
+    let a = c.tensor(0)?;
+    match a.rank() {
+        0 | 1 => Ok(vec![a]),
+        2 => Ok(vec![clang::transpose(&a, vec![1, 0])?]),
+        r => bail_op!(c.op, "expects a tensor with <= 2 dims, got {r} dims"),
+    }
+}
+
+pub fn t(a: &Tensor) -> Result<Tensor> {
+    call1("ltorch.t", vec![Arg::Value(a.value())])
+}
+
+/// Splits `dim` into `sizes` (one may be -1), as torch.unflatten.
+pub(crate) fn unflatten_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(3)?;
+    let a = c.tensor(0)?;
+    let d = clang::canonical_dim(c.op, c.int(1)?, a.rank())?;
+    let mut sizes = c.ints(2)?;
+    let size = if a.rank() == 0 { 1 } else { a.shape()[d] };
+    let unknown: Vec<usize> = sizes
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s == -1)
+        .map(|(i, _)| i)
+        .collect();
+    let known: i64 = sizes.iter().filter(|&&s| s != -1).product();
+    match unknown.as_slice() {
+        [] if known == size => {}
+        [i] if known > 0 && size % known == 0 => sizes[*i] = size / known,
+        _ => bail_op!(
+            c.op,
+            "sizes {} do not multiply to dim {d}'s size {size}",
+            ShapeDisplay(&sizes)
+        ),
+    }
+    let mut shape = a.shape()[..d.min(a.rank())].to_vec();
+    shape.extend_from_slice(&sizes);
+    if a.rank() > 0 {
+        shape.extend_from_slice(&a.shape()[d + 1..]);
+    }
+    Ok(vec![clang::reshape(&a, shape)?])
+}
+
+pub fn unflatten(a: &Tensor, dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    call1(
+        "ltorch.unflatten",
+        vec![
+            Arg::Value(a.value()),
+            Arg::Int(dim),
+            Arg::Ints(sizes.to_vec()),
+        ],
     )
 }

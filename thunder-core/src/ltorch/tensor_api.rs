@@ -158,7 +158,7 @@ impl Tensor {
     }
 
     pub fn max_dim(&self, dim: i64, keepdim: bool) -> (Tensor, Tensor) {
-        stats::sticky2(super::max_dim(self, dim, keepdim))
+        reduction::sticky2(super::max_dim(self, dim, keepdim))
     }
 
     pub fn min(&self) -> Tensor {
@@ -166,7 +166,7 @@ impl Tensor {
     }
 
     pub fn min_dim(&self, dim: i64, keepdim: bool) -> (Tensor, Tensor) {
-        stats::sticky2(super::min_dim(self, dim, keepdim))
+        reduction::sticky2(super::min_dim(self, dim, keepdim))
     }
 
     pub fn argmax(&self, dim: Option<i64>, keepdim: bool) -> Tensor {
@@ -183,7 +183,7 @@ impl Tensor {
         correction: i64,
         keepdim: bool,
     ) -> (Tensor, Tensor) {
-        stats::sticky2(super::var_mean(self, dims, correction, keepdim))
+        reduction::sticky2(super::var_mean(self, dims, correction, keepdim))
     }
 
     pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Tensor {
@@ -191,7 +191,7 @@ impl Tensor {
     }
 
     pub fn topk(&self, k: i64, dim: i64, largest: bool, sorted: bool) -> (Tensor, Tensor) {
-        stats::sticky2(super::topk(self, k, dim, largest, sorted))
+        reduction::sticky2(super::topk(self, k, dim, largest, sorted))
     }
 
     pub fn polygamma(&self, n: i64) -> Tensor {
@@ -199,7 +199,7 @@ impl Tensor {
     }
 
     pub fn sort(&self, dim: i64, descending: bool, stable: bool) -> (Tensor, Tensor) {
-        stats::sticky2(super::sort(self, dim, descending, stable))
+        reduction::sticky2(super::sort(self, dim, descending, stable))
     }
 
     pub fn mean(&self, dims: Option<&[i64]>, keepdim: bool) -> Tensor {
