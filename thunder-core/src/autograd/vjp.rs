@@ -15,8 +15,9 @@ use thunder_abi::prims::IndexingPrim;
 
 mod indexing;
 
-mod extra;
-pub use extra::multi_output_vjp;
+mod along_dims;
+mod conv;
+pub use along_dims::multi_output_vjp;
 
 fn v(t: &Tensor) -> Arg {
     Arg::Value(t.value())
@@ -463,17 +464,17 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
         Prim::Prod => {
             let x = x()?;
             let dims = ints(&args[1], prim)?;
-            Ok(vec![Some(extra::prod(&x, &dims, out, g)?), None])
+            Ok(vec![Some(along_dims::prod(&x, &dims, out, g)?), None])
         }
         Prim::Cumsum => match &args[1] {
-            Arg::Int(dim) => Ok(vec![Some(extra::cumsum(*dim, g)?), None]),
+            Arg::Int(dim) => Ok(vec![Some(along_dims::cumsum(*dim, g)?), None]),
             other => Err(Error::Bug(format!("prims.cumsum: dim {other:?}"))),
         },
         // Integer indices: nothing to differentiate.
         Prim::Argmax | Prim::Argmin => Ok(vec![None, None]),
         // Random numbers do not depend on differentiable inputs.
         Prim::Uniform | Prim::Normal => Ok(vec![None; args.len()]),
-        Prim::Convolution => extra::convolution(args, g),
+        Prim::Convolution => conv::convolution(args, g),
         Prim::VarMean | Prim::Topk | Prim::Sort => Err(Error::Bug(format!(
             "{} has several outputs; its rule is multi_output_vjp",
             prim.id()

@@ -9,8 +9,10 @@ use thunder_abi::prims::{
     FactoryPrim, Prim, PrimClass, PrimKind, ReductionPrim, ShapePrim, UnaryPrim,
 };
 
-mod extra;
+mod along_dims;
+mod conv;
 mod indexing;
+mod random;
 
 type Types<'a> = &'a [Option<TensorType>];
 
@@ -46,18 +48,18 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
         PrimKind::Indexing(p) => indexing::meta(p, args, types)?,
         PrimKind::Reduction(r) => match r {
             ReductionPrim::Argmax | ReductionPrim::Argmin => {
-                extra::arg_reduction(prim, args, types)?
+                along_dims::arg_reduction(prim, args, types)?
             }
-            ReductionPrim::VarMean => return extra::var_mean(prim, args, types),
+            ReductionPrim::VarMean => return along_dims::var_mean(prim, args, types),
             ReductionPrim::Sum
             | ReductionPrim::Amax
             | ReductionPrim::Prod
             | ReductionPrim::Amin => reduction(prim, args, types)?,
         },
-        PrimKind::Scan(_) => extra::scan(prim, args, types)?,
-        PrimKind::Sort(p) => return extra::sort(p, args, types),
-        PrimKind::Conv(_) => extra::convolution(prim, args, types)?,
-        PrimKind::Random(_) => extra::random(prim, args)?,
+        PrimKind::Scan(_) => along_dims::scan(prim, args, types)?,
+        PrimKind::Sort(p) => return along_dims::sort(p, args, types),
+        PrimKind::Conv(_) => conv::convolution(prim, args, types)?,
+        PrimKind::Random(_) => random::random(prim, args)?,
         PrimKind::Matmul(_) => matmul(op, args, types)?,
         PrimKind::Factory(f) => match f {
             FactoryPrim::Iota => iota(op, args)?,
