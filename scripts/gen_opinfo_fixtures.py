@@ -4,8 +4,8 @@
 The samples are defined once, in Rust (tests/opinfo/src). This script asks the Rust side to
 dump them, evaluates each one-op call in PyTorch (CPU), and writes the expected outputs:
 
-    /work/venv/bin/python scripts/gen_opinfo_fixtures.py          # from the repository root
-    /work/venv/bin/python scripts/gen_opinfo_fixtures.py --dump DIR   # reuse a dump
+    $VENV/bin/python scripts/gen_opinfo_fixtures.py          # from the repository root
+    $VENV/bin/python scripts/gen_opinfo_fixtures.py --dump DIR   # reuse a dump
 
 Output (the folder is wiped and regenerated; running twice gives identical files):
 

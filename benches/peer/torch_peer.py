@@ -54,13 +54,13 @@ floor measured by thunder.
 
     cargo build --release
     ./target/release/thunder bench --json > /tmp/bench.json
-    /work/venv/bin/python benches/peer/torch_peer.py --sections issue7 --thunder-bench /tmp/bench.json
+    $VENV/bin/python benches/peer/torch_peer.py --sections issue7 --thunder-bench /tmp/bench.json
 
 Run from the repository root, after the benches::
 
     cargo build --release -p thunder-interpreter -p thunder-cli
     cargo bench -p thunder-benches
-    /work/venv/bin/python benches/peer/torch_peer.py \\
+    $VENV/bin/python benches/peer/torch_peer.py \\
         --thunder-json target/criterion/cached_call/jit_call_64xf32_10ops/new/estimates.json \\
         --thunder-json target/criterion/cached_call/program_run_64xf32_10ops/new/estimates.json \\
         --thunder-json target/criterion/translation/first_call_mlp12/new/estimates.json \\

@@ -17,6 +17,33 @@ pub fn target_dir() -> PathBuf {
         .expect("target dir")
 }
 
+/// Checks `actual` against the golden file at `path`. With `THUNDER_BLESS` set it rewrites the
+/// file instead; otherwise a mismatch (or a missing file) is an `Err` holding a unified diff of
+/// the expected and the actual text, so a failure shows only what changed.
+pub fn check_golden(path: &std::path::Path, actual: &str) -> Result<(), String> {
+    if std::env::var_os("THUNDER_BLESS").is_some() {
+        return std::fs::write(path, actual)
+            .map_err(|e| format!("{}: cannot write: {e}", path.display()));
+    }
+    let expected = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: {e} (run with THUNDER_BLESS=1 to create it)",
+            path.display()
+        )
+    })?;
+    if expected == actual {
+        return Ok(());
+    }
+    let diff = similar::TextDiff::from_lines(expected.as_str(), actual);
+    Err(format!(
+        "{} differs (THUNDER_BLESS=1 to accept, then review the diff):\n{}",
+        path.display(),
+        diff.unified_diff()
+            .context_radius(3)
+            .header("expected", "actual")
+    ))
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -33,6 +60,40 @@ pub fn interpreter_library() -> PathBuf {
         lib.display()
     );
     lib
+}
+
+/// The cdylib of plugin `crate_name` (e.g. `thunder_cpu_simd`) in this build.
+pub fn plugin_library(crate_name: &str) -> PathBuf {
+    let lib = target_dir().join(format!(
+        "{}{crate_name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        lib.exists(),
+        "{} is missing: build the workspace first (`cargo build --workspace`)",
+        lib.display()
+    );
+    lib
+}
+
+/// The default CPU executors of `plugins.toml` (cpu-simd asked first, the interpreter for the
+/// rest), from this build.
+pub fn default_cpu_host() -> Arc<PluginHost> {
+    static HOST: OnceLock<Arc<PluginHost>> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let text = format!(
+            "[[executor]]\nname = \"cpu-simd\"\nlibrary = \"{}\"\npriority = 20\n\n\
+             [[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\npriority = 0\n",
+            plugin_library("thunder_cpu_simd").display(),
+            interpreter_library().display()
+        );
+        let config = Config::parse(&text, std::path::Path::new("<test>")).expect("test config");
+        let host = PluginHost::load(&config, &[]);
+        assert!(host.issues().is_empty(), "load issues: {:?}", host.issues());
+        Arc::new(host)
+    })
+    .clone()
 }
 
 /// A config naming only the interpreter plugin of this build.

@@ -1,45 +1,67 @@
 //! Golden traces: each `tests/golden/*.trace` holds a program and its expected printed trace at
-//! every stage. `THUNDER_BLESS=1 cargo test -p thunder-tests --test golden_traces` rewrites the
-//! expectations; otherwise a mismatch prints a unified diff. Each printed stage must also parse
-//! back into an equal trace that prints the same.
+//! every stage: initial, after the passes, the execution trace on the interpreter alone, the
+//! execution trace on the default CPU executors (cpu-simd asked first, as `plugins.toml` does,
+//! which pins the partition), and for programs with `requires_grad` inputs the grad
+//! transform's forward and backward. One test per file, so a failure names it;
+//! `THUNDER_BLESS=1 cargo test -p thunder-tests --test golden_traces` rewrites them, otherwise
+//! a mismatch prints a unified diff. The printed initial and final traces must also parse back
+//! into traces equal to the ones the program produced.
 
-use std::path::Path;
+use std::path::PathBuf;
+use thunder_core::ir::Trace;
 use thunder_core::passes::default_passes;
 use thunder_core::text::{parse_trace, print_trace};
-use thunder_tests::{interpreter_host, repo_root};
+use thunder_tests::{check_golden, default_cpu_host, interpreter_host, repo_root};
 
 fn section_header(name: &str) -> String {
     format!("==== {name} ====\n")
 }
 
-fn split_sections(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in text.split_inclusive('\n') {
-        if let Some(name) = line
-            .trim_end()
-            .strip_prefix("==== ")
-            .and_then(|l| l.strip_suffix(" ===="))
-        {
-            out.push((name.to_string(), String::new()));
-        } else if let Some((_, body)) = out.last_mut() {
-            body.push_str(line);
-        }
-    }
-    out
+/// The program section of a golden file.
+fn program_of(text: &str) -> Option<String> {
+    let mut lines = text.split_inclusive('\n');
+    lines.find(|l| l.trim_end() == "==== program ====")?;
+    Some(
+        lines
+            .take_while(|l| !l.starts_with("==== "))
+            .collect::<String>(),
+    )
 }
 
-fn stages(program: &str) -> Vec<(String, String)> {
-    let initial = parse_trace(program).unwrap_or_else(|e| panic!("program does not parse: {e}"));
+/// Every stage of `program`, printed, in file order.
+fn stages(file: &str, program: &str) -> Vec<(String, String)> {
+    let initial = parse_trace(program).unwrap_or_else(|e| panic!("{file}: program: {e}"));
     let mut final_trace = initial.clone();
     for pass in default_passes() {
         final_trace = pass.run(&final_trace).expect("pass");
     }
-    let host = interpreter_host();
-    let (traces, _) = thunder_core::compile_trace(&host, initial.clone()).expect("compile");
+    // The printed form is the trace: it must parse back into the very trace that was printed.
+    for (name, trace) in [("initial", &initial), ("final", &final_trace)] {
+        let printed = print_trace(trace);
+        let reparsed: Trace = parse_trace(&printed)
+            .unwrap_or_else(|e| panic!("{file}: the printed {name} trace does not parse: {e}"));
+        assert!(
+            reparsed == *trace,
+            "{file}: the printed {name} trace parses into a different trace:\n{printed}"
+        );
+        assert_eq!(
+            print_trace(&reparsed),
+            printed,
+            "{file}: {name} prints differently after a round trip"
+        );
+    }
+    let (alone, _) = thunder_core::compile_trace(&interpreter_host(), initial.clone())
+        .unwrap_or_else(|e| panic!("{file}: compile on the interpreter: {e}"));
+    let (default, _) = thunder_core::compile_trace(&default_cpu_host(), initial.clone())
+        .unwrap_or_else(|e| panic!("{file}: compile on cpu-simd and the interpreter: {e}"));
     let mut out = vec![
         ("initial".into(), print_trace(&initial)),
         ("final".into(), print_trace(&final_trace)),
-        ("execution".into(), traces.execution.print()),
+        ("execution".into(), alone.execution.print()),
+        (
+            "execution on cpu-simd, interpreter".into(),
+            default.execution.print(),
+        ),
     ];
     // Programs with requires_grad inputs also pin the grad transform's forward and backward.
     if initial.inputs.iter().any(|&v| initial.ty(v).requires_grad) {
@@ -48,7 +70,7 @@ fn stages(program: &str) -> Vec<(String, String)> {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let program = std::sync::Arc::new(initial.clone());
         let vg = thunder_core::autograd::value_and_grad(
-            Some(host.clone()),
+            Some(interpreter_host()),
             move |xs: &[thunder_core::Tensor]| thunder_core::trace_ctx::replay(&program, xs),
         )
         .with_input_names(&names);
@@ -62,93 +84,63 @@ fn stages(program: &str) -> Vec<(String, String)> {
     out
 }
 
-fn check_file(path: &Path, bless: bool) -> Option<String> {
-    let text = std::fs::read_to_string(path).expect("golden file");
-    let sections = split_sections(&text);
-    let program = sections
-        .iter()
-        .find(|(n, _)| n == "program")
-        .map(|(_, b)| b.clone())
-        .expect("a program section");
-    let actual = stages(&program);
-    // Round trip: every parseable stage parses into an equal trace that prints the same.
-    for (name, printed) in actual
-        .iter()
-        .filter(|(n, _)| matches!(n.as_str(), "initial" | "final"))
-    {
-        let reparsed = parse_trace(printed)
-            .unwrap_or_else(|e| panic!("{}: {name} does not parse back: {e}", path.display()));
-        assert_eq!(
-            &print_trace(&reparsed),
-            printed,
-            "{}: {name} does not print the same after parsing",
-            path.display()
-        );
-        let original = parse_trace(printed).expect("parse");
-        assert!(
-            reparsed == original,
-            "{}: {name}: traces differ after a round trip",
-            path.display()
-        );
-    }
-    if bless {
-        let mut out = section_header("program") + &program;
-        for (name, body) in &actual {
-            out += &section_header(name);
-            out += body;
-        }
-        std::fs::write(path, out).expect("write golden");
-        return None;
-    }
-    let mut report = String::new();
-    let written: Vec<&str> = sections
-        .iter()
-        .map(|(n, _)| n.as_str())
-        .filter(|n| *n != "program")
-        .collect();
-    let produced: Vec<&str> = actual.iter().map(|(n, _)| n.as_str()).collect();
-    if written != produced {
-        report += &format!(
-            "{}: sections {written:?} but the program produces {produced:?}\n",
-            path.display()
-        );
-    }
-    for (stage, got) in &actual {
-        let expected = sections
-            .iter()
-            .find(|(n, _)| n == stage)
-            .map(|(_, b)| b.as_str())
-            .unwrap_or("");
-        if expected != got {
-            let diff = similar::TextDiff::from_lines(expected, got.as_str());
-            report += &format!(
-                "{} [{stage}]:\n{}\n",
-                path.display(),
-                diff.unified_diff().header("expected", "actual")
-            );
-        }
-    }
-    (!report.is_empty()).then_some(report)
+fn golden_dir() -> PathBuf {
+    repo_root().join("tests/golden")
 }
 
+/// Regenerates every stage of `tests/golden/<name>.trace` from its program and compares.
+fn check(name: &str) {
+    let path = golden_dir().join(format!("{name}.trace"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let program = program_of(&text)
+        .unwrap_or_else(|| panic!("{}: no `==== program ====` section", path.display()));
+    let mut actual = section_header("program") + &program;
+    for (stage, body) in stages(name, &program) {
+        actual += &section_header(&stage);
+        actual += &body;
+    }
+    if let Err(diff) = check_golden(&path, &actual) {
+        panic!("{diff}");
+    }
+}
+
+macro_rules! golden {
+    ($($name:ident),* $(,)?) => {
+        const FILES: &[&str] = &[$(stringify!($name)),*];
+        $(
+            #[test]
+            fn $name() {
+                check(stringify!($name));
+            }
+        )*
+    };
+}
+
+golden! {
+    dce_cse,
+    elementwise_chain,
+    grad_mlp_layer,
+    half_precision_promotion,
+    indexing_and_joining,
+    matmul_shapes,
+    mlp,
+    reductions,
+    rounding_and_bitwise,
+    scalars_and_empty,
+    stats_sorts_conv_rng,
+}
+
+/// A golden file without a test above would never be checked.
 #[test]
-fn golden_traces_match() {
-    let bless = std::env::var_os("THUNDER_BLESS").is_some();
-    let mut files: Vec<_> = std::fs::read_dir(repo_root().join("tests/golden"))
+fn every_golden_file_has_a_test() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(golden_dir())
         .expect("golden folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .collect();
-    files.sort();
-    assert!(
-        files.len() >= 5,
-        "expected golden files, found {}",
-        files.len()
-    );
-    let failures: Vec<String> = files.iter().filter_map(|f| check_file(f, bless)).collect();
-    assert!(
-        failures.is_empty(),
-        "golden traces differ (THUNDER_BLESS=1 to accept):\n{}",
-        failures.join("\n")
-    );
+    on_disk.sort();
+    let mut listed: Vec<String> = FILES.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed, "add the new golden file to `golden!`");
 }

@@ -1,6 +1,6 @@
 //! The generated CUDA source of representative regions, checked as golden text (CI has no GPU:
 //! this is where codegen changes show up). `THUNDER_BLESS=1 cargo test -p thunder-cuda-fuser`
-//! rewrites the files; review the diff like code.
+//! rewrites the files; review the diff like code. A mismatch prints a unified diff.
 
 use std::path::PathBuf;
 use thunder_abi::TraceView;
@@ -55,21 +55,9 @@ fn check_golden(name: &str, text: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(format!("{name}.cu"));
-    if std::env::var_os("THUNDER_BLESS").is_some() {
-        std::fs::write(&path, text).expect("write golden");
-        return;
+    if let Err(diff) = thunder_tests::check_golden(&path, text) {
+        panic!("{diff}");
     }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run with THUNDER_BLESS=1 to create it)",
-            path.display()
-        )
-    });
-    assert!(
-        want == text,
-        "{} differs from the generated source; run with THUNDER_BLESS=1 and review the diff.\n--- generated ---\n{text}",
-        path.display()
-    );
 }
 
 const CHAIN8: &str = r#"def computation(x):
@@ -196,4 +184,29 @@ fn cross_entropy_builds_its_one_hot_in_registers() {
     assert!(kernels.iter().all(|k| k.inputs.len() <= 2), "{text}");
     assert!(text.contains("i64_t)(i"), "{text}");
     check_golden("cross_entropy", &text);
+}
+
+const SLICE_TRANSPOSE: &str = r#"def computation(x):
+  # x: "cuda:0 f32[64, 96]"
+  q, k, v = ltorch.split(x, [32, 32, 32], 1)
+  t = prims.transpose(k, [1, 0])
+  f = prims.flip(v, [0])
+  s = prims.slice(t, [0, 0], [32, 64], [1, 1])
+  r = prims.transpose(s, [1, 0])
+  y = ltorch.mul(q, r)
+  z = ltorch.add(y, f)
+  return (z,)
+"#;
+
+#[test]
+fn slices_transposes_and_flips_fold_into_the_loads() {
+    let (kernels, text) = generate(SLICE_TRANSPOSE);
+    assert_eq!(kernels.len(), 1, "{text}");
+    // The three thirds of x are read in place: at base 0, 32 and 64 (flipped: 63 * 96 + 64).
+    assert!(
+        text.contains("in0[32LL + i0 * 96LL + i1]")
+            && text.contains("in0[6112LL + i0 * -96LL + i1]"),
+        "{text}"
+    );
+    check_golden("slice_transpose_flip", &text);
 }
