@@ -1,18 +1,28 @@
 //! Bad input gets a typed error naming the op, line, file or field, never a panic.
 
 use thunder_core::text::parse_trace;
-use thunder_core::{jit_with, Array, DType, Error};
+use thunder_core::{jit_with, Array, DType, Error, OpErrorKind};
 use thunder_tests::interpreter_host;
 
+/// The error of tracing `f` on `inputs`: the op the program called, and the error.
+fn traced_error(
+    f: impl Fn(&[thunder_core::Tensor]) -> Vec<thunder_core::Tensor> + Send + Sync + 'static,
+    inputs: &[Array],
+) -> (String, Error) {
+    let j = jit_with(interpreter_host(), f);
+    match j.call(inputs) {
+        Err(e) if e.op_name().is_some() => (e.op_name().unwrap_or_default().to_string(), e),
+        other => panic!("expected an op error, got {other:?}"),
+    }
+}
+
+/// The op the program called and the error's message below it (path and kind).
 fn op_error(
     f: impl Fn(&[thunder_core::Tensor]) -> Vec<thunder_core::Tensor> + Send + Sync + 'static,
     inputs: &[Array],
 ) -> (String, String) {
-    let j = jit_with(interpreter_host(), f);
-    match j.call(inputs) {
-        Err(Error::Op { op, message }) => (op, message),
-        other => panic!("expected an op error, got {other:?}"),
-    }
+    let (op, e) = traced_error(f, inputs);
+    (op, e.op_message().unwrap_or_default())
 }
 
 fn arr(shape: &[i64]) -> Array {
@@ -21,9 +31,52 @@ fn arr(shape: &[i64]) -> Array {
 
 #[test]
 fn unbroadcastable_add_names_op_and_shapes() {
-    let (op, msg) = op_error(|xs| vec![&xs[0] + &xs[1]], &[arr(&[2, 3]), arr(&[4])]);
+    let (op, e) = traced_error(|xs| vec![&xs[0] + &xs[1]], &[arr(&[2, 3]), arr(&[4])]);
     assert_eq!(op, "ltorch.add");
-    assert!(msg.contains("[2, 3]") && msg.contains("[4]"), "{msg}");
+    match e.op_kind_of() {
+        Some(OpErrorKind::ShapeMismatch { a, b, .. }) => {
+            assert_eq!((a.as_slice(), b.as_slice()), (&[2, 3][..], &[4][..]))
+        }
+        other => panic!("expected a shape mismatch, got {other:?}"),
+    }
+    assert!(e.to_string().contains("[2, 3] and [4]"), "{e}");
+}
+
+/// Errors inside a decomposition keep the op the program called and the path to the check.
+#[test]
+fn errors_carry_the_path_through_decompositions_and_their_kind() {
+    let (op, e) = traced_error(
+        |xs| vec![xs[0].linear(&xs[1], None)],
+        &[arr(&[2, 3]), arr(&[5, 4])],
+    );
+    assert_eq!(op, "ltorch.linear");
+    match &e {
+        Error::Op { path, kind, .. } => {
+            assert_eq!(path, &["ltorch.matmul".to_string()]);
+            assert_eq!(kind.tag(), "shape mismatch", "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let (op, e) = traced_error(|xs| vec![xs[0].softmax(5)], &[arr(&[2, 3])]);
+    assert_eq!(op, "ltorch.softmax");
+    assert_eq!(
+        e.op_kind_of(),
+        Some(&OpErrorKind::Dim { dim: 5, rank: 2 }),
+        "{e}"
+    );
+    let (_, e) = traced_error(
+        |xs| {
+            vec![thunder_core::ltorch::add(&xs[0], &xs[1])
+                .unwrap()
+                .matmul(&xs[2])]
+        },
+        &[arr(&[2, 3]), arr(&[2, 3]), arr(&[4, 4])],
+    );
+    assert_eq!(
+        e.op_kind_of().map(|k| k.tag()),
+        Some("shape mismatch"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -140,7 +193,9 @@ fn semantic_errors_in_text_name_the_line() {
     ));
     assert_eq!(line, 3);
     assert!(
-        msg.contains("ltorch.matmul") && msg.contains("[2, 3] @ [2, 3]"),
+        msg.contains("ltorch.matmul")
+            && msg.contains("[2, 3] and [2, 3]")
+            && msg.contains("3 != 2"),
         "{msg}"
     );
     let (line, _, msg) = parse_error("def computation(x):\n  t0 = ltorch.exp(x)\n  return (t0,)\n");

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use thunder_core::host::Config;
-use thunder_core::{Array, DType, Error, PluginHost};
+use thunder_core::{Array, DType, PluginHost};
 use thunder_opinfo::{build, sample_key, table, ErrorCase, ErrorKind, OpInfo, SArg, View};
 use thunder_tests::{close, load_fixture_array, repo_root, target_dir};
 
@@ -357,7 +357,11 @@ fn check_errors(
         match result {
             Err(_) => failures.push(format!("{id}: panicked")),
             Ok(Ok(())) => failures.push(format!("{id}: traced without an error")),
-            Ok(Err(Error::Op { op, message })) => {
+            Ok(Err(e)) if e.op_name().is_some() => {
+                let (op, message) = (
+                    e.op_name().unwrap_or_default(),
+                    e.op_message().unwrap_or_default(),
+                );
                 if op != info.id {
                     failures.push(format!("{id}: the error names `{op}`: {message}"));
                 } else if !message.contains(&case.expect) {

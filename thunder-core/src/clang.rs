@@ -2,7 +2,7 @@
 //! top of prims. Errors the prim's meta already reports are left to it.
 
 use crate::dtype::{self, Category, DType};
-use crate::error::{bail_op, Error, Result};
+use crate::error::{bail_op, Error, OpErrorKind, Result};
 use crate::ir::{Arg, ShapeDisplay};
 use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
@@ -117,14 +117,23 @@ pub fn broadcast_shapes(op: &str, shapes: &[&[i64]]) -> Result<Vec<i64>> {
             if *o == 1 {
                 *o = d;
             } else if d != 1 && d != *o {
-                let all: Vec<String> = shapes.iter().map(|s| ShapeDisplay(s).to_string()).collect();
-                bail_op!(
-                    op,
-                    "shapes {} cannot be broadcast together (dim {} has sizes {} and {d})",
-                    all.join(" and "),
+                let rule = format!(
+                    "cannot be broadcast together (dim {} has sizes {} and {d})",
                     offset + i,
                     *o
                 );
+                if let [a, b] = shapes {
+                    return Err(Error::op_kind(
+                        op,
+                        OpErrorKind::ShapeMismatch {
+                            a: a.to_vec(),
+                            b: b.to_vec(),
+                            rule,
+                        },
+                    ));
+                }
+                let all: Vec<String> = shapes.iter().map(|s| ShapeDisplay(s).to_string()).collect();
+                bail_op!(op, "shapes {} {rule}", all.join(" and "));
             }
         }
     }
@@ -187,12 +196,7 @@ pub fn transpose(t: &Tensor, perm: Vec<i64>) -> Result<Tensor> {
 pub fn canonical_dim(op: &str, dim: i64, rank: usize) -> Result<usize> {
     let r = rank.max(1) as i64;
     if dim < -r || dim >= r {
-        bail_op!(
-            op,
-            "dimension out of range (expected to be in range of [{}, {}], but got {dim})",
-            -r,
-            r - 1
-        );
+        return Err(Error::op_kind(op, OpErrorKind::Dim { dim, rank }));
     }
     Ok(if dim < 0 {
         (dim + r) as usize

@@ -1,15 +1,82 @@
 //! One error type for the library. User errors name the op, file or field and say what was
 //! expected and what came; `Bug` marks broken internal invariants.
 
+use crate::dtype::DType;
+use crate::ir::ShapeDisplay;
 use std::path::PathBuf;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What was wrong with an op's inputs: tests and tools match on the kind, the message is its
+/// display.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum OpErrorKind {
+    /// The op takes `expected` positional arguments.
+    #[error("expected {expected} arguments, got {got}")]
+    Arity { expected: usize, got: usize },
+    /// Argument `index` is not of the kind the op takes.
+    #[error("argument {index} must be {expected}{}", got.as_ref().map(|g| format!(", got {g}")).unwrap_or_default())]
+    Argument {
+        index: usize,
+        expected: String,
+        got: Option<String>,
+    },
+    /// Two operands whose shapes must agree (`rule` says how).
+    #[error("shapes {} and {} {rule}", ShapeDisplay(a), ShapeDisplay(b))]
+    ShapeMismatch {
+        a: Vec<i64>,
+        b: Vec<i64>,
+        rule: String,
+    },
+    /// Two operands whose dtypes must agree.
+    #[error("dtypes {} and {} {rule}", a.short_name(), b.short_name())]
+    DTypeMismatch { a: DType, b: DType, rule: String },
+    /// A dim outside `[-rank, rank)` (a 0-d tensor takes 0 and -1), in torch's words.
+    #[error("dimension out of range (expected to be in range of [{}, {}], but got {dim})", -(*rank.max(&1) as i64), *rank.max(&1) as i64 - 1)]
+    Dim { dim: i64, rank: usize },
+    /// A dtype the op is not defined on; `allowed` says which are (may be empty).
+    #[error("does not support dtype {}{}", got.short_name(), if allowed.is_empty() { String::new() } else { format!(" ({allowed})") })]
+    DType { got: DType, allowed: String },
+    /// Anything else, in words.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl OpErrorKind {
+    /// The kind's name, for matching in tests and tools.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            OpErrorKind::Arity { .. } => "arity",
+            OpErrorKind::Argument { .. } => "argument",
+            OpErrorKind::ShapeMismatch { .. } => "shape mismatch",
+            OpErrorKind::DTypeMismatch { .. } => "dtype mismatch",
+            OpErrorKind::DType { .. } => "dtype",
+            OpErrorKind::Dim { .. } => "dim",
+            OpErrorKind::Other(_) => "other",
+        }
+    }
+}
+
+fn op_display(op: &str, path: &[String], kind: &OpErrorKind) -> String {
+    let mut out = op.to_string();
+    for inner in path {
+        out.push_str(": ");
+        out.push_str(inner);
+    }
+    format!("{out}: {kind}")
+}
+
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum Error {
     /// An op was called with inputs its meta function rejects (shapes, dtypes, arguments).
-    #[error("{op}: {message}")]
-    Op { op: String, message: String },
+    /// `op` is the op the program called; `path` the ops inside its decomposition, outermost
+    /// first, down to the one whose check failed (empty when it was `op` itself).
+    #[error("{}", op_display(op, path, kind))]
+    Op {
+        op: String,
+        path: Vec<String>,
+        kind: OpErrorKind,
+    },
 
     #[error("line {line}, column {column}: {message}")]
     Parse {
@@ -54,22 +121,62 @@ pub enum Error {
 }
 
 impl Error {
+    /// An op error described in words ([`OpErrorKind::Other`]).
     pub fn op(op: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::op_kind(op, OpErrorKind::Other(message.into()))
+    }
+
+    pub fn op_kind(op: impl Into<String>, kind: OpErrorKind) -> Self {
         Error::Op {
             op: op.into(),
-            message: message.into(),
+            path: Vec::new(),
+            kind,
         }
     }
 
-    /// Adds the name of the enclosing op, so an error inside a decomposition reads
+    /// Records the enclosing op, so an error inside a decomposition names the op the program
+    /// called and the path down to the failed check:
     /// `ltorch.linear: ltorch.matmul: prims.matmul: ...`.
     pub fn within(self, outer: &str) -> Self {
         match self {
-            Error::Op { op, message } if op != outer => Error::Op {
-                op: outer.to_string(),
-                message: format!("{op}: {message}"),
-            },
+            Error::Op { op, mut path, kind } if op != outer => {
+                path.insert(0, op);
+                Error::Op {
+                    op: outer.to_string(),
+                    path,
+                    kind,
+                }
+            }
             other => other,
+        }
+    }
+
+    /// The op an op error names (the one the program called).
+    pub fn op_name(&self) -> Option<&str> {
+        match self {
+            Error::Op { op, .. } => Some(op),
+            _ => None,
+        }
+    }
+
+    /// The kind of an op error.
+    pub fn op_kind_of(&self) -> Option<&OpErrorKind> {
+        match self {
+            Error::Op { kind, .. } => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// An op error's message without the op's name: the path and the kind.
+    pub fn op_message(&self) -> Option<String> {
+        match self {
+            Error::Op { path, kind, .. } => Some(
+                path.iter()
+                    .map(|p| format!("{p}: "))
+                    .chain(std::iter::once(kind.to_string()))
+                    .collect(),
+            ),
+            _ => None,
         }
     }
 }

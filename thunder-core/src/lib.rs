@@ -24,7 +24,7 @@ pub mod trace_ctx;
 
 pub use device::Device;
 pub use dtype::DType;
-pub use error::{Error, Result};
+pub use error::{Error, OpErrorKind, Result};
 pub use host::PluginHost;
 pub use jit::{compile_trace, jit, jit_with, Jitted, Traces};
 pub use runtime::Array;

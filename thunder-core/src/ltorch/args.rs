@@ -3,7 +3,7 @@
 use crate::clang::Operand;
 use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::{Error, OpErrorKind, Result};
 use crate::ir::Arg;
 use crate::tensor::Tensor;
 
@@ -15,9 +15,12 @@ pub struct CallArgs<'a> {
 impl CallArgs<'_> {
     pub fn expect(&self, n: usize) -> Result<()> {
         if self.args.len() != n {
-            return Err(Error::op(
+            return Err(Error::op_kind(
                 self.op,
-                format!("expected {n} arguments, got {}", self.args.len()),
+                OpErrorKind::Arity {
+                    expected: n,
+                    got: self.args.len(),
+                },
             ));
         }
         Ok(())

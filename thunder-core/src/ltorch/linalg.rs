@@ -4,7 +4,7 @@ use super::elementwise::add;
 use super::shape::transpose;
 use super::{call1, CallArgs};
 use crate::clang;
-use crate::error::{bail_op, Result};
+use crate::error::{bail_op, Error, OpErrorKind, Result};
 use crate::ir::{Arg, ShapeDisplay};
 use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
@@ -27,12 +27,14 @@ pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         b.shape()[b.rank() - 2]
     };
     if k_a != k_b {
-        bail_op!(
+        return Err(Error::op_kind(
             c.op,
-            "inner dimensions do not match: {} @ {} ({k_a} != {k_b})",
-            ShapeDisplay(a.shape()),
-            ShapeDisplay(b.shape())
-        );
+            OpErrorKind::ShapeMismatch {
+                a: a.shape().to_vec(),
+                b: b.shape().to_vec(),
+                rule: format!("do not match as matmul operands (inner dims {k_a} != {k_b})"),
+            },
+        ));
     }
     // 1-D operands become matrices, and their added dim is dropped from the result.
     let a2 = if a.rank() == 1 {

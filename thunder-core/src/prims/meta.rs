@@ -3,7 +3,7 @@
 
 use crate::device::Device;
 use crate::dtype::{self, DType};
-use crate::error::{bail_op, Error, Result};
+use crate::error::{bail_op, Error, OpErrorKind, Result};
 use crate::ir::{Arg, ShapeDisplay, TensorType};
 use thunder_abi::prims::{
     FactoryPrim, Prim, PrimClass, PrimKind, ReductionPrim, ShapePrim, UnaryPrim,
@@ -74,7 +74,13 @@ pub fn prim_meta(prim: Prim, args: &[Arg], types: Types) -> Result<Vec<TensorTyp
 
 fn expect_arity(op: &str, args: &[Arg], n: usize) -> Result<()> {
     if args.len() != n {
-        bail_op!(op, "expected {n} arguments, got {}", args.len());
+        return Err(Error::op_kind(
+            op,
+            OpErrorKind::Arity {
+                expected: n,
+                got: args.len(),
+            },
+        ));
     }
     Ok(())
 }
@@ -82,7 +88,17 @@ fn expect_arity(op: &str, args: &[Arg], n: usize) -> Result<()> {
 fn tensor<'a>(op: &str, types: &'a [Option<TensorType>], i: usize) -> Result<&'a TensorType> {
     match types.get(i) {
         Some(Some(t)) => Ok(t),
-        _ => Err(Error::op(op, format!("argument {i} must be a tensor"))),
+        other => Err(Error::op_kind(
+            op,
+            OpErrorKind::Argument {
+                index: i,
+                expected: "a tensor".into(),
+                got: match other {
+                    None => Some("nothing (too few arguments)".into()),
+                    Some(_) => None,
+                },
+            },
+        )),
     }
 }
 
@@ -120,12 +136,14 @@ fn check_shape(op: &str, shape: &[i64]) -> Result<()> {
 /// Elementwise prims neither broadcast nor move data between devices.
 fn check_same_shape_and_device(op: &str, a: &TensorType, b: &TensorType) -> Result<()> {
     if a.shape != b.shape {
-        bail_op!(
+        return Err(Error::op_kind(
             op,
-            "shapes {} and {} must be equal (prims do not broadcast)",
-            ShapeDisplay(&a.shape),
-            ShapeDisplay(&b.shape)
-        );
+            OpErrorKind::ShapeMismatch {
+                a: a.shape.clone(),
+                b: b.shape.clone(),
+                rule: "must be equal (prims do not broadcast)".into(),
+            },
+        ));
     }
     if a.device != b.device {
         bail_op!(
@@ -145,7 +163,13 @@ fn unary(prim: UnaryPrim, args: &[Arg], types: Types) -> Result<TensorType> {
     // The lanes each prim is defined on come from the elementwise table.
     let int_ok = a.dtype != DType::Bool && prim.rule().supports_int();
     if !dtype::is_float(a.dtype) && !int_ok {
-        bail_op!(op, "does not support dtype {}", a.dtype.short_name());
+        return Err(Error::op_kind(
+            op,
+            OpErrorKind::DType {
+                got: a.dtype,
+                allowed: String::new(),
+            },
+        ));
     }
     Ok(a.clone())
 }
@@ -155,7 +179,13 @@ fn float_operand(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
     expect_arity(op, args, 1)?;
     let a = tensor(op, types, 0)?;
     if !dtype::is_float(a.dtype) {
-        bail_op!(op, "does not support dtype {}", a.dtype.short_name());
+        return Err(Error::op_kind(
+            op,
+            OpErrorKind::DType {
+                got: a.dtype,
+                allowed: String::new(),
+            },
+        ));
     }
     Ok(a.clone())
 }
@@ -204,12 +234,14 @@ fn binary(prim: Prim, lanes: Lanes, args: &[Arg], types: Types) -> Result<Tensor
         (Some(a), Some(b)) => {
             check_same_shape_and_device(op, a, b)?;
             if a.dtype != b.dtype {
-                bail_op!(
+                return Err(Error::op_kind(
                     op,
-                    "dtypes {} and {} must be equal (prims do not promote)",
-                    a.dtype.short_name(),
-                    b.dtype.short_name()
-                );
+                    OpErrorKind::DTypeMismatch {
+                        a: a.dtype,
+                        b: b.dtype,
+                        rule: "must be equal (prims do not promote)".into(),
+                    },
+                ));
             }
             a
         }
@@ -228,22 +260,23 @@ fn binary(prim: Prim, lanes: Lanes, args: &[Arg], types: Types) -> Result<Tensor
         int: int_ok,
         bool: bool_ok,
     } = lanes;
+    let refuse = |allowed: &str| {
+        Err(Error::op_kind(
+            op,
+            OpErrorKind::DType {
+                got: t.dtype,
+                allowed: allowed.into(),
+            },
+        ))
+    };
     if t.dtype == DType::Bool && !bool_ok {
-        bail_op!(op, "does not support dtype b8");
+        return refuse("");
     }
     if dtype::is_float(t.dtype) && !float_ok {
-        bail_op!(
-            op,
-            "does not support dtype {} (integers and b8 only)",
-            t.dtype.short_name()
-        );
+        return refuse("integers and b8 only");
     }
     if !dtype::is_float(t.dtype) && t.dtype != DType::Bool && !int_ok {
-        bail_op!(
-            op,
-            "does not support dtype {} (floats only)",
-            t.dtype.short_name()
-        );
+        return refuse("floats only");
     }
     if prim == Prim::Pow && !dtype::is_float(t.dtype) && matches!(args[1], Arg::Int(e) if e < 0) {
         bail_op!(op, "integers to negative integer powers are not allowed");
@@ -420,12 +453,18 @@ fn matmul(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
         bail_op!(op, "batch dims of {sa} and {sb} must be equal");
     }
     if a.shape[ra - 1] != b.shape[rb - 2] {
-        bail_op!(
+        return Err(Error::op_kind(
             op,
-            "inner dimensions do not match: {sa} @ {sb} ({} != {})",
-            a.shape[ra - 1],
-            b.shape[rb - 2]
-        );
+            OpErrorKind::ShapeMismatch {
+                a: a.shape.clone(),
+                b: b.shape.clone(),
+                rule: format!(
+                    "do not match as matmul operands (inner dims {} != {})",
+                    a.shape[ra - 1],
+                    b.shape[rb - 2]
+                ),
+            },
+        ));
     }
     let mut shape = a.shape[..ra - 1].to_vec();
     shape.push(b.shape[rb - 1]);

@@ -147,9 +147,7 @@ fn pad(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
         );
     }
     scalar_fits(op, &args[1], a.dtype).map_err(|e| match e {
-        Error::Op { message, .. } => {
-            Error::op(op, format!("padding value (argument 1): {message}"))
-        }
+        Error::Op { kind, .. } => Error::op(op, format!("padding value (argument 1): {kind}")),
         other => other,
     })?;
     let config = ints_arg(op, args, 2, "config")?;
