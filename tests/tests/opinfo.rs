@@ -362,8 +362,14 @@ fn check_errors(
                     e.op_name().unwrap_or_default(),
                     e.op_message().unwrap_or_default(),
                 );
+                let tag = e.op_kind_of().map(|k| k.tag());
                 if op != info.id {
                     failures.push(format!("{id}: the error names `{op}`: {message}"));
+                } else if case.op_kind.is_some() && tag != case.op_kind {
+                    failures.push(format!(
+                        "{id}: error of kind {tag:?}, expected {:?}: {message}",
+                        case.op_kind
+                    ));
                 } else if !message.contains(&case.expect) {
                     failures.push(format!(
                         "{id}: message `{message}` does not contain `{}`",

@@ -145,12 +145,14 @@ pub fn prim_binary_errors() -> ErrorFn {
                 "unequal shapes",
                 vec![g.t(&[2, 3], DType::F32), g.t(&[3], DType::F32)],
                 "prims do not broadcast",
-            ),
+            )
+            .of_kind("shape mismatch"),
             ErrorCase::new(
                 "unequal dtypes",
                 vec![g.t(&[2, 3], DType::F32), g.t(&[2, 3], DType::F64)],
                 "prims do not promote",
-            ),
+            )
+            .of_kind("dtype mismatch"),
         ]
     })
 }
@@ -163,8 +165,9 @@ pub fn prim_float_unary_errors() -> ErrorFn {
                 "integer input",
                 vec![g.t(&[2], DType::I32)],
                 "does not support dtype i32",
-            ),
-            ErrorCase::new("no arguments", vec![], "expected 1 arguments"),
+            )
+            .of_kind("dtype"),
+            ErrorCase::new("no arguments", vec![], "expected 1 arguments").of_kind("arity"),
         ]
     })
 }
@@ -260,5 +263,7 @@ pub fn reduction_errors(keepdim_arg: bool) -> ErrorFn {
 
 /// Ops with no error cases beyond arity: calling them with no arguments.
 pub fn arity_error(expect: &'static str) -> ErrorFn {
-    Box::new(move |_g: &mut Gen| vec![ErrorCase::new("no arguments", vec![], expect)])
+    Box::new(move |_g: &mut Gen| {
+        vec![ErrorCase::new("no arguments", vec![], expect).of_kind("arity")]
+    })
 }

@@ -124,12 +124,14 @@ pub enum ErrorKind {
     Run,
 }
 
-/// A call the op must refuse, with a message containing `expect`.
+/// A call the op must refuse, with a message containing `expect` and, where `op_kind` is
+/// given, an `Error::Op` of that kind (`OpErrorKind::tag`).
 #[derive(Debug, Clone)]
 pub struct ErrorCase {
     pub args: Vec<SArg>,
     pub kind: ErrorKind,
     pub expect: String,
+    pub op_kind: Option<&'static str>,
     pub note: String,
 }
 
@@ -139,7 +141,16 @@ impl ErrorCase {
             args,
             kind: ErrorKind::Meta,
             expect: expect.into(),
+            op_kind: None,
             note: note.into(),
+        }
+    }
+
+    /// The error must also be of this kind (`"arity"`, `"shape mismatch"`, `"dtype"`, ...).
+    pub fn of_kind(self, tag: &'static str) -> ErrorCase {
+        ErrorCase {
+            op_kind: Some(tag),
+            ..self
         }
     }
 
