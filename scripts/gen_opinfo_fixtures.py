@@ -349,7 +349,24 @@ def reference(op):
     fn = getattr(torch, name, None)
     if fn is None:
         return None
-    return tensor_scalars(fn) if layer == "prims" else fn
+    return tensor_scalars(fn) if layer == "prims" else python_scalars_as_tensors(fn)
+
+
+def python_scalars_as_tensors(fn):
+    """torch.<name>, retried with each Python number as a 0-d tensor where the function takes no
+    Python number (torch.hypot): a 0-d operand promotes exactly as a Python scalar does (it
+    decides the result only when its category is higher), so the reference is unchanged."""
+
+    def call(*args):
+        try:
+            return fn(*args)
+        except TypeError:
+            kind = lambda a: torch.bool if isinstance(a, bool) else (
+                torch.int64 if isinstance(a, int) else torch.float64)
+            return fn(*(torch.tensor(a, dtype=kind(a)) if isinstance(a, (bool, int, float)) else a
+                        for a in args))
+
+    return call
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,6 +5,9 @@
 use crate::families::*;
 use crate::lit::*;
 use crate::{Domain, ErrorCase, ErrorFn, Gen, OpInfo, SArg, Sample, SampleFn, Tol};
+use thunder_core::clang::Promotion;
+use thunder_core::ltorch::{prim_ops, PrimOp, PrimOpForm};
+use thunder_core::prims::{BinaryPrim, UnaryPrim};
 use thunder_core::DType;
 
 pub(crate) fn s(note: &str, args: Vec<SArg>) -> Sample {
@@ -23,47 +26,15 @@ pub(crate) fn id(name: &str) -> String {
     format!("ltorch.{name}")
 }
 
-/// Unary ops: `(name, dtypes, domain, tolerance)`.
+/// Unary ops that are not one prim: `(name, dtypes, domain, tolerance)`. The one-prim ops come
+/// from their rows (`thunder_core::ltorch::prim_ops`), see `prim_op_entries`.
 const UNARY: &[(&str, &[DType], Domain, Tol)] = &[
-    ("neg", NUMERIC, Domain::Any, Tol::Default),
-    ("abs", NUMERIC, Domain::Any, Tol::Default),
-    ("exp", ALL, Domain::Any, Tol::Default),
-    ("log", ALL, Domain::Pos, Tol::Default),
-    ("sqrt", ALL, Domain::Pos, Tol::Default),
-    ("rsqrt", ALL, Domain::Pos, Tol::Default),
-    ("tanh", ALL, Domain::Any, Tol::Default),
-    ("sin", ALL, Domain::Any, Tol::Default),
-    ("cos", ALL, Domain::Any, Tol::Default),
-    ("erf", ALL, Domain::Any, Tol::Default),
-    ("exp2", ALL, Domain::Any, Tol::Default),
-    ("expm1", ALL, Domain::Any, Tol::Default),
-    ("log1p", ALL, Domain::Pos, Tol::Default),
-    ("log2", ALL, Domain::Pos, Tol::Default),
-    ("log10", ALL, Domain::Pos, Tol::Default),
-    ("tan", ALL, Domain::Unit, Tol::Default),
-    ("asin", ALL, Domain::Unit, Tol::Default),
-    ("acos", ALL, Domain::Unit, Tol::Default),
-    ("atan", ALL, Domain::Any, Tol::Default),
-    ("sinh", ALL, Domain::Any, Tol::Default),
-    ("cosh", ALL, Domain::Any, Tol::Default),
-    ("asinh", ALL, Domain::Any, Tol::Default),
-    ("acosh", ALL, Domain::Ge1, Tol::Default),
-    ("atanh", ALL, Domain::Unit, Tol::Default),
-    ("erfc", ALL, Domain::Any, Tol::Default),
-    ("erfinv", ALL, Domain::Unit, Tol::Default),
-    ("lgamma", ALL, Domain::Pos, Tol::Smooth),
-    ("digamma", ALL, Domain::Pos, Tol::Smooth),
-    ("floor", NUMERIC, Domain::Any, Tol::Default),
-    ("ceil", NUMERIC, Domain::Any, Tol::Default),
-    ("round", NUMERIC, Domain::Any, Tol::Default),
-    ("trunc", NUMERIC, Domain::Any, Tol::Default),
     ("sign", ALL, Domain::Any, Tol::Default),
     ("signbit", ALL, Domain::Any, Tol::Default),
     ("isnan", ALL, Domain::Any, Tol::Default),
     ("isfinite", ALL, Domain::Any, Tol::Default),
     ("logical_not", ALL, Domain::Any, Tol::Default),
     ("bitwise_not", INTS_BOOL, Domain::Any, Tol::Default),
-    ("reciprocal", ALL, Domain::NonZero, Tol::Default),
     ("relu", NUMERIC, Domain::Any, Tol::Default),
     ("sigmoid", ALL, Domain::Any, Tol::Default),
     ("silu", FLOATS, Domain::Any, Tol::Smooth),
@@ -73,25 +44,8 @@ const UNARY: &[(&str, &[DType], Domain, Tol)] = &[
     ("ones_like", ALL, Domain::Any, Tol::Default),
 ];
 
-/// Binary ops that broadcast and promote: `(name, dtypes, rhs domain)`.
+/// Binary ops that broadcast and promote and are not one prim: `(name, dtypes, rhs domain)`.
 const BINARY: &[(&str, &[DType], Domain)] = &[
-    ("add", ALL, Domain::Any),
-    ("sub", NUMERIC, Domain::Any),
-    ("mul", ALL, Domain::Any),
-    ("div", ALL, Domain::NonZero),
-    ("pow", NUMERIC, Domain::Small),
-    ("maximum", ALL, Domain::Any),
-    ("minimum", ALL, Domain::Any),
-    ("eq", ALL, Domain::Any),
-    ("ne", ALL, Domain::Any),
-    ("lt", ALL, Domain::Any),
-    ("le", ALL, Domain::Any),
-    ("gt", ALL, Domain::Any),
-    ("ge", ALL, Domain::Any),
-    ("remainder", NUMERIC, Domain::NonZero),
-    ("fmod", NUMERIC, Domain::NonZero),
-    ("floor_divide", NUMERIC, Domain::NonZero),
-    ("atan2", ALL, Domain::Any),
     ("bitwise_and", INTS_BOOL, Domain::Any),
     ("bitwise_or", INTS_BOOL, Domain::Any),
     ("bitwise_xor", INTS_BOOL, Domain::Any),
@@ -99,8 +53,69 @@ const BINARY: &[(&str, &[DType], Domain)] = &[
     ("bitwise_right_shift", INTS, Domain::Small),
 ];
 
+/// Ops whose f16/bf16 results round several times on the way (series, reflections).
+const SMOOTH: &[&str] = &["ltorch.lgamma", "ltorch.digamma"];
+
+/// The dtypes a one-prim ltorch op takes: what its promotion makes of them, and for a binary
+/// op computed in its inputs' category, the lanes its prim's row defines.
+fn prim_op_dtypes(op: &PrimOp) -> Vec<DType> {
+    let lanes = |d: DType| match BinaryPrim::of(op.prim) {
+        Some(b) => {
+            let rule = b.rule();
+            match d {
+                DType::Bool => rule.supports_bool(),
+                DType::F16 | DType::BF16 | DType::F32 | DType::F64 => rule.supports_float(),
+                DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => rule.supports_int(),
+            }
+        }
+        None => true,
+    };
+    let keep = |d: DType| match op.form {
+        PrimOpForm::Unary(Promotion::IntToFloat) | PrimOpForm::Binary(Promotion::IntToFloat) => {
+            true
+        }
+        PrimOpForm::Binary(Promotion::AlwaysBool) => true,
+        PrimOpForm::Unary(_) => {
+            d != DType::Bool && UnaryPrim::of(op.prim).is_some_and(|u| u.rule().supports_int())
+                || thunder_core::dtype::is_float(d)
+        }
+        PrimOpForm::Rounding => d != DType::Bool,
+        PrimOpForm::Binary(_) => lanes(d),
+    };
+    DType::ALL.into_iter().filter(|&d| keep(d)).collect()
+}
+
+/// One entry per one-prim ltorch op, from its row: a new row is sampled with no edit here.
+fn prim_op_entries() -> Vec<OpInfo> {
+    prim_ops()
+        .map(|op| {
+            let tol = if SMOOTH.contains(&op.id) {
+                Tol::Smooth
+            } else {
+                Tol::Default
+            };
+            match op.form {
+                PrimOpForm::Unary(_) | PrimOpForm::Rounding => {
+                    let domain = UnaryPrim::of(op.prim).map_or(Domain::Any, |u| u.rule().domain);
+                    OpInfo::new(op.id, &prim_op_dtypes(op), unary(domain))
+                        .tol(tol)
+                        .errors(unary_errors())
+                }
+                PrimOpForm::Binary(_) => {
+                    let (da, db) = BinaryPrim::of(op.prim)
+                        .map_or((Domain::Any, Domain::Any), |b| b.rule().domain);
+                    let name = op.id.trim_start_matches("ltorch.");
+                    OpInfo::new(op.id, &prim_op_dtypes(op), binary(da, db, true))
+                        .tol(tol)
+                        .errors(binary_errors(name))
+                }
+            }
+        })
+        .collect()
+}
+
 pub fn entries() -> Vec<OpInfo> {
-    let mut t = Vec::new();
+    let mut t = prim_op_entries();
     for (name, dtypes, domain, tol) in UNARY {
         t.push(
             OpInfo::new(&id(name), dtypes, unary(*domain))

@@ -259,7 +259,8 @@ impl UnaryPrim {
             P::Tanh => float_only(f64::tanh, Some(Fn("tanh"))),
             P::Sin => float_only(f64::sin, Some(Fn("sin"))),
             P::Cos => float_only(f64::cos, Some(Fn("cos"))),
-            P::Tan => float_only(f64::tan, Some(Fn("tan"))),
+            // Finite away from its poles at odd multiples of pi / 2.
+            P::Tan => on(Domain::Unit, f64::tan, Some(Fn("tan"))),
             P::Asin => on(Domain::Unit, f64::asin, Some(Fn("asin"))),
             P::Acos => on(Domain::Unit, f64::acos, Some(Fn("acos"))),
             P::Atan => float_only(f64::atan, Some(Fn("atan"))),

@@ -15,69 +15,32 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 use std::time::Instant;
 use thunder_core::ir::Trace;
+use thunder_core::prims::{BinaryPrim, UnaryPrim};
 use thunder_core::text::parse_trace;
 use thunder_core::{Array, DType, Device, PluginHost};
 
 const DEV: Device = Device::Cuda(0);
 
 fn samples() -> Vec<Sample> {
-    const UNARY: &[&str] = &[
-        "neg",
-        "abs",
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log1p",
-        "log2",
-        "log10",
-        "sqrt",
-        "rsqrt",
-        "tanh",
-        "sin",
-        "cos",
-        "tan",
-        "asin",
-        "acos",
-        "atan",
-        "sinh",
-        "cosh",
-        "asinh",
-        "acosh",
-        "atanh",
-        "erf",
-        "erfc",
-        "erfinv",
-        "lgamma",
-        "reciprocal",
-        "floor",
-        "ceil",
-        "round",
-        "trunc",
-        "sigmoid",
-        "relu",
-        "silu",
-    ];
-    const BINARY: &[&str] = &[
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "pow",
-        "maximum",
-        "minimum",
-        "remainder",
-        "fmod",
-        "atan2",
-        "eq",
-        "lt",
-        "ge",
-    ];
+    // Every elementwise row of the table with a CUDA spelling (what cuda-fuser claims), plus
+    // composites that fuse; a new row is sampled here with no edit.
+    let mut unary: Vec<&str> = UnaryPrim::ALL
+        .iter()
+        .filter(|p| p.rule().cuda.is_some())
+        .map(|p| p.name())
+        .collect();
+    unary.extend(["sigmoid", "relu", "silu"]);
+    let mut binary: Vec<&str> = BinaryPrim::ALL
+        .iter()
+        .filter(|p| p.rule().float.is_some() && p.rule().cuda.is_some())
+        .map(|p| p.name())
+        .collect();
+    binary.extend(["eq", "lt", "ge"]);
     let floats = [DType::F32, DType::F16, DType::BF16, DType::F64];
     let mut out = Vec::new();
     for &d in &floats {
         for shape in [&[3i64, 5][..], &[], &[0]] {
-            for op in UNARY {
+            for op in &unary {
                 out.push(Sample {
                     name: format!("{op}/{}/{shape:?}", d.short_name()),
                     program: program(&[("x", ty(d, shape))], &format!("ltorch.{op}(x)")),
@@ -85,7 +48,7 @@ fn samples() -> Vec<Sample> {
                 });
             }
         }
-        for op in BINARY {
+        for op in &binary {
             out.push(Sample {
                 name: format!("{op}/{}/broadcast", d.short_name()),
                 program: program(

@@ -8,18 +8,64 @@ use crate::error::{bail_op, Result};
 use crate::ir::{Arg, ShapeDisplay};
 use crate::prims::Prim;
 use crate::tensor::Tensor;
+use crate::trace_ctx::sticky;
+
+/// An ltorch op that is one prim with torch's promotion. One row of `unary_ops!`,
+/// `rounding_ops!` or `binary_ops!` gives the op everything: its decomposition, its typed
+/// function, its `Tensor` method and its ltorch table entry (through [`prim_ops`]); the OpInfo
+/// tables read the rows too.
+#[derive(Debug, Clone, Copy)]
+pub struct PrimOp {
+    pub id: &'static str,
+    pub prim: Prim,
+    pub form: PrimOpForm,
+    pub rule: crate::ir::Decomposition,
+}
+
+/// How an ltorch prim op treats dtypes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrimOpForm {
+    /// One operand, promoted as `Promotion` says.
+    Unary(Promotion),
+    /// floor/ceil/round/trunc: the identity on integers, refused for b8, as torch.
+    Rounding,
+    /// Two operands (tensors or numbers) that broadcast and promote.
+    Binary(Promotion),
+}
+
+/// Every ltorch op that is one prim, in row order.
+pub fn prim_ops() -> impl Iterator<Item = &'static PrimOp> {
+    UNARY_OPS.iter().chain(ROUNDING_OPS).chain(BINARY_OPS)
+}
 
 macro_rules! unary_ops {
-    ($($name:ident, $rule:ident, $prim:ident, $kind:ident;)*) => {$(
-        pub(crate) fn $rule(c: &CallArgs) -> Result<Vec<Tensor>> {
-            c.expect(1)?;
-            Ok(vec![clang::unary(c.op, Prim::$prim, &c.tensor(0)?, Promotion::$kind)?])
+    ($($name:ident, $rule:ident, $prim:ident, $kind:ident;)*) => {
+        $(
+            pub(crate) fn $rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+                c.expect(1)?;
+                Ok(vec![clang::unary(c.op, Prim::$prim, &c.tensor(0)?, Promotion::$kind)?])
+            }
+
+            pub fn $name(a: &Tensor) -> Result<Tensor> {
+                call1(concat!("ltorch.", stringify!($name)), vec![Arg::Value(a.value())])
+            }
+        )*
+
+        impl Tensor {
+            $(
+                pub fn $name(&self) -> Tensor {
+                    sticky($name(self))
+                }
+            )*
         }
 
-        pub fn $name(a: &Tensor) -> Result<Tensor> {
-            call1(concat!("ltorch.", stringify!($name)), vec![Arg::Value(a.value())])
-        }
-    )*};
+        const UNARY_OPS: &[PrimOp] = &[$(PrimOp {
+            id: concat!("ltorch.", stringify!($name)),
+            prim: Prim::$prim,
+            form: PrimOpForm::Unary(Promotion::$kind),
+            rule: $rule,
+        }),*];
+    };
 }
 
 unary_ops! {
@@ -56,7 +102,8 @@ unary_ops! {
 
 // Rounding: identity on integers (as torch), refused for b8 (torch has no kernel for it).
 macro_rules! rounding_ops {
-    ($($name:ident, $rule:ident, $prim:ident;)*) => {$(
+    ($($name:ident, $rule:ident, $prim:ident;)*) => {
+        $(
         pub(crate) fn $rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             c.expect(1)?;
             let a = c.tensor(0)?;
@@ -72,7 +119,23 @@ macro_rules! rounding_ops {
         pub fn $name(a: &Tensor) -> Result<Tensor> {
             call1(concat!("ltorch.", stringify!($name)), vec![Arg::Value(a.value())])
         }
-    )*};
+        )*
+
+        impl Tensor {
+            $(
+                pub fn $name(&self) -> Tensor {
+                    sticky($name(self))
+                }
+            )*
+        }
+
+        const ROUNDING_OPS: &[PrimOp] = &[$(PrimOp {
+            id: concat!("ltorch.", stringify!($name)),
+            prim: Prim::$prim,
+            form: PrimOpForm::Rounding,
+            rule: $rule,
+        }),*];
+    };
 }
 
 rounding_ops! {
@@ -275,17 +338,34 @@ macro_rules! unary_fns {
 unary_fns!(sign, signbit, isnan, isfinite, logical_not, bitwise_not);
 
 macro_rules! binary_ops {
-    ($($name:ident, $rule:ident, $prim:ident, $kind:ident;)*) => {$(
-        pub(crate) fn $rule(c: &CallArgs) -> Result<Vec<Tensor>> {
-            c.expect(2)?;
-            let operands = [c.operand(0)?, c.operand(1)?];
-            Ok(vec![clang::elementwise(c.op, Prim::$prim, &operands, Promotion::$kind)?])
+    ($($name:ident, $rule:ident, $prim:ident, $kind:ident;)*) => {
+        $(
+            pub(crate) fn $rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+                c.expect(2)?;
+                let operands = [c.operand(0)?, c.operand(1)?];
+                Ok(vec![clang::elementwise(c.op, Prim::$prim, &operands, Promotion::$kind)?])
+            }
+
+            pub fn $name(a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Tensor> {
+                call1(concat!("ltorch.", stringify!($name)), vec![a.into().to_arg(), b.into().to_arg()])
+            }
+        )*
+
+        impl Tensor {
+            $(
+                pub fn $name(&self, other: impl Into<Operand>) -> Tensor {
+                    sticky($name(self, other))
+                }
+            )*
         }
 
-        pub fn $name(a: impl Into<Operand>, b: impl Into<Operand>) -> Result<Tensor> {
-            call1(concat!("ltorch.", stringify!($name)), vec![a.into().to_arg(), b.into().to_arg()])
-        }
-    )*};
+        const BINARY_OPS: &[PrimOp] = &[$(PrimOp {
+            id: concat!("ltorch.", stringify!($name)),
+            prim: Prim::$prim,
+            form: PrimOpForm::Binary(Promotion::$kind),
+            rule: $rule,
+        }),*];
+    };
 }
 
 binary_ops! {
@@ -300,6 +380,7 @@ binary_ops! {
     fmod, fmod_rule, Fmod, Default;
     floor_divide, floor_divide_rule, FloorDivide, Default;
     atan2, atan2_rule, Atan2, IntToFloat;
+    hypot, hypot_rule, Hypot, Default;
     eq, eq_rule, Eq, AlwaysBool;
     ne, ne_rule, Ne, AlwaysBool;
     lt, lt_rule, Lt, AlwaysBool;

@@ -41,82 +41,41 @@ use std::sync::OnceLock;
 
 macro_rules! ltorch_table {
     ($( $name:literal => $decomposition:path ),* $(,)?) => {
-        /// Every ltorch symbol, in table order.
+        /// Every ltorch symbol: the table's rows, then the one-prim ops' rows.
         pub fn symbols() -> &'static [Symbol] {
             static SYMBOLS: OnceLock<Vec<Symbol>> = OnceLock::new();
-            SYMBOLS.get_or_init(|| vec![$(
-                Symbol {
-                    id: concat!("ltorch.", $name),
-                    kind: SymbolKind::Composite($decomposition),
+            SYMBOLS.get_or_init(|| {
+                let mut symbols = vec![$(
+                    Symbol {
+                        id: concat!("ltorch.", $name),
+                        kind: SymbolKind::Composite($decomposition),
+                        tags: &[],
+                    },
+                )*];
+                // The one-prim ops declare themselves, one row each (`elementwise.rs`).
+                symbols.extend(elementwise::prim_ops().map(|op| Symbol {
+                    id: op.id,
+                    kind: SymbolKind::Composite(op.rule),
                     tags: &[],
-                },
-            )*])
+                }));
+                symbols
+            })
         }
     };
 }
 
 ltorch_table! {
-    "neg" => elementwise::neg_rule,
-    "abs" => elementwise::abs_rule,
-    "exp" => elementwise::exp_rule,
-    "log" => elementwise::log_rule,
-    "sqrt" => elementwise::sqrt_rule,
-    "rsqrt" => elementwise::rsqrt_rule,
-    "tanh" => elementwise::tanh_rule,
-    "sin" => elementwise::sin_rule,
-    "cos" => elementwise::cos_rule,
-    "erf" => elementwise::erf_rule,
-    "exp2" => elementwise::exp2_rule,
-    "expm1" => elementwise::expm1_rule,
-    "log1p" => elementwise::log1p_rule,
-    "log2" => elementwise::log2_rule,
-    "log10" => elementwise::log10_rule,
-    "tan" => elementwise::tan_rule,
-    "asin" => elementwise::asin_rule,
-    "acos" => elementwise::acos_rule,
-    "atan" => elementwise::atan_rule,
-    "sinh" => elementwise::sinh_rule,
-    "cosh" => elementwise::cosh_rule,
-    "asinh" => elementwise::asinh_rule,
-    "acosh" => elementwise::acosh_rule,
-    "atanh" => elementwise::atanh_rule,
-    "erfc" => elementwise::erfc_rule,
-    "erfinv" => elementwise::erfinv_rule,
-    "lgamma" => elementwise::lgamma_rule,
-    "digamma" => elementwise::digamma_rule,
-    "floor" => elementwise::floor_rule,
-    "ceil" => elementwise::ceil_rule,
-    "round" => elementwise::round_rule,
-    "trunc" => elementwise::trunc_rule,
     "sign" => elementwise::sign_rule,
     "signbit" => elementwise::signbit_rule,
     "isnan" => elementwise::isnan_rule,
     "isfinite" => elementwise::isfinite_rule,
     "logical_not" => elementwise::logical_not_rule,
     "bitwise_not" => elementwise::bitwise_not_rule,
-    "remainder" => elementwise::remainder_rule,
-    "fmod" => elementwise::fmod_rule,
-    "floor_divide" => elementwise::floor_divide_rule,
-    "atan2" => elementwise::atan2_rule,
     "bitwise_and" => elementwise::bitwise_and_rule,
     "bitwise_or" => elementwise::bitwise_or_rule,
     "bitwise_xor" => elementwise::bitwise_xor_rule,
     "bitwise_left_shift" => elementwise::bitwise_left_shift_rule,
     "bitwise_right_shift" => elementwise::bitwise_right_shift_rule,
-    "reciprocal" => elementwise::reciprocal_rule,
-    "add" => elementwise::add_rule,
-    "sub" => elementwise::sub_rule,
-    "mul" => elementwise::mul_rule,
-    "div" => elementwise::div_rule,
-    "pow" => elementwise::pow_rule,
-    "maximum" => elementwise::maximum_rule,
-    "minimum" => elementwise::minimum_rule,
-    "eq" => elementwise::eq_rule,
-    "ne" => elementwise::ne_rule,
-    "lt" => elementwise::lt_rule,
-    "le" => elementwise::le_rule,
-    "gt" => elementwise::gt_rule,
-    "ge" => elementwise::ge_rule,
     "where" => elementwise::where_rule,
     "to" => elementwise::to_rule,
     "relu" => elementwise::relu_rule,

@@ -25,19 +25,12 @@ macro_rules! binary_methods {
 }
 
 impl Tensor {
-    unary_methods!(neg, abs, exp, log, sqrt, rsqrt, tanh, sin, cos, erf, reciprocal, relu);
-    binary_methods!(add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge);
-
-    unary_methods!(sigmoid, silu, relu6, hardswish);
-    unary_methods!(floor, ceil, round, trunc, sign, signbit, isnan, isfinite);
-    unary_methods!(logical_not, bitwise_not);
-    binary_methods!(remainder, fmod, floor_divide, atan2);
+    // The one-prim ops (neg, exp, add, eq, floor, ...) get their methods from their rows in
+    // `elementwise.rs`.
+    unary_methods!(relu, sigmoid, silu, relu6, hardswish);
+    unary_methods!(sign, signbit, isnan, isfinite, logical_not, bitwise_not);
     binary_methods!(bitwise_and, bitwise_or, bitwise_xor);
     binary_methods!(bitwise_left_shift, bitwise_right_shift);
-    unary_methods!(
-        exp2, expm1, log1p, log2, log10, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
-        erfc, erfinv, lgamma, digamma
-    );
 
     pub fn softplus(&self, beta: f64, threshold: f64) -> Tensor {
         sticky(super::softplus(self, beta, threshold))

@@ -3,7 +3,7 @@
 
 pub mod meta;
 
-pub use thunder_abi::prims::{Prim, PrimClass};
+pub use thunder_abi::prims::*;
 
 use crate::error::Result;
 use crate::ir::{prim_symbol, Arg};
