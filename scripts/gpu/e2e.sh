@@ -42,8 +42,10 @@ priority = 0
 TOML
 "$bin/thunder" --config "$cfg" plugins
 status=0
+python3 "$(dirname "$0")/e2e.py" --bin "$bin" --config "$cfg" --json "$out/e2e.json" || status=$?
+"$bin/thunder" --config "$cfg" demo --device cuda:0 --quiet || status=$?
 # Every OpInfo sample on cuda:0 against the interpreter on the CPU (summary here, rows in JSON).
-"$bin/thunder" --config "$cfg" opinfo-check --device cuda:0 --json > "$out/opinfo_cuda.json" || status=$?
+timeout "${OPINFO_TIMEOUT:-420}" "$bin/thunder" --config "$cfg" opinfo-check --device cuda:0 --json > "$out/opinfo_cuda.json" || status=$?
 python3 - "$out/opinfo_cuda.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -54,6 +56,4 @@ bad = [x for x in r["rows"] if x["outcome"] in ("differ", "failed")]
 for x in bad[:40]:
     print("  %s %s: %s" % (x["sample"], x["outcome"], x["detail"][:160]))
 PY
-python3 "$(dirname "$0")/e2e.py" --bin "$bin" --config "$cfg" --json "$out/e2e.json" || status=$?
-"$bin/thunder" --config "$cfg" demo --device cuda:0 --quiet || status=$?
 exit $status
