@@ -411,19 +411,27 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     // Inputs read contiguously are loaded 16 bytes at a time; the others (broadcasts) per
     // element, from coordinates.
     let mut contiguous_full = HashSet::new();
+    // Strided loads and index ramps read the element's coordinates, which are then computed.
     let mut strided = false;
     for n in &k.nodes {
-        if let NodeKind::Load {
-            input,
-            base,
-            strides,
-        } = &n.kind
-        {
-            if *base == 0 && *strides == full_contiguous {
-                contiguous_full.insert(*input);
-            } else {
-                strided = true;
+        match &n.kind {
+            NodeKind::Load {
+                input,
+                base,
+                strides,
+            } => {
+                if *base == 0 && *strides == full_contiguous {
+                    contiguous_full.insert(*input);
+                } else {
+                    strided = true;
+                }
             }
+            NodeKind::Iota { .. } => strided = true,
+            NodeKind::Unary(..)
+            | NodeKind::Binary(..)
+            | NodeKind::Where(..)
+            | NodeKind::Convert(_)
+            | NodeKind::Reduce { .. } => {}
         }
     }
     let mut em = Emitter {

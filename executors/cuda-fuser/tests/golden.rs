@@ -210,3 +210,19 @@ fn slices_transposes_and_flips_fold_into_the_loads() {
     );
     check_golden("slice_transpose_flip", &text);
 }
+
+const ARANGE_TRIL: &str = r#"def computation(x):
+  # x: "cuda:0 f32[6, 6]"
+  r = ltorch.arange(0, 6, 1, devices.cuda0, dtypes.i64)
+  y = ltorch.tril(x, 0)
+  return (y, r)
+"#;
+
+/// An index ramp with no strided load beside it still needs the element's coordinates (on an
+/// H100 this kernel once failed to compile: `i0` undefined).
+#[test]
+fn index_ramps_alone_declare_their_coordinates() {
+    let (_, text) = generate(ARANGE_TRIL);
+    assert!(text.contains("const i64_t i0 ="), "{text}");
+    check_golden("arange_tril", &text);
+}
