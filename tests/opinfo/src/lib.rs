@@ -16,6 +16,7 @@
 pub mod dump;
 mod families;
 mod gen;
+mod ltorch_conv;
 mod ltorch_indexing;
 mod ltorch_nn;
 mod ltorch_ops;
@@ -235,6 +236,7 @@ pub fn table() -> &'static [OpInfo] {
         let mut t = prim_ops::entries();
         t.extend(ltorch_ops::entries());
         t.extend(ltorch_indexing::entries());
+        t.extend(ltorch_conv::entries());
         t.extend(random_ops::entries());
         t
     })
