@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: where cargo put the plugins and the binary, and a
 //! host that loads the interpreter plugin built in this workspace.
 
+pub mod finite_differences;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use thunder_core::host::Config;
