@@ -18,6 +18,7 @@
 //! leave the bundled packages out.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+pub mod binary;
 pub mod bind;
 mod device;
 pub mod expr;
