@@ -278,7 +278,11 @@ impl Emitter<'_> {
             NodeKind::Unary(m, a) => {
                 let at = self.operand_dtype(a, node.dtype);
                 let x = self.operand(a, at);
-                let e = m.cuda.render(is_double(at), &[&x]);
+                let e = if m.int {
+                    m.spelling.render_int(ctype(at), &[&x])
+                } else {
+                    m.spelling.render(is_double(at), &[&x])
+                };
                 if m.op.bool_out() {
                     e
                 } else {
@@ -289,9 +293,10 @@ impl Emitter<'_> {
                 let at = self.operand_dtype(a, self.operand_dtype(b, node.dtype));
                 let x = self.operand(a, at);
                 let y = self.operand(b, at);
-                let e = match m.cuda_int {
-                    Some(int) if !at.is_float() => int.render_int(ctype(at), &[&x, &y]),
-                    _ => m.cuda.render(is_double(at), &[&x, &y]),
+                let e = if m.int {
+                    m.spelling.render_int(ctype(at), &[&x, &y])
+                } else {
+                    m.spelling.render(is_double(at), &[&x, &y])
                 };
                 if node.dtype == DTypeCode::Bool {
                     e

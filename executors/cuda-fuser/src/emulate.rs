@@ -17,8 +17,12 @@ fn round(d: DTypeCode, x: f64) -> f64 {
         DTypeCode::F32 => x as f32 as f64,
         DTypeCode::Bool => f64::from(u8::from(x != 0.0)),
         DTypeCode::F64 => x,
-        // Integer conversions truncate, as C casts do.
-        _ => x.trunc(),
+        // Integer conversions truncate, as C casts do, and wrap to the width.
+        DTypeCode::U8 => f64::from(x.trunc() as i64 as u8),
+        DTypeCode::I8 => f64::from(x.trunc() as i64 as i8),
+        DTypeCode::I16 => f64::from(x.trunc() as i64 as i16),
+        DTypeCode::I32 => f64::from(x.trunc() as i64 as i32),
+        DTypeCode::I64 => x.trunc(),
     }
 }
 
@@ -26,6 +30,10 @@ fn round(d: DTypeCode, x: f64) -> f64 {
 /// that computes the right thing in the right place agrees with it. NaN (which fails every
 /// comparison) where the row has no float function, which a claimed op never lacks.
 fn math(m: &Math, operands: &[f64]) -> f64 {
+    if m.int {
+        let ints: Vec<i64> = operands.iter().map(|&x| x as i64).collect();
+        return m.op.eval_int(&ints, m.bools).map_or(f64::NAN, |v| v as f64);
+    }
     m.op.eval_float(operands).unwrap_or(f64::NAN)
 }
 

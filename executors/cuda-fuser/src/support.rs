@@ -8,28 +8,67 @@ use thunder_abi::prims::{
 };
 use thunder_abi::{ArgView, DTypeCode, DeviceKind, OpView, TraceView};
 
-/// An elementwise function with its CUDA spelling: made only from table rows that have one.
+/// An elementwise function with the CUDA spelling for its operands' dtype: made only from a
+/// table row that has one, so generated code can always express a claimed op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Math {
     pub op: Elementwise,
-    /// Spelling on float operands (and on any operands for comparisons).
-    pub cuda: CudaSpelling,
-    /// Spelling on i32/i64 operands, where the row has one.
-    pub cuda_int: Option<CudaSpelling>,
+    pub spelling: CudaSpelling,
+    /// The integer spelling (`{t}`, the C type, to fill in), not the float one.
+    pub int: bool,
+    /// The operands are b8 (the row's bool semantics).
+    pub bools: bool,
 }
 
 impl Math {
-    pub fn of(prim: Prim) -> Option<Math> {
+    /// `prim` on operands of `dtype`, if the row defines it there and has a spelling.
+    pub fn for_operands(prim: Prim, dtype: DTypeCode) -> Option<Math> {
         let op = Elementwise::of(prim)?;
-        let cuda_int = match op {
-            Elementwise::Binary(p) => p.rule().cuda_int,
-            Elementwise::Unary(_) | Elementwise::Predicate(_) | Elementwise::Compare(_) => None,
+        if dtype.is_float() {
+            return Some(Math {
+                op,
+                spelling: op.cuda()?,
+                int: false,
+                bools: false,
+            });
+        }
+        let is_bool = dtype == DTypeCode::Bool;
+        let (defined, spelling) = match op {
+            // The C comparison operators, on any type.
+            Elementwise::Compare(p) => {
+                return Some(Math {
+                    op,
+                    spelling: p.cuda(),
+                    int: false,
+                    bools: is_bool,
+                })
+            }
+            Elementwise::Binary(p) => {
+                let rule = p.rule();
+                let defined = if is_bool {
+                    rule.supports_bool()
+                } else {
+                    rule.supports_int()
+                };
+                (defined, rule.cuda_int)
+            }
+            Elementwise::Unary(p) => (!is_bool && p.rule().supports_int(), p.rule().cuda_int),
+            Elementwise::Predicate(_) => (false, None),
         };
+        defined.then_some(())?;
         Some(Math {
             op,
-            cuda: op.cuda()?,
-            cuda_int,
+            spelling: spelling?,
+            int: true,
+            bools: is_bool,
         })
+    }
+
+    /// Whether some dtype has a spelling.
+    fn exists(prim: Prim) -> bool {
+        [DTypeCode::F32, DTypeCode::I64, DTypeCode::Bool]
+            .into_iter()
+            .any(|d| Math::for_operands(prim, d).is_some())
     }
 }
 
@@ -37,9 +76,7 @@ impl Math {
 /// advertises as its symbols.
 pub fn claimable(prim: Prim) -> bool {
     match prim.kind() {
-        PrimKind::Unary(_) | PrimKind::Predicate(_) | PrimKind::Binary(_) => {
-            Math::of(prim).is_some()
-        }
+        PrimKind::Unary(_) | PrimKind::Predicate(_) | PrimKind::Binary(_) => Math::exists(prim),
         PrimKind::Compare(_) | PrimKind::Where(_) | PrimKind::Convert(_) => true,
         // Permutations are read through permuted strides by the kernels that consume them.
         PrimKind::Shape(p) => match p {
@@ -107,13 +144,9 @@ pub fn accepts(view: &TraceView, op: &OpView) -> bool {
         .next()
         .map(|v| view.values[v as usize].dtype);
     match prim.kind() {
+        // Exactly the operand dtypes the row has a spelling for.
         PrimKind::Unary(_) | PrimKind::Predicate(_) | PrimKind::Binary(_) => {
-            let Some(math) = Math::of(prim) else {
-                return false;
-            };
-            first_in.is_some_and(DTypeCode::is_float)
-                || (math.cuda_int.is_some()
-                    && matches!(first_in, Some(DTypeCode::I32 | DTypeCode::I64)))
+            first_in.is_some_and(|d| Math::for_operands(prim, d).is_some())
         }
         PrimKind::Compare(_) | PrimKind::Where(_) | PrimKind::Convert(_) | PrimKind::Shape(_) => {
             true

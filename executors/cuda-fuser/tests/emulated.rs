@@ -229,34 +229,46 @@ fn one_hots_and_masks_from_iota_need_no_memory() {
 
 /// Every elementwise prim the fuser claims, read from the elementwise table, so a new row is
 /// checked here with no edit: planned inside a fused chain (the op's output is scaled and
-/// summed over rows, so it lives in registers), emulated and compared with the interpreter.
+/// summed over rows, or selected with, so it lives in registers), emulated and compared with
+/// the interpreter, on every dtype family the row has a spelling for.
 #[test]
 fn every_claimed_elementwise_prim_of_the_table_fuses_and_agrees() {
     use thunder_abi::prims::{BinaryPrim, PredicatePrim, Prim, UnaryPrim};
+    use thunder_abi::DTypeCode;
     let mut covered = Vec::new();
     let unary = UnaryPrim::ALL.iter().map(|p| p.prim());
     let predicate = PredicatePrim::ALL.iter().map(|p| p.prim());
     let binary = BinaryPrim::ALL.iter().map(|p| p.prim());
     for prim in unary.chain(predicate).chain(binary) {
-        if support::Math::of(prim).is_none() {
-            continue;
-        }
-        let call = match support::Math::of(prim).map(|m| m.op.arity()) {
-            Some(1) => format!("t = {}(x)", prim.id()),
-            _ => format!("t = {}(x, w)", prim.id()),
-        };
-        let bool_out = prim == Prim::Signbit;
-        let body = if bool_out {
-            vec![call, "y = ltorch.where(t, x, w)".to_string()]
-        } else {
-            vec![
-                call,
-                "s = ltorch.mul(t, 0.5)".to_string(),
-                "y = ltorch.sum(s, [1], False)".to_string(),
-            ]
-        };
-        let body: Vec<&str> = body.iter().map(String::as_str).collect();
-        for dtype in ["f32", "f64"] {
+        for (dtype, code) in [
+            ("f32", DTypeCode::F32),
+            ("f64", DTypeCode::F64),
+            ("i32", DTypeCode::I32),
+            ("i8", DTypeCode::I8),
+            ("b8", DTypeCode::Bool),
+        ] {
+            let Some(math) = support::Math::for_operands(prim, code) else {
+                continue;
+            };
+            let call = match math.op.arity() {
+                1 => format!("t = {}(x)", prim.id()),
+                _ => format!("t = {}(x, w)", prim.id()),
+            };
+            // Float results are reduced in the same kernel; int and bool ones are selected.
+            let body = if math.op.bool_out() || !code.is_float() {
+                vec![
+                    call,
+                    "m = ltorch.ne(x, w)".to_string(),
+                    "y = ltorch.where(m, t, t)".to_string(),
+                ]
+            } else {
+                vec![
+                    call,
+                    "s = ltorch.mul(t, 0.5)".to_string(),
+                    "y = ltorch.sum(s, [1], False)".to_string(),
+                ]
+            };
+            let body: Vec<&str> = body.iter().map(String::as_str).collect();
             let text = prog(
                 &[
                     ("x", &format!("{dtype}[3, 17]")),
@@ -267,8 +279,8 @@ fn every_claimed_elementwise_prim_of_the_table_fuses_and_agrees() {
             );
             let rtol = if dtype == "f32" { 1e-5 } else { 1e-12 };
             check(&format!("{}-{dtype}", prim.id()), &text, rtol);
+            covered.push((prim, dtype));
         }
-        covered.push(prim);
     }
     for p in [
         Prim::Erf,
@@ -276,10 +288,19 @@ fn every_claimed_elementwise_prim_of_the_table_fuses_and_agrees() {
         Prim::Erfinv,
         Prim::Lgamma,
         Prim::Signbit,
-        Prim::Atan2,
+        Prim::Hypot,
     ] {
-        assert!(covered.contains(&p), "{} not covered", p.id());
+        assert!(covered.contains(&(p, "f32")), "{} not covered", p.id());
     }
+    for p in [
+        Prim::Neg,
+        Prim::Maximum,
+        Prim::BitwiseXor,
+        Prim::BitwiseLeftShift,
+    ] {
+        assert!(covered.contains(&(p, "i8")), "{} on i8 not covered", p.id());
+    }
+    assert!(covered.contains(&(Prim::Add, "b8")), "bool add not covered");
 }
 
 /// Backward passes are full of transposes: they are read through permuted strides by the

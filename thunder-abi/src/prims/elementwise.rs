@@ -129,6 +129,21 @@ impl Elementwise {
         }
     }
 
+    /// The value on integer operands (wrapping i64; the caller wraps to the dtype) or, with
+    /// `bools`, on b8 operands given as 0/1; `None` where the row does not define the prim
+    /// there or its int rule fails (division by zero).
+    pub fn eval_int(self, operands: &[i64], bools: bool) -> Option<i64> {
+        match (self, operands) {
+            (Elementwise::Unary(p), &[x]) if !bools => p.rule().int.map(|f| f(x)),
+            (Elementwise::Binary(p), &[x, y]) if bools => {
+                p.rule().bool.map(|f| i64::from(f(x != 0, y != 0)))
+            }
+            (Elementwise::Binary(p), &[x, y]) => p.rule().int.and_then(|f| f(x, y).ok()),
+            (Elementwise::Compare(p), &[x, y]) => Some(i64::from(p.eval(x, y))),
+            _ => None,
+        }
+    }
+
     /// The value on float operands (`operands.len() == arity()`), b8 results as 0 or 1;
     /// `None` where the row does not define the prim on floats (the bitwise ops).
     pub fn eval_float(self, operands: &[f64]) -> Option<f64> {
@@ -168,6 +183,8 @@ pub struct UnaryRule {
     /// `None`: integer dtypes are refused (convert to a float dtype first).
     pub int: Option<fn(i64) -> i64>,
     pub cuda: Option<CudaSpelling>,
+    /// Spelling on integer operands (`{t}` is the C type), wrapping as torch does.
+    pub cuda_int: Option<CudaSpelling>,
     pub domain: Domain,
 }
 
@@ -188,9 +205,10 @@ pub struct BinaryRule {
     pub cuda: Option<CudaSpelling>,
     /// Where the left and right operands make the function real and finite.
     pub domain: (Domain, Domain),
-    /// Spelling on i32/i64 operands (`{t}` is the C type), for the index arithmetic of masks
-    /// and offsets. Wraps in two's complement as torch does: signed overflow is undefined in
-    /// C++, unsigned is not.
+    /// Spelling on integer and bool operands (`{t}` is the C type): wraps in two's complement
+    /// as torch does (signed overflow is undefined in C++, unsigned is not); on bool operands
+    /// it gives the row's bool semantics (`+` is or, `*` is and). `None` where the int rule can
+    /// fail at run time (division by zero), which generated code cannot report.
     pub cuda_int: Option<CudaSpelling>,
 }
 
@@ -221,6 +239,7 @@ const fn on(domain: Domain, float: fn(f64) -> f64, cuda: Option<CudaSpelling>) -
         float,
         int: None,
         cuda,
+        cuda_int: None,
         domain,
     }
 }
@@ -235,12 +254,16 @@ impl UnaryPrim {
                 float: |x| -x,
                 int: Some(i64::wrapping_neg),
                 cuda: Some(Expr("(-{a})")),
+                cuda_int: Some(Expr("(({t})(0ULL - (unsigned long long)({a})))")),
                 domain: Domain::Any,
             },
             P::Abs => UnaryRule {
                 float: f64::abs,
                 int: Some(i64::wrapping_abs),
                 cuda: Some(Fn("fabs")),
+                cuda_int: Some(Expr(
+                    "(({a}) < 0 ? ({t})(0ULL - (unsigned long long)({a})) : ({a}))",
+                )),
                 domain: Domain::Any,
             },
             P::Exp => float_only(f64::exp, Some(Fn("exp"))),
@@ -421,7 +444,9 @@ impl BinaryPrim {
                 bool: Some(|x, y| x || y),
                 cuda: Some(Expr("nan_max({a}, {b})")),
                 domain: (Domain::Any, Domain::Any),
-                cuda_int: None,
+                cuda_int: Some(Expr(
+                    "(({a}) > ({b}) ? ({a}) : ({b}))",
+                )),
             },
             P::Minimum => BinaryRule {
                 float: Some(|x, y| -nan_max(-x, -y)),
@@ -429,7 +454,9 @@ impl BinaryPrim {
                 bool: Some(|x, y| x && y),
                 cuda: Some(Expr("nan_min({a}, {b})")),
                 domain: (Domain::Any, Domain::Any),
-                cuda_int: None,
+                cuda_int: Some(Expr(
+                    "(({a}) < ({b}) ? ({a}) : ({b}))",
+                )),
             },
             P::Remainder => BinaryRule {
                 float: Some(remainder_float),
@@ -480,7 +507,9 @@ impl BinaryPrim {
                 bool: Some(|x, y| x & y),
                 cuda: None,
                 domain: (Domain::Any, Domain::Any),
-                cuda_int: None,
+                cuda_int: Some(Expr(
+                    "(({t})(({a}) & ({b})))",
+                )),
             },
             P::BitwiseOr => BinaryRule {
                 float: None,
@@ -488,7 +517,9 @@ impl BinaryPrim {
                 bool: Some(|x, y| x | y),
                 cuda: None,
                 domain: (Domain::Any, Domain::Any),
-                cuda_int: None,
+                cuda_int: Some(Expr(
+                    "(({t})(({a}) | ({b})))",
+                )),
             },
             P::BitwiseXor => BinaryRule {
                 float: None,
@@ -496,7 +527,9 @@ impl BinaryPrim {
                 bool: Some(|x, y| x ^ y),
                 cuda: None,
                 domain: (Domain::Any, Domain::Any),
-                cuda_int: None,
+                cuda_int: Some(Expr(
+                    "(({t})(({a}) ^ ({b})))",
+                )),
             },
             P::BitwiseLeftShift => BinaryRule {
                 float: None,
@@ -504,7 +537,9 @@ impl BinaryPrim {
                 bool: None,
                 cuda: None,
                 domain: (Domain::Small, Domain::Small),
-                cuda_int: None,
+                cuda_int: Some(Expr(
+                    "((({b}) < 0 || ({b}) >= 64) ? ({t})0 : ({t})((unsigned long long)({a}) << ({b})))",
+                )),
             },
             P::BitwiseRightShift => BinaryRule {
                 float: None,
@@ -512,7 +547,9 @@ impl BinaryPrim {
                 bool: None,
                 cuda: None,
                 domain: (Domain::Small, Domain::Small),
-                cuda_int: None,
+                cuda_int: Some(Expr(
+                    "((({b}) < 0 || ({b}) >= 64) ? ({t})(({a}) < 0 ? -1 : 0) : ({t})((long long)({a}) >> ({b})))",
+                )),
             },
         }
     }

@@ -584,8 +584,6 @@ impl Planner<'_> {
     }
 
     fn add_elementwise(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
-        // Claimed elementwise math always has a spelling (`support::accepts`).
-        let math = || Math::of(prim).ok_or_else(|| bad(op, "no CUDA spelling"));
         let out_shape = self.shape(out).to_vec();
         let out_dtype = self.dtype(out);
         // Operands are computed at the dtype of the first tensor operand (prims take operands
@@ -603,6 +601,11 @@ impl Planner<'_> {
                 .next()
                 .map(|v| self.dtype(v))
                 .unwrap_or(out_dtype),
+        };
+        // Claimed elementwise math always has a spelling for its operands (`support::accepts`).
+        let math = || {
+            Math::for_operands(prim, operand_dtype)
+                .ok_or_else(|| bad(op, "no CUDA spelling for these operands"))
         };
         let n_args = if prim.class() == PrimClass::Convert {
             1
