@@ -124,6 +124,20 @@ fn rounded(d: DTypeCode, expr: String) -> String {
     }
 }
 
+/// Whether the element's full-level coordinates `i_d` are all in `[lo_d, hi_d)`.
+fn in_bounds(bounds: &[(i64, i64)]) -> String {
+    let terms: Vec<String> = bounds
+        .iter()
+        .enumerate()
+        .map(|(d, (lo, hi))| format!("i{d} >= {lo}LL && i{d} < {hi}LL"))
+        .collect();
+    if terms.is_empty() {
+        "true".into()
+    } else {
+        format!("({})", terms.join(" && "))
+    }
+}
+
 fn is_double(d: DTypeCode) -> bool {
     d == DTypeCode::F64
 }
@@ -250,6 +264,21 @@ impl Emitter<'_> {
                 input,
                 base,
                 strides,
+                guard: Some(bounds),
+            } => {
+                let d = self.k.inputs[*input].dtype;
+                let read = load_expr(
+                    d,
+                    &format!("in{input}[{}]", self.offset(node.level, *base, strides)),
+                );
+                format!("({} ? {read} : 0)", in_bounds(bounds))
+            }
+            NodeKind::InBounds(bounds) => in_bounds(bounds),
+            NodeKind::Load {
+                input,
+                base,
+                strides,
+                guard: None,
             } => {
                 let d = self.k.inputs[*input].dtype;
                 let contiguous =
@@ -424,6 +453,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
                 input,
                 base,
                 strides,
+                guard: None,
             } => {
                 if *base == 0 && *strides == full_contiguous {
                     contiguous_full.insert(*input);
@@ -431,7 +461,9 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
                     strided = true;
                 }
             }
-            NodeKind::Iota { .. } => strided = true,
+            NodeKind::Iota { .. }
+            | NodeKind::InBounds(_)
+            | NodeKind::Load { guard: Some(_), .. } => strided = true,
             NodeKind::Unary(..)
             | NodeKind::Binary(..)
             | NodeKind::Where(..)
@@ -533,7 +565,7 @@ fn reduction_depths(k: &Kernel) -> Vec<usize> {
     let mut depth = vec![0usize; k.nodes.len()];
     for (i, n) in k.nodes.iter().enumerate() {
         let deps: Vec<NodeId> = match &n.kind {
-            NodeKind::Load { .. } | NodeKind::Iota { .. } => vec![],
+            NodeKind::Load { .. } | NodeKind::Iota { .. } | NodeKind::InBounds(_) => vec![],
             NodeKind::Unary(_, a) | NodeKind::Convert(a) => node_of(a).into_iter().collect(),
             NodeKind::Binary(_, a, b) => node_of(a).into_iter().chain(node_of(b)).collect(),
             NodeKind::Where(p, a, b) => node_of(p)

@@ -106,10 +106,27 @@ fn run_kernel(k: &Kernel, memory: &HashMap<u32, Vec<f64>>) -> Vec<(u32, Vec<f64>
                 }
             };
             *o = match &node.kind {
+                NodeKind::InBounds(bounds) => f64::from(u8::from(
+                    bounds
+                        .iter()
+                        .enumerate()
+                        .all(|(d, &(lo, hi))| (lo..hi).contains(&c[d])),
+                )),
+                NodeKind::Load {
+                    guard: Some(bounds),
+                    ..
+                } if !bounds
+                    .iter()
+                    .enumerate()
+                    .all(|(d, &(lo, hi))| (lo..hi).contains(&c[d])) =>
+                {
+                    0.0
+                }
                 NodeKind::Load {
                     input,
                     base,
                     strides,
+                    ..
                 } => {
                     let dims: Vec<usize> = match node.level {
                         Level::Full => (0..nd).collect(),

@@ -94,11 +94,11 @@ pub fn claimable(prim: Prim) -> bool {
             | ReductionPrim::Argmin
             | ReductionPrim::VarMean => false,
         },
-        // Slices and flips are read through a new base and strides by their consumers.
+        // Slices and flips are read through a new base and strides by their consumers; pads
+        // (without interior padding) are guarded loads.
         PrimKind::Indexing(p) => match p {
-            IndexingPrim::Slice | IndexingPrim::Flip => true,
-            IndexingPrim::Pad
-            | IndexingPrim::Cat
+            IndexingPrim::Slice | IndexingPrim::Flip | IndexingPrim::Pad => true,
+            IndexingPrim::Cat
             | IndexingPrim::Take
             | IndexingPrim::TakeAlongAxis
             | IndexingPrim::ScatterAdd
@@ -155,8 +155,20 @@ pub fn accepts(view: &TraceView, op: &OpView) -> bool {
         PrimKind::Reduction(_) => {
             out.is_float() && matches!(op.args.get(1), Some(ArgView::Ints(d)) if !d.is_empty())
         }
-        // `claimable` let through only slice and flip.
-        PrimKind::Indexing(_) => true,
+        // `claimable` let through only slice, flip and pad; interior padding is not claimed.
+        PrimKind::Indexing(p) => match p {
+            IndexingPrim::Pad => matches!(
+                op.args.get(2),
+                Some(ArgView::Ints(c)) if c.chunks(3).all(|c| c.get(2) == Some(&0))
+            ),
+            IndexingPrim::Slice
+            | IndexingPrim::Flip
+            | IndexingPrim::Cat
+            | IndexingPrim::Take
+            | IndexingPrim::TakeAlongAxis
+            | IndexingPrim::ScatterAdd
+            | IndexingPrim::IndexAdd => true,
+        },
         PrimKind::Scan(_)
         | PrimKind::Sort(_)
         | PrimKind::Conv(_)

@@ -464,3 +464,65 @@ fn slices_and_flips_are_read_in_place() {
         0.0,
     );
 }
+
+/// Pads (the gradient of a slice or a split) are guarded loads: a kernel of their own, read
+/// by their consumers from memory.
+#[test]
+fn pads_are_guarded_loads() {
+    check(
+        "pad-low-high",
+        &prog(
+            &[("x", "f32[3, 4]")],
+            &["y = prims.pad(x, 0.5, [1, 2, 0, 0, 3, 0])"],
+            "y",
+        ),
+        0.0,
+    );
+    check(
+        "crop-and-pad-of-a-computed-value",
+        &prog(
+            &[("x", "f64[4, 5]")],
+            &[
+                "e = ltorch.exp(x)",
+                "p = prims.pad(e, -1.0, [-1, 2, 0, 1, -2, 0])",
+                "y = ltorch.mul(p, 2.0)",
+            ],
+            "y",
+        ),
+        1e-12,
+    );
+    check(
+        "split-backward",
+        &prog(
+            &[("a", "f32[2, 3, 4]"), ("b", "f32[2, 3, 4]")],
+            &[
+                "pa = prims.pad(a, 0.0, [0, 0, 0, 0, 0, 0, 0, 4, 0])",
+                "pb = prims.pad(b, 0.0, [0, 0, 0, 0, 0, 0, 4, 0, 0])",
+                "y = ltorch.add(pa, pb)",
+            ],
+            "y",
+        ),
+        1e-6,
+    );
+    check(
+        "pad-of-a-transpose-int",
+        &prog(
+            &[("x", "i32[3, 2]")],
+            &[
+                "t = prims.transpose(x, [1, 0])",
+                "y = prims.pad(t, 7, [1, 1, 0, 0, 1, 0])",
+            ],
+            "y",
+        ),
+        0.0,
+    );
+    check(
+        "empty-pad",
+        &prog(
+            &[("x", "f32[0, 3]")],
+            &["y = prims.pad(x, 1.0, [1, 0, 0, 0, 0, 0])"],
+            "y",
+        ),
+        0.0,
+    );
+}

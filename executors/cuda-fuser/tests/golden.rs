@@ -226,3 +226,26 @@ fn index_ramps_alone_declare_their_coordinates() {
     assert!(text.contains("const i64_t i0 ="), "{text}");
     check_golden("arange_tril", &text);
 }
+
+const PAD: &str = r#"def computation(x):
+  # x: "cuda:0 f32[2, 3]"
+  y = prims.pad(x, 0.0, [1, 0, 0, 0, 2, 0])
+  return (y,)
+"#;
+
+#[test]
+fn pads_read_inside_their_bounds_only() {
+    let (kernels, text) = generate(PAD);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert!(
+        text.contains("i0 >= 1LL && i0 < 3LL && i1 >= 0LL && i1 < 3LL"),
+        "{text}"
+    );
+    check_golden("pad", &text);
+}
+
+#[test]
+fn interior_padding_is_not_claimed() {
+    let view = view_of(&PAD.replace("[1, 0, 0, 0, 2, 0]", "[1, 0, 1, 0, 2, 0]"));
+    assert!(view.ops.iter().all(|op| !support::accepts(&view, op)));
+}

@@ -7,7 +7,7 @@ use super::{
     NodeKind, Operand, Pending, Planner,
 };
 use thunder_abi::prims::{IndexingPrim, ShapePrim};
-use thunder_abi::{ArgView, OpView, PluginError};
+use thunder_abi::{ArgView, DTypeCode, OpView, PluginError};
 
 impl Planner<'_> {
     pub(super) fn add_shape(
@@ -164,6 +164,81 @@ impl Planner<'_> {
         }
         self.open = open;
         self.homes.insert(v, Home::Memory);
+    }
+
+    /// `pad` with no interior padding: output coordinate `j` reads input coordinate `j - low`
+    /// where that is inside the input and is the pad value elsewhere. Its kernel is written
+    /// out at once (its guarded loads only make sense at its own coordinates), so consumers
+    /// read it from memory.
+    pub(super) fn add_pad(&mut self, op: &OpView, out: u32) -> Result<bool, PluginError> {
+        let Some(ArgView::Value(src)) = op.args.first() else {
+            return Err(bad(op, "first argument is not a tensor"));
+        };
+        let src = *src;
+        let src_shape = self.shape(src).to_vec();
+        let out_shape = self.shape(out).to_vec();
+        let dtype = self.dtype(out);
+        let Some(ArgView::Ints(config)) = op.args.get(2) else {
+            return Err(bad(op, "config is not a list of ints"));
+        };
+        if config.len() != 3 * src_shape.len() || config.chunks(3).any(|c| c[2] != 0) {
+            return Err(bad(op, "only pads without interior padding are claimed"));
+        }
+        let fill = op
+            .args
+            .get(1)
+            .and_then(|a| self.literal(a, dtype))
+            .ok_or_else(|| bad(op, "the pad value is not a number"))?;
+        if matches!(self.homes.get(&src), Some(Home::Node(_))) {
+            // Computed in the open kernel: read it from memory in a new one.
+            return Ok(false);
+        }
+        let low: Vec<i64> = config.chunks(3).map(|c| c[0]).collect();
+        let bounds: Vec<(i64, i64)> = low
+            .iter()
+            .zip(&src_shape)
+            .map(|(&lo, &n)| (lo, lo + n))
+            .collect();
+        let expr = self.expr_of(src).ok_or_else(|| bad(op, "operand lost"))?;
+        let empty = out_shape.contains(&0) || src_shape.contains(&0);
+        let shifted = expr.reindex(&move |base, strides| {
+            let shift: i64 = if empty {
+                0
+            } else {
+                low.iter().zip(strides).map(|(l, s)| -l * s).sum()
+            };
+            (base + shift, strides.to_vec())
+        });
+        let open = self.open.replace(new_kernel(&out_shape));
+        let inside = self.node(
+            NodeKind::InBounds(bounds.clone()),
+            DTypeCode::Bool,
+            Level::Full,
+        );
+        let value = self.instantiate_guarded(&shifted, Level::Full, Some(&bounds));
+        let written = match (inside, value) {
+            (Some(c), Some(v)) => self.node(
+                NodeKind::Where(Operand::Node(c), v, Operand::Literal(fill)),
+                dtype,
+                Level::Full,
+            ),
+            _ => None,
+        };
+        if let (Some(n), Some(k)) = (written, self.open.as_mut()) {
+            k.outputs.push(KernelOutput {
+                value: out,
+                node: n,
+            });
+        }
+        if let Some(k) = self.open.take() {
+            self.kernels.push(k);
+        }
+        self.open = open;
+        if written.is_none() {
+            return Err(bad(op, "could not plan the padding"));
+        }
+        self.homes.insert(out, Home::Memory);
+        Ok(true)
     }
 
     /// `slice` and `flip`: the value is read at other coordinates, so every leaf of its

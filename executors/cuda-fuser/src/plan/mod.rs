@@ -16,6 +16,7 @@
 use crate::support::Math;
 
 mod layout;
+mod reduction;
 use thunder_abi::prims::{FactoryPrim, IndexingPrim, Prim, PrimClass, PrimKind, ReductionPrim};
 use thunder_abi::{ArgView, DTypeCode, OpView, PluginError, TraceView};
 
@@ -50,7 +51,12 @@ pub enum NodeKind {
         input: usize,
         base: i64,
         strides: Vec<i64>,
+        /// Read only where every coordinate `i_d` is in `[lo_d, hi_d)` (0 elsewhere): the
+        /// loads of a padded value, whose offsets would leave the input there.
+        guard: Option<Vec<(i64, i64)>>,
     },
+    /// Whether every coordinate `i_d` is in `[lo_d, hi_d)` (b8): the inside of a padding.
+    InBounds(Vec<(i64, i64)>),
     /// `start + step * index`, the index read through `base` and `strides` like a load's offset.
     Iota {
         start: Literal,
@@ -399,6 +405,16 @@ impl Planner<'_> {
 
     /// Adds the nodes computing `expr` at `level` of the open kernel.
     fn instantiate(&mut self, expr: &Expr, level: Level) -> Option<Operand> {
+        self.instantiate_guarded(expr, level, None)
+    }
+
+    /// As [`Self::instantiate`], every load read only inside `guard` (see `NodeKind::Load`).
+    fn instantiate_guarded(
+        &mut self,
+        expr: &Expr,
+        level: Level,
+        guard: Option<&Vec<(i64, i64)>>,
+    ) -> Option<Operand> {
         let kind = match &expr.kind {
             ExprKind::Lit(l) => return Some(Operand::Literal(*l)),
             ExprKind::Load {
@@ -406,10 +422,11 @@ impl Planner<'_> {
                 base,
                 strides,
             } => {
-                return Some(Operand::Node(self.load(
+                return Some(Operand::Node(self.guarded_load(
                     *value,
                     *base,
                     strides.clone(),
+                    guard.cloned(),
                     level,
                 )))
             }
@@ -424,16 +441,20 @@ impl Planner<'_> {
                 base: *base,
                 strides: strides.clone(),
             },
-            ExprKind::Unary(p, a) => NodeKind::Unary(*p, self.instantiate(a, level)?),
-            ExprKind::Binary(p, a, b) => {
-                NodeKind::Binary(*p, self.instantiate(a, level)?, self.instantiate(b, level)?)
+            ExprKind::Unary(p, a) => {
+                NodeKind::Unary(*p, self.instantiate_guarded(a, level, guard)?)
             }
-            ExprKind::Where(c, a, b) => NodeKind::Where(
-                self.instantiate(c, level)?,
-                self.instantiate(a, level)?,
-                self.instantiate(b, level)?,
+            ExprKind::Binary(p, a, b) => NodeKind::Binary(
+                *p,
+                self.instantiate_guarded(a, level, guard)?,
+                self.instantiate_guarded(b, level, guard)?,
             ),
-            ExprKind::Convert(a) => NodeKind::Convert(self.instantiate(a, level)?),
+            ExprKind::Where(c, a, b) => NodeKind::Where(
+                self.instantiate_guarded(c, level, guard)?,
+                self.instantiate_guarded(a, level, guard)?,
+                self.instantiate_guarded(b, level, guard)?,
+            ),
+            ExprKind::Convert(a) => NodeKind::Convert(self.instantiate_guarded(a, level, guard)?),
         };
         Some(Operand::Node(self.node(kind, expr.dtype, level)?))
     }
@@ -449,7 +470,14 @@ impl Planner<'_> {
         Some(k.nodes.len() - 1)
     }
 
-    fn load(&mut self, v: u32, base: i64, strides: Vec<i64>, level: Level) -> NodeId {
+    fn guarded_load(
+        &mut self,
+        v: u32,
+        base: i64,
+        strides: Vec<i64>,
+        guard: Option<Vec<(i64, i64)>>,
+        level: Level,
+    ) -> NodeId {
         let dtype = self.dtype(v);
         let Some(k) = self.open.as_mut() else {
             return 0;
@@ -466,6 +494,7 @@ impl Planner<'_> {
                 input,
                 base,
                 strides,
+                guard,
             },
             dtype,
             level,
@@ -568,8 +597,8 @@ impl Planner<'_> {
             | PrimKind::Convert(_) => self.add_elementwise(op, prim, out),
             PrimKind::Indexing(p) => match p {
                 IndexingPrim::Slice | IndexingPrim::Flip => self.add_reindex(op, p, out),
-                IndexingPrim::Pad
-                | IndexingPrim::Cat
+                IndexingPrim::Pad => self.add_pad(op, out),
+                IndexingPrim::Cat
                 | IndexingPrim::Take
                 | IndexingPrim::TakeAlongAxis
                 | IndexingPrim::ScatterAdd
@@ -734,52 +763,6 @@ impl Planner<'_> {
                 expr: Expr { kind, dtype },
             }),
         );
-        Ok(true)
-    }
-
-    fn add_reduction(&mut self, op: &OpView, prim: Prim, out: u32) -> Result<bool, PluginError> {
-        let Some(ArgView::Value(src)) = op.args.first() else {
-            return Err(bad(op, "first argument is not a tensor"));
-        };
-        let Some(ArgView::Ints(dims)) = op.args.get(1) else {
-            return Err(bad(op, "dims is not a list of ints"));
-        };
-        let src = *src;
-        let src_shape = self.shape(src).to_vec();
-        let mut dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-        dims.sort_unstable();
-        dims.dedup();
-        if self.open.is_none() {
-            self.open = Some(new_kernel(&src_shape));
-        }
-        let fits = self.open.as_ref().is_some_and(|k| {
-            k.full_shape == src_shape && (k.reduced.is_empty() || k.reduced == dims)
-        });
-        if !fits {
-            return Ok(false);
-        }
-        let Some(Operand::Node(input)) = self.value_at(src, Level::Full) else {
-            return Ok(false);
-        };
-        let k_index = self.open.as_ref().map(|k| k.reductions.len()).unwrap_or(0);
-        if let Some(k) = self.open.as_mut() {
-            k.reduced = dims;
-        }
-        let n = self
-            .node(
-                NodeKind::Reduce {
-                    prim,
-                    input,
-                    k: k_index,
-                },
-                self.dtype(out),
-                Level::Row,
-            )
-            .ok_or_else(|| bad(op, "no open kernel"))?;
-        if let Some(k) = self.open.as_mut() {
-            k.reductions.push(n);
-        }
-        self.homes.insert(out, Home::Node(n));
         Ok(true)
     }
 }
