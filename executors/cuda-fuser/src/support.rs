@@ -97,9 +97,10 @@ pub fn claimable(prim: Prim) -> bool {
         // Slices and flips are read through a new base and strides by their consumers; pads
         // (without interior padding) are guarded loads.
         PrimKind::Indexing(p) => match p {
-            IndexingPrim::Slice | IndexingPrim::Flip | IndexingPrim::Pad => true,
-            IndexingPrim::Cat
-            | IndexingPrim::Take
+            IndexingPrim::Slice | IndexingPrim::Flip | IndexingPrim::Pad | IndexingPrim::Cat => {
+                true
+            }
+            IndexingPrim::Take
             | IndexingPrim::TakeAlongAxis
             | IndexingPrim::ScatterAdd
             | IndexingPrim::IndexAdd => false,

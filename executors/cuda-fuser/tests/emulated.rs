@@ -526,3 +526,41 @@ fn pads_are_guarded_loads() {
         0.0,
     );
 }
+
+/// Concatenations read each part inside its range along the dim (guarded loads chosen by
+/// `where`s): the CNN's pooling backward and models that join heads.
+#[test]
+fn concatenations_choose_each_part_in_its_range() {
+    check(
+        "cat-dim0-three-parts",
+        &prog(
+            &[("a", "f32[2, 3]"), ("b", "f32[1, 3]"), ("c", "f32[4, 3]")],
+            &["y = prims.cat(0, a, b, c)"],
+            "y",
+        ),
+        0.0,
+    );
+    check(
+        "cat-last-dim-of-computed-and-transposed",
+        &prog(
+            &[("a", "f64[3, 2]"), ("b", "f64[4, 3]")],
+            &[
+                "e = ltorch.exp(a)",
+                "t = prims.transpose(b, [1, 0])",
+                "y = prims.cat(1, e, t)",
+                "z = ltorch.mul(y, 3.0)",
+            ],
+            "z",
+        ),
+        1e-12,
+    );
+    check(
+        "cat-with-an-empty-part-int",
+        &prog(
+            &[("a", "i32[2, 0]"), ("b", "i32[2, 5]")],
+            &["y = prims.cat(1, a, b)"],
+            "y",
+        ),
+        0.0,
+    );
+}

@@ -249,3 +249,18 @@ fn interior_padding_is_not_claimed() {
     let view = view_of(&PAD.replace("[1, 0, 0, 0, 2, 0]", "[1, 0, 1, 0, 2, 0]"));
     assert!(view.ops.iter().all(|op| !support::accepts(&view, op)));
 }
+
+const CAT: &str = r#"def computation(a, b):
+  # a: "cuda:0 f32[2, 3]"
+  # b: "cuda:0 f32[2, 5]"
+  y = prims.cat(1, a, b)
+  return (y,)
+"#;
+
+#[test]
+fn concatenations_read_each_part_in_its_range() {
+    let (kernels, text) = generate(CAT);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert!(text.contains("i1 >= 0LL && i1 < 3LL"), "{text}");
+    check_golden("cat", &text);
+}

@@ -241,6 +241,105 @@ impl Planner<'_> {
         Ok(true)
     }
 
+    /// `cat(dim, t0, t1, ...)`: along `dim` the output reads part `k` at `j - offset_k` where
+    /// `offset_k <= j < offset_k + size_k`, each part's loads guarded to its range, chosen by a
+    /// chain of `where`s. Written out at once, like a pad.
+    pub(super) fn add_cat(&mut self, op: &OpView, out: u32) -> Result<bool, PluginError> {
+        let Some(ArgView::Int(dim)) = op.args.first() else {
+            return Err(bad(op, "the dim is not an int"));
+        };
+        let out_shape = self.shape(out).to_vec();
+        let dtype = self.dtype(out);
+        let dim = usize::try_from(*dim)
+            .ok()
+            .filter(|&d| d < out_shape.len())
+            .ok_or_else(|| bad(op, "dim out of range"))?;
+        let parts: Vec<u32> = op.args[1..].iter().filter_map(ArgView::as_value).collect();
+        if parts.is_empty() || parts.len() + 1 != op.args.len() {
+            return Err(bad(op, "the parts are not all tensors"));
+        }
+        if parts
+            .iter()
+            .any(|v| matches!(self.homes.get(v), Some(Home::Node(_))))
+        {
+            // A part computed in the open kernel: read it from memory in a new one.
+            return Ok(false);
+        }
+        // (expression read at output coordinates, bounds along `dim`) per non-empty part.
+        let mut pieces = Vec::new();
+        let mut offset = 0i64;
+        for &v in &parts {
+            let size = self.shape(v).get(dim).copied().unwrap_or(0);
+            if size > 0 {
+                let expr = self.expr_of(v).ok_or_else(|| bad(op, "operand lost"))?;
+                let shifted = expr.reindex(&move |base, strides| {
+                    (
+                        base - offset * strides.get(dim).copied().unwrap_or(0),
+                        strides.to_vec(),
+                    )
+                });
+                let bounds: Vec<(i64, i64)> = out_shape
+                    .iter()
+                    .enumerate()
+                    .map(|(d, &n)| {
+                        if d == dim {
+                            (offset, offset + size)
+                        } else {
+                            (0, n)
+                        }
+                    })
+                    .collect();
+                pieces.push((shifted, bounds));
+            }
+            offset += size;
+        }
+        let open = self.open.replace(new_kernel(&out_shape));
+        // The last piece is the default; each earlier one is chosen where it is in bounds.
+        let mut written: Option<Operand> = None;
+        for (expr, bounds) in pieces.iter().rev() {
+            let value = self.instantiate_guarded(expr, Level::Full, Some(bounds));
+            written = match (written, value) {
+                (None, v) => v,
+                (Some(rest), Some(v)) => self
+                    .node(
+                        NodeKind::InBounds(bounds.clone()),
+                        DTypeCode::Bool,
+                        Level::Full,
+                    )
+                    .and_then(|c| {
+                        self.node(
+                            NodeKind::Where(Operand::Node(c), v, rest),
+                            dtype,
+                            Level::Full,
+                        )
+                    })
+                    .map(Operand::Node),
+                (Some(_), None) => None,
+            };
+        }
+        let node = match written {
+            Some(Operand::Node(n)) => Some(n),
+            Some(Operand::Literal(_)) | None => None,
+        };
+        if let (Some(n), Some(k)) = (node, self.open.as_mut()) {
+            k.outputs.push(KernelOutput {
+                value: out,
+                node: n,
+            });
+        }
+        if let Some(k) = self.open.take() {
+            if !k.outputs.is_empty() {
+                self.kernels.push(k);
+            }
+        }
+        self.open = open;
+        if node.is_none() && !out_shape.contains(&0) {
+            return Err(bad(op, "could not plan the concatenation"));
+        }
+        self.homes.insert(out, Home::Memory);
+        Ok(true)
+    }
+
     /// `slice` and `flip`: the value is read at other coordinates, so every leaf of its
     /// expression gets a new base and strides and no pass of its own is needed.
     pub(super) fn add_reindex(

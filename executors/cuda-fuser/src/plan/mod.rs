@@ -598,8 +598,8 @@ impl Planner<'_> {
             PrimKind::Indexing(p) => match p {
                 IndexingPrim::Slice | IndexingPrim::Flip => self.add_reindex(op, p, out),
                 IndexingPrim::Pad => self.add_pad(op, out),
-                IndexingPrim::Cat
-                | IndexingPrim::Take
+                IndexingPrim::Cat => self.add_cat(op, out),
+                IndexingPrim::Take
                 | IndexingPrim::TakeAlongAxis
                 | IndexingPrim::ScatterAdd
                 | IndexingPrim::IndexAdd => unclaimed(),
