@@ -12,10 +12,7 @@ bin="${1:-target/release}"
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-# NVRTC and cuDNN ship in PyTorch's wheels as well as the toolkit; put whichever exists on the path.
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia, os; p = os.path.dirname(nvidia.__path__[0]); print(" ".join(os.path.join(r) for r, _, f in os.walk(os.path.join(p, "nvidia")) if any(x.startswith(("libnvrtc.so", "libcudnn.so")) for x in f)))' 2>/dev/null); do
-  export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+source "$(dirname "$0")/cuda_libs.sh"
 cfg="$out/plugins-e2e.toml"
 cat > "$cfg" <<TOML
 plugin_dirs = ["$(cd "$bin" && pwd)"]

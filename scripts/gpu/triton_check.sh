@@ -14,9 +14,7 @@ out="${OUT:-gpu-out}"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader || true
-for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia, os; p = os.path.dirname(nvidia.__path__[0]); print(" ".join(os.path.join(r) for r, _, f in os.walk(os.path.join(p, "nvidia")) if any(x.startswith("libnvrtc.so") for x in f)))' 2>/dev/null); do
-  export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
+source "$(dirname "$0")/cuda_libs.sh"
 cfg="$out/plugins.toml"
 # The packages' path is baked into the plugin at build time; name the copy in this checkout
 # explicitly so a build from another path still finds them.

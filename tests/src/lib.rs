@@ -51,17 +51,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 pub fn interpreter_library() -> PathBuf {
-    let lib = target_dir().join(format!(
-        "{}thunder_interpreter{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    assert!(
-        lib.exists(),
-        "{} is missing: build the workspace first (`cargo build --workspace`)",
-        lib.display()
-    );
-    lib
+    plugin_library("thunder_interpreter")
 }
 
 /// The cdylib of plugin `crate_name` (e.g. `thunder_cpu_simd`) in this build.

@@ -17,9 +17,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use thunder_core::host::Config;
 use thunder_core::{Array, DType, PluginHost};
-use thunder_tests::{
-    close, fixture_cases, interpreter_host, interpreter_library, repo_root, target_dir,
-};
+use thunder_tests::{close, fixture_cases, interpreter_host, interpreter_library, repo_root};
 
 /// Cases where the interpreter deliberately differs from PyTorch (see ops_vs_pytorch.rs);
 /// cpu-simd follows the interpreter there.
@@ -29,17 +27,7 @@ const PYTORCH_DEVIATIONS: &[&str] = &["gelu/c9", "pow/c54", "polygamma/c24"];
 const ORDER_DEPENDENT: &[&str] = &["sum", "amax", "mean", "matmul", "linear", "softmax"];
 
 fn cpu_simd_library() -> PathBuf {
-    let lib = target_dir().join(format!(
-        "{}thunder_cpu_simd{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    assert!(
-        lib.exists(),
-        "{} is missing: build the workspace first (`cargo build --workspace`)",
-        lib.display()
-    );
-    lib
+    thunder_tests::plugin_library("thunder_cpu_simd")
 }
 
 /// cpu-simd at priority 20 above the interpreter, both from this build.

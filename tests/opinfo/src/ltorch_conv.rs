@@ -2,20 +2,9 @@
 
 use crate::families::*;
 use crate::lit::*;
-use crate::{Domain, ErrorCase, Gen, OpInfo, SArg, Sample, Tol};
-use thunder_core::DType;
+use crate::{Domain, Gen, OpInfo, Tol};
 
-fn s(note: &str, args: Vec<SArg>) -> Sample {
-    Sample::new(note, args)
-}
-
-fn e(note: &str, args: Vec<SArg>, expect: &str) -> ErrorCase {
-    ErrorCase::new(note, args, expect)
-}
-
-fn f32t(g: &mut Gen, shape: &[i64]) -> SArg {
-    g.t(shape, DType::F32)
-}
+use crate::ltorch_ops::{e, f32t, s};
 
 pub fn entries() -> Vec<OpInfo> {
     conv_pool()

@@ -163,15 +163,19 @@ fn unary(prim: UnaryPrim, args: &[Arg], types: Types) -> Result<TensorType> {
     // The lanes each prim is defined on come from the elementwise table.
     let int_ok = a.dtype != DType::Bool && prim.rule().supports_int();
     if !dtype::is_float(a.dtype) && !int_ok {
-        return Err(Error::op_kind(
-            op,
-            OpErrorKind::DType {
-                got: a.dtype,
-                allowed: String::new(),
-            },
-        ));
+        return Err(refuse_dtype(op, a.dtype));
     }
     Ok(a.clone())
+}
+
+fn refuse_dtype(op: &str, dtype: DType) -> Error {
+    Error::op_kind(
+        op,
+        OpErrorKind::DType {
+            got: dtype,
+            allowed: String::new(),
+        },
+    )
 }
 
 /// The one float tensor operand of a predicate.
@@ -179,13 +183,7 @@ fn float_operand(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
     expect_arity(op, args, 1)?;
     let a = tensor(op, types, 0)?;
     if !dtype::is_float(a.dtype) {
-        return Err(Error::op_kind(
-            op,
-            OpErrorKind::DType {
-                got: a.dtype,
-                allowed: String::new(),
-            },
-        ));
+        return Err(refuse_dtype(op, a.dtype));
     }
     Ok(a.clone())
 }
