@@ -15,6 +15,7 @@
 use crate::plan::{contiguous_strides, Kernel, Level, Literal, NodeId, NodeKind, Operand};
 use std::collections::HashSet;
 use std::fmt::Write;
+use thunder_abi::prims::CudaSpelling;
 use thunder_abi::prims::Prim;
 use thunder_abi::DTypeCode;
 
@@ -122,6 +123,21 @@ fn rounded(d: DTypeCode, expr: String) -> String {
         DTypeCode::BF16 => format!("round_bf16({expr})"),
         _ => expr,
     }
+}
+
+/// The device functions the kernel's math calls (digamma, trigamma), each once.
+fn device_functions(k: &Kernel) -> String {
+    let mut sources: Vec<&str> = Vec::new();
+    for n in &k.nodes {
+        if let NodeKind::Unary(m, _) | NodeKind::Binary(m, _, _) = &n.kind {
+            if let CudaSpelling::Device { source, .. } = m.spelling {
+                if !sources.contains(&source) {
+                    sources.push(source);
+                }
+            }
+        }
+    }
+    sources.concat()
 }
 
 /// Whether the element's full-level coordinates `i_d` are all in `[lo_d, hi_d)`.
@@ -481,6 +497,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
+    em.out.push_str(&device_functions(k));
     em.line(&format!("{} {{", signature(k, name, BLOCK)));
     em.indent = 1;
     em.line(&format!("const i64_t n = {numel}LL;"));
@@ -665,6 +682,7 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
+    em.out.push_str(&device_functions(k));
     em.line(&format!("{} {{", signature(k, name, block)));
     em.indent = 1;
     em.line(&format!(

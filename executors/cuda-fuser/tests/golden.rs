@@ -264,3 +264,22 @@ fn concatenations_read_each_part_in_its_range() {
     assert!(text.contains("i1 >= 0LL && i1 < 3LL"), "{text}");
     check_golden("cat", &text);
 }
+
+const DIGAMMA: &str = r#"def computation(x):
+  # x: "cuda:0 f32[8]"
+  y = prims.digamma(x)
+  return (y,)
+"#;
+
+/// Math the CUDA library lacks comes with its device function, once, in the kernels using it.
+#[test]
+fn digamma_brings_its_device_function() {
+    let (_, text) = generate(DIGAMMA);
+    assert_eq!(
+        text.matches("__device__ double thunder_digamma(").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("thunder_digammaf("), "{text}");
+    check_golden("digamma", &text);
+}

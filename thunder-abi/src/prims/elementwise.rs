@@ -26,13 +26,19 @@ pub enum CudaSpelling {
         f32: &'static str,
         f64: &'static str,
     },
+    /// A device function defined by `source` (for both `name` on double and `name`f on float),
+    /// which the code generator includes in the kernels that call it.
+    Device {
+        name: &'static str,
+        source: &'static str,
+    },
 }
 
 impl CudaSpelling {
     /// The expression for `operands`.
     pub fn render(self, double: bool, operands: &[&str]) -> String {
         let template = match self {
-            CudaSpelling::Fn(name) => {
+            CudaSpelling::Fn(name) | CudaSpelling::Device { name, .. } => {
                 let suffix = if double { "" } else { "f" };
                 return format!("{name}{suffix}({})", operands.join(", "));
             }
@@ -54,7 +60,9 @@ impl CudaSpelling {
     /// The expression on integer operands of C type `ctype`.
     pub fn render_int(self, ctype: &str, operands: &[&str]) -> String {
         let template = match self {
-            CudaSpelling::Fn(name) => return format!("{name}({})", operands.join(", ")),
+            CudaSpelling::Fn(name) | CudaSpelling::Device { name, .. } => {
+                return format!("{name}({})", operands.join(", "))
+            }
             CudaSpelling::Expr(t) | CudaSpelling::Split { f64: t, .. } => t,
         };
         substitute(template.replace("{t}", ctype), operands)
@@ -230,6 +238,56 @@ impl BinaryRule {
     }
 }
 
+/// `special::digamma` in CUDA C++ (Cephes, as ATen), in double.
+const DIGAMMA_CU: &str = r#"__device__ double thunder_digamma(double x) {
+  const double A[7] = {8.33333333333333333333E-2, -2.10927960927960927961E-2,
+                       7.57575757575757575758E-3, -4.16666666666666666667E-3,
+                       3.96825396825396825397E-3, -8.33333333333333333333E-3,
+                       8.33333333333333333333E-2};
+  const double PI = 3.14159265358979323846;
+  double reflection = 0.0;
+  if (x == 0.0) return copysign(__longlong_as_double(0x7ff0000000000000LL), -x);
+  if (x < 0.0) {
+    if (x == trunc(x)) return __longlong_as_double(0x7ff8000000000000LL);
+    reflection = PI / tan(PI * (x - trunc(x)));
+    x = 1.0 - x;
+  }
+  if (isnan(x)) return x;
+  double result = 0.0;
+  while (x < 10.0) { result -= 1.0 / x; x += 1.0; }
+  if (x == 10.0) return result + 2.25175258906672110764 - reflection;
+  double y = 0.0;
+  if (x < 1.0e17) {
+    double z = 1.0 / (x * x);
+    double acc = 0.0;
+    for (int i = 0; i < 7; ++i) acc = acc * z + A[i];
+    y = z * acc;
+  }
+  return result + log(x) - 0.5 / x - y - reflection;
+}
+__device__ float thunder_digammaf(float x) { return (float)thunder_digamma((double)x); }
+"#;
+
+/// `special::trigamma` in CUDA C++ (as ATen's calc_trigamma), in double.
+const TRIGAMMA_CU: &str = r#"__device__ double thunder_trigamma(double x) {
+  const double PI = 3.14159265358979323846;
+  if (isnan(x)) return x;
+  if (x <= 0.0 && x == trunc(x)) return __longlong_as_double(0x7ff0000000000000LL);
+  double sign = 1.0, result = 0.0;
+  if (x < 0.5) {
+    sign = -1.0;
+    double s = sin(PI * x);
+    result -= PI * PI / (s * s);
+    x = 1.0 - x;
+  }
+  for (int i = 0; i < 6; ++i) { result += 1.0 / (x * x); x += 1.0; }
+  double ixx = 1.0 / (x * x);
+  result += (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx * (1.0 / 42.0)))) / x;
+  return sign * result;
+}
+__device__ float thunder_trigammaf(float x) { return (float)thunder_trigamma((double)x); }
+"#;
+
 const fn float_only(float: fn(f64) -> f64, cuda: Option<CudaSpelling>) -> UnaryRule {
     on(Domain::Any, float, cuda)
 }
@@ -296,9 +354,24 @@ impl UnaryPrim {
             P::Erfc => float_only(libm::erfc, Some(Fn("erfc"))),
             P::Erfinv => on(Domain::Unit, erfinv, Some(Fn("erfinv"))),
             P::Lgamma => on(Domain::Pos, libm::lgamma, Some(Fn("lgamma"))),
-            // CUDA's math library has neither; the fuser leaves them to other executors.
-            P::Digamma => on(Domain::Pos, digamma, None),
-            P::Trigamma => on(Domain::Pos, trigamma, None),
+            // CUDA's math library has neither: device functions with this crate's algorithms
+            // (computed in double, as the reference computes in f64).
+            P::Digamma => on(
+                Domain::Pos,
+                digamma,
+                Some(CudaSpelling::Device {
+                    name: "thunder_digamma",
+                    source: DIGAMMA_CU,
+                }),
+            ),
+            P::Trigamma => on(
+                Domain::Pos,
+                trigamma,
+                Some(CudaSpelling::Device {
+                    name: "thunder_trigamma",
+                    source: TRIGAMMA_CU,
+                }),
+            ),
             P::Reciprocal => on(Domain::NonZero, |x| 1.0 / x, Some(Expr("({one} / {a})"))),
             P::Floor => float_only(f64::floor, Some(Fn("floor"))),
             P::Ceil => float_only(f64::ceil, Some(Fn("ceil"))),

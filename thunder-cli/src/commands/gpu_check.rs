@@ -21,6 +21,15 @@ use thunder_core::{Array, DType, Device, PluginHost};
 
 const DEV: Device = Device::Cuda(0);
 
+/// The ltorch op of this name, or the prim itself where ltorch has none (trigamma).
+fn layer_of(name: &str) -> &'static str {
+    if thunder_core::ir::lookup_symbol(&format!("ltorch.{name}")).is_some() {
+        "ltorch"
+    } else {
+        "prims"
+    }
+}
+
 fn samples() -> Vec<Sample> {
     // Every elementwise row of the table with a CUDA spelling (what cuda-fuser claims), plus
     // composites that fuse; a new row is sampled here with no edit.
@@ -43,7 +52,7 @@ fn samples() -> Vec<Sample> {
             for op in &unary {
                 out.push(Sample {
                     name: format!("{op}/{}/{shape:?}", d.short_name()),
-                    program: program(&[("x", ty(d, shape))], &format!("ltorch.{op}(x)")),
+                    program: program(&[("x", ty(d, shape))], &format!("{}.{op}(x)", layer_of(op))),
                     dtype: d,
                 });
             }
@@ -53,13 +62,16 @@ fn samples() -> Vec<Sample> {
                 name: format!("{op}/{}/broadcast", d.short_name()),
                 program: program(
                     &[("a", ty(d, &[4, 1])), ("b", ty(d, &[1, 6]))],
-                    &format!("ltorch.{op}(a, b)"),
+                    &format!("{}.{op}(a, b)", layer_of(op)),
                 ),
                 dtype: d,
             });
             out.push(Sample {
                 name: format!("{op}/{}/scalar-literal", d.short_name()),
-                program: program(&[("a", ty(d, &[7]))], &format!("ltorch.{op}(a, 1.5)")),
+                program: program(
+                    &[("a", ty(d, &[7]))],
+                    &format!("{}.{op}(a, 1.5)", layer_of(op)),
+                ),
                 dtype: d,
             });
         }

@@ -1,0 +1,87 @@
+// launch: Pointwise { numel: 8, vec: 4, block: 256 }
+// thunder cuda-fuser kernel over [8]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ double thunder_digamma(double x) {
+  const double A[7] = {8.33333333333333333333E-2, -2.10927960927960927961E-2,
+                       7.57575757575757575758E-3, -4.16666666666666666667E-3,
+                       3.96825396825396825397E-3, -8.33333333333333333333E-3,
+                       8.33333333333333333333E-2};
+  const double PI = 3.14159265358979323846;
+  double reflection = 0.0;
+  if (x == 0.0) return copysign(__longlong_as_double(0x7ff0000000000000LL), -x);
+  if (x < 0.0) {
+    if (x == trunc(x)) return __longlong_as_double(0x7ff8000000000000LL);
+    reflection = PI / tan(PI * (x - trunc(x)));
+    x = 1.0 - x;
+  }
+  if (isnan(x)) return x;
+  double result = 0.0;
+  while (x < 10.0) { result -= 1.0 / x; x += 1.0; }
+  if (x == 10.0) return result + 2.25175258906672110764 - reflection;
+  double y = 0.0;
+  if (x < 1.0e17) {
+    double z = 1.0 / (x * x);
+    double acc = 0.0;
+    for (int i = 0; i < 7; ++i) acc = acc * z + A[i];
+    y = z * acc;
+  }
+  return result + log(x) - 0.5 / x - y - reflection;
+}
+__device__ float thunder_digammaf(float x) { return (float)thunder_digamma((double)x); }
+extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
+  const i64_t n = 8LL;
+  const i64_t step = (i64_t)gridDim.x * blockDim.x;
+  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (i64_t q = first; q < n / 4; q += step) {
+    const uint4 r_in0 = reinterpret_cast<const uint4*>(in0)[q];
+    const float* e_in0 = reinterpret_cast<const float*>(&r_in0);
+    __align__(16) float s_out0[4];
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float v0 = e_in0[j];
+      const float v1 = thunder_digammaf(v0);
+      s_out0[j] = v1;
+    }
+    reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
+  }
+  for (i64_t e = (n / 4) * 4 + first; e < n; e += step) {
+    const float v0 = in0[e];
+    const float v1 = thunder_digammaf(v0);
+    out0[e] = v1;
+  }
+}
+
