@@ -12,11 +12,10 @@
 //! - Reduction kernels give each row to a team: a thread block (reduced dims trailing and long
 //!   enough) or one thread (coalesced column reductions such as a bias gradient).
 
-use crate::plan::{contiguous_strides, Kernel, Level, Literal, NodeId, NodeKind, Operand};
+use crate::plan::{contiguous_strides, Fold, Kernel, Level, Literal, NodeId, NodeKind, Operand};
 use std::collections::HashSet;
 use std::fmt::Write;
 use thunder_abi::prims::CudaSpelling;
-use thunder_abi::prims::Prim;
 use thunder_abi::DTypeCode;
 
 /// How a kernel is launched; the grid size is picked at run time from the device.
@@ -59,6 +58,7 @@ __device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b
 __device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
 struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
 struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+struct MinOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_min(a, b); } };
 template <typename T, typename Op>
 __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   __shared__ T scratch[32];
@@ -610,14 +610,14 @@ fn node_of(o: &Operand) -> Option<NodeId> {
 }
 
 /// The accumulator's start value and the block-reduce functor of a reduction prim.
-fn reduction_identity(prim: Prim, double: bool) -> (String, &'static str) {
-    if prim == Prim::Amax {
-        (
+fn reduction_identity(fold: Fold, double: bool) -> (String, &'static str) {
+    match fold {
+        Fold::Max => (
             format!("-{}", float_literal(f64::INFINITY, double)),
             "MaxOp()",
-        )
-    } else {
-        (float_literal(0.0, double), "SumOp()")
+        ),
+        Fold::Min => (float_literal(f64::INFINITY, double), "MinOp()"),
+        Fold::Sum => (float_literal(0.0, double), "SumOp()"),
     }
 }
 
@@ -722,35 +722,35 @@ fn rows(k: &Kernel, name: &str) -> Generated {
             .filter(|&r| depths[r] == depth)
             .collect();
         for &r in &stage {
-            let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
+            let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
                 continue;
             };
             let acc_ty = ctype(k.nodes[*input].dtype);
-            let (identity, _) = reduction_identity(*prim, acc_ty == "double");
+            let (identity, _) = reduction_identity(*fold, acc_ty == "double");
             em.line(&format!("{acc_ty} acc{r} = {identity};"));
         }
         open_column_loop(&mut em, &full_strides);
         for &r in &stage {
-            let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
+            let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
                 continue;
             };
             em.define(*input);
             let v = Emitter::name(*input);
-            if *prim == Prim::Amax {
-                em.line(&format!("acc{r} = nan_max(acc{r}, {v});"));
-            } else {
-                em.line(&format!("acc{r} += {v};"));
+            match fold {
+                Fold::Max => em.line(&format!("acc{r} = nan_max(acc{r}, {v});")),
+                Fold::Min => em.line(&format!("acc{r} = nan_min(acc{r}, {v});")),
+                Fold::Sum => em.line(&format!("acc{r} += {v};")),
             }
         }
         em.indent = 2;
         em.line("}");
         for &r in &stage {
-            let NodeKind::Reduce { prim, input, .. } = &k.nodes[r].kind else {
+            let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
                 continue;
             };
             let acc_ty = ctype(k.nodes[*input].dtype);
             if block_team {
-                let (identity, op) = reduction_identity(*prim, acc_ty == "double");
+                let (identity, op) = reduction_identity(*fold, acc_ty == "double");
                 em.line(&format!(
                     "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
                 ));

@@ -4,10 +4,9 @@
 //! write) show up on machines without a GPU; the golden sources pin the code generated from a
 //! plan, and the GPU script checks that code itself.
 
-use crate::plan::{Kernel, Level, Literal, NodeKind, Operand};
+use crate::plan::{Fold, Kernel, Level, Literal, NodeKind, Operand};
 use crate::support::Math;
 use std::collections::HashMap;
-use thunder_abi::prims::Prim;
 use thunder_abi::DTypeCode;
 
 fn round(d: DTypeCode, x: f64) -> f64 {
@@ -198,24 +197,21 @@ fn run_kernel(k: &Kernel, memory: &HashMap<u32, Vec<f64>>) -> Vec<(u32, Vec<f64>
                     };
                     round(node.dtype, operand(&values, a, i))
                 }
-                NodeKind::Reduce { prim, input, .. } => {
-                    let mut acc = if *prim == Prim::Amax {
-                        f64::NEG_INFINITY
-                    } else {
-                        0.0
+                NodeKind::Reduce { fold, input, .. } => {
+                    let mut acc = match fold {
+                        Fold::Max => f64::NEG_INFINITY,
+                        Fold::Min => f64::INFINITY,
+                        Fold::Sum => 0.0,
                     };
                     let mut cc = vec![0i64; nd];
                     for col in 0..cols {
                         let e = full_index(r, col, &mut cc) as usize;
                         let v = values[*input].get(e).copied().unwrap_or(f64::NAN);
-                        acc = if *prim == Prim::Amax {
-                            if acc.is_nan() || v.is_nan() {
-                                f64::NAN
-                            } else {
-                                acc.max(v)
-                            }
-                        } else {
-                            acc + v
+                        acc = match fold {
+                            Fold::Max | Fold::Min if acc.is_nan() || v.is_nan() => f64::NAN,
+                            Fold::Max => acc.max(v),
+                            Fold::Min => acc.min(v),
+                            Fold::Sum => acc + v,
                         };
                     }
                     round(node.dtype, acc)

@@ -87,9 +87,8 @@ pub fn claimable(prim: Prim) -> bool {
             FactoryPrim::Full | FactoryPrim::Iota => true,
         },
         PrimKind::Reduction(p) => match p {
-            ReductionPrim::Sum | ReductionPrim::Amax => true,
+            ReductionPrim::Sum | ReductionPrim::Amax | ReductionPrim::Amin => true,
             ReductionPrim::Prod
-            | ReductionPrim::Amin
             | ReductionPrim::Argmax
             | ReductionPrim::Argmin
             | ReductionPrim::VarMean => false,

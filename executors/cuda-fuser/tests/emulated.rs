@@ -119,6 +119,8 @@ fn softmax_log_softmax_and_norms_over_rows_and_columns() {
         ("mean-keepdim", "y = ltorch.mean(x, [1], True)"),
         ("sum-all", "y = ltorch.sum(x, None, False)"),
         ("amax-cols", "y = ltorch.amax(x, [0], False)"),
+        ("amin-rows", "y = ltorch.amin(x, [1], False)"),
+        ("amin-cols", "y = ltorch.amin(x, [0], True)"),
     ] {
         check(name, &prog(&[("x", "f32[5, 37]")], &[body], "y"), 1e-6);
     }

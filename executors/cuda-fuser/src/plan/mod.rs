@@ -70,10 +70,20 @@ pub enum NodeKind {
     Convert(Operand),
     /// A reduction over the kernel's reduced dims (the `k`-th of the kernel).
     Reduce {
-        prim: Prim,
+        fold: Fold,
         input: NodeId,
         k: usize,
     },
+}
+
+/// How a reduction combines elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fold {
+    Sum,
+    /// NaN-propagating maximum (amax).
+    Max,
+    /// NaN-propagating minimum (amin).
+    Min,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -581,9 +591,10 @@ impl Planner<'_> {
         match prim.kind() {
             PrimKind::Factory(p) => self.add_factory(op, p, out),
             PrimKind::Reduction(p) => match p {
-                ReductionPrim::Sum | ReductionPrim::Amax => self.add_reduction(op, prim, out),
+                ReductionPrim::Sum => self.add_reduction(op, Fold::Sum, out),
+                ReductionPrim::Amax => self.add_reduction(op, Fold::Max, out),
+                ReductionPrim::Amin => self.add_reduction(op, Fold::Min, out),
                 ReductionPrim::Prod
-                | ReductionPrim::Amin
                 | ReductionPrim::Argmax
                 | ReductionPrim::Argmin
                 | ReductionPrim::VarMean => unclaimed(),

@@ -1,15 +1,14 @@
 //! Reductions in the planner: sum and amax over the kernel's reduced dims, fused with the
 //! elementwise work that feeds them and reads them.
 
-use super::{bad, new_kernel, Home, Level, NodeKind, Operand, Planner};
-use thunder_abi::prims::Prim;
+use super::{bad, new_kernel, Fold, Home, Level, NodeKind, Operand, Planner};
 use thunder_abi::{ArgView, OpView, PluginError};
 
 impl Planner<'_> {
     pub(super) fn add_reduction(
         &mut self,
         op: &OpView,
-        prim: Prim,
+        fold: Fold,
         out: u32,
     ) -> Result<bool, PluginError> {
         let Some(ArgView::Value(src)) = op.args.first() else {
@@ -42,7 +41,7 @@ impl Planner<'_> {
         let n = self
             .node(
                 NodeKind::Reduce {
-                    prim,
+                    fold,
                     input,
                     k: k_index,
                 },

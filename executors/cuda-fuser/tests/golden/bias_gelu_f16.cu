@@ -21,6 +21,7 @@ __device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b
 __device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
 struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
 struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+struct MinOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_min(a, b); } };
 template <typename T, typename Op>
 __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   __shared__ T scratch[32];
