@@ -126,6 +126,17 @@ impl Error {
         Error::op_kind(op, OpErrorKind::Other(message.into()))
     }
 
+    /// The op is not defined on `got`; `allowed` says what is (may be empty).
+    pub fn dtype(op: impl Into<String>, got: DType, allowed: &str) -> Self {
+        Error::op_kind(
+            op,
+            OpErrorKind::DType {
+                got,
+                allowed: allowed.into(),
+            },
+        )
+    }
+
     pub fn op_kind(op: impl Into<String>, kind: OpErrorKind) -> Self {
         Error::Op {
             op: op.into(),

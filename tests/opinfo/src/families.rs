@@ -127,12 +127,14 @@ pub fn binary_errors(op: &'static str) -> ErrorFn {
                 "shapes that do not broadcast",
                 vec![g.t(&[2, 3], d), g.t(&[4], d)],
                 "shapes [2, 3] and [4] cannot be broadcast together",
-            ),
+            )
+            .of_kind("shape mismatch"),
             ErrorCase::new(
                 "one argument",
                 vec![g.t(&[2, 3], DType::F32)],
                 "expected 2 arguments, got 1",
-            ),
+            )
+            .of_kind("arity"),
         ]
     })
 }

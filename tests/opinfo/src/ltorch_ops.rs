@@ -146,7 +146,8 @@ fn unary_errors() -> ErrorFn {
             "a number instead of a tensor",
             vec![float(1.5)],
             "argument 0",
-        )]
+        )
+        .of_kind("argument")]
     })
 }
 

@@ -36,7 +36,8 @@ pub fn entries() -> Vec<OpInfo> {
                     "bool input",
                     vec![g.t(&[2], DType::Bool)],
                     "does not support dtype b8",
-                )]
+                )
+                .of_kind("dtype")]
             })),
         );
     }

@@ -5,7 +5,7 @@ use super::elementwise::{add, div, exp, log, maximum, minimum, mul, neg, to, upc
 use super::{call1, CallArgs};
 use crate::clang::Operand;
 use crate::dtype::{self, DType};
-use crate::error::{bail_op, Result};
+use crate::error::{bail_op, Error, Result};
 use crate::ir::Arg;
 use crate::tensor::Tensor;
 
@@ -114,7 +114,7 @@ pub(crate) fn clamp_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(3)?;
     let a = c.tensor(0)?;
     if a.dtype() == DType::Bool {
-        bail_op!(c.op, "does not support dtype b8");
+        return Err(Error::dtype(c.op, DType::Bool, ""));
     }
     Ok(vec![clamp_impl(c.op, &a, bound(c, 1)?, bound(c, 2)?)?])
 }
@@ -123,7 +123,7 @@ pub(crate) fn relu6_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(1)?;
     let a = c.tensor(0)?;
     if a.dtype() == DType::Bool {
-        bail_op!(c.op, "does not support dtype b8");
+        return Err(Error::dtype(c.op, DType::Bool, ""));
     }
     Ok(vec![clamp_impl(
         c.op,

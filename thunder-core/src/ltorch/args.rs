@@ -38,7 +38,14 @@ impl CallArgs<'_> {
             .get(i)
             .map(|a| format!("{a:?}"))
             .unwrap_or_else(|| "nothing".into());
-        Error::op(self.op, format!("argument {i} must be {what}, got {got}"))
+        Error::op_kind(
+            self.op,
+            OpErrorKind::Argument {
+                index: i,
+                expected: what.into(),
+                got: Some(got),
+            },
+        )
     }
 
     pub fn tensor(&self, i: usize) -> Result<Tensor> {

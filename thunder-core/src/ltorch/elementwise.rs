@@ -4,7 +4,7 @@
 use super::{call1, CallArgs};
 use crate::clang::{self, Operand, Promotion};
 use crate::dtype::{self, DType};
-use crate::error::{bail_op, Result};
+use crate::error::{bail_op, Error, Result};
 use crate::ir::{Arg, ShapeDisplay};
 use crate::prims::Prim;
 use crate::tensor::Tensor;
@@ -459,7 +459,7 @@ pub(crate) fn relu_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(1)?;
     let a = c.tensor(0)?;
     if a.dtype() == DType::Bool {
-        bail_op!(c.op, "does not support dtype b8");
+        return Err(Error::dtype(c.op, DType::Bool, ""));
     }
     // maximum keeps NaN, as torch.relu does.
     Ok(vec![maximum(&a, 0i64)?])
@@ -471,11 +471,7 @@ pub fn relu(a: &Tensor) -> Result<Tensor> {
 
 pub(crate) fn require_float(op: &str, a: &Tensor) -> Result<()> {
     if !dtype::is_float(a.dtype()) {
-        bail_op!(
-            op,
-            "expected a floating-point tensor, got {}",
-            a.dtype().short_name()
-        );
+        return Err(Error::dtype(op, a.dtype(), "floats only"));
     }
     Ok(())
 }

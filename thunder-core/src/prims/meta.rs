@@ -169,13 +169,7 @@ fn unary(prim: UnaryPrim, args: &[Arg], types: Types) -> Result<TensorType> {
 }
 
 fn refuse_dtype(op: &str, dtype: DType) -> Error {
-    Error::op_kind(
-        op,
-        OpErrorKind::DType {
-            got: dtype,
-            allowed: String::new(),
-        },
-    )
+    Error::dtype(op, dtype, "")
 }
 
 /// The one float tensor operand of a predicate.
@@ -407,7 +401,7 @@ fn reduction(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType> {
         }
     }
     if matches!(prim, Prim::Sum | Prim::Prod) && a.dtype == DType::Bool {
-        bail_op!(op, "does not support dtype b8");
+        return Err(Error::dtype(op, DType::Bool, ""));
     }
     let shape = a
         .shape
@@ -436,7 +430,7 @@ fn matmul(op: &str, args: &[Arg], types: Types) -> Result<TensorType> {
         );
     }
     if a.dtype == DType::Bool {
-        bail_op!(op, "does not support dtype b8");
+        return Err(Error::dtype(op, DType::Bool, ""));
     }
     if a.device != b.device {
         bail_op!(
@@ -508,7 +502,7 @@ fn iota(op: &str, args: &[Arg]) -> Result<TensorType> {
     };
     let dtype = dtype_arg(op, args, 4)?;
     if dtype == DType::Bool {
-        bail_op!(op, "does not support dtype b8");
+        return Err(Error::dtype(op, DType::Bool, ""));
     }
     Ok(TensorType::new(vec![length], dtype, device))
 }

@@ -111,7 +111,7 @@ pub(super) fn scan(prim: Prim, args: &[Arg], types: Types) -> Result<TensorType>
     let a = tensor(op, types, 0)?;
     dim_in_range(op, a, int_arg(op, args, 1, "dim")?)?;
     if a.dtype == DType::Bool {
-        bail_op!(op, "does not support dtype b8");
+        return Err(Error::dtype(op, DType::Bool, ""));
     }
     Ok(a.clone())
 }
