@@ -4,7 +4,7 @@
 //! Numerics: f16 and bf16 accumulate in f32 (compute type float, tensor cores allowed); f32
 //! uses `CUDNN_FMA_MATH` (on Ampere and later `CUDNN_DEFAULT_MATH` would allow TF32); f64
 //! accumulates in double. The FFT and non-fused Winograd algorithms, whose rounding is not a
-//! plain dot product's, are never picked.
+//! plain dot product's, are picked only when no other algorithm fits.
 
 use crate::shape::{packed_strides, Conv, DnnGeometry, Work};
 use cudarc::cudnn::{result as dnn, sys};
@@ -41,10 +41,11 @@ pub fn availability() -> Result<usize, String> {
                         "cuDNN {version} was found; this plugin is built for cuDNN 9"
                     ));
                 }
-                // SAFETY: a plain query; it loads the convolution sub-library (libcudnn_cnn).
-                unsafe { sys::cudnnCnnVersionCheck() }
-                    .result()
-                    .map_err(|e| format!("cuDNN's convolution library (libcudnn_cnn): {e:?}"))?;
+                // No `cudnnCnnVersionCheck` here: on an H100 with PyTorch's cuDNN 9.19 wheel (one
+                // install) it answered CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH when called
+                // from this plugin, 0 when called through ctypes, and every convolution ran
+                // (not understood). A broken install fails at the first compile instead
+                // (cudnnCreate, the algorithm query), with cuDNN's status in the error.
                 Ok(version)
             })
         })
@@ -343,8 +344,14 @@ fn forward(
     .map_err(|e| format!("cudnnGetConvolutionForwardAlgorithm_v7: {e:?}"))?;
     let candidates = &perf[..(returned.max(0) as usize).min(COUNT)];
     let mut tried = Vec::new();
-    for p in candidates {
-        if p.status != sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS || !algo_allowed(p.algo) {
+    // The heuristic's order, dot-product algorithms first; FFT and non-fused Winograd only when
+    // no other algorithm fits.
+    let ranked = candidates
+        .iter()
+        .filter(|p| algo_allowed(p.algo))
+        .chain(candidates.iter().filter(|p| !algo_allowed(p.algo)));
+    for p in ranked {
+        if p.status != sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS {
             continue;
         }
         // f32 keeps FMA math whatever the heuristic reports (no TF32); f16/bf16 take the math
@@ -400,8 +407,10 @@ pub fn prepare(conv: Conv, workspace_limit: usize) -> Result<Prepared, String> {
                 plan: Plan::Nothing,
             });
         }
+        make_current(conv.device)?;
         let shared = handle(conv.device)?;
-        let h = shared.lock().unwrap_or_else(PoisonError::into_inner).0;
+        let guard = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = guard.0;
         let y = TensorD::packed(conv.dtype, &geometry.y)?;
         let bias = if conv.bias {
             Some(TensorD::packed(conv.dtype, &geometry.bias)?)
@@ -416,6 +425,7 @@ pub fn prepare(conv: Conv, workspace_limit: usize) -> Result<Prepared, String> {
                 bias,
             },
         };
+        drop(guard);
         Ok(Prepared {
             conv,
             geometry,
