@@ -109,14 +109,14 @@ fn add_at(d: DTypeCode) -> String {
     let ty = storage(d);
     let sub_word = |bits: u32, new: &str| {
         let (mask, shift) = if bits == 16 {
-            ("0xffffu", "(((size_t)p & 2) ? 16u : 0u)")
+            ("0xffffu", "(((u64_t)p & 2) ? 16u : 0u)")
         } else {
-            ("0xffu", "(unsigned)(((size_t)p & 3) * 8)")
+            ("0xffu", "(unsigned)(((u64_t)p & 3) * 8)")
         };
         let cur_ty = if bits == 16 { "u16_t" } else { "u8_t" };
         format!(
             "__device__ __forceinline__ void add_at({ty}* p, {ty} v) {{\n\
-             \x20 unsigned* w = (unsigned*)((size_t)p & ~(size_t)3);\n\
+             \x20 unsigned* w = (unsigned*)((u64_t)p & ~(u64_t)3);\n\
              \x20 const unsigned sh = {shift};\n\
              \x20 unsigned old = *w, assumed;\n\
              \x20 do {{\n\
@@ -137,7 +137,7 @@ fn add_at(d: DTypeCode) -> String {
         DTypeCode::I16 => sub_word(16, "(u16_t)(cur + (u16_t)v)"),
         DTypeCode::U8 | DTypeCode::I8 => sub_word(8, "(u8_t)(cur + (u8_t)v)"),
         DTypeCode::Bool => "__device__ __forceinline__ void add_at(u8_t* p, u8_t v) {\n\
-             \x20 if (v) atomicOr((unsigned*)((size_t)p & ~(size_t)3), 1u << (unsigned)(((size_t)p & 3) * 8));\n}\n"
+             \x20 if (v) atomicOr((unsigned*)((u64_t)p & ~(u64_t)3), 1u << (unsigned)(((u64_t)p & 3) * 8));\n}\n"
             .into(),
     }
 }
