@@ -178,9 +178,16 @@ pub fn literal(d: DTypeCode, v: Lit) -> String {
             format!("{f:?}")
         }
     };
+    // A number beside a float tensor is first rounded to its dtype (once, from f64).
+    let rounded = |x: String| match d {
+        DTypeCode::F16 => format!("((double)f16_to_f32(f64_to_f16({x})))"),
+        DTypeCode::BF16 => format!("((double)bf16_to_f32(f64_to_bf16({x})))"),
+        DTypeCode::F32 => format!("((double)(float)({x}))"),
+        _ => x,
+    };
     match (d.is_float(), v) {
-        (true, Lit::Float(f)) => float(f),
-        (true, Lit::Int(i)) => format!("((double){i}LL)"),
+        (true, Lit::Float(f)) => rounded(float(f)),
+        (true, Lit::Int(i)) => rounded(format!("((double){i}LL)")),
         (true, Lit::Bool(b)) => float(f64::from(u8::from(b))),
         (false, Lit::Int(i)) => format!("((i64_t){i}LL)"),
         (false, Lit::Bool(b)) => format!("((i64_t){})", u8::from(b)),

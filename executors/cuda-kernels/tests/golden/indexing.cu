@@ -17,14 +17,15 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 // exponent, ties to even, then an exact conversion.
 __device__ __forceinline__ u16_t f64_to_bf16(double x) {
   if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
-  int e = ilogb(x); if (e < -126) e = -126;
-  double q = ldexp(1.0, e - 7);
-  double r = rint(x / q) * q;
-  if (fabs(r) > 3.3895313892515355e38) return f32_to_bf16((float)(x * 1e300));
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
   return f32_to_bf16((float)r);
 }
-__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && signbit(b))) ? a : b; }
-__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && !signbit(b))) ? a : b; }
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
 __device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
   if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
 }
@@ -71,14 +72,15 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 // exponent, ties to even, then an exact conversion.
 __device__ __forceinline__ u16_t f64_to_bf16(double x) {
   if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
-  int e = ilogb(x); if (e < -126) e = -126;
-  double q = ldexp(1.0, e - 7);
-  double r = rint(x / q) * q;
-  if (fabs(r) > 3.3895313892515355e38) return f32_to_bf16((float)(x * 1e300));
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
   return f32_to_bf16((float)r);
 }
-__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && signbit(b))) ? a : b; }
-__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && !signbit(b))) ? a : b; }
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
 __device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
   if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
 }
@@ -125,14 +127,15 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 // exponent, ties to even, then an exact conversion.
 __device__ __forceinline__ u16_t f64_to_bf16(double x) {
   if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
-  int e = ilogb(x); if (e < -126) e = -126;
-  double q = ldexp(1.0, e - 7);
-  double r = rint(x / q) * q;
-  if (fabs(r) > 3.3895313892515355e38) return f32_to_bf16((float)(x * 1e300));
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
   return f32_to_bf16((float)r);
 }
-__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && signbit(b))) ? a : b; }
-__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && !signbit(b))) ? a : b; }
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
 __device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
   if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
 }
@@ -177,14 +180,15 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 // exponent, ties to even, then an exact conversion.
 __device__ __forceinline__ u16_t f64_to_bf16(double x) {
   if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
-  int e = ilogb(x); if (e < -126) e = -126;
-  double q = ldexp(1.0, e - 7);
-  double r = rint(x / q) * q;
-  if (fabs(r) > 3.3895313892515355e38) return f32_to_bf16((float)(x * 1e300));
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
   return f32_to_bf16((float)r);
 }
-__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && signbit(b))) ? a : b; }
-__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && !signbit(b))) ? a : b; }
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
 __device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
   if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
 }
@@ -202,8 +206,8 @@ __device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
   return r;
 }
 __device__ __forceinline__ void add_at(u16_t* p, u16_t v) {
-  unsigned* w = (unsigned*)((size_t)p & ~(size_t)3);
-  const unsigned sh = (((size_t)p & 2) ? 16u : 0u);
+  unsigned* w = (unsigned*)((u64_t)p & ~(u64_t)3);
+  const unsigned sh = (((u64_t)p & 2) ? 16u : 0u);
   unsigned old = *w, assumed;
   do {
     assumed = old;
@@ -242,14 +246,15 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 // exponent, ties to even, then an exact conversion.
 __device__ __forceinline__ u16_t f64_to_bf16(double x) {
   if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
-  int e = ilogb(x); if (e < -126) e = -126;
-  double q = ldexp(1.0, e - 7);
-  double r = rint(x / q) * q;
-  if (fabs(r) > 3.3895313892515355e38) return f32_to_bf16((float)(x * 1e300));
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
   return f32_to_bf16((float)r);
 }
-__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && signbit(b))) ? a : b; }
-__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && !signbit(b))) ? a : b; }
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
 __device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
   if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
 }
@@ -275,7 +280,7 @@ extern "C" __global__ void k3_0(const float* __restrict__ in0, i64_t s0_0, i64_t
     i64_t off = 0;
     { const i64_t p = c0 - (1LL); if (p < 0 || p % 2LL != 0 || p / 2LL >= 4LL) inside = false; else off += (p / 2LL) * s0_0; }
     { const i64_t p = c1 - (0LL); if (p < 0 || p % 3LL != 0 || p / 3LL >= 5LL) inside = false; else off += (p / 3LL) * s0_1; }
-    out0[e] = inside ? in0[off] : ((float)(0.5));
+    out0[e] = inside ? in0[off] : ((float)(((double)(float)(0.5))));
   }
 }
 
