@@ -10,7 +10,8 @@
 //! - `cumsum` (a blocked scan), `sort` / `topk` (bitonic in shared memory, rows up to
 //!   [`spec::MAX_SORT`]; longer rows are not claimed);
 //! - `full`, `iota` (every dtype), `uniform` / `normal` (Philox4x32-10 with the interpreter's
-//!   counter mapping: the same numbers on CPU and GPU), integer `matmul`, `pad` with interior
+//!   counter mapping: the same numbers on CPU and GPU), `matmul` (ints, and the float cases
+//!   cuBLAS does not claim, summed in f64), `pad` with interior
 //!   padding, and `floor_divide` (integer division by zero is a device error).
 //!
 //! Index and division errors are written to a device flag that is read after the launch and

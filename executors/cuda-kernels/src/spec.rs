@@ -112,7 +112,7 @@ pub enum Spec {
         offset: u64,
         dtype: DTypeCode,
     },
-    /// Integer matmul (floats are cuBLAS's).
+    /// Matmul: ints (wrapping), and the float cases cuBLAS leaves.
     Matmul {
         a: Operand,
         b: Operand,
@@ -444,8 +444,10 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
         }
         PrimKind::Matmul(_) => {
             let (a, b) = (a()?, operand(view, args.get(1))?);
-            if !is_int(a.dtype) || b.dtype != a.dtype {
-                return Err("float matmul is cuBLAS's; b8 matmul is not defined".into());
+            // Floats are cuBLAS's where it claims them (it asks first); what it leaves (f64,
+            // degenerate shapes) runs here, summed in f64 as the interpreter sums.
+            if a.dtype == DTypeCode::Bool || b.dtype != a.dtype {
+                return Err("b8 matmul is not defined; operands of one dtype".into());
             }
             let (ra, rb) = (a.rank(), b.rank());
             if ra < 2 || ra != rb || a.shape[..ra - 2] != b.shape[..rb - 2] || a.shape[ra - 1] != b.shape[rb - 2] {

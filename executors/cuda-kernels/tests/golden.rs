@@ -115,22 +115,28 @@ fn gathers_scatters_and_interior_padding() {
 #[test]
 fn factories_random_integer_matmul_and_floor_divide() {
     let (k, text) = generate(
-        r#"def computation(a, b, x):
+        r#"def computation(a, b, x, c, d):
   # a: "cuda:0 i32[2, 3, 4]"
   # b: "cuda:0 i32[2, 4, 5]"
   # x: "cuda:0 i64[6]"
+  # c: "cuda:0 f64[3, 0]"
+  # d: "cuda:0 f64[0, 2]"
   t0 = prims.full([2, 3], 300, devices.cuda0, dtypes.i16)
   t1 = prims.iota(5, 2, -3, devices.cuda0, dtypes.u8)
   t2 = prims.uniform([2, 4, 3], 0.0, 1.0, 7, 5, devices.cuda0, dtypes.bf16)
   t3 = prims.normal([7], 1.5, 2.0, 3, 0, devices.cuda0, dtypes.f64)
   t4 = prims.matmul(a, b)
   t5 = prims.floor_divide(x, -4)
-  return (t0, t1, t2, t3, t4, t5)
+  t6 = prims.matmul(c, d)
+  return (t0, t1, t2, t3, t4, t5, t6)
 "#,
     );
     assert_eq!(k[0].launch, Launch::Elements { n: 6, block: 256 });
     assert!(k[2].source.contains("philox(block, 7ULL, w)"));
     assert_eq!(k[4].launch, Launch::Elements { n: 30, block: 256 });
     assert!(k[5].has_flag(), "integer division by zero is a device error");
+    // An empty inner dim still writes zeros.
+    assert_eq!(k[6].launch, Launch::Elements { n: 6, block: 256 });
+    assert!(k[6].source.contains("double acc = 0;"));
     check_golden("factories_matmul_divide", &text);
 }

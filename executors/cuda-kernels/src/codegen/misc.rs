@@ -1,6 +1,6 @@
 //! One thread per output element: full, iota, uniform/normal (Philox4x32-10 with the counter
-//! mapping documented on `prims.uniform`, so the numbers equal the interpreter's), integer
-//! matmul (wrapping, as the interpreter), and floor_divide (integer division by zero is a
+//! mapping documented on `prims.uniform`, so the numbers equal the interpreter's), matmul
+//! (ints wrapping, floats summed in f64, as the interpreter; cuBLAS takes the floats it can), and floor_divide (integer division by zero is a
 //! device error, reported after the launch).
 
 use super::*;
@@ -104,15 +104,17 @@ fn matmul(a: &Operand, b: &Operand) -> (u64, String, String, Vec<Param>) {
             .map(|d| format!("c{d} * s{op}_{d} + "))
             .collect::<String>()
     };
-    let _ = writeln!(body, "    u64_t acc = 0;");
+    let x = load(a.dtype, &format!("in0[{}c{} * s0_{} + t * s0_{}]", batch(0), r - 2, r - 2, r - 1));
+    let y = load(b.dtype, &format!("in1[{}t * s1_{} + c{} * s1_{}]", batch(1), r - 2, r - 1, r - 1));
+    let (acc, term, result) = if a.dtype.is_float() {
+        ("double", format!("{x} * {y}"), "acc")
+    } else {
+        ("u64_t", format!("(u64_t){x} * (u64_t){y}"), "(i64_t)acc")
+    };
+    let _ = writeln!(body, "    {acc} acc = 0;");
     let _ = writeln!(body, "    for (i64_t t = 0; t < {k}LL; ++t) {{");
-    let _ = writeln!(
-        body,
-        "      acc += (u64_t){} * (u64_t){};\n    }}",
-        load(a.dtype, &format!("in0[{}c{} * s0_{} + t * s0_{}]", batch(0), r - 2, r - 2, r - 1)),
-        load(b.dtype, &format!("in1[{}t * s1_{} + c{} * s1_{}]", batch(1), r - 2, r - 1, r - 1)),
-    );
-    let _ = writeln!(body, "    out0[e] = {};", store(a.dtype, "(i64_t)acc"));
+    let _ = writeln!(body, "      acc += {term};\n    }}");
+    let _ = writeln!(body, "    out0[e] = {};", store(a.dtype, result));
     (
         numel(&out_shape),
         String::new(),
