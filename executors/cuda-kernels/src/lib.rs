@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use thunder_abi::export::{option_bool, CompiledRegion, Executor, HostLogger};
 use thunder_abi::prims::Prim;
 use thunder_abi::{
-    DeviceKind, HostServices, LogLevel, OptionValue, OpView, PluginError, PluginInfo, RegionSpec,
+    DeviceKind, HostServices, LogLevel, OpView, OptionValue, PluginError, PluginInfo, RegionSpec,
     TraceView, ABI_VERSION,
 };
 use thunder_cuda_common::{device, nvrtc};
@@ -123,7 +123,8 @@ impl Executor for CudaKernels {
         view: &TraceView,
         region: &RegionSpec,
     ) -> Result<Box<dyn CompiledRegion>, PluginError> {
-        let runtime = device::runtime().map_err(|e| PluginError::unsupported(format!("{NAME}: {e}")))?;
+        let runtime =
+            device::runtime().map_err(|e| PluginError::unsupported(format!("{NAME}: {e}")))?;
         let [only] = region.ops.as_slice() else {
             return Err(PluginError::invalid(format!(
                 "{NAME}: a region is one op, got {}",
@@ -136,12 +137,18 @@ impl Executor for CudaKernels {
             .ok_or_else(|| PluginError::invalid(format!("{NAME}: op {only} is not in the view")))?;
         let spec = spec::decode(view, op)
             .map_err(|e| PluginError::unsupported(format!("{NAME}: {}: {e}", op.symbol)))?;
-        let out_meta: Vec<_> = op.outputs.iter().map(|&v| &view.values[v as usize]).collect();
+        let out_meta: Vec<_> = op
+            .outputs
+            .iter()
+            .map(|&v| &view.values[v as usize])
+            .collect();
         let ordinal = out_meta
             .iter()
             .find(|m| m.device.kind == DeviceKind::Cuda)
             .map(|m| m.device.index)
-            .ok_or_else(|| PluginError::invalid(format!("{NAME}: {}: no CUDA output", op.symbol)))?;
+            .ok_or_else(|| {
+                PluginError::invalid(format!("{NAME}: {}: no CUDA output", op.symbol))
+            })?;
         if ordinal as i32 >= runtime.device_count {
             return Err(PluginError::invalid(format!(
                 "{NAME}: cuda:{ordinal} does not exist ({} devices)",
@@ -176,9 +183,13 @@ impl Executor for CudaKernels {
             .operands()
             .iter()
             .map(|o| {
-                region.inputs.iter().position(|&v| v == o.value).ok_or_else(|| {
-                    PluginError::invalid(format!("{NAME}: t{} is not a region input", o.value))
-                })
+                region
+                    .inputs
+                    .iter()
+                    .position(|&v| v == o.value)
+                    .ok_or_else(|| {
+                        PluginError::invalid(format!("{NAME}: t{} is not a region input", o.value))
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let output_slots = op

@@ -64,7 +64,8 @@ impl CompiledOp {
     /// The error a device flag stands for, naming the op.
     fn device_error(&self, code: i64, value: i64) -> PluginError {
         let what = match (&self.spec, code) {
-            (Spec::Take { a, dim, .. }, ERR_INDEX) | (Spec::ScatterAdd { a, dim, .. }, ERR_INDEX) => {
+            (Spec::Take { a, dim, .. }, ERR_INDEX)
+            | (Spec::ScatterAdd { a, dim, .. }, ERR_INDEX) => {
                 format!(
                     "index {value} is out of bounds for dim {dim} with size {}",
                     a.shape[*dim]
@@ -108,7 +109,10 @@ impl thunder_abi::export::CompiledRegion for CompiledOp {
         let operands = self.spec.operands();
         for (k, (&slot, o)) in self.operand_slots.iter().zip(&operands).enumerate() {
             let d = &inputs[slot];
-            if d.device.kind != DeviceKind::Cuda || d.shape.as_slice() != o.shape.as_slice() || d.strides.len() != o.rank() {
+            if d.device.kind != DeviceKind::Cuda
+                || d.shape.as_slice() != o.shape.as_slice()
+                || d.strides.len() != o.rank()
+            {
                 return Err(PluginError::invalid(format!(
                     "cuda-kernels: {sym}: operand {k} is {:?} {:?}, expected a CUDA tensor {:?}",
                     d.device,
@@ -138,12 +142,16 @@ impl thunder_abi::export::CompiledRegion for CompiledOp {
             });
         }
         // SAFETY: the host passes the primary context of the region's device.
-        cu("cuCtxSetCurrent", unsafe { result::ctx::set_current(ctx.context as _) })?;
+        cu("cuCtxSetCurrent", unsafe {
+            result::ctx::set_current(ctx.context as _)
+        })?;
         let stream = ctx.stream as sys::CUstream;
         let flag = if self.kernels.iter().any(|k| k.kernel.has_flag()) {
             let p = scratch.alloc(16)?;
             // SAFETY: 16 bytes of device memory just allocated, on the run's stream.
-            cu("cuMemsetD8Async", unsafe { result::memset_d8_async(p, 0, 16, stream) })?;
+            cu("cuMemsetD8Async", unsafe {
+                result::memset_d8_async(p, 0, 16, stream)
+            })?;
             Some(p)
         } else {
             None

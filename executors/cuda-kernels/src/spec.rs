@@ -185,7 +185,10 @@ fn dim(args: &[ArgView], i: usize, rank: usize) -> Result<usize, String> {
 
 fn dims(args: &[ArgView], i: usize, rank: usize) -> Result<Vec<usize>, String> {
     let Some(ArgView::Ints(ds)) = args.get(i) else {
-        return Err(format!("argument {i}: expected dims, got {:?}", args.get(i)));
+        return Err(format!(
+            "argument {i}: expected dims, got {:?}",
+            args.get(i)
+        ));
     };
     let mut out: Vec<usize> = Vec::with_capacity(ds.len());
     for &d in ds.iter() {
@@ -375,7 +378,10 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
                     (Lit::Float(_), false, _) | (Lit::Int(_), false, true) => false,
                 };
                 if !fits {
-                    return Err(format!("padding value {value:?} does not fit {}", a.dtype.short_name()));
+                    return Err(format!(
+                        "padding value {value:?} does not fit {}",
+                        a.dtype.short_name()
+                    ));
                 }
                 let Some(ArgView::Ints(c)) = args.get(2) else {
                     return Err("argument 2: expected the padding config".into());
@@ -383,7 +389,8 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
                 if c.len() != 3 * a.rank() {
                     return Err(format!("config {c:?} does not fit rank {}", a.rank()));
                 }
-                let config: Vec<(i64, i64, i64)> = c.chunks(3).map(|t| (t[0], t[1], t[2])).collect();
+                let config: Vec<(i64, i64, i64)> =
+                    c.chunks(3).map(|t| (t[0], t[1], t[2])).collect();
                 if config.iter().any(|t| t.2 < 0) {
                     return Err("negative interior padding".into());
                 }
@@ -450,7 +457,11 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
                 return Err("b8 matmul is not defined; operands of one dtype".into());
             }
             let (ra, rb) = (a.rank(), b.rank());
-            if ra < 2 || ra != rb || a.shape[..ra - 2] != b.shape[..rb - 2] || a.shape[ra - 1] != b.shape[rb - 2] {
+            if ra < 2
+                || ra != rb
+                || a.shape[..ra - 2] != b.shape[..rb - 2]
+                || a.shape[ra - 1] != b.shape[rb - 2]
+            {
                 return Err("shapes do not multiply".into());
             }
             Ok(Spec::Matmul { a, b })
@@ -458,7 +469,9 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
         PrimKind::Binary(thunder_abi::prims::BinaryPrim::FloorDivide) => {
             let side = |i: usize| match args.get(i) {
                 Some(ArgView::Value(_)) => operand(view, args.get(i)).map(Ok),
-                other => lit(other).map(Err).ok_or_else(|| format!("argument {i}: {other:?}")),
+                other => lit(other)
+                    .map(Err)
+                    .ok_or_else(|| format!("argument {i}: {other:?}")),
             };
             let (x, y) = (side(0)?, side(1)?);
             let dtype = out0.dtype;
@@ -499,13 +512,19 @@ fn cast_fill(v: Lit, dtype: DTypeCode) -> Result<Lit, String> {
         (Lit::Float(f), false, false) => {
             let t = f.trunc();
             if !(t >= -(2f64.powi(63)) && t < 2f64.powi(63)) || wrap(t as i64, dtype) as f64 != t {
-                return Err(format!("fill value {f} does not fit {}", dtype.short_name()));
+                return Err(format!(
+                    "fill value {f} does not fit {}",
+                    dtype.short_name()
+                ));
             }
             Lit::Int(t as i64)
         }
         (Lit::Int(i), false, false) => {
             if wrap(i, dtype) != i {
-                return Err(format!("fill value {i} does not fit {}", dtype.short_name()));
+                return Err(format!(
+                    "fill value {i} does not fit {}",
+                    dtype.short_name()
+                ));
             }
             Lit::Int(i)
         }

@@ -8,7 +8,9 @@ use thunder_core::host::view::trace_view;
 use thunder_core::text::parse_trace;
 use thunder_cuda_kernels::{accepts, claims, plugin_info, spec, CudaKernels};
 
-const DTYPES: [&str; 10] = ["b8", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"];
+const DTYPES: [&str; 10] = [
+    "b8", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64",
+];
 
 /// Whether the one op of `body` (inputs declared in `decls`) is accepted; false when the
 /// prim's meta already refuses it at trace time (b8 sums, b8 iota: nothing to claim).
@@ -37,15 +39,26 @@ fn x(dtype: &str, shape: &str) -> (&'static str, String) {
 fn reductions_take_every_dtype_the_interpreter_does() {
     for d in DTYPES {
         let is_bool = d == "b8";
-        for (op, bool_ok) in [("sum", false), ("prod", false), ("amax", true), ("amin", true)] {
+        for (op, bool_ok) in [
+            ("sum", false),
+            ("prod", false),
+            ("amax", true),
+            ("amin", true),
+        ] {
             assert_eq!(
                 accepted(&[x(d, "3, 4")], &format!("t0 = prims.{op}(x, [1])")),
                 !is_bool || bool_ok,
                 "{op} {d}"
             );
         }
-        assert!(accepted(&[x(d, "3, 4")], "t0 = prims.argmax(x, 0)"), "argmax {d}");
-        assert!(accepted(&[x(d, "")], "t0 = prims.sum(x, [])") || is_bool, "0-d sum {d}");
+        assert!(
+            accepted(&[x(d, "3, 4")], "t0 = prims.argmax(x, 0)"),
+            "argmax {d}"
+        );
+        assert!(
+            accepted(&[x(d, "")], "t0 = prims.sum(x, [])") || is_bool,
+            "0-d sum {d}"
+        );
         assert_eq!(
             accepted(&[x(d, "2, 3")], "t0 = prims.cumsum(x, 1)"),
             !is_bool,
@@ -58,7 +71,10 @@ fn reductions_take_every_dtype_the_interpreter_does() {
     assert!(accepted(&[x("f32", "0, 5")], "t0 = prims.amax(x, [1])"));
     assert!(!accepted(&[x("i32", "5, 0")], "t0 = prims.argmin(x, 1)"));
     // Host tensors are the host executors'.
-    assert!(!accepted(&[("x", "cpu f32[3]".into())], "t0 = prims.sum(x, [0])"));
+    assert!(!accepted(
+        &[("x", "cpu f32[3]".into())],
+        "t0 = prims.sum(x, [0])"
+    ));
 }
 
 #[test]
@@ -73,7 +89,10 @@ fn sorts_are_claimed_up_to_the_shared_memory_limit() {
         accepts(&view, &view.ops[0])
     };
     assert!(one(&format!("2, {n}")));
-    assert!(!one(&format!("2, {}", n + 1)), "longer rows are refused at claim time");
+    assert!(
+        !one(&format!("2, {}", n + 1)),
+        "longer rows are refused at claim time"
+    );
     assert!(one("0, 7"));
 }
 
@@ -81,16 +100,31 @@ fn sorts_are_claimed_up_to_the_shared_memory_limit() {
 fn indexing_factories_and_the_rest() {
     let idx = ("i", "cuda:0 i64[3]".to_string());
     for d in DTYPES {
-        assert!(accepted(&[x(d, "4, 5"), idx.clone()], "t0 = prims.take(x, i, 0)"), "take {d}");
-        assert!(accepted(&[], &format!("t0 = prims.full([2, 3], 1, devices.cuda0, dtypes.{d})")), "full {d}");
+        assert!(
+            accepted(&[x(d, "4, 5"), idx.clone()], "t0 = prims.take(x, i, 0)"),
+            "take {d}"
+        );
+        assert!(
+            accepted(
+                &[],
+                &format!("t0 = prims.full([2, 3], 1, devices.cuda0, dtypes.{d})")
+            ),
+            "full {d}"
+        );
         assert_eq!(
-            accepted(&[], &format!("t0 = prims.iota(4, 0, 1, devices.cuda0, dtypes.{d})")),
+            accepted(
+                &[],
+                &format!("t0 = prims.iota(4, 0, 1, devices.cuda0, dtypes.{d})")
+            ),
             d != "b8",
             "iota {d}"
         );
         let float = matches!(d, "f16" | "bf16" | "f32" | "f64");
         assert_eq!(
-            accepted(&[], &format!("t0 = prims.uniform([3], 0.0, 1.0, 1, 0, devices.cuda0, dtypes.{d})")),
+            accepted(
+                &[],
+                &format!("t0 = prims.uniform([3], 0.0, 1.0, 1, 0, devices.cuda0, dtypes.{d})")
+            ),
             float,
             "uniform {d}"
         );
@@ -107,11 +141,23 @@ fn indexing_factories_and_the_rest() {
         );
     }
     // The index must be an integer tensor; pads with and without interior padding.
-    assert!(!accepted(&[x("f32", "4"), ("i", "cuda:0 f32[3]".into())], "t0 = prims.take(x, i, 0)"));
-    assert!(accepted(&[x("f32", "4")], "t0 = prims.pad(x, 0.0, [1, 1, 2])"));
-    assert!(!accepted(&[x("i32", "4")], "t0 = prims.pad(x, 0.5, [1, 1, 2])"), "0.5 does not fit i32");
+    assert!(!accepted(
+        &[x("f32", "4"), ("i", "cuda:0 f32[3]".into())],
+        "t0 = prims.take(x, i, 0)"
+    ));
+    assert!(accepted(
+        &[x("f32", "4")],
+        "t0 = prims.pad(x, 0.0, [1, 1, 2])"
+    ));
+    assert!(
+        !accepted(&[x("i32", "4")], "t0 = prims.pad(x, 0.5, [1, 1, 2])"),
+        "0.5 does not fit i32"
+    );
     // Layout and elementwise prims are cuda-fuser's, convolution cudnn's.
-    assert!(!accepted(&[x("f32", "4")], "t0 = prims.slice(x, [0], [2], [1])"));
+    assert!(!accepted(
+        &[x("f32", "4")],
+        "t0 = prims.slice(x, [0], [2], [1])"
+    ));
     assert!(!accepted(&[x("f32", "4")], "t0 = prims.exp(x)"));
 }
 
@@ -147,7 +193,10 @@ fn without_a_driver_nothing_is_claimed_and_compile_says_why() {
         }
         Err(reason) => reason,
     };
-    assert!(reason.contains("no CUDA driver") || reason.contains("NVRTC"), "{reason}");
+    assert!(
+        reason.contains("no CUDA driver") || reason.contains("NVRTC"),
+        "{reason}"
+    );
     let trace = parse_trace(
         "def computation(x):\n  # x: \"cuda:0 f32[8]\"\n  t0 = prims.cumsum(x, 0)\n  return (t0,)\n",
     )
@@ -159,15 +208,21 @@ fn without_a_driver_nothing_is_claimed_and_compile_says_why() {
         inputs: view.inputs.clone(),
         outputs: view.outputs.clone(),
     };
-    let err = k.compile(&view, &region).err().expect("no compile without a driver");
+    let err = k
+        .compile(&view, &region)
+        .err()
+        .expect("no compile without a driver");
     assert!(err.message.contains("cuda-kernels"), "{err:?}");
 }
 
 #[test]
 fn unknown_options_are_refused_by_name() {
     let services = thunder_core::host::services::host_services();
-    let err = CudaKernels::create(services, &[("tile".into(), thunder_abi::OptionValue::Int(3))])
-        .err()
-        .expect("refused");
+    let err = CudaKernels::create(
+        services,
+        &[("tile".into(), thunder_abi::OptionValue::Int(3))],
+    )
+    .err()
+    .expect("refused");
     assert!(err.message.contains("`tile`"), "{err:?}");
 }

@@ -21,9 +21,16 @@ fn generate(text: &str) -> (Vec<codegen::Kernel>, String) {
     let mut out = String::new();
     for (i, op) in view.ops.iter().enumerate() {
         let spec = spec::decode(&view, op).unwrap_or_else(|e| panic!("{}: {e}", op.symbol));
-        let outs: Vec<_> = op.outputs.iter().map(|&v| view.values[v as usize].dtype).collect();
+        let outs: Vec<_> = op
+            .outputs
+            .iter()
+            .map(|&v| view.values[v as usize].dtype)
+            .collect();
         for k in codegen::generate(&spec, &outs, &format!("k{i}")) {
-            out.push_str(&format!("// {}: launch {:?}, params {:?}\n", op.symbol, k.launch, k.params));
+            out.push_str(&format!(
+                "// {}: launch {:?}, params {:?}\n",
+                op.symbol, k.launch, k.params
+            ));
             out.push_str(&k.source);
             out.push('\n');
             kernels.push(k);
@@ -59,11 +66,23 @@ fn reductions_of_ints_bools_and_halves_over_any_dims() {
     assert_eq!(k[0].launch, Launch::Rows { rows: 4, block: 32 });
     assert!(k[0].source.contains("u64_t acc"), "ints wrap in 64 bits");
     assert_eq!(k[2].launch, Launch::Rows { rows: 2, block: 32 });
-    assert!(k[2].source.contains("pick("), "argmax folds (value, index) pairs");
-    assert_eq!(k[3].params, vec![Param::Input(0), Param::Output(0), Param::Output(1)]);
+    assert!(
+        k[2].source.contains("pick("),
+        "argmax folds (value, index) pairs"
+    );
+    assert_eq!(
+        k[3].params,
+        vec![Param::Input(0), Param::Output(0), Param::Output(1)]
+    );
     assert_eq!(k[3].launch, Launch::Rows { rows: 1, block: 32 });
     assert!(k[3].source.contains("/ 17.0"), "N - correction = 18 - 1");
-    assert_eq!(k[4].launch, Launch::Rows { rows: 60, block: 32 });
+    assert_eq!(
+        k[4].launch,
+        Launch::Rows {
+            rows: 60,
+            block: 32
+        }
+    );
     check_golden("reductions", &text);
 }
 
@@ -79,10 +98,28 @@ fn scans_and_sorts() {
   return (t0, t1, t2, t3, t4)
 "#,
     );
-    assert_eq!(k[0].launch, Launch::Rows { rows: 3, block: 256 });
-    assert_eq!(k[1].launch, Launch::Rows { rows: 35, block: 32 });
+    assert_eq!(
+        k[0].launch,
+        Launch::Rows {
+            rows: 3,
+            block: 256
+        }
+    );
+    assert_eq!(
+        k[1].launch,
+        Launch::Rows {
+            rows: 35,
+            block: 32
+        }
+    );
     assert!(k[1].source.contains("sv[8]"), "6 slots round up to 8");
-    assert_eq!(k[2].launch, Launch::Rows { rows: 30, block: 32 });
+    assert_eq!(
+        k[2].launch,
+        Launch::Rows {
+            rows: 30,
+            block: 32
+        }
+    );
     check_golden("scans_sorts", &text);
 }
 
@@ -103,12 +140,24 @@ fn gathers_scatters_and_interior_padding() {
   return (t0, t1, t2, t3)
 "#,
     );
-    assert!(k[0].has_flag() && k[1].has_flag(), "gathers check their indices");
+    assert!(
+        k[0].has_flag() && k[1].has_flag(),
+        "gathers check their indices"
+    );
     assert_eq!(k[0].launch, Launch::Elements { n: 15, block: 256 });
     // scatter_add: a copy, then the atomic adds.
     assert!(!k[2].has_flag() && k[3].has_flag());
-    assert!(k[3].source.contains("atomicCAS"), "f16 adds go through the 32-bit word");
-    assert_eq!(k[4].launch, Launch::Elements { n: 8 * 15, block: 256 });
+    assert!(
+        k[3].source.contains("atomicCAS"),
+        "f16 adds go through the 32-bit word"
+    );
+    assert_eq!(
+        k[4].launch,
+        Launch::Elements {
+            n: 8 * 15,
+            block: 256
+        }
+    );
     check_golden("indexing", &text);
 }
 
@@ -134,7 +183,10 @@ fn factories_random_integer_matmul_and_floor_divide() {
     assert_eq!(k[0].launch, Launch::Elements { n: 6, block: 256 });
     assert!(k[2].source.contains("philox(block, 7ULL, w)"));
     assert_eq!(k[4].launch, Launch::Elements { n: 30, block: 256 });
-    assert!(k[5].has_flag(), "integer division by zero is a device error");
+    assert!(
+        k[5].has_flag(),
+        "integer division by zero is a device error"
+    );
     // An empty inner dim still writes zeros.
     assert_eq!(k[6].launch, Launch::Elements { n: 6, block: 256 });
     assert!(k[6].source.contains("double acc = 0;"));

@@ -18,7 +18,15 @@ pub(super) fn generate(
             index,
             dim,
             along,
-        } => vec![take(&format!("{base}_0"), a, index, *dim, *along, operands, outs)],
+        } => vec![take(
+            &format!("{base}_0"),
+            a,
+            index,
+            *dim,
+            *along,
+            operands,
+            outs,
+        )],
         Spec::ScatterAdd {
             a,
             index,
@@ -27,14 +35,31 @@ pub(super) fn generate(
             scatter,
         } => vec![
             copy(&format!("{base}_0"), a, operands, outs),
-            scatter_add(&format!("{base}_1"), a, index, src, *dim, *scatter, operands, outs),
+            scatter_add(
+                &format!("{base}_1"),
+                a,
+                index,
+                src,
+                *dim,
+                *scatter,
+                operands,
+                outs,
+            ),
         ],
         Spec::Pad {
             a,
             value,
             config,
             out_shape,
-        } => vec![pad(&format!("{base}_0"), a, *value, config, out_shape, operands, outs)],
+        } => vec![pad(
+            &format!("{base}_0"),
+            a,
+            *value,
+            config,
+            out_shape,
+            operands,
+            outs,
+        )],
         _ => Vec::new(),
     }
 }
@@ -58,7 +83,12 @@ fn take(
         out_shape.clone_from(&index.shape);
     }
     let n = numel(&out_shape);
-    let params = vec![Param::Input(0), Param::Input(1), Param::Output(0), Param::Flag];
+    let params = vec![
+        Param::Input(0),
+        Param::Input(1),
+        Param::Output(0),
+        Param::Flag,
+    ];
     let sig = signature(name, &params, operands, outs);
     let index_off = if along {
         offset(1, index.rank(), |d| format!("c{d}"))
@@ -68,12 +98,22 @@ fn take(
     let size = a.shape[dim];
     let mut b = element_loop(n);
     b.push_str(&unravel("e", "c", &out_shape, "    "));
-    let _ = writeln!(b, "    const i64_t ix = {};", load(index.dtype, &format!("in1[{index_off}]")));
+    let _ = writeln!(
+        b,
+        "    const i64_t ix = {};",
+        load(index.dtype, &format!("in1[{index_off}]"))
+    );
     let _ = writeln!(
         b,
         "    if (ix < 0 || ix >= {size}LL) {{ report(err, {ERR_INDEX}, ix); out0[e] = 0; continue; }}"
     );
-    let off = offset(0, a.rank(), |d| if d == dim { "ix".into() } else { format!("c{d}") });
+    let off = offset(0, a.rank(), |d| {
+        if d == dim {
+            "ix".into()
+        } else {
+            format!("c{d}")
+        }
+    });
     let _ = writeln!(b, "    out0[e] = in0[{off}];\n  }}");
     Kernel {
         name: name.into(),
@@ -180,7 +220,11 @@ fn scatter_add(
     } else {
         (0..a.rank())
             .map(|d| {
-                let c = if d == dim { "ix".to_string() } else { format!("c{d}") };
+                let c = if d == dim {
+                    "ix".to_string()
+                } else {
+                    format!("c{d}")
+                };
                 format!("{c} * {}LL", out_strides[d])
             })
             .collect::<Vec<_>>()
@@ -188,7 +232,11 @@ fn scatter_add(
     };
     let mut b = element_loop(n);
     b.push_str(&unravel("e", "c", domain, "    "));
-    let _ = writeln!(b, "    const i64_t ix = {};", load(index.dtype, &format!("in1[{index_off}]")));
+    let _ = writeln!(
+        b,
+        "    const i64_t ix = {};",
+        load(index.dtype, &format!("in1[{index_off}]"))
+    );
     let _ = writeln!(
         b,
         "    if (ix < 0 || ix >= {size}LL) {{ report(err, {ERR_INDEX}, ix); continue; }}"

@@ -20,10 +20,19 @@ pub(super) fn generate(
             format!("    out0[e] = {};\n", store(out, &literal(out, *value))),
             vec![Param::Output(0)],
         ),
-        Spec::Iota { length, start, step, .. } => {
+        Spec::Iota {
+            length,
+            start,
+            step,
+            ..
+        } => {
             // Exact in wrapping i64, then converted once.
             let v = format!("(i64_t)((u64_t){start}LL + (u64_t)e * (u64_t){step}LL)");
-            let v = if out.is_float() { format!("(double){v}") } else { v };
+            let v = if out.is_float() {
+                format!("(double){v}")
+            } else {
+                v
+            };
             (
                 *length as u64,
                 String::new(),
@@ -79,7 +88,8 @@ pub(super) fn generate(
 
 /// Philox4x32-10 (Random123's constants), counter `(block lo, block hi, 0, 0)` and key
 /// `(seed lo, seed hi)`.
-const PHILOX: &str = "__device__ __forceinline__ void philox(u64_t block, u64_t seed, unsigned* w) {
+const PHILOX: &str =
+    "__device__ __forceinline__ void philox(u64_t block, u64_t seed, unsigned* w) {
   unsigned c0 = (unsigned)block, c1 = (unsigned)(block >> 32), c2 = 0u, c3 = 0u;
   unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
   for (int round = 0; round < 10; ++round) {
@@ -104,8 +114,26 @@ fn matmul(a: &Operand, b: &Operand) -> (u64, String, String, Vec<Param>) {
             .map(|d| format!("c{d} * s{op}_{d} + "))
             .collect::<String>()
     };
-    let x = load(a.dtype, &format!("in0[{}c{} * s0_{} + t * s0_{}]", batch(0), r - 2, r - 2, r - 1));
-    let y = load(b.dtype, &format!("in1[{}t * s1_{} + c{} * s1_{}]", batch(1), r - 2, r - 1, r - 1));
+    let x = load(
+        a.dtype,
+        &format!(
+            "in0[{}c{} * s0_{} + t * s0_{}]",
+            batch(0),
+            r - 2,
+            r - 2,
+            r - 1
+        ),
+    );
+    let y = load(
+        b.dtype,
+        &format!(
+            "in1[{}t * s1_{} + c{} * s1_{}]",
+            batch(1),
+            r - 2,
+            r - 1,
+            r - 1
+        ),
+    );
     let (acc, term, result) = if a.dtype.is_float() {
         ("double", format!("{x} * {y}"), "acc")
     } else {
@@ -171,7 +199,11 @@ fn floor_divide(
             body,
             "    if (y == 0) {{ report(err, {ERR_DIV_ZERO}, 0); out0[e] = 0; continue; }}"
         );
-        let _ = writeln!(body, "    out0[e] = {};", store(dtype, "div_floor_int(x, y)"));
+        let _ = writeln!(
+            body,
+            "    out0[e] = {};",
+            store(dtype, "div_floor_int(x, y)")
+        );
     }
     (numel(shape), DIV_FLOOR.into(), body, params)
 }

@@ -70,7 +70,9 @@ pub fn has_work(launch: Launch) -> bool {
 
 /// A power-of-two block for rows of `n` elements: 32 to `max` threads.
 pub fn row_block(n: i64, max: u32) -> u32 {
-    (n.max(1) as u64).next_power_of_two().clamp(32, u64::from(max)) as u32
+    (n.max(1) as u64)
+        .next_power_of_two()
+        .clamp(32, u64::from(max)) as u32
 }
 
 pub const PRELUDE: &str = r#"typedef unsigned char u8_t;
@@ -173,7 +175,10 @@ pub fn literal(d: DTypeCode, v: Lit) -> String {
         if f.is_nan() {
             "__longlong_as_double(0x7ff8000000000000LL)".to_string()
         } else if f.is_infinite() {
-            format!("{}__longlong_as_double(0x7ff0000000000000LL)", if f < 0.0 { "-" } else { "" })
+            format!(
+                "{}__longlong_as_double(0x7ff0000000000000LL)",
+                if f < 0.0 { "-" } else { "" }
+            )
         } else {
             format!("{f:?}")
         }
@@ -204,7 +209,10 @@ pub fn unravel(var: &str, p: &str, shape: &[i64], ind: &str) -> String {
     }
     let _ = writeln!(s, "{ind}i64_t {p}_rem = {var};");
     for (d, &n) in shape.iter().enumerate().rev() {
-        let _ = writeln!(s, "{ind}const i64_t {p}{d} = {p}_rem % {n}LL; {p}_rem /= {n}LL;");
+        let _ = writeln!(
+            s,
+            "{ind}const i64_t {p}{d} = {p}_rem % {n}LL; {p}_rem /= {n}LL;"
+        );
     }
     s
 }
@@ -221,7 +229,12 @@ pub fn offset(k: usize, rank: usize, coord: impl Fn(usize) -> String) -> String 
 }
 
 /// The kernel's parameter list for `params` given the spec's operands and output dtypes.
-pub fn signature(name: &str, params: &[Param], operands: &[&Operand], outs: &[DTypeCode]) -> String {
+pub fn signature(
+    name: &str,
+    params: &[Param],
+    operands: &[&Operand],
+    outs: &[DTypeCode],
+) -> String {
     let mut parts = Vec::new();
     for p in params {
         match *p {
@@ -290,8 +303,73 @@ impl Spec {
             Spec::Take { a, index, .. } => vec![a, index],
             Spec::ScatterAdd { a, index, src, .. } => vec![a, index, src],
             Spec::Matmul { a, b } => vec![a, b],
-            Spec::FloorDivide { a, b, .. } => [a, b].into_iter().filter_map(|x| x.as_ref().ok()).collect(),
+            Spec::FloorDivide { a, b, .. } => {
+                [a, b].into_iter().filter_map(|x| x.as_ref().ok()).collect()
+            }
             Spec::Full { .. } | Spec::Iota { .. } | Spec::Random { .. } => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_cover_the_work_and_stay_capped() {
+        let l = Launch::Elements {
+            n: 1 << 26,
+            block: 256,
+        };
+        assert_eq!(grid(l, 132), (132 * 32, 256));
+        assert_eq!(grid(Launch::Elements { n: 10, block: 256 }, 132), (1, 256));
+        assert_eq!(grid(Launch::Rows { rows: 7, block: 64 }, 132), (7, 64));
+        assert_eq!(
+            grid(
+                Launch::Rows {
+                    rows: 1 << 40,
+                    block: 32
+                },
+                0
+            ),
+            (32, 32)
+        );
+        assert!(!has_work(Launch::Elements { n: 0, block: 256 }));
+        assert!(!has_work(Launch::Rows { rows: 0, block: 32 }));
+    }
+
+    #[test]
+    fn row_blocks_are_powers_of_two_between_32_and_the_cap() {
+        assert_eq!(row_block(0, 256), 32);
+        assert_eq!(row_block(33, 256), 64);
+        assert_eq!(row_block(1 << 20, 256), 256);
+        assert_eq!(row_block(1500, 1024), 1024);
+    }
+
+    #[test]
+    fn index_math_for_scalars_and_strided_operands() {
+        // A 0-d tensor has no coordinates and offset 0.
+        assert_eq!(unravel("e", "c", &[], "  "), "");
+        assert_eq!(offset(0, 0, |d| format!("c{d}")), "0");
+        // Row-major: the last dim varies fastest.
+        let u = unravel("e", "c", &[2, 3], "");
+        assert!(
+            u.find("c1 = c_rem % 3LL") < u.find("c0 = c_rem % 2LL"),
+            "{u}"
+        );
+        assert_eq!(offset(1, 2, |d| format!("c{d}")), "c0 * s1_0 + c1 * s1_1");
+    }
+
+    #[test]
+    fn literals_are_rounded_to_the_dtype_once() {
+        assert_eq!(literal(DTypeCode::F64, Lit::Float(0.1)), "0.1");
+        assert_eq!(
+            literal(DTypeCode::F32, Lit::Float(0.1)),
+            "((double)(float)(0.1))"
+        );
+        assert!(literal(DTypeCode::BF16, Lit::Int(257)).contains("f64_to_bf16"));
+        assert_eq!(literal(DTypeCode::I16, Lit::Int(-3)), "((i64_t)-3LL)");
+        assert!(literal(DTypeCode::F32, Lit::Float(f64::NEG_INFINITY))
+            .contains("-__longlong_as_double"));
     }
 }

@@ -13,9 +13,14 @@ pub(super) fn generate(
 ) -> Vec<Kernel> {
     let name = format!("{base}_0");
     let kernel = match spec {
-        Spec::Reduce { fold, a, dims, .. } => reduction(&name, *fold, a, dims, None, operands, outs),
+        Spec::Reduce { fold, a, dims, .. } => {
+            reduction(&name, *fold, a, dims, None, operands, outs)
+        }
         Spec::VarMean {
-            a, dims, correction, ..
+            a,
+            dims,
+            correction,
+            ..
         } => reduction(&name, Fold::Sum, a, dims, Some(*correction), operands, outs),
         Spec::Cumsum { a, dim } => cumsum(&name, a, *dim, operands, outs),
         Spec::Sort {
@@ -62,9 +67,24 @@ fn reduction(
         Fold::Sum => ("u64_t", "0ULL", "a + b", ""),
         Fold::Prod if float => ("double", "1.0", "a * b", ""),
         Fold::Prod => ("u64_t", "1ULL", "a * b", ""),
-        Fold::Max if float => ("double", "-__longlong_as_double(0x7ff0000000000000LL)", "kmax(a, b)", ""),
-        Fold::Max => ("i64_t", "(-9223372036854775807LL - 1)", "(a > b ? a : b)", ""),
-        Fold::Min if float => ("double", "__longlong_as_double(0x7ff0000000000000LL)", "kmin(a, b)", ""),
+        Fold::Max if float => (
+            "double",
+            "-__longlong_as_double(0x7ff0000000000000LL)",
+            "kmax(a, b)",
+            "",
+        ),
+        Fold::Max => (
+            "i64_t",
+            "(-9223372036854775807LL - 1)",
+            "(a > b ? a : b)",
+            "",
+        ),
+        Fold::Min if float => (
+            "double",
+            "__longlong_as_double(0x7ff0000000000000LL)",
+            "kmin(a, b)",
+            "",
+        ),
         Fold::Min => ("i64_t", "9223372036854775807LL", "(a < b ? a : b)", ""),
         Fold::ArgMax | Fold::ArgMin => ("Arg", "Arg{0, -1}", "pick(a, b)", ""),
     };
@@ -86,9 +106,9 @@ fn reduction(
             w = wide(a.dtype)
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         extra,
-        "struct Fold {{ __device__ __forceinline__ {acc} operator()({acc} a, {acc} b) const {{ return {op}; }} }};\n"
+        "struct Fold {{ __device__ __forceinline__ {acc} operator()({acc} a, {acc} b) const {{ return {op}; }} }};"
     );
     let params = match var_correction {
         Some(_) => vec![Param::Input(0), Param::Output(0), Param::Output(1)],
@@ -100,7 +120,10 @@ fn reduction(
     b.push_str(&row_loop(rows));
     b.push_str(&unravel("row", "k", &kept_shape, "    "));
     let element = |b: &mut String, body: &str| {
-        let _ = writeln!(b, "    for (i64_t r = threadIdx.x; r < {red}LL; r += blockDim.x) {{");
+        let _ = writeln!(
+            b,
+            "    for (i64_t r = threadIdx.x; r < {red}LL; r += blockDim.x) {{"
+        );
         b.push_str(&unravel("r", "q", &red_shape, "      "));
         let _ = writeln!(b, "      const i64_t off = {off};");
         let _ = writeln!(b, "      {body}");
@@ -127,11 +150,20 @@ fn reduction(
             // Two passes in f64, as the interpreter: the mean, then squared deviations from it.
             let _ = writeln!(b, "    double acc = 0.0;");
             element(&mut b, &format!("acc += {x};"));
-            let _ = writeln!(b, "    const double mean = block_fold(acc, Fold(), buf) / (double){red}LL;");
+            let _ = writeln!(
+                b,
+                "    const double mean = block_fold(acc, Fold(), buf) / (double){red}LL;"
+            );
             let _ = writeln!(b, "    acc = 0.0;");
-            element(&mut b, &format!("const double d = {x} - mean; acc += d * d;"));
+            element(
+                &mut b,
+                &format!("const double d = {x} - mean; acc += d * d;"),
+            );
             let divisor = (red as f64 - correction).max(0.0);
-            let _ = writeln!(b, "    const double var = block_fold(acc, Fold(), buf) / {divisor:?};");
+            let _ = writeln!(
+                b,
+                "    const double var = block_fold(acc, Fold(), buf) / {divisor:?};"
+            );
             let _ = writeln!(
                 b,
                 "    if (threadIdx.x == 0) {{ out0[row] = {}; out1[row] = {}; }}",
@@ -151,7 +183,10 @@ fn reduction(
 
 /// The shape without `dim`, and the names of its coordinates in `a`'s dim order.
 fn rows_around(a: &Operand, dim: usize) -> (Vec<i64>, impl Fn(usize) -> String) {
-    let shape: Vec<i64> = (0..a.rank()).filter(|&d| d != dim).map(|d| a.shape[d]).collect();
+    let shape: Vec<i64> = (0..a.rank())
+        .filter(|&d| d != dim)
+        .map(|d| a.shape[d])
+        .collect();
     let name = move |d: usize| {
         if d == dim {
             "j".to_string()
@@ -162,7 +197,13 @@ fn rows_around(a: &Operand, dim: usize) -> (Vec<i64>, impl Fn(usize) -> String) 
     (shape, name)
 }
 
-fn cumsum(name: &str, a: &Operand, dim: usize, operands: &[&Operand], outs: &[DTypeCode]) -> Kernel {
+fn cumsum(
+    name: &str,
+    a: &Operand,
+    dim: usize,
+    operands: &[&Operand],
+    outs: &[DTypeCode],
+) -> Kernel {
     let n = a.shape[dim];
     let inner: i64 = a.shape[dim + 1..].iter().product();
     let (row_shape, coord) = rows_around(a, dim);
@@ -193,14 +234,24 @@ fn cumsum(name: &str, a: &Operand, dim: usize, operands: &[&Operand], outs: &[DT
     let _ = writeln!(b, "    {acc} carry = 0;");
     let _ = writeln!(b, "    for (i64_t t = 0; t < {n}LL; t += {block}) {{");
     let _ = writeln!(b, "      const i64_t j = t + threadIdx.x;");
-    let _ = writeln!(b, "      const i64_t off = {};", offset(0, a.rank(), &coord));
+    let _ = writeln!(
+        b,
+        "      const i64_t off = {};",
+        offset(0, a.rank(), &coord)
+    );
     let _ = writeln!(b, "      buf[threadIdx.x] = j < {n}LL ? {x} : ({acc})0;");
     b.push_str("      __syncthreads();\n");
     let _ = writeln!(b, "      for (int s = 1; s < {block}; s <<= 1) {{");
-    let _ = writeln!(b, "        const {acc} y = threadIdx.x >= s ? buf[threadIdx.x - s] : ({acc})0;");
+    let _ = writeln!(
+        b,
+        "        const {acc} y = threadIdx.x >= s ? buf[threadIdx.x - s] : ({acc})0;"
+    );
     b.push_str("        __syncthreads();\n        buf[threadIdx.x] += y;\n        __syncthreads();\n      }\n");
     let _ = writeln!(b, "      const {acc} v = carry + buf[threadIdx.x];");
-    let _ = writeln!(b, "      if (j < {n}LL) out0[obase + j * {inner}LL] = {out_value};");
+    let _ = writeln!(
+        b,
+        "      if (j < {n}LL) out0[obase + j * {inner}LL] = {out_value};"
+    );
     let _ = writeln!(b, "      carry += buf[{}];", block - 1);
     b.push_str("      __syncthreads();\n    }\n  }\n");
     Kernel {
@@ -230,8 +281,16 @@ fn sort(
     let sig = signature(name, &params, operands, outs);
     let ty = storage(a.dtype);
     let w = wide(a.dtype);
-    let nan = if a.dtype.is_float() { "x != x" } else { "false" };
-    let nan_y = if a.dtype.is_float() { "y != y" } else { "false" };
+    let nan = if a.dtype.is_float() {
+        "x != x"
+    } else {
+        "false"
+    };
+    let nan_y = if a.dtype.is_float() {
+        "y != y"
+    } else {
+        "false"
+    };
     let sign = if descending { "-" } else { "" };
     let extra = format!(
         "// Whether slot a comes before slot b: NaN above every number, ties in index order, and\n\
@@ -245,10 +304,16 @@ fn sort(
     let lx = load(a.dtype, "sv[t]");
     let ly = load(a.dtype, "sv[u]");
     let mut b = String::new();
-    let _ = writeln!(b, "  __shared__ {ty} sv[{slots}];\n  __shared__ i64_t si[{slots}];");
+    let _ = writeln!(
+        b,
+        "  __shared__ {ty} sv[{slots}];\n  __shared__ i64_t si[{slots}];"
+    );
     b.push_str(&row_loop(rows));
     b.push_str(&unravel("row", "o", &row_shape, "    "));
-    let _ = writeln!(b, "    for (i64_t j = threadIdx.x; j < {slots}LL; j += blockDim.x) {{");
+    let _ = writeln!(
+        b,
+        "    for (i64_t j = threadIdx.x; j < {slots}LL; j += blockDim.x) {{"
+    );
     let _ = writeln!(
         b,
         "      if (j < {n}LL) {{ sv[j] = in0[{}]; }}\n      si[j] = j;\n    }}",
@@ -257,7 +322,10 @@ fn sort(
     b.push_str("    __syncthreads();\n");
     let _ = writeln!(b, "    for (int size = 2; size <= {slots}; size <<= 1) {{");
     b.push_str("      for (int half = size >> 1; half > 0; half >>= 1) {\n");
-    let _ = writeln!(b, "        for (int t = threadIdx.x; t < {slots}; t += blockDim.x) {{");
+    let _ = writeln!(
+        b,
+        "        for (int t = threadIdx.x; t < {slots}; t += blockDim.x) {{"
+    );
     b.push_str("          const int u = t ^ half;\n          if (u > t) {\n");
     let _ = writeln!(
         b,
@@ -272,7 +340,10 @@ fn sort(
         b,
         "    const i64_t obase = (row / {inner}LL) * {k}LL * {inner}LL + row % {inner}LL;"
     );
-    let _ = writeln!(b, "    for (i64_t j = threadIdx.x; j < {k}LL; j += blockDim.x) {{");
+    let _ = writeln!(
+        b,
+        "    for (i64_t j = threadIdx.x; j < {k}LL; j += blockDim.x) {{"
+    );
     let _ = writeln!(
         b,
         "      out0[obase + j * {inner}LL] = sv[j];\n      out1[obase + j * {inner}LL] = si[j];\n    }}\n    __syncthreads();\n  }}"
