@@ -3,7 +3,8 @@
 //!
 //! - `take` / `take_along_axis` (gathers) and `scatter_add` / `index_add` (a copy, then atomic
 //!   adds: float results depend on the order the atomics land in, so they are not bitwise
-//!   deterministic; ints and b8 are);
+//!   deterministic; ints and b8 are; the `deterministic` option trades the atomics for a
+//!   gather in index order);
 //! - `sum` / `prod` / `amax` / `amin` over any dims for every dtype the interpreter takes
 //!   (floats accumulate in f64 as the interpreter does, ints wrap in 64 bits), `argmax` /
 //!   `argmin` (first extreme, NaN wins), `var_mean` (two passes in f64);
@@ -19,7 +20,10 @@
 //! compiled with NVRTC through `thunder-cuda-common` (shared with cuda-fuser), cached in
 //! memory and on disk. Without a driver or NVRTC the plugin loads, says why and claims nothing.
 //!
-//! Options: `cache_dir = "path"` (default `~/.cache/thunder/cuda-kernels`), `disk_cache = false`.
+//! Options: `cache_dir = "path"` (default `~/.cache/thunder/cuda-kernels`), `disk_cache = false`,
+//! `deterministic = true` (scatter_add / index_add without atomics: each output element sums
+//! its sources in index order in f64, bit-identical to the interpreter; slow when the index
+//! dim is long, as in an embedding's gradient).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 pub mod codegen;
@@ -68,6 +72,8 @@ pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
 }
 
 pub struct CudaKernels {
+    /// scatter_add / index_add without atomics, bit-identical to the interpreter.
+    deterministic: bool,
     services: HostServices,
     log: HostLogger,
     compiler: nvrtc::Compiler,
@@ -79,9 +85,9 @@ impl CudaKernels {
         options: &[(String, OptionValue)],
     ) -> Result<Self, PluginError> {
         for (key, _) in options {
-            if key != "cache_dir" && key != "disk_cache" {
+            if !["cache_dir", "disk_cache", "deterministic"].contains(&key.as_str()) {
                 return Err(PluginError::invalid(format!(
-                    "{NAME}: unknown option `{key}` (expected cache_dir or disk_cache)"
+                    "{NAME}: unknown option `{key}` (expected cache_dir, disk_cache or deterministic)"
                 )));
             }
         }
@@ -96,6 +102,7 @@ impl CudaKernels {
         };
         let disk = option_bool(options, "disk_cache")?.unwrap_or(true);
         Ok(CudaKernels {
+            deterministic: option_bool(options, "deterministic")?.unwrap_or(false),
             services,
             log: HostLogger {
                 services,
@@ -135,8 +142,11 @@ impl Executor for CudaKernels {
             .ops
             .get(*only as usize)
             .ok_or_else(|| PluginError::invalid(format!("{NAME}: op {only} is not in the view")))?;
-        let spec = spec::decode(view, op)
+        let mut spec = spec::decode(view, op)
             .map_err(|e| PluginError::unsupported(format!("{NAME}: {}: {e}", op.symbol)))?;
+        if let spec::Spec::ScatterAdd { deterministic, .. } = &mut spec {
+            *deterministic = self.deterministic;
+        }
         let out_meta: Vec<_> = op
             .outputs
             .iter()

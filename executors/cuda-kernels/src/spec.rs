@@ -77,13 +77,16 @@ pub enum Spec {
         dim: usize,
         along: bool,
     },
-    /// scatter_add when `scatter` is true, index_add when false.
+    /// scatter_add when `scatter` is true, index_add when false. `deterministic`: one thread
+    /// per output element sums its sources in index order (the interpreter's order, in f64)
+    /// instead of atomic adds (the plugin's `deterministic` option).
     ScatterAdd {
         a: Operand,
         index: Operand,
         src: Operand,
         dim: usize,
         scatter: bool,
+        deterministic: bool,
     },
     Pad {
         a: Operand,
@@ -367,6 +370,7 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
                     src,
                     dim,
                     scatter,
+                    deterministic: false,
                 })
             }
             IndexingPrim::Pad => {

@@ -192,3 +192,40 @@ fn factories_random_integer_matmul_and_floor_divide() {
     assert!(k[6].source.contains("double acc = 0;"));
     check_golden("factories_matmul_divide", &text);
 }
+
+#[test]
+fn deterministic_scatters_gather_in_index_order() {
+    let view = view_of(
+        r#"def computation(h, j, s, q, i, r):
+  # h: "cuda:0 f32[4, 5]"
+  # j: "cuda:0 i64[3, 2]"
+  # s: "cuda:0 f32[4, 2]"
+  # q: "cuda:0 i8[3, 5]"
+  # i: "cuda:0 i32[2]"
+  # r: "cuda:0 i8[3, 2]"
+  t0 = prims.scatter_add(h, j, s, 1)
+  t1 = prims.index_add(q, i, r, 1)
+  return (t0, t1)
+"#,
+    );
+    let mut text = String::new();
+    for (n, op) in view.ops.iter().enumerate() {
+        let mut spec = spec::decode(&view, op).expect("decodes");
+        if let spec::Spec::ScatterAdd { deterministic, .. } = &mut spec {
+            *deterministic = true;
+        }
+        let outs = [view.values[op.outputs[0] as usize].dtype];
+        let kernels = codegen::generate(&spec, &outs, &format!("d{n}"));
+        assert_eq!(kernels.len(), 1, "one kernel, no atomics");
+        assert!(
+            !kernels[0].source.contains("atomic")
+                || kernels[0].source.contains("atomicCAS((u64_t*)err")
+        );
+        assert!(kernels[0].has_flag());
+        text.push_str(&format!(
+            "// {}: launch {:?}\n{}\n",
+            op.symbol, kernels[0].launch, kernels[0].source
+        ));
+    }
+    check_golden("deterministic_scatter", &text);
+}

@@ -33,6 +33,22 @@ pub(super) fn generate(
             src,
             dim,
             scatter,
+            deterministic: true,
+        } => vec![gather_add(
+            &format!("{base}_0"),
+            (a, index, src),
+            *dim,
+            *scatter,
+            operands,
+            outs,
+        )],
+        Spec::ScatterAdd {
+            a,
+            index,
+            src,
+            dim,
+            scatter,
+            deterministic: false,
         } => vec![
             copy(&format!("{base}_0"), a, operands, outs),
             scatter_add(
@@ -283,6 +299,107 @@ fn pad(
         name: name.into(),
         source: assemble("", &sig, &b),
         launch: Launch::Elements { n, block: block() },
+        params,
+    }
+}
+
+/// Deterministic scatter_add / index_add: each output element starts from `a` and adds, in
+/// index order, the sources whose index names it, in the wide type (f64 for floats), so the
+/// result is the interpreter's to the bit. A first loop checks every index (the error flag).
+/// It reads the index once per output element: fine for small index dims, slow for
+/// embedding-sized ones (the atomic form is the default).
+fn gather_add(
+    name: &str,
+    (a, index, src): (&Operand, &Operand, &Operand),
+    dim: usize,
+    scatter: bool,
+    operands: &[&Operand],
+    outs: &[DTypeCode],
+) -> Kernel {
+    let n = numel(&a.shape);
+    let size = a.shape[dim];
+    let params = vec![
+        Param::Input(0),
+        Param::Input(1),
+        Param::Input(2),
+        Param::Output(0),
+        Param::Flag,
+    ];
+    let sig = signature(name, &params, operands, outs);
+    let ni = numel(&index.shape);
+    let mut b = String::new();
+    let _ = writeln!(
+        b,
+        "  for (i64_t e = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; e < {ni}LL; e += (i64_t)gridDim.x * blockDim.x) {{"
+    );
+    b.push_str(&unravel("e", "c", &index.shape, "    "));
+    let _ = writeln!(
+        b,
+        "    const i64_t ix = {};\n    if (ix < 0 || ix >= {size}LL) report(err, {ERR_INDEX}, ix);\n  }}",
+        load(
+            index.dtype,
+            &format!("in1[{}]", offset(1, index.rank(), |d| format!("c{d}")))
+        )
+    );
+    b.push_str(&element_loop(n));
+    b.push_str(&unravel("e", "c", &a.shape, "    "));
+    let w = wide(a.dtype);
+    let _ = writeln!(
+        b,
+        "    {w} acc = {};",
+        load(
+            a.dtype,
+            &format!("in0[{}]", offset(0, a.rank(), |d| format!("c{d}")))
+        )
+    );
+    let (len, index_at) = if scatter {
+        // Only index elements with this element's coordinates off `dim` reach it.
+        let inside: Vec<String> = (0..a.rank())
+            .filter(|&d| d != dim)
+            .map(|d| format!("c{d} < {}LL", index.shape[d]))
+            .collect();
+        if !inside.is_empty() {
+            let _ = writeln!(b, "    if ({})", inside.join(" && "));
+        }
+        let at = offset(1, index.rank(), |d| {
+            if d == dim {
+                "k".into()
+            } else {
+                format!("c{d}")
+            }
+        });
+        (index.shape[dim], format!("in1[{at}]"))
+    } else {
+        (index.shape[0], "in1[k * s1_0]".to_string())
+    };
+    let src_at = offset(2, src.rank(), |d| {
+        if d == dim {
+            "k".into()
+        } else {
+            format!("c{d}")
+        }
+    });
+    let v = load(src.dtype, &format!("in2[{src_at}]"));
+    let add = if a.dtype == DTypeCode::Bool {
+        format!("acc = acc | {v};")
+    } else if a.dtype.is_float() {
+        format!("acc += {v};")
+    } else {
+        format!("acc = (i64_t)((u64_t)acc + (u64_t){v});")
+    };
+    let _ = writeln!(
+        b,
+        "    for (i64_t k = 0; k < {len}LL; ++k) {{\n      if ({} == c{dim}) {{ {add} }}\n    }}",
+        load(index.dtype, &index_at)
+    );
+    let _ = writeln!(b, "    out0[e] = {};\n  }}", store(a.dtype, "acc"));
+    Kernel {
+        name: name.into(),
+        source: assemble("", &sig, &b),
+        launch: Launch::Elements {
+            n: n.max(ni),
+            block: block(),
+        },
         params,
     }
 }
