@@ -3,7 +3,7 @@
 //! claim decision is exactly "decodes", so whatever is claimed can be compiled.
 
 use thunder_abi::prims::{
-    FactoryPrim, IndexingPrim, Prim, PrimKind, RandomPrim, ReductionPrim, SortPrim,
+    BinaryPrim, FactoryPrim, IndexingPrim, Prim, PrimKind, RandomPrim, ReductionPrim, SortPrim,
 };
 use thunder_abi::{ArgView, DTypeCode, DeviceKind, OpView, TraceView};
 
@@ -470,7 +470,7 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
             }
             Ok(Spec::Matmul { a, b })
         }
-        PrimKind::Binary(thunder_abi::prims::BinaryPrim::FloorDivide) => {
+        PrimKind::Binary(BinaryPrim::FloorDivide) => {
             let side = |i: usize| match args.get(i) {
                 Some(ArgView::Value(_)) => operand(view, args.get(i)).map(Ok),
                 other => lit(other)
@@ -498,7 +498,24 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
         // by zero must be an error, which needs the device error flag this library has).
         PrimKind::Unary(_)
         | PrimKind::Predicate(_)
-        | PrimKind::Binary(_)
+        | PrimKind::Binary(
+            BinaryPrim::Add
+            | BinaryPrim::Sub
+            | BinaryPrim::Mul
+            | BinaryPrim::Div
+            | BinaryPrim::Pow
+            | BinaryPrim::Maximum
+            | BinaryPrim::Minimum
+            | BinaryPrim::Remainder
+            | BinaryPrim::Fmod
+            | BinaryPrim::Atan2
+            | BinaryPrim::Hypot
+            | BinaryPrim::BitwiseAnd
+            | BinaryPrim::BitwiseOr
+            | BinaryPrim::BitwiseXor
+            | BinaryPrim::BitwiseLeftShift
+            | BinaryPrim::BitwiseRightShift,
+        )
         | PrimKind::Compare(_)
         | PrimKind::Where(_)
         | PrimKind::Convert(_) => Err("elementwise: cuda-fuser's".into()),
@@ -572,7 +589,7 @@ pub fn claimable(prim: Prim) -> bool {
             | IndexingPrim::Pad => true,
             IndexingPrim::Slice | IndexingPrim::Flip | IndexingPrim::Cat => false,
         },
-        PrimKind::Binary(p) => p == thunder_abi::prims::BinaryPrim::FloorDivide,
+        PrimKind::Binary(p) => p == BinaryPrim::FloorDivide,
         PrimKind::Unary(_)
         | PrimKind::Predicate(_)
         | PrimKind::Compare(_)
