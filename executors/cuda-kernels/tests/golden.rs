@@ -187,6 +187,15 @@ fn factories_random_integer_matmul_and_floor_divide() {
         k[5].has_flag(),
         "integer division by zero is a device error"
     );
+    let view = view_of(
+        "def computation(x):\n  # x: \"cuda:0 f16[6]\"\n  t0 = prims.floor_divide(x, 0.5)\n  return (t0,)\n",
+    );
+    let spec = spec::decode(&view, &view.ops[0]).expect("decodes");
+    let f = codegen::generate(&spec, &[thunder_abi::DTypeCode::F16], "f");
+    assert!(
+        !f[0].has_flag(),
+        "float division cannot fail: no flag, no synchronization"
+    );
     // An empty inner dim still writes zeros.
     assert_eq!(k[6].launch, Launch::Elements { n: 6, block: 256 });
     assert!(k[6].source.contains("double acc = 0;"));

@@ -189,7 +189,12 @@ fn floor_divide(
         Err(l) => literal(dtype, *l),
     };
     let (x, y) = (side(a), side(b));
-    params.extend([Param::Output(0), Param::Flag]);
+    // Only integer division can fail (a zero divisor); float kernels skip the flag and its
+    // read-back (a stream synchronization).
+    params.push(Param::Output(0));
+    if !dtype.is_float() {
+        params.push(Param::Flag);
+    }
     let mut body = unravel("e", "c", shape, "    ");
     let _ = writeln!(body, "    const {} x = {x}, y = {y};", wide(dtype));
     if dtype.is_float() {
