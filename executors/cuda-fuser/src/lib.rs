@@ -13,6 +13,7 @@
 //! `disk_cache = false` to keep kernels in memory only.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+mod c_types;
 pub mod codegen;
 mod compiled;
 pub mod emulate;
