@@ -21,6 +21,15 @@ pub fn format_float(x: f64) -> String {
 pub fn format_arg(trace: &Trace, arg: &Arg) -> String {
     match arg {
         Arg::Value(v) => trace.name(*v).to_string(),
+        other => format_literal(other),
+    }
+}
+
+/// A literal argument as Python source (`True`, `1e-05`, `"none"`, `dtypes.f32`); a tensor
+/// (which has no literal form) prints as `<tensor>`.
+pub fn format_literal(arg: &Arg) -> String {
+    match arg {
+        Arg::Value(_) => "<tensor>".into(),
         Arg::Int(i) => i.to_string(),
         Arg::Float(x) => format_float(*x),
         Arg::Bool(true) => "True".into(),
@@ -50,14 +59,22 @@ fn annotations(trace: &Trace, bsym: &BoundSymbol) -> String {
     items.join(", ")
 }
 
+/// A call's arguments: by the op's signature where it has one (keyword-only parameters as
+/// `name=value`, tensor lists in brackets), otherwise positionally.
+pub fn format_call_args(trace: &Trace, id: &str, args: &[Arg]) -> String {
+    let fmt = |a: &Arg| format_arg(trace, a);
+    crate::ltorch::signature(id)
+        .and_then(|s| s.format_args(args, &fmt))
+        .unwrap_or_else(|| args.iter().map(fmt).collect::<Vec<_>>().join(", "))
+}
+
 /// `t0 = prims.add(a, b)  # t0: "cpu f32[2]"`
 pub fn bsym_line(trace: &Trace, bsym: &BoundSymbol) -> String {
-    let args: Vec<String> = bsym.args.iter().map(|a| format_arg(trace, a)).collect();
     format!(
         "{} = {}({})  # {}",
         targets(trace, bsym),
         bsym.sym.id,
-        args.join(", "),
+        format_call_args(trace, bsym.sym.id, &bsym.args),
         annotations(trace, bsym)
     )
 }
