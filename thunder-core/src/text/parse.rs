@@ -459,14 +459,16 @@ fn parse_structure(text: &str, given: &HashMap<String, TensorType>) -> Result<Pa
             }
             (Some(written), None) => written,
             (None, Some(g)) => g.clone(),
-            (None, None) => return Err(perr(
-                def_line,
-                col,
-                format!(
+            (None, None) => {
+                return Err(perr(
+                    def_line,
+                    col,
+                    format!(
                     "parameter `{name}` has no type: give it as an input (`-i {name}=FILE.npy`) \
                          or annotate it (`# {name}: \"cpu f32[2, 3]\"`)"
                 ),
-            )),
+                ))
+            }
         };
         params.push((name, ty));
     }
