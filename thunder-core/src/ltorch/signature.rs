@@ -155,16 +155,23 @@ fn did_you_mean(s: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
-/// The closest of `candidates` to `word`, if it is close enough to be a likely typo.
+/// The closest of `candidates` to `word`, if it is close enough to be a likely typo. Dotted
+/// names (`ltorch.softmx`) are compared by their last part, among those with the same prefix.
 pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let split = |s: &'a str| s.rsplit_once('.').unwrap_or(("", s));
+    let (prefix, short) = word.rsplit_once('.').unwrap_or(("", word));
     let mut best: Option<(f64, &str)> = None;
     for c in candidates {
-        let score = strsim::jaro_winkler(word, c);
+        let (c_prefix, c_short) = split(c);
+        if c_prefix != prefix {
+            continue;
+        }
+        let score = strsim::jaro_winkler(short, c_short);
         if best.is_none_or(|(b, _)| score > b) {
             best = Some((score, c));
         }
     }
-    best.filter(|(s, _)| *s >= 0.8).map(|(_, c)| c.to_string())
+    best.filter(|(s, _)| *s >= 0.85).map(|(_, c)| c.to_string())
 }
 
 /// How an argument of the wrong kind is described in an error.

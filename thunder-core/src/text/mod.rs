@@ -5,7 +5,10 @@ mod parse;
 pub(crate) mod print;
 
 pub use parse::{parse_literal, parse_trace, parse_trace_with};
-pub use print::{format_arg, format_call_args, format_literal, print_bsym_lines, print_trace};
+pub use print::{
+    format_arg, format_call_args, format_literal, print_bsym_lines, print_trace,
+    print_trace_positional,
+};
 
 use crate::device::Device;
 use crate::dtype::DType;
