@@ -18,7 +18,7 @@ fn call_error(body: &str) -> (usize, usize, CallError) {
             line,
             column,
             error,
-        }) => (line, column, error),
+        }) => (line, column, *error),
         other => panic!("expected Error::Call for {body:?}, got {other:?}"),
     }
 }

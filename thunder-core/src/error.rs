@@ -91,7 +91,7 @@ pub enum Error {
     Call {
         line: usize,
         column: usize,
-        error: crate::ltorch::CallError,
+        error: Box<crate::ltorch::CallError>,
     },
 
     #[error("input `{name}`: {message}")]

@@ -522,7 +522,7 @@ fn call_args(call: &Call, env: &HashMap<String, Tensor>) -> Result<Vec<Arg>> {
     let call_err = |column: usize, error: CallError| Error::Call {
         line: call.line,
         column,
-        error,
+        error: Box::new(error),
     };
     let Some(sig) = crate::ltorch::signature(&call.symbol) else {
         if let Some((_, col, _, _)) = call.keywords.first() {
@@ -585,10 +585,10 @@ fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result
     let sym = lookup_symbol(&call.symbol).ok_or_else(|| Error::Call {
         line: call.line,
         column: call.symbol_col,
-        error: CallError::UnknownOp {
+        error: Box::new(CallError::UnknownOp {
             name: call.symbol.clone(),
             suggestion: suggest(&call.symbol, symbol_ids().iter().map(String::as_str)),
-        },
+        }),
     })?;
     let args = call_args(call, env)?;
     let before = trace_ctx::scope_len()?;
