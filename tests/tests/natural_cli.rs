@@ -194,3 +194,31 @@ fn bench_grad_times_forward_and_backward() {
         "{passes:?}"
     );
 }
+
+#[test]
+fn ops_lists_each_ltorch_signature() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = thunder(dir.path(), &["ops".to_string()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    for line in [
+        "    softmax(input: Tensor, dim: int)",
+        "    var(input: Tensor, dim: list[int]? = None, *, correction: number = 1, keepdim: bool = False)",
+        "    scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor? = None, *, is_causal: bool = False, scale: float? = None)",
+        "    add(input: Tensor|number, other: Tensor|number)",
+    ] {
+        assert!(out.contains(line), "`{line}` not in the listing");
+    }
+    let o = thunder(dir.path(), &["ops".to_string(), "--json".to_string()]);
+    let json: serde_json::Value = serde_json::from_str(&text(&o).0).expect("JSON");
+    let gelu = json["symbols"]
+        .as_array()
+        .expect("symbols")
+        .iter()
+        .find(|s| s["id"] == "ltorch.gelu")
+        .expect("ltorch.gelu listed");
+    assert_eq!(
+        gelu["signature"],
+        "input: Tensor, approximate: str = \"none\""
+    );
+}

@@ -245,6 +245,13 @@ fn main() -> ExitCode {
         ),
         Command::Bench {
             program: None,
+            io,
+            ..
+        } if !io.inputs.is_empty() || io.device.is_some() => Err(anyhow::anyhow!(
+            "bench: -i/--input and --device time a program: give it (`thunder bench PROGRAM -i ...`)"
+        )),
+        Command::Bench {
+            program: None,
             json,
             only,
             skip,
