@@ -615,9 +615,17 @@ fn fmt_executors(e: &BTreeMap<String, usize>) -> String {
 
 fn print_table(rows: &[Row], machine: &Value, executors: &[String]) {
     println!(
-        "thunder bench on {} ({} threads); executors: {}",
+        "thunder bench on {} ({} threads; {}); executors: {}",
         machine["cpu"].as_str().unwrap_or("?"),
         machine["threads"],
+        machine["isa"]
+            .as_array()
+            .map(|isa| isa
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "))
+            .unwrap_or_default(),
         executors.join(", ")
     );
     println!(
@@ -673,6 +681,48 @@ fn print_table(rows: &[Row], machine: &Value, executors: &[String]) {
     );
 }
 
+/// The vector extensions the executors can dispatch to on this CPU, detected at run time, so that
+/// a result says which kernels produced it.
+fn cpu_isa() -> Vec<&'static str> {
+    let mut isa = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! probe {
+            ($($feature:tt),*) => {
+                $(if std::arch::is_x86_feature_detected!($feature) {
+                    isa.push($feature);
+                })*
+            };
+        }
+        probe!(
+            "avx2",
+            "fma",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512bf16",
+            "avx512fp16"
+        );
+    }
+    // AMX's detection macro is not stable yet; the kernel reports it in /proc/cpuinfo.
+    #[cfg(target_os = "linux")]
+    if let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") {
+        let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+        for (flag, name) in [(" amx_tile", "amx-tile"), (" amx_bf16", "amx-bf16")] {
+            if flags.contains(flag) {
+                isa.push(name);
+            }
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            isa.push("neon");
+        }
+    }
+    isa
+}
+
 fn cpu_name() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -711,6 +761,7 @@ pub fn run(args: &HostArgs, opts: &BenchOptions) -> Result<()> {
     }
     let machine = json!({
         "cpu": cpu_name(),
+        "isa": cpu_isa(),
         "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
         "os": std::env::consts::OS,
         "arch": std::env::consts::ARCH,
