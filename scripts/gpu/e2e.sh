@@ -14,32 +14,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 source "$(dirname "$0")/cuda_libs.sh"
 cfg="$out/plugins-e2e.toml"
-cat > "$cfg" <<TOML
-plugin_dirs = ["$(cd "$bin" && pwd)"]
-[[executor]]
-name = "triton"
-priority = 50
-[[executor]]
-name = "cublas"
-priority = 40
-[[executor]]
-name = "cudnn"
-priority = 35
-[[executor]]
-name = "cuda-fuser"
-priority = 30
-[executor.options]
-cache_dir = "${TMPDIR:-/tmp}/thunder-e2e-kernel-cache"
-[[executor]]
-name = "cuda-kernels"
-priority = 25
-[[executor]]
-name = "cpu-simd"
-priority = 20
-[[executor]]
-name = "interpreter"
-priority = 0
-TOML
+bash "$(dirname "$0")/gpu_config.sh" "$bin" "${TMPDIR:-/tmp}/thunder-e2e-kernel-cache" > "$cfg"
 "$bin/thunder" --config "$cfg" plugins
 status=0
 python3 "$(dirname "$0")/e2e.py" --bin "$bin" --config "$cfg" --json "$out/e2e.json" || status=$?

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Prints a plugins.toml that loads the executors from folder $1 with every GPU executor first,
+# then the CPU ones (so a region left to the CPU shows up as a host fallback in a report).
+# $2: the cuda-fuser kernel cache folder.
+set -euo pipefail
+bin="$(cd "${1:?usage: gpu_config.sh BIN_DIR [CACHE_DIR]}" && pwd)"
+cache="${2:-${TMPDIR:-/tmp}/thunder-gpu-kernel-cache}"
+cat <<TOML
+plugin_dirs = ["$bin"]
+[[executor]]
+name = "triton"
+priority = 50
+[[executor]]
+name = "cublas"
+priority = 40
+[[executor]]
+name = "cudnn"
+priority = 35
+[[executor]]
+name = "cuda-fuser"
+priority = 30
+[executor.options]
+cache_dir = "$cache"
+[[executor]]
+name = "cuda-kernels"
+priority = 25
+[[executor]]
+name = "cpu-simd"
+priority = 20
+[[executor]]
+name = "interpreter"
+priority = 0
+TOML
