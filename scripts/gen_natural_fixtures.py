@@ -215,6 +215,7 @@ INPUTS = {
         y=gen([3, 5], "f32"),
     ),
     "sorting": lambda: dict(x=gen([4, 5], "f32")),
+    "nested": lambda: dict(x=gen([3, 4], "f32"), w=gen([5, 4], "f32"), b=gen([5], "f32")),
     "edges": lambda: dict(s=gen([], "f32"), e=gen([0, 3], "f32"), x=gen([2, 3], "f32")),
 }
 

@@ -160,3 +160,64 @@ fn every_ltorch_op_is_called_by_keyword() {
         missing.join(", ")
     );
 }
+
+#[test]
+fn nested_calls_run_first_and_print_as_flat_statements() {
+    let text = "def f(x, w):\n  y = ltorch.relu(ltorch.matmul(x, ltorch.transpose(w, 0, 1)))\n  return ltorch.sum(y, dim=0), ltorch.exp(x)\n";
+    let f32 = |shape: &[usize]| {
+        thunder_core::text::parse_type(&format!(
+            "cpu f32[{}]",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .expect("type")
+    };
+    let types = HashMap::from([
+        ("x".to_string(), f32(&[2, 3])),
+        ("w".to_string(), f32(&[4, 3])),
+    ]);
+    let trace = thunder_core::text::parse_trace_with(text, &types).expect("nested calls parse");
+    let printed = thunder_core::text::print_trace(&trace);
+    // One statement per call, inner calls first, and the text parses back to the same trace.
+    let calls: Vec<&str> = printed
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| !l.starts_with('#') && l.contains(" = ltorch."))
+        .collect();
+    let ops: Vec<&str> = calls
+        .iter()
+        .filter_map(|l| l.split(" = ").nth(1))
+        .filter_map(|r| r.split('(').next())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "ltorch.transpose",
+            "ltorch.matmul",
+            "ltorch.relu",
+            "ltorch.sum",
+            "ltorch.exp"
+        ],
+        "{printed}"
+    );
+    assert!(
+        calls.iter().all(|l| l.matches("ltorch.").count() == 1),
+        "{printed}"
+    );
+    let again = thunder_core::text::parse_trace(&printed).expect("printed trace parses");
+    assert_eq!(thunder_core::text::print_trace(&again), printed);
+}
+
+#[test]
+fn return_of_a_literal_is_an_error_naming_it() {
+    let text = "def f(x):\n  # x: \"cpu f32[2]\"\n  return 3\n";
+    let err = thunder_core::text::parse_trace(text).expect_err("return 3 is refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("line 3") && msg.contains("`return` takes names or calls"),
+        "{msg}"
+    );
+}

@@ -3,6 +3,7 @@
 mod lexer;
 mod parse;
 pub(crate) mod print;
+mod syntax;
 
 pub use parse::{parse_literal, parse_trace, parse_trace_with};
 pub use print::{

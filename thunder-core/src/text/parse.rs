@@ -3,7 +3,10 @@
 //! comment lines, when present, must match the decomposition; they give its values their names.
 
 use super::lexer::{lex, Tok, Token};
-use super::{parse_device_literal, parse_type};
+use super::parse_type;
+use super::syntax::{
+    parse_annotations, parse_call, parse_literal_or_name, parse_return, perr, ArgExpr, Call, Cursor,
+};
 use crate::error::{Error, Result};
 use crate::ir::{lookup_symbol, symbol_ids, Arg, BoundSymbol, TensorType, Trace, Value};
 use crate::ltorch::signature::suggest;
@@ -13,278 +16,10 @@ use crate::trace_ctx::{self, bind, trace_with};
 use std::collections::{HashMap, HashSet};
 
 #[derive(Debug)]
-enum ArgExpr {
-    Name(String),
-    Lit(Arg),
-    /// `[a, b]`: a list of tensors (`cat`, `stack`).
-    Names(Vec<(String, usize)>),
-}
-
-#[derive(Debug)]
-struct Call {
-    line: usize,
-    targets: Vec<String>,
-    symbol: String,
-    symbol_col: usize,
-    args: Vec<(ArgExpr, usize)>,
-    /// `name=value` arguments: name, its column, the value and its column.
-    keywords: Vec<(String, usize, ArgExpr, usize)>,
-    annotations: Vec<(String, String)>,
-}
-
-#[derive(Debug)]
 struct Statement {
     call: Call,
     /// Subsymbol lines written under it, with their depth (1 = direct child).
     subs: Vec<(usize, Call)>,
-}
-
-fn perr(line: usize, column: usize, message: impl Into<String>) -> Error {
-    Error::Parse {
-        line,
-        column,
-        message: message.into(),
-    }
-}
-
-struct Cursor<'a> {
-    toks: &'a [Token],
-    pos: usize,
-    line: usize,
-    end_col: usize,
-}
-
-impl Cursor<'_> {
-    fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.pos).map(|t| &t.tok)
-    }
-    fn col(&self) -> usize {
-        self.toks.get(self.pos).map_or(self.end_col, |t| t.column)
-    }
-    fn next(&mut self) -> Option<Tok> {
-        let t = self.toks.get(self.pos).map(|t| t.tok.clone());
-        self.pos += 1;
-        t
-    }
-    fn unexpected(&self, col: usize, what: &str, found: Option<Tok>) -> Error {
-        let found = found.map_or("the end of the line".to_string(), |t| format!("{t:?}"));
-        perr(self.line, col, format!("expected {what}, found {found}"))
-    }
-    fn expect(&mut self, want: &Tok, what: &str) -> Result<()> {
-        let col = self.col();
-        match self.next() {
-            Some(t) if &t == want => Ok(()),
-            other => Err(self.unexpected(col, what, other)),
-        }
-    }
-    fn ident(&mut self, what: &str) -> Result<(String, usize)> {
-        let col = self.col();
-        match self.next() {
-            Some(Tok::Ident(s)) => Ok((s, col)),
-            other => Err(self.unexpected(col, what, other)),
-        }
-    }
-}
-
-fn parse_literal_or_name(c: &mut Cursor) -> Result<ArgExpr> {
-    let col = c.col();
-    let line = c.line;
-    let tok = c.next();
-    Ok(match tok {
-        Some(Tok::Int(i)) => ArgExpr::Lit(Arg::Int(i)),
-        Some(Tok::Float(x)) => ArgExpr::Lit(Arg::Float(x)),
-        Some(Tok::Str(s)) => ArgExpr::Lit(Arg::Str(s)),
-        Some(open @ (Tok::LBracket | Tok::LParen)) => {
-            // `[1, 2]`, `(2, 2)` (ints) or `[a, b]` (tensor names).
-            let close = if open == Tok::LBracket {
-                Tok::RBracket
-            } else {
-                Tok::RParen
-            };
-            let closing = if open == Tok::LBracket { "`]`" } else { "`)`" };
-            let mut ints = Vec::new();
-            let mut names = Vec::new();
-            if c.peek() == Some(&close) {
-                c.next();
-            } else {
-                loop {
-                    let col = c.col();
-                    match c.next() {
-                        Some(Tok::Int(i)) if names.is_empty() => ints.push(i),
-                        Some(Tok::Ident(n)) if ints.is_empty() && !n.contains('.') => {
-                            names.push((n, col))
-                        }
-                        _ => {
-                            return Err(perr(
-                                line,
-                                col,
-                                "expected an integer or a tensor name in the list (lists hold \
-                                 all ints or all names)",
-                            ))
-                        }
-                    }
-                    let col = c.col();
-                    match c.next() {
-                        Some(Tok::Comma) if c.peek() == Some(&close) => {
-                            c.next();
-                            break;
-                        }
-                        Some(Tok::Comma) => {}
-                        Some(t) if t == close => break,
-                        _ => return Err(perr(line, col, format!("expected `,` or {closing}"))),
-                    }
-                }
-            }
-            if names.is_empty() {
-                ArgExpr::Lit(Arg::Ints(ints))
-            } else {
-                ArgExpr::Names(names)
-            }
-        }
-        Some(Tok::Ident(name)) => match name.as_str() {
-            "True" => ArgExpr::Lit(Arg::Bool(true)),
-            "False" => ArgExpr::Lit(Arg::Bool(false)),
-            "None" => ArgExpr::Lit(Arg::None),
-            _ if name.starts_with("dtypes.") => {
-                let d = crate::dtype::DType::from_short_name(&name["dtypes.".len()..])
-                    .ok_or_else(|| perr(line, col, format!("unknown dtype `{name}`")))?;
-                ArgExpr::Lit(Arg::DType(d))
-            }
-            _ if name.starts_with("devices.") => {
-                let d = parse_device_literal(&name)
-                    .ok_or_else(|| perr(line, col, format!("unknown device `{name}`")))?;
-                ArgExpr::Lit(Arg::Device(d))
-            }
-            _ if name.contains('.') => {
-                return Err(perr(line, col, format!("unexpected dotted name `{name}`")))
-            }
-            _ => ArgExpr::Name(name),
-        },
-        Some(t) => {
-            return Err(perr(
-                line,
-                col,
-                format!("expected an argument, found {t:?}"),
-            ))
-        }
-        None => {
-            return Err(perr(
-                line,
-                col,
-                "expected an argument, found the end of the line",
-            ))
-        }
-    })
-}
-
-/// `a, b = sym.id(args)  # a: "type", b: "type"`
-fn parse_call(toks: &[Token], line: usize, end_col: usize) -> Result<Call> {
-    let mut c = Cursor {
-        toks,
-        pos: 0,
-        line,
-        end_col,
-    };
-    let mut targets = Vec::new();
-    let parens = c.peek() == Some(&Tok::LParen);
-    if parens {
-        c.next();
-    }
-    loop {
-        targets.push(c.ident("a name to assign")?.0);
-        if c.peek() == Some(&Tok::Comma) {
-            c.next();
-            if parens && c.peek() == Some(&Tok::RParen) {
-                break;
-            }
-            continue;
-        }
-        break;
-    }
-    if parens {
-        c.expect(&Tok::RParen, "`)`")?;
-    }
-    c.expect(&Tok::Equals, "`=`")?;
-    let (symbol, symbol_col) = c.ident("a symbol such as `ltorch.add`")?;
-    c.expect(&Tok::LParen, "`(`")?;
-    let mut args = Vec::new();
-    let mut keywords: Vec<(String, usize, ArgExpr, usize)> = Vec::new();
-    if c.peek() == Some(&Tok::RParen) {
-        c.next();
-    } else {
-        loop {
-            let col = c.col();
-            let is_keyword = matches!(c.peek(), Some(Tok::Ident(_)))
-                && matches!(c.toks.get(c.pos + 1).map(|t| &t.tok), Some(Tok::Equals));
-            if is_keyword {
-                let (name, name_col) = c.ident("a keyword")?;
-                if name.contains('.') {
-                    return Err(perr(
-                        line,
-                        name_col,
-                        format!("`{name}` is not a keyword name"),
-                    ));
-                }
-                c.next();
-                let value_col = c.col();
-                let value = parse_literal_or_name(&mut c)?;
-                keywords.push((name, name_col, value, value_col));
-            } else if !keywords.is_empty() {
-                return Err(perr(
-                    line,
-                    col,
-                    "positional argument follows keyword argument",
-                ));
-            } else {
-                args.push((parse_literal_or_name(&mut c)?, col));
-            }
-            let col = c.col();
-            match c.next() {
-                Some(Tok::Comma) => {}
-                Some(Tok::RParen) => break,
-                _ => return Err(perr(line, col, "expected `,` or `)` after an argument")),
-            }
-        }
-    }
-    let mut annotations = Vec::new();
-    match c.next() {
-        None => {}
-        Some(Tok::Comment(text)) => annotations = parse_annotations(&text),
-        Some(t) => {
-            return Err(perr(
-                line,
-                c.toks[c.pos - 1].column,
-                format!("unexpected {t:?} after the call"),
-            ))
-        }
-    }
-    Ok(Call {
-        line,
-        targets,
-        symbol,
-        symbol_col,
-        args,
-        keywords,
-        annotations,
-    })
-}
-
-/// `t0: "cpu f32[2]", t1: "cpu b8[2]"` (anything else in the comment is ignored).
-fn parse_annotations(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(colon) = rest.find(": \"") {
-        let name = rest[..colon]
-            .trim()
-            .trim_start_matches(',')
-            .trim()
-            .to_string();
-        let after = &rest[colon + 3..];
-        let Some(close) = after.find('"') else { break };
-        out.push((name, after[..close].to_string()));
-        rest = &after[close + 1..];
-    }
-    out
 }
 
 struct Parsed {
@@ -323,6 +58,7 @@ fn parse_structure(text: &str, given: &HashMap<String, TensorType>) -> Result<Pa
         pos: 0,
         line: def_line,
         end_col: def_text.len() + 1,
+        nested: Vec::new(),
     };
     let (kw, kw_col) = c.ident("`def`")?;
     if kw != "def" {
@@ -400,29 +136,24 @@ fn parse_structure(text: &str, given: &HashMap<String, TensorType>) -> Result<Pa
                             ..t
                         })
                         .collect();
-                    let call = parse_call(&toks, n, raw.len() + 1)?;
-                    stmt.subs.push(((indent - body) / 2, call));
+                    let mut calls = parse_call(&toks, n, raw.len() + 1)?;
+                    if calls.len() > 1 {
+                        return Err(perr(n, col, "a subsymbol line holds one call"));
+                    }
+                    if let Some(call) = calls.pop() {
+                        stmt.subs.push(((indent - body) / 2, call));
+                    }
                 }
             }
             continue;
         }
         let toks = lex(raw, n)?;
         if matches!(toks.first(), Some(Token { tok: Tok::Ident(k), .. }) if k == "return") {
-            let mut names = Vec::new();
-            for t in &toks[1..] {
-                match &t.tok {
-                    Tok::Ident(name) => names.push((name.clone(), n, t.column)),
-                    Tok::LParen | Tok::RParen | Tok::Comma => {}
-                    Tok::Comment(_) => break,
-                    other => {
-                        return Err(perr(
-                            n,
-                            t.column,
-                            format!("`return` takes names, found {other:?}"),
-                        ))
-                    }
-                }
-            }
+            let (names, nested) = parse_return(&toks, n, raw.len() + 1)?;
+            statements.extend(nested.into_iter().map(|call| Statement {
+                call,
+                subs: Vec::new(),
+            }));
             returns = Some(names);
             continue;
         }
@@ -433,10 +164,12 @@ fn parse_structure(text: &str, given: &HashMap<String, TensorType>) -> Result<Pa
                 format!("unexpected indentation (expected {body} spaces)"),
             ));
         }
-        statements.push(Statement {
-            call: parse_call(&toks, n, raw.len() + 1)?,
-            subs: Vec::new(),
-        });
+        for call in parse_call(&toks, n, raw.len() + 1)? {
+            statements.push(Statement {
+                call,
+                subs: Vec::new(),
+            });
+        }
     }
     let returns =
         returns.ok_or_else(|| perr(text.lines().count(), 1, "the function has no `return`"))?;
@@ -610,7 +343,7 @@ fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result
         if env.contains_key(name) {
             return Err(perr(call.line, 1, format!("`{name}` is already defined")));
         }
-        if recorded {
+        if recorded && call.rename {
             trace_ctx::rename_value(out.value(), name)?;
         }
         env.insert(name.clone(), out.clone());
@@ -736,6 +469,7 @@ pub fn parse_literal(text: &str) -> Option<Arg> {
         pos: 0,
         line: 1,
         end_col: text.len() + 1,
+        nested: Vec::new(),
     };
     match parse_literal_or_name(&mut c).ok()? {
         ArgExpr::Lit(a) if c.peek().is_none() => Some(a),
