@@ -21,7 +21,9 @@ fn cases(dir: &Path) -> Vec<(HashMap<String, Array>, HashMap<String, Array>)> {
         let (mut ins, mut outs) = (HashMap::new(), HashMap::new());
         for entry in std::fs::read_dir(dir).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
-            let Some(rest) = name.strip_prefix(&prefix) else { continue };
+            let Some(rest) = name.strip_prefix(&prefix) else {
+                continue;
+            };
             let rest = rest.strip_suffix(".npy").unwrap();
             let a = read_npy(&dir.join(&name)).unwrap();
             if let Some(n) = rest.strip_prefix("in.") {
@@ -43,7 +45,10 @@ fn relative_error(got: &Array, want: &Array) -> f64 {
     assert_eq!(got.shape(), want.shape());
     let (g, w) = (got.to_f64_vec().unwrap(), want.to_f64_vec().unwrap());
     let scale = w.iter().fold(0.0f64, |m, x| m.max(x.abs())).max(1e-30);
-    let err = g.iter().zip(&w).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    let err = g
+        .iter()
+        .zip(&w)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
     err / scale
 }
 
@@ -56,11 +61,7 @@ fn check_model(name: &str, host: Arc<PluginHost>) {
     assert!(!cases.is_empty(), "{name}: no cases");
     let mut shapes = std::collections::HashSet::new();
     for (i, (ins, want)) in cases.iter().enumerate() {
-        shapes.insert(
-            ins.values()
-                .map(|a| a.shape().to_vec())
-                .collect::<Vec<_>>(),
-        );
+        shapes.insert(ins.values().map(|a| a.shape().to_vec()).collect::<Vec<_>>());
         let got = session
             .run_named(ins.clone())
             .unwrap_or_else(|e| panic!("{name} case {i}: {e}"));
@@ -69,6 +70,10 @@ fn check_model(name: &str, host: Arc<PluginHost>) {
             let w = &want[out_name];
             assert_eq!(a.dtype(), w.dtype(), "{name} case {i} {out_name}: dtype");
             let err = relative_error(a, w);
+            eprintln!(
+                "{name} case {i} {out_name}{:?}: relative error {err:.2e}",
+                a.shape()
+            );
             assert!(
                 err <= 1e-4,
                 "{name} case {i} output {out_name}: relative error {err:e} > 1e-4"
@@ -79,7 +84,11 @@ fn check_model(name: &str, host: Arc<PluginHost>) {
     assert_eq!(session.cached(), shapes.len(), "{name}: cache entries");
     let (ins, _) = &cases[0];
     session.run_named(ins.clone()).unwrap();
-    assert_eq!(session.cached(), shapes.len(), "{name}: a repeated signature recompiled");
+    assert_eq!(
+        session.cached(),
+        shapes.len(),
+        "{name}: a repeated signature recompiled"
+    );
 }
 
 macro_rules! model_tests {

@@ -30,7 +30,13 @@ pub struct Imported {
 fn ident(name: &str, used: &mut HashSet<String>) -> String {
     let mut s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let s0 = s.trim_matches('_').to_string();
     s = if s0.is_empty() { "v".into() } else { s0 };
@@ -76,8 +82,8 @@ fn run_graph(model: &OnnxModel, inputs: &[Tensor], weights: &mut Weights) -> Res
     }
     for node in &model.graph.node {
         let nref = node_ref(model, node);
-        let rule = ops::lookup(&node.domain, &node.op_type)
-            .ok_or_else(|| OnnxError::Unsupported {
+        let rule =
+            ops::lookup(&node.domain, &node.op_type).ok_or_else(|| OnnxError::Unsupported {
                 node: nref.clone(),
                 reason: String::new(),
             })?;
@@ -122,7 +128,11 @@ fn run_graph(model: &OnnxModel, inputs: &[Tensor], weights: &mut Weights) -> Res
                     Some(t) => t.clone(),
                     None => {
                         weights.missing.push((c.name.clone(), c.array.clone()));
-                        thunder_core::ltorch::zeros(c.array.shape(), thunder_core::Device::Cpu, c.array.dtype())?
+                        thunder_core::ltorch::zeros(
+                            c.array.shape(),
+                            thunder_core::Device::Cpu,
+                            c.array.dtype(),
+                        )?
                     }
                 }
             }
@@ -137,7 +147,11 @@ pub fn import(model: &OnnxModel, types: &[TensorType]) -> Result<Imported> {
     if types.len() != model.inputs.len() {
         return Err(OnnxError::model(
             model.path.display().to_string(),
-            format!("{} inputs given, the graph has {}", types.len(), model.inputs.len()),
+            format!(
+                "{} inputs given, the graph has {}",
+                types.len(),
+                model.inputs.len()
+            ),
         ));
     }
     // Every initializer is declared at first; unused ones are dropped from the trace after.
@@ -145,7 +159,12 @@ pub fn import(model: &OnnxModel, types: &[TensorType]) -> Result<Imported> {
         .graph
         .initializer
         .iter()
-        .filter_map(|t| model.initializers.get(&t.name).map(|a| (t.name.clone(), a.clone())))
+        .filter_map(|t| {
+            model
+                .initializers
+                .get(&t.name)
+                .map(|a| (t.name.clone(), a.clone()))
+        })
         .collect();
     for _attempt in 0..4 {
         let mut used = HashSet::new();
@@ -159,34 +178,47 @@ pub fn import(model: &OnnxModel, types: &[TensorType]) -> Result<Imported> {
         let failure: RefCell<Option<OnnxError>> = RefCell::new(None);
         let missing: RefCell<Vec<(String, Arc<Array>)>> = RefCell::new(Vec::new());
         let n_graph = types.len();
-        let traced = trace_with(&trace_inputs, HashSet::new(), "Imported from ONNX", |proxies| {
-            let mut weights = Weights::default();
-            for ((name, _), t) in weight_list.iter().zip(&proxies[n_graph..]) {
-                weights.declared.insert(name.clone(), t.clone());
-            }
-            match run_graph(model, &proxies[..n_graph], &mut weights) {
-                Ok(outs) => {
-                    *missing.borrow_mut() = weights.missing;
-                    Ok(outs)
+        let traced = trace_with(
+            &trace_inputs,
+            HashSet::new(),
+            "Imported from ONNX",
+            |proxies| {
+                let mut weights = Weights::default();
+                for ((name, _), t) in weight_list.iter().zip(&proxies[n_graph..]) {
+                    weights.declared.insert(name.clone(), t.clone());
                 }
-                Err(e) => {
-                    let message = e.to_string();
-                    *failure.borrow_mut() = Some(e);
-                    Err(thunder_core::Error::Usage(message))
+                match run_graph(model, &proxies[..n_graph], &mut weights) {
+                    Ok(outs) => {
+                        *missing.borrow_mut() = weights.missing;
+                        Ok(outs)
+                    }
+                    Err(e) => {
+                        let message = e.to_string();
+                        *failure.borrow_mut() = Some(e);
+                        Err(thunder_core::Error::Usage(message))
+                    }
                 }
-            }
-        });
+            },
+        );
         if let Some(e) = failure.into_inner() {
             return Err(e);
         }
         let trace = traced?;
         let missing = missing.into_inner();
         if !missing.is_empty() {
-            tracing::debug!(count = missing.len(), "constants to declare as weight inputs");
+            tracing::debug!(
+                count = missing.len(),
+                "constants to declare as weight inputs"
+            );
             weight_list.extend(missing);
             continue;
         }
-        return Ok(prune(trace, n_graph, weight_list, model.output_names.clone()));
+        return Ok(prune(
+            trace,
+            n_graph,
+            weight_list,
+            model.output_names.clone(),
+        ));
     }
     Err(OnnxError::model(
         model.path.display().to_string(),

@@ -69,7 +69,10 @@ fn input_spec(v: &ValueInfoProto) -> Result<InputSpec> {
     let dtype = dtype_of(tensor.elem_type).ok_or_else(|| {
         OnnxError::model(
             what(),
-            format!("{} inputs are not supported", onnx_type_name(tensor.elem_type)),
+            format!(
+                "{} inputs are not supported",
+                onnx_type_name(tensor.elem_type)
+            ),
         )
     })?;
     let dims = tensor.shape.as_ref().map(|s| {

@@ -112,7 +112,9 @@ impl<'a> NodeCtx<'a> {
         let a = &c.array;
         let uniform = if a.numel() <= FOLD_LIMIT {
             let v = a.to_f64_vec().map_err(|e| self.err(e.to_string()))?;
-            v.first().copied().filter(|x| v.iter().all(|y| y.to_bits() == x.to_bits()))
+            v.first()
+                .copied()
+                .filter(|x| v.iter().all(|y| y.to_bits() == x.to_bits()))
         } else {
             None
         };
@@ -181,8 +183,9 @@ impl<'a> NodeCtx<'a> {
     }
 
     pub fn attr_s(&self, name: &str, default: &str) -> String {
-        self.attr(name)
-            .map_or(default.to_string(), |a| String::from_utf8_lossy(&a.s).into_owned())
+        self.attr(name).map_or(default.to_string(), |a| {
+            String::from_utf8_lossy(&a.s).into_owned()
+        })
     }
 
     /// A tensor attribute (Constant's `value`, ConstantOfShape's `value`).

@@ -69,12 +69,19 @@ impl OnnxSession {
             let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
             return Err(OnnxError::model(
                 self.model.path.display().to_string(),
-                format!("{} inputs given; the graph's inputs are: {}", types.len(), names.join(", ")),
+                format!(
+                    "{} inputs given; the graph's inputs are: {}",
+                    types.len(),
+                    names.join(", ")
+                ),
             ));
         }
         let mut symbols: HashMap<&str, (i64, &str)> = HashMap::new();
         for (spec, ty) in specs.iter().zip(types) {
-            let bad = |message: String| OnnxError::Input { name: spec.name.clone(), message };
+            let bad = |message: String| OnnxError::Input {
+                name: spec.name.clone(),
+                message,
+            };
             if ty.dtype != spec.dtype {
                 return Err(bad(format!("expected {spec}, got {ty}")));
             }
@@ -116,14 +123,23 @@ impl OnnxSession {
         let translate = t0.elapsed();
         let t1 = Instant::now();
         let (traces, program) = compile_trace(&self.host, imported.trace.clone())?;
-        let timings = Timings { translate, compile: t1.elapsed() };
+        let timings = Timings {
+            translate,
+            compile: t1.elapsed(),
+        };
         tracing::info!(
             model = %self.model.path.display(),
             translate_ms = translate.as_secs_f64() * 1e3,
             compile_ms = timings.compile.as_secs_f64() * 1e3,
             "specialised ONNX model"
         );
-        let s = Arc::new(Specialization { key: types.to_vec(), imported, traces, program, timings });
+        let s = Arc::new(Specialization {
+            key: types.to_vec(),
+            imported,
+            traces,
+            program,
+            timings,
+        });
         if let Ok(mut cache) = self.cache.write() {
             cache.push(s.clone());
         }
@@ -161,7 +177,10 @@ impl OnnxSession {
             let names: Vec<&str> = self.model.inputs.iter().map(|s| s.name.as_str()).collect();
             return Err(OnnxError::Input {
                 name: extra.clone(),
-                message: format!("not an input of the graph; its inputs are: {}", names.join(", ")),
+                message: format!(
+                    "not an input of the graph; its inputs are: {}",
+                    names.join(", ")
+                ),
             });
         }
         let out = self.run(&inputs)?;

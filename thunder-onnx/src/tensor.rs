@@ -52,7 +52,10 @@ pub fn onnx_type_name(code: i32) -> String {
 
 fn shape_of(t: &TensorProto, what: &str) -> Result<Vec<i64>> {
     if let Some(d) = t.dims.iter().find(|&&d| d < 0) {
-        return Err(OnnxError::model(what, format!("negative dimension {d} in {:?}", t.dims)));
+        return Err(OnnxError::model(
+            what,
+            format!("negative dimension {d} in {:?}", t.dims),
+        ));
     }
     let mut n: u64 = 1;
     for &d in &t.dims {
@@ -140,7 +143,12 @@ fn read_external(
     size: usize,
     what: &str,
 ) -> Result<Vec<u8>> {
-    let field = |k: &str| t.external_data.iter().find(|e| e.key == k).map(|e| e.value.as_str());
+    let field = |k: &str| {
+        t.external_data
+            .iter()
+            .find(|e| e.key == k)
+            .map(|e| e.value.as_str())
+    };
     let location = field("location")
         .ok_or_else(|| OnnxError::model(what, "external data without a `location`"))?;
     let number = |k: &str| -> Result<Option<u64>> {
@@ -161,7 +169,11 @@ fn read_external(
         ));
     }
     let rel = Path::new(location);
-    if rel.is_absolute() || rel.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+    if rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
         return Err(OnnxError::model(
             what,
             format!("external data location `{location}` must be a path inside the model's folder"),

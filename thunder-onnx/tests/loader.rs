@@ -9,7 +9,10 @@ use thunder_onnx::proto::*;
 use thunder_onnx::{import, unsupported_nodes, OnnxError, OnnxModel};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).join("model.onnx")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .join("model.onnx")
 }
 
 /// Loads and, when that works, imports for the declared shapes with symbolic dims set to 2:
@@ -67,7 +70,10 @@ fn truncated_models_are_errors_naming_the_file() {
                 errors += 1;
             }
         }
-        assert!(errors > 100, "{name}: only {errors} truncations were refused");
+        assert!(
+            errors > 100,
+            "{name}: only {errors} truncations were refused"
+        );
     }
 }
 
@@ -102,13 +108,21 @@ fn corrupted_models_never_panic() {
 fn missing_file_and_garbage_name_the_file() {
     let path = Path::new("/nonexistent/model.onnx");
     let err = OnnxModel::load(path).unwrap_err().to_string();
-    assert!(err.contains("/nonexistent/model.onnx") && err.contains("cannot read"), "{err}");
+    assert!(
+        err.contains("/nonexistent/model.onnx") && err.contains("cannot read"),
+        "{err}"
+    );
     let err = OnnxModel::from_bytes(b"\xff\xff\xff\xff not protobuf", Path::new("g.onnx"))
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("g.onnx: not a valid ONNX model"), "{err}");
-    let err = OnnxModel::from_bytes(&[], Path::new("empty.onnx")).unwrap_err().to_string();
-    assert!(err.contains("empty.onnx") && err.contains("no graph"), "{err}");
+    let err = OnnxModel::from_bytes(&[], Path::new("empty.onnx"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("empty.onnx") && err.contains("no graph"),
+        "{err}"
+    );
 }
 
 fn value_info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
@@ -120,7 +134,10 @@ fn value_info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
                 shape: Some(TensorShapeProto {
                     dim: dims
                         .iter()
-                        .map(|&d| Dimension { dim_value: Some(d), dim_param: None })
+                        .map(|&d| Dimension {
+                            dim_value: Some(d),
+                            dim_param: None,
+                        })
                         .collect(),
                 }),
             }),
@@ -143,8 +160,14 @@ fn model_bytes(nodes: Vec<NodeProto>, output: &str) -> Vec<u8> {
     ModelProto {
         ir_version: 8,
         opset_import: vec![
-            OperatorSetIdProto { domain: String::new(), version: 17 },
-            OperatorSetIdProto { domain: "com.microsoft".into(), version: 1 },
+            OperatorSetIdProto {
+                domain: String::new(),
+                version: 17,
+            },
+            OperatorSetIdProto {
+                domain: "com.microsoft".into(),
+                version: 1,
+            },
         ],
         producer_name: "test".into(),
         producer_version: String::new(),
@@ -171,7 +194,10 @@ fn unsupported_nodes_are_all_listed_and_named() {
         "y",
     );
     let model = OnnxModel::from_bytes(&bytes, Path::new("u.onnx")).unwrap();
-    let listed: Vec<String> = unsupported_nodes(&model).iter().map(|n| n.to_string()).collect();
+    let listed: Vec<String> = unsupported_nodes(&model)
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     assert_eq!(
         listed,
         [
@@ -193,8 +219,11 @@ fn dangling_inputs_and_bad_outputs_are_named() {
     let bytes = model_bytes(vec![node("r", "Relu", "", &["nope"], &["y"])], "y");
     let model = OnnxModel::from_bytes(&bytes, Path::new("d.onnx")).unwrap();
     let ty = TensorType::new(vec![2, 3], DType::F32, Device::Cpu);
-    let err = import(&model, &[ty.clone()]).unwrap_err().to_string();
-    assert!(err.contains("node `r` (op Relu") && err.contains("input `nope`"), "{err}");
+    let err = import(&model, std::slice::from_ref(&ty)).unwrap_err().to_string();
+    assert!(
+        err.contains("node `r` (op Relu") && err.contains("input `nope`"),
+        "{err}"
+    );
     let bytes = model_bytes(vec![node("r", "Relu", "", &["x"], &["a"])], "y");
     let model = OnnxModel::from_bytes(&bytes, Path::new("d.onnx")).unwrap();
     let err = import(&model, &[ty]).unwrap_err().to_string();
@@ -203,7 +232,10 @@ fn dangling_inputs_and_bad_outputs_are_named() {
 
 #[test]
 fn initializer_data_must_fill_its_shape() {
-    let mut m = ModelProto::decode(model_bytes(vec![node("r", "Relu", "", &["x"], &["y"])], "y").as_slice()).unwrap();
+    let mut m = ModelProto::decode(
+        model_bytes(vec![node("r", "Relu", "", &["x"], &["y"])], "y").as_slice(),
+    )
+    .unwrap();
     if let Some(g) = m.graph.as_mut() {
         g.initializer.push(TensorProto {
             dims: vec![4],
@@ -213,6 +245,11 @@ fn initializer_data_must_fill_its_shape() {
             ..Default::default()
         });
     }
-    let err = OnnxModel::from_bytes(&m.encode_to_vec(), Path::new("i.onnx")).unwrap_err().to_string();
-    assert!(err.contains("i.onnx: initializer `w`") && err.contains("float_data holds 2 values"), "{err}");
+    let err = OnnxModel::from_bytes(&m.encode_to_vec(), Path::new("i.onnx"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("i.onnx: initializer `w`") && err.contains("float_data holds 2 values"),
+        "{err}"
+    );
 }

@@ -250,6 +250,9 @@ pub fn run(
     random_inputs: bool,
     device: Option<&str>,
 ) -> Result<()> {
+    if super::onnx::is_onnx(program) {
+        return super::onnx::examine(args, program, inputs);
+    }
     let device = device
         .map(|text| {
             Device::parse(text).ok_or_else(|| {

@@ -4,6 +4,7 @@ pub mod demo;
 pub mod examine;
 pub mod gpu_check;
 pub mod gpu_common;
+pub mod onnx;
 pub mod opinfo_check;
 pub mod ops;
 pub mod partition;

@@ -91,6 +91,9 @@ pub fn run(
     out: &Path,
     options: &RunOptions,
 ) -> Result<()> {
+    if super::onnx::is_onnx(program) {
+        return super::onnx::run(args, program, inputs, out, options);
+    }
     let (print_trace, grad) = (options.print_trace, options.grad);
     let device = match options.device {
         None => None,

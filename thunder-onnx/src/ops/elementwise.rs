@@ -25,8 +25,13 @@ fn binary(
     };
     if ctx.all_const() {
         let (a, b) = (ctx.host(0)?, ctx.host(1)?);
-        let out = map_n(&[&a, &b], dtype, |x| cast_value(host(x[0], x[1]), dtype))
-            .ok_or_else(|| ctx.err(format!("shapes {:?} and {:?} do not broadcast", a.shape, b.shape)))?;
+        let out =
+            map_n(&[&a, &b], dtype, |x| cast_value(host(x[0], x[1]), dtype)).ok_or_else(|| {
+                ctx.err(format!(
+                    "shapes {:?} and {:?} do not broadcast",
+                    a.shape, b.shape
+                ))
+            })?;
         return Ok(vec![ctx.folded(out, 0)?]);
     }
     let (ra, rb) = (ctx.rank(0)?, ctx.rank(1)?);
@@ -45,30 +50,30 @@ macro_rules! binaries {
 }
 
 binaries! {
-    add, |a, b| a + b, false, |a, b| ltorch::add(a, b);
-    sub, |a, b| a - b, false, |a, b| ltorch::sub(a, b);
-    mul, |a, b| a * b, false, |a, b| ltorch::mul(a, b);
-    pow, f64::powf, false, |a, b| ltorch::pow(a, b);
-    equal, |a, b| (a == b) as i64 as f64, true, |a, b| ltorch::eq(a, b);
-    less, |a, b| (a < b) as i64 as f64, true, |a, b| ltorch::lt(a, b);
-    less_equal, |a, b| (a <= b) as i64 as f64, true, |a, b| ltorch::le(a, b);
-    greater, |a, b| (a > b) as i64 as f64, true, |a, b| ltorch::gt(a, b);
-    greater_equal, |a, b| (a >= b) as i64 as f64, true, |a, b| ltorch::ge(a, b);
-    and, |a, b| (a != 0.0 && b != 0.0) as i64 as f64, true, |a, b| ltorch::bitwise_and(a, b);
-    or, |a, b| (a != 0.0 || b != 0.0) as i64 as f64, true, |a, b| ltorch::bitwise_or(a, b);
-    xor, |a, b| ((a != 0.0) != (b != 0.0)) as i64 as f64, true, |a, b| ltorch::bitwise_xor(a, b);
+    add, |a, b| a + b, false, ltorch::add;
+    sub, |a, b| a - b, false, ltorch::sub;
+    mul, |a, b| a * b, false, ltorch::mul;
+    pow, f64::powf, false, ltorch::pow;
+    equal, |a, b| (a == b) as i64 as f64, true, ltorch::eq;
+    less, |a, b| (a < b) as i64 as f64, true, ltorch::lt;
+    less_equal, |a, b| (a <= b) as i64 as f64, true, ltorch::le;
+    greater, |a, b| (a > b) as i64 as f64, true, ltorch::gt;
+    greater_equal, |a, b| (a >= b) as i64 as f64, true, ltorch::ge;
+    and, |a, b| (a != 0.0 && b != 0.0) as i64 as f64, true, ltorch::bitwise_and;
+    or, |a, b| (a != 0.0 || b != 0.0) as i64 as f64, true, ltorch::bitwise_or;
+    xor, |a, b| ((a != 0.0) != (b != 0.0)) as i64 as f64, true, ltorch::bitwise_xor;
 }
 
 /// ONNX Div: true division for floats, truncating division for integers.
 pub fn div(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     if ctx.input(0)?.dtype().is_float() {
-        return binary(ctx, |a, b| a / b, false, |a, b| ltorch::div(a, b));
+        return binary(ctx, |a, b| a / b, false, ltorch::div);
     }
     let dtype = ctx.input(0)?.dtype();
     if ctx.all_const() {
-        return binary(ctx, |a, b| (a / b).trunc(), false, |a, b| ltorch::div(a, b));
+        return binary(ctx, |a, b| (a / b).trunc(), false, ltorch::div);
     }
-    let out = binary(ctx, |a, b| a / b, false, |a, b| ltorch::div(a, b))?;
+    let out = binary(ctx, |a, b| a / b, false, ltorch::div)?;
     let Some(Val::Traced(q)) = out.into_iter().next() else {
         return Err(ctx.err("integer division produced no tensor"));
     };
@@ -78,9 +83,14 @@ pub fn div(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
 /// Mod: `fmod=1` is C's fmod (sign of the dividend), else Python's remainder.
 pub fn modulo(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     if ctx.attr_i("fmod", 0) == 1 {
-        binary(ctx, |a, b| a % b, false, |a, b| ltorch::fmod(a, b))
+        binary(ctx, |a, b| a % b, false, ltorch::fmod)
     } else {
-        binary(ctx, |a, b| a - b * (a / b).floor(), false, |a, b| ltorch::remainder(a, b))
+        binary(
+            ctx,
+            |a, b| a - b * (a / b).floor(),
+            false,
+            ltorch::remainder,
+        )
     }
 }
 
@@ -96,25 +106,32 @@ fn variadic(ctx: &mut NodeCtx, host: fn(f64, f64) -> f64, traced: Traced) -> Res
         let saved = std::mem::replace(&mut ctx.inputs, vec![Some(acc), Some(v)]);
         let out = binary(ctx, host, false, traced);
         ctx.inputs = saved;
-        acc = out?.into_iter().next().ok_or_else(|| ctx.err("no result"))?;
+        acc = out?
+            .into_iter()
+            .next()
+            .ok_or_else(|| ctx.err("no result"))?;
     }
     Ok(vec![acc])
 }
 
 pub fn max(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
-    variadic(ctx, f64::max, |a, b| ltorch::maximum(a, b))
+    variadic(ctx, f64::max, ltorch::maximum)
 }
 
 pub fn min(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
-    variadic(ctx, f64::min, |a, b| ltorch::minimum(a, b))
+    variadic(ctx, f64::min, ltorch::minimum)
 }
 
 pub fn where_(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let dtype = ctx.input(1)?.dtype();
     if ctx.all_const() {
         let (c, a, b) = (ctx.host(0)?, ctx.host(1)?, ctx.host(2)?);
-        let out = map_n(&[&c, &a, &b], dtype, |x| if x[0] != 0.0 { x[1] } else { x[2] })
-            .ok_or_else(|| ctx.err("the shapes do not broadcast"))?;
+        let out = map_n(
+            &[&c, &a, &b],
+            dtype,
+            |x| if x[0] != 0.0 { x[1] } else { x[2] },
+        )
+        .ok_or_else(|| ctx.err("the shapes do not broadcast"))?;
         return Ok(vec![ctx.folded(out, 0)?]);
     }
     let rank = (0..3).map(|i| ctx.rank(i)).collect::<Result<Vec<_>>>()?;
@@ -124,7 +141,11 @@ pub fn where_(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let b = ctx.operand(2, top)?;
     let out = ltorch::where_(&cond, a, b)?;
     // Literals on both sides give torch's default dtype; ONNX keeps the operands'.
-    let out = if out.dtype() != dtype { ltorch::to(&out, dtype)? } else { out };
+    let out = if out.dtype() != dtype {
+        ltorch::to(&out, dtype)?
+    } else {
+        out
+    };
     Ok(vec![Val::Traced(out)])
 }
 
@@ -177,7 +198,9 @@ unaries! {
 pub fn gelu(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let approximate = ctx.attr_s("approximate", "none");
     if approximate != "none" && approximate != "tanh" {
-        return Err(ctx.err(format!("approximate must be none or tanh, got `{approximate}`")));
+        return Err(ctx.err(format!(
+            "approximate must be none or tanh, got `{approximate}`"
+        )));
     }
     unary(ctx, None, |a| ltorch::gelu(a, &approximate))
 }
@@ -204,7 +227,9 @@ pub fn clip(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let rank = ctx.rank(0)?;
     let bound = |ctx: &mut NodeCtx, i: usize, attr: &str| -> Result<Option<Operand>> {
         if ctx.opset() < 11 {
-            return Ok(ctx.has_attr(attr).then(|| Operand::Float(ctx.attr_f(attr, 0.0))));
+            return Ok(ctx
+                .has_attr(attr)
+                .then(|| Operand::Float(ctx.attr_f(attr, 0.0))));
         }
         if !ctx.has_input(i) {
             return Ok(None);
@@ -233,8 +258,8 @@ fn cast_to(ctx: &mut NodeCtx, dtype: DType) -> Result<Vec<Val>> {
 
 pub fn cast(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let to = ctx.attr_i("to", 0) as i32;
-    let dtype = dtype_of(to)
-        .ok_or_else(|| ctx.unsupported(format!("cast to {}", onnx_type_name(to))))?;
+    let dtype =
+        dtype_of(to).ok_or_else(|| ctx.unsupported(format!("cast to {}", onnx_type_name(to))))?;
     cast_to(ctx, dtype)
 }
 

@@ -17,12 +17,20 @@ pub fn gemm(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let (ta, tb) = (ctx.attr_i("transA", 0) == 1, ctx.attr_i("transB", 0) == 1);
     let mut a = ctx.tensor(0)?;
     let b = ctx.tensor(1)?;
-    let c = if ctx.has_input(2) { Some(ctx.tensor(2)?) } else { None };
+    let c = if ctx.has_input(2) {
+        Some(ctx.tensor(2)?)
+    } else {
+        None
+    };
     if ta {
         a = ltorch::permute(&a, &[1, 0])?;
     }
     let plain = alpha == 1.0 && beta == 1.0;
-    if tb && plain && c.as_ref().is_none_or(|c| c.rank() == 1 && c.shape()[0] == b.shape()[0]) {
+    if tb
+        && plain
+        && c.as_ref()
+            .is_none_or(|c| c.rank() == 1 && c.shape()[0] == b.shape()[0])
+    {
         return Ok(vec![Val::Traced(ltorch::linear(&a, &b, c.as_ref())?)]);
     }
     let b = if tb { ltorch::permute(&b, &[1, 0])? } else { b };
@@ -31,7 +39,11 @@ pub fn gemm(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
         y = ltorch::mul(&y, alpha)?;
     }
     if let Some(c) = c {
-        let c = if beta != 1.0 { ltorch::mul(&c, beta)? } else { c };
+        let c = if beta != 1.0 {
+            ltorch::mul(&c, beta)?
+        } else {
+            c
+        };
         y = ltorch::add(&y, &c)?;
     }
     Ok(vec![Val::Traced(y)])
@@ -40,7 +52,9 @@ pub fn gemm(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
 /// Rejects requests for a node's optional extra outputs (training statistics).
 fn only_first_output(ctx: &NodeCtx) -> Result<()> {
     if ctx.node.output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(ctx.unsupported("only the first output (the optional statistics outputs are not produced)"));
+        return Err(ctx.unsupported(
+            "only the first output (the optional statistics outputs are not produced)",
+        ));
     }
     Ok(())
 }
@@ -52,7 +66,11 @@ pub fn layer_norm(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let eps = ctx.attr_f("epsilon", 1e-5);
     let x = ctx.tensor(0)?;
     let w = ctx.tensor(1)?;
-    let b = if ctx.has_input(2) { Some(ctx.tensor(2)?) } else { None };
+    let b = if ctx.has_input(2) {
+        Some(ctx.tensor(2)?)
+    } else {
+        None
+    };
     let y = ltorch::layer_norm(&x, &shape[axis..], Some(&w), b.as_ref(), eps)?;
     Ok(vec![Val::Traced(y)])
 }
@@ -63,8 +81,19 @@ pub fn batch_norm(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
         return Err(ctx.unsupported("training_mode=1"));
     }
     let eps = ctx.attr_f("epsilon", 1e-5);
-    let t = (0..5).map(|i| ctx.tensor(i)).collect::<Result<Vec<Tensor>>>()?;
-    let out = ltorch::batch_norm(&t[0], Some(&t[3]), Some(&t[4]), Some(&t[1]), Some(&t[2]), false, 0.1, eps)?;
+    let t = (0..5)
+        .map(|i| ctx.tensor(i))
+        .collect::<Result<Vec<Tensor>>>()?;
+    let out = ltorch::batch_norm(
+        &t[0],
+        Some(&t[3]),
+        Some(&t[4]),
+        Some(&t[1]),
+        Some(&t[2]),
+        false,
+        0.1,
+        eps,
+    )?;
     Ok(vec![Val::Traced(out.output)])
 }
 
@@ -83,7 +112,9 @@ fn window(ctx: &NodeCtx, spatial: &[i64], kernel: Vec<i64>) -> Result<Window> {
     let strides = ctx.attr_ints("strides").unwrap_or_else(|| vec![1; n]);
     let dilations = ctx.attr_ints("dilations").unwrap_or_else(|| vec![1; n]);
     if kernel.len() != n || strides.len() != n || dilations.len() != n {
-        return Err(ctx.err(format!("kernel, strides and dilations must have {n} values")));
+        return Err(ctx.err(format!(
+            "kernel, strides and dilations must have {n} values"
+        )));
     }
     let auto_pad = ctx.attr_s("auto_pad", "NOTSET");
     let (begin, end) = match auto_pad.as_str() {
@@ -100,15 +131,31 @@ fn window(ctx: &NodeCtx, spatial: &[i64], kernel: Vec<i64>) -> Result<Window> {
             let mut e = vec![0; n];
             for i in 0..n {
                 let out = (spatial[i] + strides[i] - 1) / strides[i];
-                let total = ((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - spatial[i]).max(0);
+                let total = ((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1
+                    - spatial[i])
+                    .max(0);
                 let small = total / 2;
-                (b[i], e[i]) = if auto_pad == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+                (b[i], e[i]) = if auto_pad == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                };
             }
             (b, e)
         }
-        other => return Err(ctx.err(format!("auto_pad `{other}` is not NOTSET, VALID, SAME_UPPER or SAME_LOWER"))),
+        other => {
+            return Err(ctx.err(format!(
+                "auto_pad `{other}` is not NOTSET, VALID, SAME_UPPER or SAME_LOWER"
+            )))
+        }
     };
-    Ok(Window { kernel, strides, dilations, begin, end })
+    Ok(Window {
+        kernel,
+        strides,
+        dilations,
+        begin,
+        end,
+    })
 }
 
 /// Pads asymmetric windows explicitly (with `fill`); returns the input and symmetric pads.
@@ -129,21 +176,38 @@ pub fn conv(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let xs = ctx.shape(0)?;
     let ws = ctx.shape(1)?;
     if xs.len() < 3 || xs.len() > 5 {
-        return Err(ctx.unsupported(format!("{}-d input (Conv takes 1 to 3 spatial dims)", xs.len())));
+        return Err(ctx.unsupported(format!(
+            "{}-d input (Conv takes 1 to 3 spatial dims)",
+            xs.len()
+        )));
     }
-    let kernel = ctx.attr_ints("kernel_shape").unwrap_or_else(|| ws[2..].to_vec());
+    let kernel = ctx
+        .attr_ints("kernel_shape")
+        .unwrap_or_else(|| ws[2..].to_vec());
     let w = window(ctx, &xs[2..], kernel)?;
     let groups = ctx.attr_i("group", 1);
     let x = ctx.tensor(0)?;
     let weight = ctx.tensor(1)?;
-    let bias = if ctx.has_input(2) { Some(ctx.tensor(2)?) } else { None };
+    let bias = if ctx.has_input(2) {
+        Some(ctx.tensor(2)?)
+    } else {
+        None
+    };
     let (x, pads) = symmetric(x, &w, 0.0)?;
     let f = match xs.len() {
         3 => ltorch::conv1d,
         4 => ltorch::conv2d,
         _ => ltorch::conv3d,
     };
-    let y = f(&x, &weight, bias.as_ref(), &w.strides, &pads, &w.dilations, groups)?;
+    let y = f(
+        &x,
+        &weight,
+        bias.as_ref(),
+        &w.strides,
+        &pads,
+        &w.dilations,
+        groups,
+    )?;
     Ok(vec![Val::Traced(y)])
 }
 
@@ -155,7 +219,9 @@ fn pool_window(ctx: &NodeCtx) -> Result<Window> {
     if ctx.attr_i("ceil_mode", 0) != 0 {
         return Err(ctx.unsupported("ceil_mode=1"));
     }
-    let kernel = ctx.attr_ints("kernel_shape").ok_or_else(|| ctx.err("attribute `kernel_shape` is required"))?;
+    let kernel = ctx
+        .attr_ints("kernel_shape")
+        .ok_or_else(|| ctx.err("attribute `kernel_shape` is required"))?;
     window(ctx, &xs[2..], kernel)
 }
 
@@ -188,7 +254,9 @@ pub fn average_pool(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
 fn spatial_dims(ctx: &NodeCtx) -> Result<Vec<i64>> {
     let rank = ctx.rank(0)?;
     if rank < 3 {
-        return Err(ctx.err(format!("input of rank {rank}, expected N, C and spatial dims")));
+        return Err(ctx.err(format!(
+            "input of rank {rank}, expected N, C and spatial dims"
+        )));
     }
     Ok((2..rank as i64).collect())
 }

@@ -10,14 +10,20 @@ use thunder_core::{ltorch, Tensor};
 fn reduce_axes(ctx: &NodeCtx, since: i64) -> Result<Option<Vec<i64>>> {
     let rank = ctx.rank(0)?;
     let given = if ctx.opset() >= since {
-        if ctx.has_input(1) { Some(ctx.ints(1)?) } else { None }
+        if ctx.has_input(1) {
+            Some(ctx.ints(1)?)
+        } else {
+            None
+        }
     } else {
         ctx.attr_ints("axes")
     };
     match given {
-        Some(a) if !a.is_empty() => {
-            Ok(Some(a.iter().map(|&x| ctx.axis(x, rank)).collect::<Result<Vec<_>>>()?))
-        }
+        Some(a) if !a.is_empty() => Ok(Some(
+            a.iter()
+                .map(|&x| ctx.axis(x, rank))
+                .collect::<Result<Vec<_>>>()?,
+        )),
         _ if ctx.attr_i("noop_with_empty_axes", 0) == 1 => Ok(Some(vec![])),
         _ => Ok(None),
     }

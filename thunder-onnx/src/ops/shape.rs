@@ -15,13 +15,23 @@ pub fn constant(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let h = if let Some(a) = ctx.attr_tensor("value")? {
         HostArr::from_array(&a)?
     } else if ctx.has_attr("value_float") {
-        HostArr { shape: vec![], dtype: DType::F32, data: vec![ctx.attr_f("value_float", 0.0)] }
+        HostArr {
+            shape: vec![],
+            dtype: DType::F32,
+            data: vec![ctx.attr_f("value_float", 0.0)],
+        }
     } else if ctx.has_attr("value_int") {
-        HostArr { shape: vec![], dtype: DType::I64, data: vec![ctx.attr_i("value_int", 0) as f64] }
+        HostArr {
+            shape: vec![],
+            dtype: DType::I64,
+            data: vec![ctx.attr_i("value_int", 0) as f64],
+        }
     } else if let Some(v) = ctx.attr_ints("value_ints") {
         HostArr::ints_1d(&v)
     } else {
-        return Err(ctx.unsupported("only the value, value_float, value_int and value_ints attributes are supported"));
+        return Err(ctx.unsupported(
+            "only the value, value_float, value_int and value_ints attributes are supported",
+        ));
     };
     Ok(vec![ctx.folded(h, 0)?])
 }
@@ -32,13 +42,24 @@ pub fn shape(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let clamp = |x: i64| (if x < 0 { x + r } else { x }).clamp(0, r) as usize;
     let start = clamp(ctx.attr_i("start", 0));
     let end = clamp(ctx.attr_i("end", r));
-    let dims = if start < end { &shape[start..end] } else { &[][..] };
+    let dims = if start < end {
+        &shape[start..end]
+    } else {
+        &[][..]
+    };
     Ok(vec![ctx.folded(HostArr::ints_1d(dims), 0)?])
 }
 
 pub fn size(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let n = numel(&ctx.shape(0)?) as f64;
-    Ok(vec![ctx.folded(HostArr { shape: vec![], dtype: DType::I64, data: vec![n] }, 0)?])
+    Ok(vec![ctx.folded(
+        HostArr {
+            shape: vec![],
+            dtype: DType::I64,
+            data: vec![n],
+        },
+        0,
+    )?])
 }
 
 pub fn constant_of_shape(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
@@ -68,7 +89,14 @@ pub fn range(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let dtype = start.dtype;
     if n <= FOLD_LIMIT {
         let data = (0..n).map(|i| s + i as f64 * d).collect();
-        return Ok(vec![ctx.folded(HostArr { shape: vec![n as i64], dtype, data }, 0)?]);
+        return Ok(vec![ctx.folded(
+            HostArr {
+                shape: vec![n as i64],
+                dtype,
+                data,
+            },
+            0,
+        )?]);
     }
     if dtype.is_float() {
         return Err(ctx.unsupported(format!("a float Range of {n} values")));
@@ -97,19 +125,28 @@ pub fn reshape(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let allowzero = ctx.attr_i("allowzero", 0) == 1;
     for (i, d) in shape.iter_mut().enumerate() {
         if *d == 0 && !allowzero {
-            *d = *input.get(i).ok_or_else(|| ctx.err(format!("shape has 0 at {i} beyond the input's rank")))?;
+            *d = *input
+                .get(i)
+                .ok_or_else(|| ctx.err(format!("shape has 0 at {i} beyond the input's rank")))?;
         }
     }
     let n = numel(&input);
     if let Some(k) = shape.iter().position(|&d| d == -1) {
-        let rest: i64 = shape.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, &d)| d).product();
+        let rest: i64 = shape
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != k)
+            .map(|(_, &d)| d)
+            .product();
         if rest == 0 || n as i64 % rest != 0 {
             return Err(ctx.err(format!("cannot reshape {input:?} to {shape:?}")));
         }
         shape[k] = n as i64 / rest;
     }
     if numel(&shape) != n || shape.iter().any(|&d| d < 0) {
-        return Err(ctx.err(format!("cannot reshape {input:?} ({n} elements) to {shape:?}")));
+        return Err(ctx.err(format!(
+            "cannot reshape {input:?} ({n} elements) to {shape:?}"
+        )));
     }
     reshaped(ctx, shape)
 }
@@ -117,7 +154,11 @@ pub fn reshape(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
 pub fn flatten(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let input = ctx.shape(0)?;
     let axis = ctx.attr_i("axis", 1);
-    let axis = if axis < 0 { axis + input.len() as i64 } else { axis };
+    let axis = if axis < 0 {
+        axis + input.len() as i64
+    } else {
+        axis
+    };
     if axis < 0 || axis > input.len() as i64 {
         return Err(ctx.err(format!("axis {axis} out of range for rank {}", input.len())));
     }
@@ -127,7 +168,9 @@ pub fn flatten(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
 
 pub fn transpose(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let rank = ctx.rank(0)?;
-    let perm = ctx.attr_ints("perm").unwrap_or_else(|| (0..rank as i64).rev().collect());
+    let perm = ctx
+        .attr_ints("perm")
+        .unwrap_or_else(|| (0..rank as i64).rev().collect());
     let a = ctx.tensor(0)?;
     Ok(vec![Val::Traced(ltorch::permute(&a, &perm)?)])
 }
@@ -146,8 +189,13 @@ fn axes(ctx: &NodeCtx, since: i64) -> Result<Option<Vec<i64>>> {
 pub fn squeeze(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let input = ctx.shape(0)?;
     let axes = match axes(ctx, 13)? {
-        Some(a) => a.iter().map(|&x| ctx.axis(x, input.len())).collect::<Result<Vec<_>>>()?,
-        None => (0..input.len() as i64).filter(|&i| input[i as usize] == 1).collect(),
+        Some(a) => a
+            .iter()
+            .map(|&x| ctx.axis(x, input.len()))
+            .collect::<Result<Vec<_>>>()?,
+        None => (0..input.len() as i64)
+            .filter(|&i| input[i as usize] == 1)
+            .collect(),
     };
     let shape = input
         .iter()
@@ -162,7 +210,10 @@ pub fn unsqueeze(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let input = ctx.shape(0)?;
     let axes = axes(ctx, 13)?.ok_or_else(|| ctx.err("no axes given"))?;
     let out_rank = input.len() + axes.len();
-    let mut axes = axes.iter().map(|&x| ctx.axis(x, out_rank)).collect::<Result<Vec<_>>>()?;
+    let mut axes = axes
+        .iter()
+        .map(|&x| ctx.axis(x, out_rank))
+        .collect::<Result<Vec<_>>>()?;
     axes.sort();
     let mut shape = Vec::with_capacity(out_rank);
     let mut it = input.iter();
@@ -182,17 +233,29 @@ pub fn concat(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let n = ctx.n_inputs();
     if ctx.all_const() {
         let parts = (0..n).map(|i| ctx.host(i)).collect::<Result<Vec<_>>>()?;
-        let parts: Vec<HostArr> = parts.into_iter().filter(|p| !p.data.is_empty() || p.shape.len() == rank).collect();
+        let parts: Vec<HostArr> = parts
+            .into_iter()
+            .filter(|p| !p.data.is_empty() || p.shape.len() == rank)
+            .collect();
         for p in &parts {
             let same = p.shape.len() == rank
-                && p.shape.iter().zip(&parts[0].shape).enumerate().all(|(i, (a, b))| i == axis || a == b);
+                && p.shape
+                    .iter()
+                    .zip(&parts[0].shape)
+                    .enumerate()
+                    .all(|(i, (a, b))| i == axis || a == b);
             if !same {
-                return Err(ctx.err(format!("shapes {:?} and {:?} do not concatenate on axis {axis}", parts[0].shape, p.shape)));
+                return Err(ctx.err(format!(
+                    "shapes {:?} and {:?} do not concatenate on axis {axis}",
+                    parts[0].shape, p.shape
+                )));
             }
         }
         return Ok(vec![ctx.folded(fold::concat(&parts, axis), 0)?]);
     }
-    let tensors = (0..n).map(|i| ctx.tensor(i)).collect::<Result<Vec<Tensor>>>()?;
+    let tensors = (0..n)
+        .map(|i| ctx.tensor(i))
+        .collect::<Result<Vec<Tensor>>>()?;
     Ok(vec![Val::Traced(ltorch::cat(&tensors, axis as i64)?)])
 }
 
@@ -202,11 +265,22 @@ pub fn slice(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let (starts, ends, axes, steps) = if ctx.opset() >= 10 {
         let starts = ctx.ints(1)?;
         let ends = ctx.ints(2)?;
-        let axes = if ctx.has_input(3) { Some(ctx.ints(3)?) } else { None };
-        let steps = if ctx.has_input(4) { Some(ctx.ints(4)?) } else { None };
+        let axes = if ctx.has_input(3) {
+            Some(ctx.ints(3)?)
+        } else {
+            None
+        };
+        let steps = if ctx.has_input(4) {
+            Some(ctx.ints(4)?)
+        } else {
+            None
+        };
         (starts, ends, axes, steps)
     } else {
-        let get = |n: &str| ctx.attr_ints(n).ok_or_else(|| ctx.err(format!("attribute `{n}` is required")));
+        let get = |n: &str| {
+            ctx.attr_ints(n)
+                .ok_or_else(|| ctx.err(format!("attribute `{n}` is required")))
+        };
         (get("starts")?, get("ends")?, ctx.attr_ints("axes"), None)
     };
     let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
@@ -252,13 +326,22 @@ pub fn split(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     } else if let Some(s) = ctx.attr_ints("split").filter(|_| ctx.opset() < 13) {
         s
     } else {
-        let parts = if ctx.has_attr("num_outputs") { ctx.attr_i("num_outputs", 1) } else { n_out as i64 };
+        let parts = if ctx.has_attr("num_outputs") {
+            ctx.attr_i("num_outputs", 1)
+        } else {
+            n_out as i64
+        };
         let dim = shape[axis];
         let chunk = (dim + parts - 1) / parts.max(1);
-        (0..parts).map(|i| (dim - i * chunk).clamp(0, chunk)).collect()
+        (0..parts)
+            .map(|i| (dim - i * chunk).clamp(0, chunk))
+            .collect()
     };
     if sizes.iter().sum::<i64>() != shape[axis] || sizes.len() != n_out {
-        return Err(ctx.err(format!("split sizes {sizes:?} do not cover dimension {} into {n_out} outputs", shape[axis])));
+        return Err(ctx.err(format!(
+            "split sizes {sizes:?} do not cover dimension {} into {n_out} outputs",
+            shape[axis]
+        )));
     }
     let a = ctx.tensor(0)?;
     let mut start = 0;
@@ -294,7 +377,10 @@ pub fn gather(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let dim = shape[axis];
     if let Some(c) = ctx.input(1)?.as_const() {
         let idx = crate::value::HostArr::from_array(&c.array)?.ints();
-        let idx: Vec<i64> = idx.iter().map(|&i| if i < 0 { i + dim } else { i }).collect();
+        let idx: Vec<i64> = idx
+            .iter()
+            .map(|&i| if i < 0 { i + dim } else { i })
+            .collect();
         if let Some(bad) = idx.iter().find(|&&i| i < 0 || i >= dim) {
             return Err(ctx.err(format!("index {bad} is out of range for dimension {dim}")));
         }
@@ -327,9 +413,17 @@ pub fn gather(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
 }
 
 pub fn trilu(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
-    let k = if ctx.has_input(1) { ctx.ints(1)?.first().copied().unwrap_or(0) } else { 0 };
+    let k = if ctx.has_input(1) {
+        ctx.ints(1)?.first().copied().unwrap_or(0)
+    } else {
+        0
+    };
     let upper = ctx.attr_i("upper", 1) == 1;
     let a = ctx.tensor(0)?;
-    let out = if upper { ltorch::triu(&a, k)? } else { ltorch::tril(&a, k)? };
+    let out = if upper {
+        ltorch::triu(&a, k)?
+    } else {
+        ltorch::tril(&a, k)?
+    };
     Ok(vec![Val::Traced(out)])
 }
