@@ -56,6 +56,8 @@ pub struct OnnxModel {
     pub inputs: Vec<InputSpec>,
     pub output_names: Vec<String>,
     pub initializers: HashMap<String, Arc<Array>>,
+    /// Initializer names in the file's order (the graph keeps none of their data).
+    pub initializer_names: Vec<String>,
     pub producer: String,
 }
 
@@ -100,18 +102,24 @@ impl OnnxModel {
             path: path.to_path_buf(),
             message: format!("cannot read: {e}"),
         })?;
-        OnnxModel::from_bytes(&bytes, path)
+        OnnxModel::from_buffer(prost::bytes::Bytes::from(bytes), path)
     }
 
     /// Decodes a model held in memory; `path` names it in errors and locates external data.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<OnnxModel> {
+        OnnxModel::from_buffer(prost::bytes::Bytes::copy_from_slice(bytes), path)
+    }
+
+    /// Decodes a model from a shared buffer: tensor data is read from it without a copy per
+    /// tensor, then copied once into each weight's array.
+    pub fn from_buffer(bytes: prost::bytes::Bytes, path: &Path) -> Result<OnnxModel> {
         let file_err = |message: String| OnnxError::File {
             path: path.to_path_buf(),
             message,
         };
         let model = ModelProto::decode(bytes)
             .map_err(|e| file_err(format!("not a valid ONNX model (protobuf: {e})")))?;
-        let graph = model
+        let mut graph = model
             .graph
             .ok_or_else(|| file_err("not an ONNX model: it has no graph".into()))?;
         let mut opsets = HashMap::new();
@@ -124,9 +132,13 @@ impl OnnxModel {
         }
         let dir = path.parent();
         let mut initializers = HashMap::new();
-        for t in &graph.initializer {
+        let mut initializer_names = Vec::new();
+        for t in std::mem::take(&mut graph.initializer) {
             let what = format!("{}: initializer `{}`", path.display(), t.name);
-            initializers.insert(t.name.clone(), Arc::new(to_array(t, dir, &what)?));
+            let array = Arc::new(to_array(&t, dir, &what)?);
+            if initializers.insert(t.name.clone(), array).is_none() {
+                initializer_names.push(t.name);
+            }
         }
         // Inputs that have an initializer are defaults the caller may not override here.
         let inputs = graph
@@ -149,6 +161,7 @@ impl OnnxModel {
             inputs,
             output_names,
             initializers,
+            initializer_names,
             producer: format!("{} {}", model.producer_name, model.producer_version),
             graph,
         })

@@ -150,8 +150,9 @@ pub struct TensorProto {
     pub int64_data: Vec<i64>,
     #[prost(string, tag = "8")]
     pub name: String,
-    #[prost(bytes = "vec", tag = "9")]
-    pub raw_data: Vec<u8>,
+    /// Shares the buffer the model was decoded from (no copy per tensor).
+    #[prost(bytes = "bytes", tag = "9")]
+    pub raw_data: prost::bytes::Bytes,
     #[prost(double, repeated, tag = "10")]
     pub double_data: Vec<f64>,
     #[prost(uint64, repeated, tag = "11")]

@@ -219,7 +219,9 @@ fn dangling_inputs_and_bad_outputs_are_named() {
     let bytes = model_bytes(vec![node("r", "Relu", "", &["nope"], &["y"])], "y");
     let model = OnnxModel::from_bytes(&bytes, Path::new("d.onnx")).unwrap();
     let ty = TensorType::new(vec![2, 3], DType::F32, Device::Cpu);
-    let err = import(&model, std::slice::from_ref(&ty)).unwrap_err().to_string();
+    let err = import(&model, std::slice::from_ref(&ty))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("node `r` (op Relu") && err.contains("input `nope`"),
         "{err}"

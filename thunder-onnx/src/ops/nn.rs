@@ -8,6 +8,17 @@ use thunder_core::{ltorch, Tensor};
 pub fn matmul(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let a = ctx.tensor(0)?;
     let b = ctx.tensor(1)?;
+    // A batch of rows times a matrix (every Linear layer): one 2-d product on the flattened
+    // rows, rather than the matrix broadcast to the batch.
+    if a.rank() > 2 && b.rank() == 2 {
+        let (k, n) = (b.shape()[0], b.shape()[1]);
+        let rows: i64 = a.shape()[..a.rank() - 1].iter().product();
+        let flat = ltorch::reshape(&a, &[rows, k])?;
+        let y = ltorch::matmul(&flat, &b)?;
+        let mut shape = a.shape()[..a.rank() - 1].to_vec();
+        shape.push(n);
+        return Ok(vec![Val::Traced(ltorch::reshape(&y, &shape)?)]);
+    }
     Ok(vec![Val::Traced(ltorch::matmul(&a, &b)?)])
 }
 
