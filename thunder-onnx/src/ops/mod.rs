@@ -3,6 +3,7 @@
 
 mod elementwise;
 mod fold;
+mod lowering;
 mod nn;
 mod reduce;
 mod shape;

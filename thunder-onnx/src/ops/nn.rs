@@ -205,6 +205,17 @@ pub fn conv(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
         None
     };
     let (x, pads) = symmetric(x, &w, 0.0)?;
+    if xs.len() == 4 && groups == 1 && x.device() == thunder_core::Device::Cpu {
+        let y = super::lowering::conv2d_im2col(
+            &x,
+            &weight,
+            bias.as_ref(),
+            &w.strides,
+            &pads,
+            &w.dilations,
+        )?;
+        return Ok(vec![Val::Traced(y)]);
+    }
     let f = match xs.len() {
         3 => ltorch::conv1d,
         4 => ltorch::conv2d,
@@ -243,6 +254,10 @@ pub fn max_pool(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let w = pool_window(ctx)?;
     let x = ctx.tensor(0)?;
     let (x, pads) = symmetric(x, &w, f64::NEG_INFINITY)?;
+    if x.dtype().is_float() {
+        let y = super::lowering::max_pool2d_slices(&x, &w.kernel, &w.strides, &pads, &w.dilations)?;
+        return Ok(vec![Val::Traced(y)]);
+    }
     let y = ltorch::max_pool2d(&x, &w.kernel, Some(&w.strides), &pads, &w.dilations)?;
     Ok(vec![Val::Traced(y)])
 }
