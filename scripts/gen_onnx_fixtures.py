@@ -91,6 +91,23 @@ def external_copy(src_folder, name):
     print(f"{name}: external data, {os.path.getsize(os.path.join(folder, 'weights.bin'))} bytes")
 
 
+class Unsupported(torch.nn.Module):
+    """Ops the importer has no rule for (Einsum, CumSum), for `thunder examine`'s list."""
+
+    def forward(self, x):
+        y = torch.einsum("bij,bjk->bik", x, x)
+        return torch.cumsum(y, dim=1).relu()
+
+
+def unsupported():
+    folder = os.path.join(OUT, "unsupported")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    path = os.path.join(folder, "model.onnx")
+    export(Unsupported(), (torch.randn(2, 3, 3),), path, ["x"], ["y"], None, dynamo=False)
+    print("unsupported:", sorted({n.op_type for n in onnx.load(path).graph.node}))
+
+
 def main():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -140,6 +157,7 @@ def main():
     make("opmix", OpMix(), opmix_inputs, [(2,), (3,)], ["x"], ["y", "z"],
          {"x": {0: "batch"}}, dynamo=False)
     external_copy(os.path.join(OUT, "cnn_small"), "cnn_small_external")
+    unsupported()
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     times.sort_by(f64::total_cmp);
     let median = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
+    let min = times.first().copied().unwrap_or(f64::NAN);
     let dir = std::env::var("ONNX_BENCH_OUT").ok();
     if let Some(dir) = dir {
         for (name, a) in &outputs {
@@ -51,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "{{\"load_ms\": {:.2}, \"translate_ms\": {:.2}, \"compile_ms\": {:.2}, \"first_call_ms\": {:.2}, \"median_ms\": {median:.3}, \"reps\": {reps}}}",
+        "{{\"load_ms\": {:.2}, \"translate_ms\": {:.2}, \"compile_ms\": {:.2}, \"first_call_ms\": {:.2}, \"median_ms\": {median:.3}, \"min_ms\": {min:.3}, \"reps\": {reps}}}",
         load.as_secs_f64() * 1e3,
         spec.timings.translate.as_secs_f64() * 1e3,
         spec.timings.compile.as_secs_f64() * 1e3,
