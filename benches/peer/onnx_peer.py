@@ -91,7 +91,8 @@ def time_ort(path, feeds, threads, reps):
 def time_thunder(path, feeds, threads, reps, work):
     files = []
     for k, v in feeds.items():
-        f = os.path.join(work, f"in_{k}_{'x'.join(map(str, v.shape))}.npy")
+        stem = os.path.splitext(os.path.basename(path))[0]
+        f = os.path.join(work, f"in_{stem}_{k}_{'x'.join(map(str, v.shape))}.npy")
         np.save(f, v)
         files.append(f"{k}={f}")
     outdir = os.path.join(work, "thunder_out")

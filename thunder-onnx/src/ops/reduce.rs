@@ -41,7 +41,14 @@ fn reduce(ctx: &mut NodeCtx, since: i64, f: Reducer) -> Result<Vec<Val>> {
     if a.rank() == 0 {
         return Ok(vec![Val::Traced(a)]);
     }
-    Ok(vec![Val::Traced(f(&a, axes.as_deref(), keepdims)?)])
+    let y = f(&a, axes.as_deref(), keepdims)?;
+    // torch sums and multiplies integers in i64; ONNX keeps the input's type.
+    let y = if y.dtype() != a.dtype() {
+        ltorch::to(&y, a.dtype())?
+    } else {
+        y
+    };
+    Ok(vec![Val::Traced(y)])
 }
 
 pub fn reduce_sum(ctx: &mut NodeCtx) -> Result<Vec<Val>> {

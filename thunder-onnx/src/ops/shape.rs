@@ -307,7 +307,12 @@ pub fn slice(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let mut t = ctx.tensor(0)?;
     for (axis, s, e, step) in plan {
         if step < 0 {
-            return Err(ctx.unsupported("negative Slice steps on computed tensors"));
+            // Walk the flipped axis forwards: index i is dim - 1 - i there.
+            let dim = shape[axis];
+            let (fs, fe) = (dim - 1 - s, dim - 1 - e);
+            t = ltorch::flip(&t, &[axis as i64])?;
+            t = ltorch::slice(&t, axis as i64, Some(fs), Some(fe.max(fs)), -step)?;
+            continue;
         }
         if s == 0 && e == shape[axis] && step == 1 {
             continue;
