@@ -60,7 +60,7 @@ fn check_dir(name: &str, dir: &Path, host: Arc<PluginHost>) {
     let model = OnnxModel::load(&dir.join("model.onnx")).unwrap();
     assert!(thunder_onnx::unsupported_nodes(&model).is_empty());
     let session = OnnxSession::new(model, host);
-    let cases = cases(&dir);
+    let cases = cases(dir);
     assert!(!cases.is_empty(), "{name}: no cases");
     let mut shapes = std::collections::HashSet::new();
     for (i, (ins, want)) in cases.iter().enumerate() {
