@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import os
 import statistics
 import tempfile
@@ -268,6 +269,7 @@ def run_issue7(args) -> list[dict]:
 
     print(f"torch {torch.__version__}, numpy {np.__version__}, {torch.get_num_threads()} torch thread(s); "
           f"samples >= {min_time} s per row")
+    print(f"cpu: {cpu_model()}; torch dispatches to {torch.backends.cpu.get_cpu_capability()}")
 
     # Copy floor.
     src = np.arange(BIG_NUMEL, dtype=np.float32)
@@ -354,7 +356,8 @@ def compare_issue7(rows: list[dict], bench_path: Path) -> None:
     floor_ns = copy["value"] * scale[copy["unit"]] if copy else None
     print()
     print(f"thunder bench ({bench_path}): executors {', '.join(bench.get('executors', []))}; "
-          f"{bench['machine'].get('cpu')} ({bench['machine'].get('threads')} threads)")
+          f"{bench['machine'].get('cpu')} ({bench['machine'].get('threads')} threads; "
+          f"{' '.join(bench['machine'].get('isa', []))})")
     if floor_ns:
         print(f"copy floor (thunder, best of 1 and all threads): {fmt_ns(floor_ns)}")
     print(f"  {'work':<22} {'torch':<28} {'torch':>12} {'thunder':>12} {'thunder/torch':>14} "
@@ -427,6 +430,16 @@ def fmt_ns(ns: float) -> str:
     if ns >= 1e3:
         return f"{ns / 1e3:.3f} µs"
     return f"{ns:.1f} ns"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def main() -> None:

@@ -4,7 +4,8 @@
 # (add `/.gpu-bin/` to .git/info/exclude), then run on the device with carry [".gpu-bin"]:
 #   bash scripts/gpu/check.sh .gpu-bin
 # It runs the cuda-fuser differential samples against the interpreter, the CUDA benchmarks,
-# and PyTorch on the same shapes in the same run, and prints one table. Full JSON goes to
+# and PyTorch on the same shapes in the same run, and prints one table; then the cuda-kernels
+# library's OpInfo samples against the interpreter (kernels_check.sh). Full JSON goes to
 # $OUT (or ./gpu-out) as thunder_gpu.json and torch_gpu.json.
 set -euo pipefail
 bin="${1:-target/release}"
@@ -24,6 +25,11 @@ priority = 30
 [executor.options]
 cache_dir = "$out/kernel-cache"
 [[executor]]
+name = "cuda-kernels"
+priority = 25
+[executor.options]
+cache_dir = "$out/kernel-cache-lib"
+[[executor]]
 name = "interpreter"
 priority = 0
 TOML
@@ -33,4 +39,6 @@ set +e
 status=$?
 set -e
 python3 "$(dirname "$0")/torch_cuda_peer.py" --thunder "$out/thunder_gpu.json" --json "$out/torch_gpu.json"
+# The kernel library's OpInfo samples on cuda:0 against the interpreter, and its device errors.
+bash "$(dirname "$0")/kernels_check.sh" "$bin" "$(cat "$(dirname "$0")/kernels_ops.txt")" || status=$?
 exit $status

@@ -148,7 +148,7 @@ def run_case(case, bin_dir, config, work, rng, device):
         row["error"] = (proc.stderr.strip().splitlines() or ["?"])[-1][:300]
         return row
     execs = sorted(set(re.findall(r"# (?:region|executor)[: ]+([\w-]+)", proc.stdout)) |
-                   set(re.findall(r"\b(cuda-fuser|cuda-kernels|cublas|triton|interpreter|cpu-simd)\b", proc.stdout)))
+                   set(re.findall(r"\b(cuda-fuser|cuda-kernels|cudnn|cublas|triton|interpreter|cpu-simd)\b", proc.stdout)))
     row["executors"] = execs
     row["host_fallback"] = any(e in ("interpreter", "cpu-simd") for e in execs)
     t = {n: torch.tensor(a, dtype=torch.float64 if a.dtype == np.float32 else torch.int64)

@@ -23,6 +23,9 @@ priority = 50
 name = "cublas"
 priority = 40
 [[executor]]
+name = "cudnn"
+priority = 35
+[[executor]]
 name = "cuda-fuser"
 priority = 30
 [executor.options]

@@ -221,7 +221,7 @@ fn bad_inputs_get_clear_errors() {
                 "--input",
                 "w=ones:f64[3]",
             ],
-            "input `w`: the program expects f32[3], got f64[3]",
+            "input `w`: the program's annotation says \"cpu f32[3]\" but the given input is \"cpu f64[3]\"",
         ),
         (
             vec![

@@ -4,6 +4,7 @@
 mod commands;
 mod host_args;
 mod inputs;
+mod program_args;
 
 use clap::{Parser, Subcommand};
 use host_args::HostArgs;
@@ -51,9 +52,8 @@ enum Command {
     /// Run a program (trace text) on inputs and write its outputs as .npy files.
     Run {
         program: PathBuf,
-        /// NAME=FILE.npy, or NAME=randn:f32[8,16] (also zeros:, ones:).
-        #[arg(long = "input", short = 'i')]
-        inputs: Vec<String>,
+        #[command(flatten)]
+        io: program_args::InputArgs,
         /// Folder for out_0.npy, out_1.npy, ... (default: current folder).
         #[arg(long, default_value = ".")]
         out: PathBuf,
@@ -66,10 +66,6 @@ enum Command {
         /// Inputs to differentiate with respect to (default: every floating-point input).
         #[arg(long, value_delimiter = ',', requires = "grad")]
         wrt: Vec<String>,
-        /// Run on this device (`cpu`, `cuda`, `cuda:N`): the program's tensors and inputs are
-        /// moved there, and outputs are copied back to write them.
-        #[arg(long)]
-        device: Option<String>,
     },
     /// On a machine with a GPU: check every cuda-fuser sample against the interpreter and
     /// time the CUDA benchmarks (scripts/gpu/check.sh runs it beside PyTorch).
@@ -92,30 +88,30 @@ enum Command {
     /// Print a program's trace at one stage.
     Trace {
         program: PathBuf,
+        #[command(flatten)]
+        io: program_args::InputArgs,
         #[arg(long, value_enum, default_value = "final")]
         stage: commands::trace::Stage,
     },
     /// Say which executor claims each op of a program and what nobody can run (and why);
     /// with inputs, compare its outputs with the interpreter's.
+    /// With inputs (`-i`; inputs not given are generated with randn), runs the program on the
+    /// configured executors and on the interpreter alone and reports the max abs/rel difference
+    /// per output; with `--device`, examines it there against the interpreter on the CPU.
     Examine {
         program: PathBuf,
-        /// NAME=FILE.npy, or NAME=randn:f32[8,16] (also zeros:, ones:); inputs not given are
-        /// generated with randn. Runs the program on the configured executors and on the
-        /// interpreter alone and reports the max abs/rel difference per output.
-        #[arg(long = "input", short = 'i')]
-        inputs: Vec<String>,
+        #[command(flatten)]
+        io: program_args::InputArgs,
         /// Compare with the interpreter on randn inputs (as if every input were left out).
         #[arg(long)]
         random_inputs: bool,
-        /// Examine the program on this device (`cpu`, `cuda`, `cuda:N`): what its executors
-        /// leave out there, and (with inputs) their outputs against the interpreter on the CPU.
-        #[arg(long)]
-        device: Option<String>,
     },
     /// Write the execution trace as a Graphviz graph: one cluster per region, colored by
     /// executor (DOT on stdout unless --dot or --svg is given).
     Partition {
         program: PathBuf,
+        #[command(flatten)]
+        io: program_args::InputArgs,
         /// Write the graph (DOT) here.
         #[arg(long)]
         dot: Option<PathBuf>,
@@ -126,8 +122,19 @@ enum Command {
     /// Time the CPU workloads of the performance targets (elementwise chains on 2^24 f32,
     /// sgemm 2048, a cached call, an MLP train step, a GPT-2 block forward and backward) on the
     /// configured executors, next to the machine's copy bandwidth.
+    ///
+    /// With PROGRAM: time that program on its inputs (`-i`), trtexec-style: the first call
+    /// (parse, passes, claims, compile, run), then steady-state calls (median, min, samples)
+    /// and where the time goes, region by region (executor, region, share).
     Bench {
-        /// Print machine-readable results (for benches/peer/torch_peer.py --thunder-bench).
+        /// A program (trace text) to time instead of the fixed workloads.
+        program: Option<PathBuf>,
+        #[command(flatten)]
+        io: program_args::InputArgs,
+        /// With PROGRAM: time the forward and backward of its first output (value and grad).
+        #[arg(long, requires = "program")]
+        grad: bool,
+        /// Print machine-readable results (docs/bench-json.md describes them).
         #[arg(long)]
         json: bool,
         /// Only these workloads (comma-separated; `--list` names them).
@@ -181,20 +188,15 @@ fn main() -> ExitCode {
         Command::Ops { json } => commands::ops::run(&cli.host, json),
         Command::Run {
             program,
-            inputs,
             out,
             print_trace,
             grad,
             wrt,
-            device,
+            io,
         } => {
             let grad = grad.then_some(wrt.as_slice());
-            let options = commands::run::RunOptions {
-                print_trace,
-                grad,
-                device: device.as_deref(),
-            };
-            commands::run::run(&cli.host, &program, &inputs, &out, &options)
+            let options = commands::run::RunOptions { print_trace, grad };
+            commands::run::run(&cli.host, &program, &io, &out, &options)
         }
         Command::GpuCheck { json, no_bench } => commands::gpu_check::run(&cli.host, json, no_bench),
         Command::TritonCheck { json, no_bench } => {
@@ -208,29 +210,55 @@ fn main() -> ExitCode {
                 json,
             },
         ),
-        Command::Trace { program, stage } => commands::trace::run(&cli.host, &program, stage),
+        Command::Trace { program, io, stage } => {
+            commands::trace::run(&cli.host, &program, &io, stage)
+        }
         Command::Examine {
             program,
-            inputs,
+            io,
             random_inputs,
-            device,
-        } => commands::examine::run(
+        } => commands::examine::run(&cli.host, &program, &io, random_inputs),
+        Command::Partition {
+            program,
+            io,
+            dot,
+            svg,
+        } => commands::partition::run(&cli.host, &program, &io, dot.as_deref(), svg.as_deref()),
+        Command::Bench {
+            program: Some(program),
+            io,
+            grad,
+            json,
+            reps,
+            min_time,
+            ..
+        } => commands::bench_program::run(
             &cli.host,
             &program,
-            &inputs,
-            random_inputs,
-            device.as_deref(),
+            &io,
+            &commands::bench_program::ProgramBenchOptions {
+                grad,
+                json,
+                reps,
+                min_time,
+            },
         ),
-        Command::Partition { program, dot, svg } => {
-            commands::partition::run(&cli.host, &program, dot.as_deref(), svg.as_deref())
-        }
         Command::Bench {
+            program: None,
+            io,
+            ..
+        } if !io.inputs.is_empty() || io.device.is_some() => Err(anyhow::anyhow!(
+            "bench: -i/--input and --device time a program: give it (`thunder bench PROGRAM -i ...`)"
+        )),
+        Command::Bench {
+            program: None,
             json,
             only,
             skip,
             reps,
             min_time,
             list,
+            ..
         } => commands::bench::run(
             &cli.host,
             &commands::bench::BenchOptions {

@@ -85,6 +85,15 @@ pub enum Error {
         message: String,
     },
 
+    /// A call in trace text that does not fit its op (unknown op or keyword, wrong arity,
+    /// an argument of the wrong kind), with the op's signature where that helps.
+    #[error("line {line}, column {column}: {error}")]
+    Call {
+        line: usize,
+        column: usize,
+        error: Box<crate::ltorch::CallError>,
+    },
+
     #[error("input `{name}`: {message}")]
     Input { name: String, message: String },
 

@@ -141,16 +141,19 @@ impl Planner {
                 let bshape = self.val(*b)?.shape.clone();
                 let out = self.new_buf(d.out, d.ty, numel(&d.shape));
                 let r = ashape.len();
-                self.stages.push(Stage::Gemm(GemmPlan {
-                    ty: d.ty,
-                    a: (abuf, alay),
-                    b: (bbuf, blay),
-                    out,
-                    batch: ashape[..r - 2].to_vec(),
-                    m: ashape[r - 2],
-                    k: ashape[r - 1],
-                    n: bshape[r - 1],
-                }));
+                self.stages.push(Stage::Gemm(
+                    GemmPlan {
+                        ty: d.ty,
+                        a: (abuf, alay),
+                        b: (bbuf, blay),
+                        out,
+                        batch: ashape[..r - 2].to_vec(),
+                        m: ashape[r - 2],
+                        k: ashape[r - 1],
+                        n: bshape[r - 1],
+                    }
+                    .fold_broadcast_batches(),
+                ));
                 self.producer.insert(out, self.stages.len() - 1);
                 self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
             }

@@ -33,6 +33,43 @@ pub(crate) struct GemmPlan {
     pub(crate) n: usize,
 }
 
+impl GemmPlan {
+    /// A batched product against a broadcast right operand (`x[B, T, K] @ w[K, N]`, every
+    /// linear layer on a 3-D input) is one GEMM with `B * T` rows when `a`'s batch dims step
+    /// through its rows evenly: one large call instead of `B` small ones, each of which pays
+    /// gemm's packing of `w` and is too small to spread over the threads.
+    pub(crate) fn fold_broadcast_batches(mut self) -> GemmPlan {
+        let r = self.batch.len() + 2;
+        let (la, lb) = (&self.a.1, &self.b.1);
+        let b_broadcast = self
+            .batch
+            .iter()
+            .zip(&lb.strides)
+            .all(|(&size, &stride)| size == 1 || stride == 0);
+        if self.batch.is_empty() || !b_broadcast {
+            return self;
+        }
+        // Walking from the rows outwards, each batch dim of size > 1 must step over exactly
+        // the rows (and batch dims) inside it.
+        let (mut rows, mut step) = (self.m, la.strides[r - 2]);
+        for (d, &size) in self.batch.iter().enumerate().rev() {
+            if size == 1 {
+                continue;
+            }
+            if la.strides[d] != step * rows as i64 {
+                return self;
+            }
+            step = la.strides[d];
+            rows = size;
+        }
+        self.m *= self.batch.iter().product::<usize>();
+        self.batch.clear();
+        self.a.1.strides.drain(..r - 2);
+        self.b.1.strides.drain(..r - 2);
+        self
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct IotaPlan {
     pub(crate) ty: Ty,

@@ -13,13 +13,16 @@
 //! `disk_cache = false` to keep kernels in memory only.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+mod c_types;
 pub mod codegen;
 mod compiled;
-mod device;
 pub mod emulate;
-pub mod nvrtc;
 pub mod plan;
 pub mod support;
+
+// The driver/NVRTC helpers live in `thunder-cuda-common`, shared with `cuda-kernels`.
+use thunder_cuda_common::device;
+pub use thunder_cuda_common::nvrtc;
 
 use compiled::{device_of, CompiledKernel, FusedRegion};
 use std::collections::HashMap;

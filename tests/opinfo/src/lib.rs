@@ -281,7 +281,9 @@ impl Built {
                 h = h.wrapping_mul(0x0000_0100_0000_01b3);
             }
         };
-        eat(self.text().as_bytes());
+        // The positional form: fingerprints do not move when the printing of keyword
+        // arguments does.
+        eat(thunder_core::text::print_trace_positional(&self.trace).as_bytes());
         for a in &self.inputs {
             eat(a.ty().to_string().as_bytes());
             eat(a.bytes()?);

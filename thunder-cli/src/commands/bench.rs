@@ -11,6 +11,7 @@
 //! The value is the median per-call time of the samples (`best` is the fastest sample); the copy
 //! floor is the best sample.
 
+use super::machine;
 use crate::host_args::HostArgs;
 use anyhow::{anyhow, bail, ensure, Result};
 use serde_json::{json, Value};
@@ -615,9 +616,17 @@ fn fmt_executors(e: &BTreeMap<String, usize>) -> String {
 
 fn print_table(rows: &[Row], machine: &Value, executors: &[String]) {
     println!(
-        "thunder bench on {} ({} threads); executors: {}",
+        "thunder bench on {} ({} threads; {}); executors: {}",
         machine["cpu"].as_str().unwrap_or("?"),
         machine["threads"],
+        machine["isa"]
+            .as_array()
+            .map(|isa| isa
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "))
+            .unwrap_or_default(),
         executors.join(", ")
     );
     println!(
@@ -673,18 +682,6 @@ fn print_table(rows: &[Row], machine: &Value, executors: &[String]) {
     );
 }
 
-fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
-}
-
 pub fn run(args: &HostArgs, opts: &BenchOptions) -> Result<()> {
     if opts.list {
         for w in WORKLOADS {
@@ -710,7 +707,8 @@ pub fn run(args: &HostArgs, opts: &BenchOptions) -> Result<()> {
         ));
     }
     let machine = json!({
-        "cpu": cpu_name(),
+        "cpu": machine::cpu_name(),
+        "isa": machine::cpu_isa(),
         "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
         "os": std::env::consts::OS,
         "arch": std::env::consts::ARCH,

@@ -3,10 +3,10 @@
 //! configured executors and on the interpreter alone, compared output by output.
 
 use super::compare::{compare, tolerances};
-use super::load_program;
 use super::partition::op_line;
 use crate::host_args::HostArgs;
 use crate::inputs::{match_inputs, parse_inputs};
+use crate::program_args::InputArgs;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -243,24 +243,13 @@ fn check_consistency(
 
 /// Reports, per symbol, which executor runs it and what no executor can run (and why); with
 /// inputs (or `random_inputs`), also checks the outputs against the interpreter alone.
-pub fn run(
-    args: &HostArgs,
-    program: &Path,
-    inputs: &[String],
-    random_inputs: bool,
-    device: Option<&str>,
-) -> Result<()> {
+pub fn run(args: &HostArgs, program: &Path, io: &InputArgs, random_inputs: bool) -> Result<()> {
     if super::onnx::is_onnx(program) {
-        return super::onnx::examine(args, program, inputs);
+        return super::onnx::examine(args, program, io);
     }
-    let device = device
-        .map(|text| {
-            Device::parse(text).ok_or_else(|| {
-                anyhow::anyhow!("--device: `{text}` is not a device (expected cpu, cuda or cuda:N)")
-            })
-        })
-        .transpose()?;
-    let initial = load_program(program)?;
+    let device = io.device()?;
+    let inputs = &io.inputs;
+    let (initial, _) = io.load(program)?;
     // Claiming sees the trace after the passes, as `thunder run` does, on the asked device.
     let mut trace = match device {
         Some(d) => initial.on_device(d),

@@ -6,6 +6,7 @@
 use super::run::RunOptions;
 use crate::host_args::HostArgs;
 use crate::inputs::parse_inputs;
+use crate::program_args::InputArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -42,10 +43,21 @@ fn load(program: &Path) -> Result<(OnnxModel, f64)> {
     Ok((model, t0.elapsed().as_secs_f64() * 1e3))
 }
 
+/// ONNX models run on the CPU for now: `--device cuda` is refused rather than ignored.
+fn cpu_only(program: &Path, io: &InputArgs) -> Result<()> {
+    match io.device()? {
+        Some(d) if d != Device::Cpu => bail!(
+            "{}: --device {d}: ONNX models run on the CPU for now",
+            program.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
 pub fn run(
     args: &HostArgs,
     program: &Path,
-    inputs: &[String],
+    io: &InputArgs,
     out: &Path,
     options: &RunOptions,
 ) -> Result<()> {
@@ -55,14 +67,9 @@ pub fn run(
             program.display()
         );
     }
-    if let Some(d) = options.device.filter(|d| *d != "cpu") {
-        bail!(
-            "{}: --device {d}: ONNX models run on the CPU for now",
-            program.display()
-        );
-    }
+    cpu_only(program, io)?;
     let (model, load_ms) = load(program)?;
-    let given: HashMap<String, Array> = parse_inputs(inputs)?.into_iter().collect();
+    let given: HashMap<String, Array> = io.arrays()?.into_iter().collect();
     let session = OnnxSession::new(model, Arc::new(args.host()?));
     let t0 = Instant::now();
     let outputs = session
@@ -119,7 +126,9 @@ fn example_types(model: &OnnxModel, inputs: &[String]) -> Result<Option<Vec<Tens
     Ok(Some(types))
 }
 
-pub fn examine(args: &HostArgs, program: &Path, inputs: &[String]) -> Result<()> {
+pub fn examine(args: &HostArgs, program: &Path, io: &InputArgs) -> Result<()> {
+    cpu_only(program, io)?;
+    let inputs = &io.inputs;
     let (model, load_ms) = load(program)?;
     let mut opsets: Vec<String> = model
         .opsets

@@ -118,6 +118,15 @@ fn layer_of(id: &str) -> &'static str {
     }
 }
 
+/// The op's declared signature (ltorch ops; prims take positional arguments only).
+fn signature_text(id: &str) -> Option<String> {
+    thunder_core::ltorch::signature(id).map(|s| s.to_string())
+}
+
+fn short(id: &str) -> &str {
+    id.rsplit('.').next().unwrap_or(id)
+}
+
 pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
     let hosts = lineups(args)?;
     let mut symbols = Vec::new();
@@ -170,6 +179,7 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
                 json!({
                     "id": info.id,
                     "layer": info.layer.name(),
+                    "signature": signature_text(&info.id),
                     "dtypes": dtypes,
                     "claimed_by": claimed,
                 })
@@ -216,6 +226,9 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
             dtypes.join(" "),
             claimed
         );
+        if let Some(sig) = signature_text(&info.id) {
+            println!("    {}({sig})", short(&info.id));
+        }
     }
     for id in &uncovered {
         println!("{id:<36} {:<6} (no OpInfo entry yet)", layer_of(id));

@@ -4,8 +4,8 @@
 //! inputs and outputs as their own shapes. Edges between regions are drawn bold: each is a
 //! value handed from one region (often one executor) to another.
 
-use super::load_program;
 use crate::host_args::HostArgs;
+use crate::program_args::InputArgs;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -259,10 +259,15 @@ fn render_svg(dot_text: &str, svg: &Path, dot_file: Option<&Path>) -> Result<()>
 pub fn run(
     args: &HostArgs,
     program: &Path,
+    io: &InputArgs,
     dot_file: Option<&Path>,
     svg: Option<&Path>,
 ) -> Result<()> {
-    let trace = load_program(program)?;
+    let (trace, _) = io.load(program)?;
+    let trace = match io.device()? {
+        Some(d) => trace.on_device(d),
+        None => trace,
+    };
     let host = args.host()?;
     let (traces, _) = thunder_core::compile_trace(&host, trace)?;
     let et = &traces.execution;

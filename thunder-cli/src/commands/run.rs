@@ -1,13 +1,13 @@
-use super::load_program;
 use crate::host_args::HostArgs;
-use crate::inputs::{match_inputs, parse_inputs};
+use crate::inputs::match_inputs;
+use crate::program_args::InputArgs;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::sync::Arc;
 use thunder_core::autograd::value_and_grad;
 use thunder_core::ir::Trace;
 use thunder_core::runtime::npy::write_npy;
-use thunder_core::{Array, Device, Tensor};
+use thunder_core::{Array, Tensor};
 
 fn write_outputs(out: &Path, prefix: &str, names: &[String], arrays: &[Array]) -> Result<()> {
     for (name, a) in names.iter().zip(arrays) {
@@ -80,34 +80,27 @@ pub struct RunOptions<'a> {
     pub print_trace: bool,
     /// Differentiate with respect to these inputs (all float inputs when empty).
     pub grad: Option<&'a [String]>,
-    /// `cpu`, `cuda` or `cuda:N`.
-    pub device: Option<&'a str>,
 }
 
 pub fn run(
     args: &HostArgs,
     program: &Path,
-    inputs: &[String],
+    io: &InputArgs,
     out: &Path,
     options: &RunOptions,
 ) -> Result<()> {
     if super::onnx::is_onnx(program) {
-        return super::onnx::run(args, program, inputs, out, options);
+        return super::onnx::run(args, program, io, out, options);
     }
     let (print_trace, grad) = (options.print_trace, options.grad);
-    let device = match options.device {
-        None => None,
-        Some(text) => Some(Device::parse(text).ok_or_else(|| {
-            anyhow::anyhow!("--device: `{text}` is not a device (expected cpu, cuda or cuda:N)")
-        })?),
-    };
-    let trace = load_program(program)?;
+    let device = io.device()?;
+    let (trace, given) = io.load(program)?;
     let params: Vec<_> = trace
         .inputs
         .iter()
         .map(|&v| (trace.name(v).to_string(), trace.ty(v).clone()))
         .collect();
-    let mut arrays = match_inputs(&params, parse_inputs(inputs)?)?;
+    let mut arrays = match_inputs(&params, given)?;
     let trace = match device {
         Some(d) => {
             arrays = arrays

@@ -1,5 +1,5 @@
-use super::load_program;
 use crate::host_args::HostArgs;
+use crate::program_args::InputArgs;
 use anyhow::Result;
 use std::path::Path;
 
@@ -13,8 +13,12 @@ pub enum Stage {
     Execution,
 }
 
-pub fn run(args: &HostArgs, program: &Path, stage: Stage) -> Result<()> {
-    let trace = load_program(program)?;
+pub fn run(args: &HostArgs, program: &Path, io: &InputArgs, stage: Stage) -> Result<()> {
+    let (trace, _) = io.load(program)?;
+    let trace = match io.device()? {
+        Some(d) => trace.on_device(d),
+        None => trace,
+    };
     match stage {
         Stage::Initial => print!("{}", thunder_core::text::print_trace(&trace)),
         Stage::Final | Stage::Execution => {

@@ -11,7 +11,7 @@ use crate::jit::{
     boxed, compile_trace, default_host, input_names, same_signature, HostCell, IntoTraceOutputs,
     TracedFn, Traces,
 };
-use crate::runtime::{Array, CompiledProgram};
+use crate::runtime::{Array, CompiledProgram, StepTime};
 use crate::tensor::Tensor;
 use crate::trace_ctx::trace_with;
 use std::cell::Cell;
@@ -136,6 +136,28 @@ impl ValueAndGrad {
 
     /// Returns `(outputs, gradients)`, one gradient per `requires_grad` input, in input order.
     pub fn call(&self, inputs: &[Array]) -> Result<(Vec<Array>, Vec<Array>)> {
+        let entry = self.entry(inputs)?;
+        let mut outs = entry.forward.run(inputs)?;
+        let saved = outs.split_off(entry.n_outputs);
+        let grads = entry.backward.run(&saved)?;
+        Ok((outs, grads))
+    }
+
+    /// Like [`call`](Self::call), timing each region of the forward and of the backward
+    /// program (for `thunder bench --grad`): `(outputs, gradients, forward, backward)`.
+    #[allow(clippy::type_complexity)]
+    pub fn call_profiled(
+        &self,
+        inputs: &[Array],
+    ) -> Result<(Vec<Array>, Vec<Array>, Vec<StepTime>, Vec<StepTime>)> {
+        let entry = self.entry(inputs)?;
+        let (mut outs, fwd) = entry.forward.run_profiled(inputs)?;
+        let saved = outs.split_off(entry.n_outputs);
+        let (grads, bwd) = entry.backward.run_profiled(&saved)?;
+        Ok((outs, grads, fwd, bwd))
+    }
+
+    fn entry(&self, inputs: &[Array]) -> Result<Arc<Entry>> {
         let found = self
             .cache
             .read()
@@ -155,10 +177,7 @@ impl ValueAndGrad {
         if let Ok(mut last) = self.last.lock() {
             *last = Some(entry.traces.clone());
         }
-        let mut outs = entry.forward.run(inputs)?;
-        let saved = outs.split_off(entry.n_outputs);
-        let grads = entry.backward.run(&saved)?;
-        Ok((outs, grads))
+        Ok(entry)
     }
 
     pub fn last_traces(&self) -> Option<Arc<GradTraces>> {

@@ -7,8 +7,8 @@ mod trace;
 
 pub use bsym::BoundSymbol;
 pub use symbol::{
-    lookup_symbol, prim_symbol, register_custom_op, CustomMetaFn, CustomOp, Decomposition, Symbol,
-    SymbolKind, Tag,
+    lookup_symbol, prim_symbol, register_custom_op, symbol_ids, CustomMetaFn, CustomOp,
+    Decomposition, Symbol, SymbolKind, Tag,
 };
 pub use trace::{Trace, ValueInfo};
 

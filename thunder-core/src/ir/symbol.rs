@@ -157,6 +157,19 @@ pub fn register_custom_op(id: &str, op: CustomOp) -> Result<&'static Symbol, Str
 }
 
 /// Finds a symbol by its stable id (`prims.add`, `ltorch.softmax`, a plugin's `mylib.op`).
+/// Every symbol id known now: prims, ltorch ops and the ops plugins declared.
+pub fn symbol_ids() -> Vec<String> {
+    let mut ids: Vec<String> = prim_symbols()
+        .iter()
+        .chain(crate::ltorch::symbols().iter())
+        .map(|s| s.id.to_string())
+        .collect();
+    if let Ok(custom) = custom_symbols().read() {
+        ids.extend(custom.keys().cloned());
+    }
+    ids
+}
+
 pub fn lookup_symbol(id: &str) -> Option<&'static Symbol> {
     builtin_symbol(id).or_else(|| custom_symbols().read().ok()?.get(id).copied())
 }

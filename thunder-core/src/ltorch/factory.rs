@@ -28,7 +28,13 @@ fn fill_as(fill: &Arg, dtype: DType) -> Arg {
 
 pub(crate) fn full_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(4)?;
-    let dtype = c.dtype(3)?;
+    // No dtype: torch's, from the fill value (bool, i64 for ints, f32 for floats).
+    let dtype = match (&c.args[3], c.number(1)?) {
+        (Arg::None, Arg::Bool(_)) => DType::Bool,
+        (Arg::None, Arg::Int(_)) => DType::I64,
+        (Arg::None, _) => DType::F32,
+        _ => c.dtype(3)?,
+    };
     Ok(vec![clang::full(
         c.ints(0)?,
         fill_as(&c.number(1)?, dtype),

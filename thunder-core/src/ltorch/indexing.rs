@@ -633,7 +633,11 @@ pub(crate) fn pad_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             a.rank()
         );
     }
-    let value = fill_literal(c.op, &c.args[3], a.dtype())?;
+    // `value=None` (torch's default) pads with zeros.
+    let value = match &c.args[3] {
+        Arg::None => fill_literal(c.op, &Arg::Int(0), a.dtype())?,
+        v => fill_literal(c.op, v, a.dtype())?,
+    };
     // torch lists (left, right) pairs from the last dim backwards.
     let mut config = vec![0i64; 3 * a.rank()];
     for (i, pair) in pad.chunks(2).enumerate() {

@@ -17,6 +17,7 @@ mod ordering;
 mod random;
 mod reduction;
 mod shape;
+pub mod signature;
 mod tensor_api;
 
 pub use activations::*;
@@ -32,6 +33,7 @@ pub use ordering::*;
 pub use random::*;
 pub use reduction::*;
 pub use shape::*;
+pub use signature::{CallError, Given, Signature};
 
 use crate::error::{Error, Result};
 use crate::ir::{lookup_symbol, Arg, Symbol, SymbolKind};
@@ -40,7 +42,7 @@ use crate::trace_ctx::bind;
 use std::sync::OnceLock;
 
 macro_rules! ltorch_table {
-    ($( $name:literal => $decomposition:path ),* $(,)?) => {
+    ($( $name:literal => $decomposition:path, $signature:literal ),* $(,)?) => {
         /// Every ltorch symbol: the table's rows, then the one-prim ops' rows.
         pub fn symbols() -> &'static [Symbol] {
             static SYMBOLS: OnceLock<Vec<Symbol>> = OnceLock::new();
@@ -61,105 +63,146 @@ macro_rules! ltorch_table {
                 symbols
             })
         }
+
+        /// Every ltorch op's declared signature, by symbol id: the table's rows, then the
+        /// one-prim ops' (`input`, or `input, other` for binary ones).
+        fn declarations() -> Vec<(&'static str, &'static str)> {
+            let mut out = vec![$( (concat!("ltorch.", $name), $signature) ),*];
+            out.extend(elementwise::prim_ops().map(|op| (op.id, prim_op_signature(op))));
+            out
+        }
     };
 }
 
+fn prim_op_signature(op: &PrimOp) -> &'static str {
+    match op.form {
+        PrimOpForm::Binary(_) if op.id == "ltorch.pow" => {
+            "input: Tensor|number, exponent: Tensor|number"
+        }
+        PrimOpForm::Binary(_) => "input: Tensor|number, other: Tensor|number",
+        PrimOpForm::Unary(_) | PrimOpForm::Rounding => "input: Tensor",
+    }
+}
+
+/// The signature of the ltorch op `id` (`ltorch.softmax`), as declared in the op table.
+pub fn signature(id: &str) -> Option<&'static Signature> {
+    signatures().iter().find(|s| s.op == id)
+}
+
+/// Every ltorch op's signature, in table order. A declaration that does not parse is a bug
+/// in the table; it is logged and its op is left without a signature (called positionally).
+pub fn signatures() -> &'static [Signature] {
+    static SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
+    SIGS.get_or_init(|| {
+        declarations()
+            .into_iter()
+            .filter_map(|(id, text)| match Signature::parse(id, text) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::error!("{e}");
+                    None
+                }
+            })
+            .collect()
+    })
+}
+
 ltorch_table! {
-    "sign" => elementwise::sign_rule,
-    "signbit" => elementwise::signbit_rule,
-    "isnan" => elementwise::isnan_rule,
-    "isfinite" => elementwise::isfinite_rule,
-    "logical_not" => elementwise::logical_not_rule,
-    "bitwise_not" => elementwise::bitwise_not_rule,
-    "bitwise_and" => elementwise::bitwise_and_rule,
-    "bitwise_or" => elementwise::bitwise_or_rule,
-    "bitwise_xor" => elementwise::bitwise_xor_rule,
-    "bitwise_left_shift" => elementwise::bitwise_left_shift_rule,
-    "bitwise_right_shift" => elementwise::bitwise_right_shift_rule,
-    "where" => elementwise::where_rule,
-    "to" => elementwise::to_rule,
-    "relu" => elementwise::relu_rule,
-    "gelu" => elementwise::gelu_rule,
-    "reshape" => shape::reshape_rule,
-    "transpose" => shape::transpose_rule,
-    "permute" => shape::permute_rule,
-    "unsqueeze" => shape::unsqueeze_rule,
-    "expand" => shape::expand_rule,
-    "cat" => indexing::cat_rule,
-    "stack" => indexing::stack_rule,
-    "split" => indexing::split_rule,
-    "chunk" => indexing::chunk_rule,
-    "narrow" => indexing::narrow_rule,
-    "slice" => indexing::slice_rule,
-    "index_select" => indexing::index_select_rule,
-    "gather" => indexing::gather_rule,
-    "scatter_add" => indexing::scatter_add_rule,
-    "index_add" => indexing::index_add_rule,
-    "embedding" => indexing::embedding_rule,
-    "flip" => indexing::flip_rule,
-    "pad" => indexing::pad_rule,
-    "sum" => reduction::sum_rule,
-    "amax" => reduction::amax_rule,
-    "prod" => reduction::prod_rule,
-    "amin" => reduction::amin_rule,
-    "max" => reduction::max_rule,
-    "min" => reduction::min_rule,
-    "argmax" => reduction::argmax_rule,
-    "argmin" => reduction::argmin_rule,
-    "var_mean" => reduction::var_mean_rule,
-    "cumsum" => ordering::cumsum_rule,
-    "topk" => ordering::topk_rule,
-    "sort" => ordering::sort_rule,
-    "polygamma" => elementwise::polygamma_rule,
-    "conv1d" => conv::conv1d_rule,
-    "conv2d" => conv::conv2d_rule,
-    "conv3d" => conv::conv3d_rule,
-    "max_pool2d" => conv::max_pool2d_rule,
-    "avg_pool2d" => conv::avg_pool2d_rule,
-    "adaptive_avg_pool2d" => conv::adaptive_avg_pool2d_rule,
-    "batch_norm" => norm::batch_norm_rule,
-    "group_norm" => norm::group_norm_rule,
-    "rand" => random::rand_rule,
-    "randn" => random::randn_rule,
-    "dropout" => random::dropout_rule,
-    "mean" => reduction::mean_rule,
-    "softmax" => reduction::softmax_rule,
-    "log_softmax" => nn::log_softmax_rule,
-    "cross_entropy" => nn::cross_entropy_rule,
-    "layer_norm" => nn::layer_norm_rule,
-    "rms_norm" => norm::rms_norm_rule,
-    "mse_loss" => nn::mse_loss_rule,
-    "sigmoid" => activations::sigmoid_rule,
-    "silu" => activations::silu_rule,
-    "softplus" => activations::softplus_rule,
-    "relu6" => activations::relu6_rule,
-    "hardswish" => activations::hardswish_rule,
-    "leaky_relu" => activations::leaky_relu_rule,
-    "clamp" => activations::clamp_rule,
-    "masked_fill" => elementwise::masked_fill_rule,
-    "tril" => elementwise::tril_rule,
-    "triu" => elementwise::triu_rule,
-    "var" => reduction::var_rule,
-    "std" => reduction::std_rule,
-    "all" => reduction::all_rule,
-    "any" => reduction::any_rule,
-    "zeros_like" => factory::zeros_like_rule,
-    "ones_like" => factory::ones_like_rule,
-    "full_like" => factory::full_like_rule,
-    "flatten" => shape::flatten_rule,
-    "squeeze" => shape::squeeze_rule,
-    "t" => shape::t_rule,
-    "bmm" => linalg::bmm_rule,
-    "unflatten" => shape::unflatten_rule,
-    "norm" => reduction::norm_rule,
-    "nll_loss" => nn::nll_loss_rule,
-    "scaled_dot_product_attention" => nn::sdpa_rule,
-    "matmul" => linalg::matmul_rule,
-    "linear" => linalg::linear_rule,
-    "full" => factory::full_rule,
-    "zeros" => factory::zeros_rule,
-    "ones" => factory::ones_rule,
-    "arange" => factory::arange_rule,
+    "sign" => elementwise::sign_rule, "input: Tensor",
+    "signbit" => elementwise::signbit_rule, "input: Tensor",
+    "isnan" => elementwise::isnan_rule, "input: Tensor",
+    "isfinite" => elementwise::isfinite_rule, "input: Tensor",
+    "logical_not" => elementwise::logical_not_rule, "input: Tensor",
+    "bitwise_not" => elementwise::bitwise_not_rule, "input: Tensor",
+    "bitwise_and" => elementwise::bitwise_and_rule, "input: Tensor|number, other: Tensor|number",
+    "bitwise_or" => elementwise::bitwise_or_rule, "input: Tensor|number, other: Tensor|number",
+    "bitwise_xor" => elementwise::bitwise_xor_rule, "input: Tensor|number, other: Tensor|number",
+    "bitwise_left_shift" => elementwise::bitwise_left_shift_rule, "input: Tensor|number, other: Tensor|number",
+    "bitwise_right_shift" => elementwise::bitwise_right_shift_rule, "input: Tensor|number, other: Tensor|number",
+    "where" => elementwise::where_rule, "condition: Tensor, input: Tensor|number, other: Tensor|number",
+    "to" => elementwise::to_rule, "input: Tensor, dtype: dtype",
+    "relu" => elementwise::relu_rule, "input: Tensor",
+    "gelu" => elementwise::gelu_rule, "input: Tensor, approximate: str = \"none\"",
+    "reshape" => shape::reshape_rule, "input: Tensor, shape: list[int]",
+    "transpose" => shape::transpose_rule, "input: Tensor, dim0: int, dim1: int",
+    "permute" => shape::permute_rule, "input: Tensor, dims: list[int]",
+    "unsqueeze" => shape::unsqueeze_rule, "input: Tensor, dim: int",
+    "expand" => shape::expand_rule, "input: Tensor, size: list[int]",
+    "cat" => indexing::cat_rule, "tensors: list[Tensor], dim: int = 0",
+    "stack" => indexing::stack_rule, "tensors: list[Tensor], dim: int = 0",
+    "split" => indexing::split_rule, "tensor: Tensor, split_size_or_sections: int|list[int], dim: int = 0",
+    "chunk" => indexing::chunk_rule, "input: Tensor, chunks: int, dim: int = 0",
+    "narrow" => indexing::narrow_rule, "input: Tensor, dim: int, start: int, length: int",
+    "slice" => indexing::slice_rule, "input: Tensor, dim: int = 0, start: int? = None, end: int? = None, step: int = 1",
+    "index_select" => indexing::index_select_rule, "input: Tensor, dim: int, index: Tensor",
+    "gather" => indexing::gather_rule, "input: Tensor, dim: int, index: Tensor",
+    "scatter_add" => indexing::scatter_add_rule, "input: Tensor, dim: int, index: Tensor, src: Tensor",
+    "index_add" => indexing::index_add_rule, "input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: number = 1",
+    "embedding" => indexing::embedding_rule, "input: Tensor, weight: Tensor, padding_idx: int? = None",
+    "flip" => indexing::flip_rule, "input: Tensor, dims: list[int]",
+    "pad" => indexing::pad_rule, "input: Tensor, pad: list[int], mode: str = \"constant\", value: number? = None",
+    "sum" => reduction::sum_rule, "input: Tensor, dim: list[int]? = None, keepdim: bool = False",
+    "amax" => reduction::amax_rule, "input: Tensor, dim: list[int]? = None, keepdim: bool = False",
+    "prod" => reduction::prod_rule, "input: Tensor, dim: int? = None, keepdim: bool = False",
+    "amin" => reduction::amin_rule, "input: Tensor, dim: list[int]? = None, keepdim: bool = False",
+    "max" => reduction::max_rule, "input: Tensor, dim: int? = None, keepdim: bool = False",
+    "min" => reduction::min_rule, "input: Tensor, dim: int? = None, keepdim: bool = False",
+    "argmax" => reduction::argmax_rule, "input: Tensor, dim: int? = None, keepdim: bool = False",
+    "argmin" => reduction::argmin_rule, "input: Tensor, dim: int? = None, keepdim: bool = False",
+    "var_mean" => reduction::var_mean_rule, "input: Tensor, dim: list[int]? = None, *, correction: number = 1, keepdim: bool = False",
+    "cumsum" => ordering::cumsum_rule, "input: Tensor, dim: int, *, dtype: dtype? = None",
+    "topk" => ordering::topk_rule, "input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True",
+    "sort" => ordering::sort_rule, "input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False",
+    "polygamma" => elementwise::polygamma_rule, "n: int, input: Tensor",
+    "conv1d" => conv::conv1d_rule, "input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int|list[int] = 1, padding: int|list[int]|str = 0, dilation: int|list[int] = 1, groups: int = 1",
+    "conv2d" => conv::conv2d_rule, "input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int|list[int] = 1, padding: int|list[int]|str = 0, dilation: int|list[int] = 1, groups: int = 1",
+    "conv3d" => conv::conv3d_rule, "input: Tensor, weight: Tensor, bias: Tensor? = None, stride: int|list[int] = 1, padding: int|list[int]|str = 0, dilation: int|list[int] = 1, groups: int = 1",
+    "max_pool2d" => conv::max_pool2d_rule, "input: Tensor, kernel_size: int|list[int], stride: int|list[int]? = None, padding: int|list[int] = 0, dilation: int|list[int] = 1, ceil_mode: bool = False",
+    "avg_pool2d" => conv::avg_pool2d_rule, "input: Tensor, kernel_size: int|list[int], stride: int|list[int]? = None, padding: int|list[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int? = None",
+    "adaptive_avg_pool2d" => conv::adaptive_avg_pool2d_rule, "input: Tensor, output_size: int|list[int]",
+    "batch_norm" => norm::batch_norm_rule, "input: Tensor, running_mean: Tensor?, running_var: Tensor?, weight: Tensor? = None, bias: Tensor? = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-05",
+    "group_norm" => norm::group_norm_rule, "input: Tensor, num_groups: int, weight: Tensor? = None, bias: Tensor? = None, eps: float = 1e-05",
+    "rand" => random::rand_rule, "size: list[int], *, seed: int, offset: int = 0, dtype: dtype = dtypes.f32, device: device = devices.cpu",
+    "randn" => random::randn_rule, "size: list[int], *, seed: int, offset: int = 0, dtype: dtype = dtypes.f32, device: device = devices.cpu",
+    "dropout" => random::dropout_rule, "input: Tensor, p: float = 0.5, training: bool = True, *, seed: int, offset: int = 0",
+    "mean" => reduction::mean_rule, "input: Tensor, dim: list[int]? = None, keepdim: bool = False",
+    "softmax" => reduction::softmax_rule, "input: Tensor, dim: int",
+    "log_softmax" => nn::log_softmax_rule, "input: Tensor, dim: int",
+    "cross_entropy" => nn::cross_entropy_rule, "input: Tensor, target: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0",
+    "layer_norm" => nn::layer_norm_rule, "input: Tensor, normalized_shape: list[int], weight: Tensor? = None, bias: Tensor? = None, eps: float = 1e-05",
+    "rms_norm" => norm::rms_norm_rule, "input: Tensor, normalized_shape: list[int], weight: Tensor? = None, eps: float? = None",
+    "mse_loss" => nn::mse_loss_rule, "input: Tensor, target: Tensor",
+    "sigmoid" => activations::sigmoid_rule, "input: Tensor",
+    "silu" => activations::silu_rule, "input: Tensor",
+    "softplus" => activations::softplus_rule, "input: Tensor, beta: float = 1.0, threshold: float = 20.0",
+    "relu6" => activations::relu6_rule, "input: Tensor",
+    "hardswish" => activations::hardswish_rule, "input: Tensor",
+    "leaky_relu" => activations::leaky_relu_rule, "input: Tensor, negative_slope: float = 0.01",
+    "clamp" => activations::clamp_rule, "input: Tensor, min: Tensor|number? = None, max: Tensor|number? = None",
+    "masked_fill" => elementwise::masked_fill_rule, "input: Tensor, mask: Tensor, value: Tensor|number",
+    "tril" => elementwise::tril_rule, "input: Tensor, diagonal: int = 0",
+    "triu" => elementwise::triu_rule, "input: Tensor, diagonal: int = 0",
+    "var" => reduction::var_rule, "input: Tensor, dim: list[int]? = None, *, correction: number = 1, keepdim: bool = False",
+    "std" => reduction::std_rule, "input: Tensor, dim: list[int]? = None, *, correction: number = 1, keepdim: bool = False",
+    "all" => reduction::all_rule, "input: Tensor, dim: list[int]? = None, keepdim: bool = False",
+    "any" => reduction::any_rule, "input: Tensor, dim: list[int]? = None, keepdim: bool = False",
+    "zeros_like" => factory::zeros_like_rule, "input: Tensor",
+    "ones_like" => factory::ones_like_rule, "input: Tensor",
+    "full_like" => factory::full_like_rule, "input: Tensor, fill_value: number",
+    "flatten" => shape::flatten_rule, "input: Tensor, start_dim: int = 0, end_dim: int = -1",
+    "squeeze" => shape::squeeze_rule, "input: Tensor, dim: list[int]? = None",
+    "t" => shape::t_rule, "input: Tensor",
+    "bmm" => linalg::bmm_rule, "input: Tensor, mat2: Tensor",
+    "unflatten" => shape::unflatten_rule, "input: Tensor, dim: int, sizes: list[int]",
+    "norm" => reduction::norm_rule, "input: Tensor, p: number = 2.0, dim: list[int]? = None, keepdim: bool = False",
+    "nll_loss" => nn::nll_loss_rule, "input: Tensor, target: Tensor, *, ignore_index: int = -100",
+    "scaled_dot_product_attention" => nn::sdpa_rule, "query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor? = None, *, is_causal: bool = False, scale: float? = None",
+    "matmul" => linalg::matmul_rule, "input: Tensor, other: Tensor",
+    "linear" => linalg::linear_rule, "input: Tensor, weight: Tensor, bias: Tensor? = None",
+    "full" => factory::full_rule, "size: list[int], fill_value: number, *, device: device = devices.cpu, dtype: dtype? = None",
+    "zeros" => factory::zeros_rule, "size: list[int], *, device: device = devices.cpu, dtype: dtype = dtypes.f32",
+    "ones" => factory::ones_rule, "size: list[int], *, device: device = devices.cpu, dtype: dtype = dtypes.f32",
+    "arange" => factory::arange_rule, "start: int, end: int, step: int = 1, *, device: device = devices.cpu, dtype: dtype = dtypes.i64",
 }
 
 /// Binds the ltorch symbol `id` (e.g. `ltorch.add`) to `args` in the current trace.

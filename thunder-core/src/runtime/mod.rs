@@ -6,4 +6,4 @@ pub mod pool;
 mod program;
 
 pub use array::{Array, Element};
-pub use program::{compile, CompiledProgram};
+pub use program::{compile, CompiledProgram, StepTime};

@@ -26,6 +26,15 @@ struct Step {
     frees: Vec<usize>,
 }
 
+/// How long one step (a region call) took in [`CompiledProgram::run_profiled`].
+#[derive(Debug, Clone)]
+pub struct StepTime {
+    pub executor: String,
+    /// The region's number in the execution trace (`region3`).
+    pub region: usize,
+    pub seconds: f64,
+}
+
 /// A program ready to run: every value has a dense slot with its static type and strides.
 pub struct CompiledProgram {
     slot_types: Vec<TensorType>,
@@ -422,6 +431,44 @@ impl CompiledProgram {
     /// Runs every step. Each step writes fresh buffers that join the program's values only
     /// when the step succeeds, so a failed step leaves nothing half-written behind.
     fn run_steps(&self, inputs: &[Array]) -> std::result::Result<Vec<Array>, RunFailure> {
+        self.run_steps_timed(inputs, None)
+    }
+
+    /// Runs the program once, timing each step (region call); a CUDA step's time includes
+    /// waiting for its device, so the times add up to the call. Used by `thunder bench`;
+    /// steps are not retried on another executor here.
+    pub fn run_profiled(&self, inputs: &[Array]) -> Result<(Vec<Array>, Vec<StepTime>)> {
+        if let Some(fb) = self.fallback() {
+            return fb.program.run_profiled(inputs);
+        }
+        let mut times = Vec::with_capacity(self.steps.len());
+        let outputs = self
+            .run_steps_timed(inputs, Some(&mut times))
+            .map_err(|f| match f {
+                RunFailure::Other(e) => e,
+                RunFailure::Step { step, error } => Error::Plugin {
+                    plugin: self.steps[step].name.clone(),
+                    message: format!("region{} failed in run: {error}", self.steps[step].region),
+                },
+            })?;
+        let steps = self
+            .steps
+            .iter()
+            .zip(times)
+            .map(|(s, seconds)| StepTime {
+                executor: s.name.clone(),
+                region: s.region,
+                seconds,
+            })
+            .collect();
+        Ok((outputs, steps))
+    }
+
+    fn run_steps_timed(
+        &self,
+        inputs: &[Array],
+        mut times: Option<&mut Vec<f64>>,
+    ) -> std::result::Result<Vec<Array>, RunFailure> {
         self.check_inputs(inputs)?;
         let mut slots: Vec<Option<Array>> = vec![None; self.slot_types.len()];
         for (&s, a) in self.inputs.iter().zip(inputs) {
@@ -450,6 +497,7 @@ impl CompiledProgram {
                 .zip(&outs)
                 .map(|(&s, a)| self.desc(s, a))
                 .collect();
+            let start = std::time::Instant::now();
             step.compiled
                 .run(
                     RSlice::from_slice(&in_descs),
@@ -458,6 +506,12 @@ impl CompiledProgram {
                 )
                 .into_result()
                 .map_err(|error| RunFailure::Step { step: k, error })?;
+            if let Some(times) = times.as_deref_mut() {
+                if let Device::Cuda(ordinal) = step.device {
+                    cuda::synchronize(ordinal)?;
+                }
+                times.push(start.elapsed().as_secs_f64());
+            }
             for (&s, a) in step.outputs.iter().zip(outs) {
                 slots[s] = Some(a);
             }

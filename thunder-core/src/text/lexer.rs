@@ -60,16 +60,18 @@ pub fn lex(line: &str, line_no: usize) -> Result<Vec<Token>> {
                 column,
             });
             break;
-        } else if c == '"' {
+        } else if c == '"' || c == '\'' {
+            // Python strings, single- or double-quoted.
+            let quote = c;
             let mut s = String::new();
             i += 1;
             loop {
                 match chars.get(i) {
                     None => return Err(err(column, "unterminated string".into())),
-                    Some('"') => break,
+                    Some(&q) if q == quote => break,
                     Some('\\') => {
                         match chars.get(i + 1) {
-                            Some(&e @ ('"' | '\\')) => s.push(e),
+                            Some(&e @ ('"' | '\'' | '\\')) => s.push(e),
                             _ => return Err(err(i + 1, "unknown escape in string".into())),
                         }
                         i += 2;

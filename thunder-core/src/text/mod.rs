@@ -4,8 +4,11 @@ mod lexer;
 mod parse;
 pub(crate) mod print;
 
-pub use parse::parse_trace;
-pub use print::{format_arg, print_bsym_lines, print_trace};
+pub use parse::{parse_literal, parse_trace, parse_trace_with};
+pub use print::{
+    format_arg, format_call_args, format_literal, print_bsym_lines, print_trace,
+    print_trace_positional,
+};
 
 use crate::device::Device;
 use crate::dtype::DType;

@@ -5,7 +5,9 @@
 use super::lexer::{lex, Tok, Token};
 use super::{parse_device_literal, parse_type};
 use crate::error::{Error, Result};
-use crate::ir::{lookup_symbol, Arg, BoundSymbol, TensorType, Trace, Value};
+use crate::ir::{lookup_symbol, symbol_ids, Arg, BoundSymbol, TensorType, Trace, Value};
+use crate::ltorch::signature::suggest;
+use crate::ltorch::{CallError, Given};
 use crate::tensor::Tensor;
 use crate::trace_ctx::{self, bind, trace_with};
 use std::collections::{HashMap, HashSet};
@@ -14,6 +16,8 @@ use std::collections::{HashMap, HashSet};
 enum ArgExpr {
     Name(String),
     Lit(Arg),
+    /// `[a, b]`: a list of tensors (`cat`, `stack`).
+    Names(Vec<(String, usize)>),
 }
 
 #[derive(Debug)]
@@ -23,6 +27,8 @@ struct Call {
     symbol: String,
     symbol_col: usize,
     args: Vec<(ArgExpr, usize)>,
+    /// `name=value` arguments: name, its column, the value and its column.
+    keywords: Vec<(String, usize, ArgExpr, usize)>,
     annotations: Vec<(String, String)>,
 }
 
@@ -88,30 +94,52 @@ fn parse_literal_or_name(c: &mut Cursor) -> Result<ArgExpr> {
         Some(Tok::Int(i)) => ArgExpr::Lit(Arg::Int(i)),
         Some(Tok::Float(x)) => ArgExpr::Lit(Arg::Float(x)),
         Some(Tok::Str(s)) => ArgExpr::Lit(Arg::Str(s)),
-        Some(Tok::LBracket) => {
-            let mut items = Vec::new();
-            if c.peek() == Some(&Tok::RBracket) {
+        Some(open @ (Tok::LBracket | Tok::LParen)) => {
+            // `[1, 2]`, `(2, 2)` (ints) or `[a, b]` (tensor names).
+            let close = if open == Tok::LBracket {
+                Tok::RBracket
+            } else {
+                Tok::RParen
+            };
+            let closing = if open == Tok::LBracket { "`]`" } else { "`)`" };
+            let mut ints = Vec::new();
+            let mut names = Vec::new();
+            if c.peek() == Some(&close) {
                 c.next();
             } else {
                 loop {
                     let col = c.col();
                     match c.next() {
-                        Some(Tok::Int(i)) => items.push(i),
-                        _ => return Err(perr(line, col, "expected an integer in the list")),
+                        Some(Tok::Int(i)) if names.is_empty() => ints.push(i),
+                        Some(Tok::Ident(n)) if ints.is_empty() && !n.contains('.') => {
+                            names.push((n, col))
+                        }
+                        _ => {
+                            return Err(perr(
+                                line,
+                                col,
+                                "expected an integer or a tensor name in the list (lists hold \
+                                 all ints or all names)",
+                            ))
+                        }
                     }
                     let col = c.col();
                     match c.next() {
-                        Some(Tok::Comma) if c.peek() == Some(&Tok::RBracket) => {
+                        Some(Tok::Comma) if c.peek() == Some(&close) => {
                             c.next();
                             break;
                         }
                         Some(Tok::Comma) => {}
-                        Some(Tok::RBracket) => break,
-                        _ => return Err(perr(line, col, "expected `,` or `]`")),
+                        Some(t) if t == close => break,
+                        _ => return Err(perr(line, col, format!("expected `,` or {closing}"))),
                     }
                 }
             }
-            ArgExpr::Lit(Arg::Ints(items))
+            if names.is_empty() {
+                ArgExpr::Lit(Arg::Ints(ints))
+            } else {
+                ArgExpr::Names(names)
+            }
         }
         Some(Tok::Ident(name)) => match name.as_str() {
             "True" => ArgExpr::Lit(Arg::Bool(true)),
@@ -180,12 +208,36 @@ fn parse_call(toks: &[Token], line: usize, end_col: usize) -> Result<Call> {
     let (symbol, symbol_col) = c.ident("a symbol such as `ltorch.add`")?;
     c.expect(&Tok::LParen, "`(`")?;
     let mut args = Vec::new();
+    let mut keywords: Vec<(String, usize, ArgExpr, usize)> = Vec::new();
     if c.peek() == Some(&Tok::RParen) {
         c.next();
     } else {
         loop {
             let col = c.col();
-            args.push((parse_literal_or_name(&mut c)?, col));
+            let is_keyword = matches!(c.peek(), Some(Tok::Ident(_)))
+                && matches!(c.toks.get(c.pos + 1).map(|t| &t.tok), Some(Tok::Equals));
+            if is_keyword {
+                let (name, name_col) = c.ident("a keyword")?;
+                if name.contains('.') {
+                    return Err(perr(
+                        line,
+                        name_col,
+                        format!("`{name}` is not a keyword name"),
+                    ));
+                }
+                c.next();
+                let value_col = c.col();
+                let value = parse_literal_or_name(&mut c)?;
+                keywords.push((name, name_col, value, value_col));
+            } else if !keywords.is_empty() {
+                return Err(perr(
+                    line,
+                    col,
+                    "positional argument follows keyword argument",
+                ));
+            } else {
+                args.push((parse_literal_or_name(&mut c)?, col));
+            }
             let col = c.col();
             match c.next() {
                 Some(Tok::Comma) => {}
@@ -212,6 +264,7 @@ fn parse_call(toks: &[Token], line: usize, end_col: usize) -> Result<Call> {
         symbol,
         symbol_col,
         args,
+        keywords,
         annotations,
     })
 }
@@ -242,7 +295,7 @@ struct Parsed {
     returns: Vec<(String, usize, usize)>,
 }
 
-fn parse_structure(text: &str) -> Result<Parsed> {
+fn parse_structure(text: &str, given: &HashMap<String, TensorType>) -> Result<Parsed> {
     let mut provenance = "Parsed text".to_string();
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l)).peekable();
     // Header: comments and blank lines before `def`.
@@ -389,15 +442,34 @@ fn parse_structure(text: &str) -> Result<Parsed> {
         returns.ok_or_else(|| perr(text.lines().count(), 1, "the function has no `return`"))?;
     let mut params = Vec::new();
     for (name, col) in param_names {
-        let ty = types.remove(&name).ok_or_else(|| {
-            perr(
-                def_line,
-                col,
-                format!(
-                    "parameter `{name}` has no type annotation (add `# {name}: \"cpu f32[2, 3]\"`)"
+        let ty = match (types.remove(&name), given.get(&name)) {
+            (Some(written), Some(g)) => {
+                let same = written.shape == g.shape
+                    && written.dtype == g.dtype
+                    && written.device == g.device;
+                if !same {
+                    return Err(Error::Input {
+                        name,
+                        message: format!(
+                            "the program's annotation says \"{written}\" but the given input is \"{g}\""
+                        ),
+                    });
+                }
+                written
+            }
+            (Some(written), None) => written,
+            (None, Some(g)) => g.clone(),
+            (None, None) => {
+                return Err(perr(
+                    def_line,
+                    col,
+                    format!(
+                    "parameter `{name}` has no type: give it as an input (`-i {name}=FILE.npy`) \
+                         or annotate it (`# {name}: \"cpu f32[2, 3]\"`)"
                 ),
-            )
-        })?;
+                ))
+            }
+        };
         params.push((name, ty));
     }
     Ok(Parsed {
@@ -406,6 +478,97 @@ fn parse_structure(text: &str) -> Result<Parsed> {
         params,
         statements,
         returns,
+    })
+}
+
+fn resolve(
+    call: &Call,
+    expr: &ArgExpr,
+    col: usize,
+    env: &HashMap<String, Tensor>,
+) -> Result<Given> {
+    let lookup = |name: &str, col: usize| -> Result<Arg> {
+        env.get(name)
+            .map(|t| Arg::Value(t.value()))
+            .ok_or_else(|| unknown_name(call.line, col, name, env))
+    };
+    Ok(match expr {
+        ArgExpr::Lit(a) => Given::One(a.clone()),
+        ArgExpr::Name(name) => Given::One(lookup(name, col)?),
+        ArgExpr::Names(names) => Given::Tensors(
+            names
+                .iter()
+                .map(|(n, c)| lookup(n, *c))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    })
+}
+
+fn unknown_name(line: usize, col: usize, name: &str, env: &HashMap<String, Tensor>) -> Error {
+    let hint = suggest(name, env.keys().map(String::as_str))
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default();
+    perr(line, col, format!("unknown name `{name}`{hint}"))
+}
+
+/// The call's arguments in the op's canonical order: bound through its signature (keywords,
+/// torch's defaults) when it has one, positional otherwise.
+fn call_args(call: &Call, env: &HashMap<String, Tensor>) -> Result<Vec<Arg>> {
+    let positional = call
+        .args
+        .iter()
+        .map(|(e, col)| resolve(call, e, *col, env))
+        .collect::<Result<Vec<_>>>()?;
+    let call_err = |column: usize, error: CallError| Error::Call {
+        line: call.line,
+        column,
+        error: Box::new(error),
+    };
+    let Some(sig) = crate::ltorch::signature(&call.symbol) else {
+        if let Some((_, col, _, _)) = call.keywords.first() {
+            return Err(call_err(
+                *col,
+                CallError::NoKeywords {
+                    op: call.symbol.clone(),
+                },
+            ));
+        }
+        return positional
+            .into_iter()
+            .zip(&call.args)
+            .map(|(g, (_, col))| match g {
+                Given::One(a) => Ok(a),
+                Given::Tensors(_) => Err(perr(
+                    call.line,
+                    *col,
+                    format!("`{}` takes no list of tensors", call.symbol),
+                )),
+            })
+            .collect();
+    };
+    let keywords = call
+        .keywords
+        .iter()
+        .map(|(k, _, e, col)| Ok((k.clone(), resolve(call, e, *col, env)?)))
+        .collect::<Result<Vec<_>>>()?;
+    sig.bind(positional, keywords).map_err(|error| {
+        // Point at the argument the error is about.
+        let keyword_col = |name: &str, value: bool| {
+            call.keywords
+                .iter()
+                .find(|(k, ..)| k == name)
+                .map(|(_, kc, _, vc)| if value { *vc } else { *kc })
+        };
+        let column = match &error {
+            CallError::UnknownKeyword { keyword, .. } => keyword_col(keyword, false),
+            CallError::Duplicate { param, .. } => keyword_col(param, false),
+            CallError::WrongKind { param, .. } => keyword_col(param, true).or_else(|| {
+                let i = sig.params.iter().position(|p| p.name == param)?;
+                call.args.get(i).map(|(_, c)| *c)
+            }),
+            _ => None,
+        };
+        call_err(column.unwrap_or(call.symbol_col), error)
     })
 }
 
@@ -419,24 +582,15 @@ fn flatten<'a>(subs: &'a [BoundSymbol], depth: usize, out: &mut Vec<(usize, &'a 
 
 fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result<()> {
     let call = &stmt.call;
-    let sym = lookup_symbol(&call.symbol).ok_or_else(|| {
-        perr(
-            call.line,
-            call.symbol_col,
-            format!("unknown symbol `{}`", call.symbol),
-        )
+    let sym = lookup_symbol(&call.symbol).ok_or_else(|| Error::Call {
+        line: call.line,
+        column: call.symbol_col,
+        error: Box::new(CallError::UnknownOp {
+            name: call.symbol.clone(),
+            suggestion: suggest(&call.symbol, symbol_ids().iter().map(String::as_str)),
+        }),
     })?;
-    let mut args = Vec::with_capacity(call.args.len());
-    for (expr, col) in &call.args {
-        args.push(match expr {
-            ArgExpr::Lit(a) => a.clone(),
-            ArgExpr::Name(name) => Arg::Value(
-                env.get(name)
-                    .ok_or_else(|| perr(call.line, *col, format!("unknown name `{name}`")))?
-                    .value(),
-            ),
-        });
-    }
+    let args = call_args(call, env)?;
     let before = trace_ctx::scope_len()?;
     let outs = bind(sym, args).map_err(|e| perr(call.line, call.symbol_col, e.to_string()))?;
     if outs.len() != call.targets.len() {
@@ -533,9 +687,15 @@ fn bind_statement(stmt: &Statement, env: &mut HashMap<String, Tensor>) -> Result
     Ok(())
 }
 
-/// Parses trace text into a trace.
+/// Parses trace text into a trace; every parameter must be annotated.
 pub fn parse_trace(text: &str) -> Result<Trace> {
-    let parsed = parse_structure(text)?;
+    parse_trace_with(text, &HashMap::new())
+}
+
+/// Parses trace text, taking each parameter's type from `given` (by name) where the text does
+/// not annotate it; where it does, the two must agree (shape, dtype and device).
+pub fn parse_trace_with(text: &str, given: &HashMap<String, TensorType>) -> Result<Trace> {
+    let parsed = parse_structure(text, given)?;
     let mut reserved: HashSet<String> = parsed.params.iter().map(|(n, _)| n.clone()).collect();
     for s in &parsed.statements {
         reserved.extend(s.call.targets.iter().cloned());
@@ -565,4 +725,20 @@ pub fn parse_trace(text: &str) -> Result<Trace> {
     })?;
     trace.fn_name = parsed.fn_name;
     Ok(trace)
+}
+
+/// Parses one Python literal (`None`, `True`, `-inf`, `1e-05`, `'none'`, `[1, 2]`,
+/// `dtypes.f32`, `devices.cpu`); `None` when `text` is not exactly one literal.
+pub fn parse_literal(text: &str) -> Option<Arg> {
+    let toks = lex(text, 1).ok()?;
+    let mut c = Cursor {
+        toks: &toks,
+        pos: 0,
+        line: 1,
+        end_col: text.len() + 1,
+    };
+    match parse_literal_or_name(&mut c).ok()? {
+        ArgExpr::Lit(a) if c.peek().is_none() => Some(a),
+        _ => None,
+    }
 }

@@ -21,6 +21,15 @@ pub fn format_float(x: f64) -> String {
 pub fn format_arg(trace: &Trace, arg: &Arg) -> String {
     match arg {
         Arg::Value(v) => trace.name(*v).to_string(),
+        other => format_literal(other),
+    }
+}
+
+/// A literal argument as Python source (`True`, `1e-05`, `"none"`, `dtypes.f32`); a tensor
+/// (which has no literal form) prints as `<tensor>`.
+pub fn format_literal(arg: &Arg) -> String {
+    match arg {
+        Arg::Value(_) => "<tensor>".into(),
         Arg::Int(i) => i.to_string(),
         Arg::Float(x) => format_float(*x),
         Arg::Bool(true) => "True".into(),
@@ -50,14 +59,35 @@ fn annotations(trace: &Trace, bsym: &BoundSymbol) -> String {
     items.join(", ")
 }
 
+/// A call's arguments: by the op's signature where it has one (keyword-only parameters as
+/// `name=value`, tensor lists in brackets), otherwise positionally.
+pub fn format_call_args(trace: &Trace, id: &str, args: &[Arg]) -> String {
+    let fmt = |a: &Arg| format_arg(trace, a);
+    crate::ltorch::signature(id)
+        .and_then(|s| s.format_args(args, &fmt))
+        .unwrap_or_else(|| args.iter().map(fmt).collect::<Vec<_>>().join(", "))
+}
+
 /// `t0 = prims.add(a, b)  # t0: "cpu f32[2]"`
 pub fn bsym_line(trace: &Trace, bsym: &BoundSymbol) -> String {
-    let args: Vec<String> = bsym.args.iter().map(|a| format_arg(trace, a)).collect();
+    bsym_line_styled(trace, bsym, false)
+}
+
+/// `positional`: every argument by position in canonical order, as traces were printed before
+/// signatures (still parsed); fixtures fingerprint this form so that it does not move when
+/// the printing of keyword arguments does.
+fn bsym_line_styled(trace: &Trace, bsym: &BoundSymbol, positional: bool) -> String {
+    let args = if positional {
+        let items: Vec<String> = bsym.args.iter().map(|a| format_arg(trace, a)).collect();
+        items.join(", ")
+    } else {
+        format_call_args(trace, bsym.sym.id, &bsym.args)
+    };
     format!(
         "{} = {}({})  # {}",
         targets(trace, bsym),
         bsym.sym.id,
-        args.join(", "),
+        args,
         annotations(trace, bsym)
     )
 }
@@ -70,15 +100,40 @@ pub fn print_bsym_lines(
     indent: usize,
     comment: bool,
 ) {
+    print_lines_styled(out, trace, bsym, indent, comment, false)
+}
+
+fn print_lines_styled(
+    out: &mut String,
+    trace: &Trace,
+    bsym: &BoundSymbol,
+    indent: usize,
+    comment: bool,
+    positional: bool,
+) {
     let pad = " ".repeat(indent);
     let hash = if comment { "# " } else { "" };
-    let _ = writeln!(out, "{pad}{hash}{}", bsym_line(trace, bsym));
+    let _ = writeln!(
+        out,
+        "{pad}{hash}{}",
+        bsym_line_styled(trace, bsym, positional)
+    );
     for sub in &bsym.subsymbols {
-        print_bsym_lines(out, trace, sub, indent + 2, true);
+        print_lines_styled(out, trace, sub, indent + 2, true, positional);
     }
 }
 
 pub fn print_trace(trace: &Trace) -> String {
+    print_trace_styled(trace, false)
+}
+
+/// The trace with every call's arguments by position, in canonical order (the form traces
+/// had before keyword arguments; it still parses). Fixtures fingerprint it.
+pub fn print_trace_positional(trace: &Trace) -> String {
+    print_trace_styled(trace, true)
+}
+
+fn print_trace_styled(trace: &Trace, positional: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Constructed by {}", trace.provenance);
     let _ = writeln!(
@@ -91,7 +146,7 @@ pub fn print_trace(trace: &Trace) -> String {
         let _ = writeln!(out, "  # {}: \"{}\"", trace.name(v), trace.ty(v));
     }
     for bsym in &trace.bsyms {
-        print_bsym_lines(&mut out, trace, bsym, 2, false);
+        print_lines_styled(&mut out, trace, bsym, 2, false, positional);
     }
     let _ = writeln!(out, "  return {}", format_return(trace));
     out

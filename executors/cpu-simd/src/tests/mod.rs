@@ -1,6 +1,7 @@
 //! Unit tests that need no host: traces are built by hand, compiled and run on host-like
 //! services backed by the global allocator.
 
+mod gemm_fold;
 mod layout;
 mod math;
 mod region;

@@ -97,10 +97,15 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Default disk cache: `$XDG_CACHE_HOME/thunder/cuda-fuser` or `~/.cache/thunder/cuda-fuser`.
 pub fn default_cache_dir() -> Option<PathBuf> {
+    cache_dir_for("cuda-fuser")
+}
+
+/// A plugin's disk cache: `$XDG_CACHE_HOME/thunder/<plugin>` or `~/.cache/thunder/<plugin>`.
+pub fn cache_dir_for(plugin: &str) -> Option<PathBuf> {
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .map(|d| d.join("thunder").join("cuda-fuser"))
+        .map(|d| d.join("thunder").join(plugin))
 }
 
 /// Compiles to a cubin for the real architecture `sm_XY`.

@@ -1,0 +1,214 @@
+//! One thread per output element: full, iota, uniform/normal (Philox4x32-10 with the counter
+//! mapping documented on `prims.uniform`, so the numbers equal the interpreter's), matmul
+//! (ints wrapping, floats summed in f64, as the interpreter; cuBLAS takes the floats it can), and floor_divide (integer division by zero is a
+//! device error, reported after the launch).
+
+use super::*;
+
+pub(super) fn generate(
+    spec: &Spec,
+    operands: &[&Operand],
+    outs: &[DTypeCode],
+    base: &str,
+) -> Vec<Kernel> {
+    let name = format!("{base}_0");
+    let out = outs[0];
+    let (n, extra, body, params): (u64, String, String, Vec<Param>) = match spec {
+        Spec::Full { shape, value, .. } => (
+            numel(shape),
+            String::new(),
+            format!("    out0[e] = {};\n", store(out, &literal(out, *value))),
+            vec![Param::Output(0)],
+        ),
+        Spec::Iota {
+            length,
+            start,
+            step,
+            ..
+        } => {
+            // Exact in wrapping i64, then converted once.
+            let v = format!("(i64_t)((u64_t){start}LL + (u64_t)e * (u64_t){step}LL)");
+            let v = if out.is_float() {
+                format!("(double){v}")
+            } else {
+                v
+            };
+            (
+                *length as u64,
+                String::new(),
+                format!("    out0[e] = {};\n", store(out, &v)),
+                vec![Param::Output(0)],
+            )
+        }
+        Spec::Random {
+            normal,
+            shape,
+            p,
+            seed,
+            offset,
+            ..
+        } => {
+            let value = if *normal {
+                // Box-Muller, cosine branch.
+                format!(
+                    "{:?} + {:?} * sqrt(-2.0 * log(((double)x + 1.0) * 2.3283064365386963e-10)) * cos(6.283185307179586 * ((double)y * 2.3283064365386963e-10))",
+                    p.0, p.1
+                )
+            } else {
+                format!(
+                    "{:?} + ({:?} - {:?}) * (((double)(x >> 5) * 67108864.0 + (double)(y >> 6)) * 1.1102230246251565e-16)",
+                    p.0, p.1, p.0
+                )
+            };
+            let body = format!(
+                "    const u64_t block = {offset}ULL + (u64_t)e / 2ULL;\n\
+                 \x20   unsigned w[4];\n\
+                 \x20   philox(block, {seed}ULL, w);\n\
+                 \x20   const unsigned x = w[2 * (e % 2)], y = w[2 * (e % 2) + 1];\n\
+                 \x20   out0[e] = {};\n",
+                store(out, &format!("({value})"))
+            );
+            (numel(shape), PHILOX.into(), body, vec![Param::Output(0)])
+        }
+        Spec::Matmul { a, b } => matmul(a, b),
+        Spec::FloorDivide { a, b, shape, dtype } => floor_divide(a, b, shape, *dtype),
+        _ => return Vec::new(),
+    };
+    let sig = signature(&name, &params, operands, outs);
+    let mut text = element_loop(n);
+    text.push_str(&body);
+    text.push_str("  }\n");
+    vec![Kernel {
+        name: name.clone(),
+        source: assemble(&extra, &sig, &text),
+        launch: Launch::Elements { n, block: 256 },
+        params,
+    }]
+}
+
+/// Philox4x32-10 (Random123's constants), counter `(block lo, block hi, 0, 0)` and key
+/// `(seed lo, seed hi)`.
+const PHILOX: &str =
+    "__device__ __forceinline__ void philox(u64_t block, u64_t seed, unsigned* w) {
+  unsigned c0 = (unsigned)block, c1 = (unsigned)(block >> 32), c2 = 0u, c3 = 0u;
+  unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+    const unsigned hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const unsigned hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    const unsigned n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+  }
+  w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;
+}
+";
+
+fn matmul(a: &Operand, b: &Operand) -> (u64, String, String, Vec<Param>) {
+    let r = a.rank();
+    let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
+    let mut out_shape = a.shape[..r - 2].to_vec();
+    out_shape.extend([m, n]);
+    let mut body = unravel("e", "c", &out_shape, "    ");
+    let batch = |op: usize| -> String {
+        (0..r - 2)
+            .map(|d| format!("c{d} * s{op}_{d} + "))
+            .collect::<String>()
+    };
+    let x = load(
+        a.dtype,
+        &format!(
+            "in0[{}c{} * s0_{} + t * s0_{}]",
+            batch(0),
+            r - 2,
+            r - 2,
+            r - 1
+        ),
+    );
+    let y = load(
+        b.dtype,
+        &format!(
+            "in1[{}t * s1_{} + c{} * s1_{}]",
+            batch(1),
+            r - 2,
+            r - 1,
+            r - 1
+        ),
+    );
+    let (acc, term, result) = if a.dtype.is_float() {
+        ("double", format!("{x} * {y}"), "acc")
+    } else {
+        ("u64_t", format!("(u64_t){x} * (u64_t){y}"), "(i64_t)acc")
+    };
+    let _ = writeln!(body, "    {acc} acc = 0;");
+    let _ = writeln!(body, "    for (i64_t t = 0; t < {k}LL; ++t) {{");
+    let _ = writeln!(body, "      acc += {term};\n    }}");
+    let _ = writeln!(body, "    out0[e] = {};", store(a.dtype, result));
+    (
+        numel(&out_shape),
+        String::new(),
+        body,
+        vec![Param::Input(0), Param::Input(1), Param::Output(0)],
+    )
+}
+
+/// torch's floor division: `c10::div_floor_floating` for floats (in f64, as the interpreter),
+/// integer division rounding down with a device error on a zero divisor.
+const DIV_FLOOR: &str = "__device__ __forceinline__ double div_floor(double x, double y) {
+  if (y == 0.0) return x / y;
+  const double m = fmod(x, y);
+  double div = (x - m) / y;
+  if (m != 0.0 && ((y < 0.0) != (m < 0.0))) div -= 1.0;
+  if (div != 0.0) { double f = floor(div); if (div - f > 0.5) f += 1.0; return f; }
+  return (x / y) < 0.0 || __double_as_longlong(x / y) < 0 ? -0.0 : 0.0;
+}
+__device__ __forceinline__ i64_t div_floor_int(i64_t x, i64_t y) {
+  if (y == -1) return (i64_t)(0ULL - (u64_t)x);
+  const i64_t q = x / y;
+  return ((x < 0) != (y < 0) && x % y != 0) ? q - 1 : q;
+}
+";
+
+fn floor_divide(
+    a: &Result<Operand, Lit>,
+    b: &Result<Operand, Lit>,
+    shape: &[i64],
+    dtype: DTypeCode,
+) -> (u64, String, String, Vec<Param>) {
+    let mut params = Vec::new();
+    let mut k = 0;
+    let mut side = |o: &Result<Operand, Lit>| match o {
+        Ok(op) => {
+            params.push(Param::Input(k));
+            let text = load(
+                dtype,
+                &format!("in{k}[{}]", offset(k, op.rank(), |d| format!("c{d}"))),
+            );
+            k += 1;
+            text
+        }
+        Err(l) => literal(dtype, *l),
+    };
+    let (x, y) = (side(a), side(b));
+    // Only integer division can fail (a zero divisor); float kernels skip the flag and its
+    // read-back (a stream synchronization).
+    params.push(Param::Output(0));
+    if !dtype.is_float() {
+        params.push(Param::Flag);
+    }
+    let mut body = unravel("e", "c", shape, "    ");
+    let _ = writeln!(body, "    const {} x = {x}, y = {y};", wide(dtype));
+    if dtype.is_float() {
+        let _ = writeln!(body, "    out0[e] = {};", store(dtype, "div_floor(x, y)"));
+    } else {
+        let _ = writeln!(
+            body,
+            "    if (y == 0) {{ report(err, {ERR_DIV_ZERO}, 0); out0[e] = 0; continue; }}"
+        );
+        let _ = writeln!(
+            body,
+            "    out0[e] = {};",
+            store(dtype, "div_floor_int(x, y)")
+        );
+    }
+    (numel(shape), DIV_FLOOR.into(), body, params)
+}

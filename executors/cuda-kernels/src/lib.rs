@@ -1,0 +1,234 @@
+//! `cuda-kernels`: the CUDA kernel library for the prims that are neither elementwise nor a
+//! row reduction (so not cuda-fuser's), each op its own region:
+//!
+//! - `take` / `take_along_axis` (gathers) and `scatter_add` / `index_add` (a copy, then atomic
+//!   adds: float results depend on the order the atomics land in, so they are not bitwise
+//!   deterministic; ints and b8 are; the `deterministic` option trades the atomics for a
+//!   gather in index order);
+//! - `sum` / `prod` / `amax` / `amin` over any dims for every dtype the interpreter takes
+//!   (floats accumulate in f64 as the interpreter does, ints wrap in 64 bits), `argmax` /
+//!   `argmin` (first extreme, NaN wins), `var_mean` (two passes in f64);
+//! - `cumsum` (a blocked scan), `sort` / `topk` (bitonic in shared memory, rows up to
+//!   [`spec::MAX_SORT`]; longer rows are not claimed);
+//! - `full`, `iota` (every dtype), `uniform` / `normal` (Philox4x32-10 with the interpreter's
+//!   counter mapping: the same numbers on CPU and GPU), `matmul` (ints, and the float cases
+//!   cuBLAS does not claim, summed in f64), `pad` with interior
+//!   padding, and `floor_divide` (integer division by zero is a device error).
+//!
+//! Index and division errors are written to a device flag that is read after the launch and
+//! turned into an error naming the op. Kernels are generated as CUDA C++ ([`codegen`]) and
+//! compiled with NVRTC through `thunder-cuda-common` (shared with cuda-fuser), cached in
+//! memory and on disk. Without a driver or NVRTC the plugin loads, says why and claims nothing.
+//!
+//! Options: `cache_dir = "path"` (default `~/.cache/thunder/cuda-kernels`), `disk_cache = false`,
+//! `deterministic = true` (scatter_add / index_add without atomics: each output element sums
+//! its sources in index order in f64, bit-identical to the interpreter; slow when the index
+//! dim is long, as in an embedding's gradient).
+#![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
+
+pub mod codegen;
+mod run;
+pub mod spec;
+
+use std::path::PathBuf;
+use thunder_abi::export::{option_bool, CompiledRegion, Executor, HostLogger};
+use thunder_abi::prims::Prim;
+use thunder_abi::{
+    DeviceKind, HostServices, LogLevel, OpView, OptionValue, PluginError, PluginInfo, RegionSpec,
+    TraceView, ABI_VERSION,
+};
+use thunder_cuda_common::{device, nvrtc};
+
+pub const NAME: &str = "cuda-kernels";
+
+pub fn plugin_info() -> PluginInfo {
+    PluginInfo {
+        name: NAME.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        abi_version: ABI_VERSION,
+        description: "CUDA kernel library: gathers, scatters, reductions, scans, sorts, RNG".into(),
+        devices: vec!["cuda".into()].into(),
+        symbols: Prim::ALL
+            .iter()
+            .filter(|p| spec::claimable(**p))
+            .map(|p| p.id().into())
+            .collect(),
+    }
+}
+
+/// Whether the library runs `op`: exactly when it decodes (so a claim always compiles).
+pub fn accepts(view: &TraceView, op: &OpView) -> bool {
+    spec::decode(view, op).is_ok()
+}
+
+/// One region per accepted, unclaimed op.
+pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
+    view.ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| !op.claimed && accepts(view, op))
+        .map(|(i, _)| vec![i as u32])
+        .collect()
+}
+
+pub struct CudaKernels {
+    /// scatter_add / index_add without atomics, bit-identical to the interpreter.
+    deterministic: bool,
+    services: HostServices,
+    log: HostLogger,
+    compiler: nvrtc::Compiler,
+}
+
+impl CudaKernels {
+    pub fn create(
+        services: HostServices,
+        options: &[(String, OptionValue)],
+    ) -> Result<Self, PluginError> {
+        for (key, _) in options {
+            if !["cache_dir", "disk_cache", "deterministic"].contains(&key.as_str()) {
+                return Err(PluginError::invalid(format!(
+                    "{NAME}: unknown option `{key}` (expected cache_dir, disk_cache or deterministic)"
+                )));
+            }
+        }
+        let cache_dir = match options.iter().find(|(k, _)| k == "cache_dir") {
+            None => nvrtc::cache_dir_for(NAME),
+            Some((_, OptionValue::Str(s))) => Some(PathBuf::from(s.as_str())),
+            Some((_, other)) => {
+                return Err(PluginError::invalid(format!(
+                    "{NAME}: option `cache_dir`: expected a path string, got {other:?}"
+                )))
+            }
+        };
+        let disk = option_bool(options, "disk_cache")?.unwrap_or(true);
+        Ok(CudaKernels {
+            deterministic: option_bool(options, "deterministic")?.unwrap_or(false),
+            services,
+            log: HostLogger {
+                services,
+                plugin: NAME,
+            },
+            compiler: nvrtc::Compiler::new(if disk { cache_dir } else { None }),
+        })
+    }
+}
+
+impl Executor for CudaKernels {
+    fn available(&self) -> Result<(), String> {
+        device::runtime().map(|_| ())
+    }
+
+    fn claim(&self, view: &TraceView) -> Result<Vec<Vec<u32>>, PluginError> {
+        if device::runtime().is_err() {
+            return Ok(Vec::new());
+        }
+        Ok(claims(view))
+    }
+
+    fn compile(
+        &self,
+        view: &TraceView,
+        region: &RegionSpec,
+    ) -> Result<Box<dyn CompiledRegion>, PluginError> {
+        let runtime =
+            device::runtime().map_err(|e| PluginError::unsupported(format!("{NAME}: {e}")))?;
+        let [only] = region.ops.as_slice() else {
+            return Err(PluginError::invalid(format!(
+                "{NAME}: a region is one op, got {}",
+                region.ops.len()
+            )));
+        };
+        let op = view
+            .ops
+            .get(*only as usize)
+            .ok_or_else(|| PluginError::invalid(format!("{NAME}: op {only} is not in the view")))?;
+        let mut spec = spec::decode(view, op)
+            .map_err(|e| PluginError::unsupported(format!("{NAME}: {}: {e}", op.symbol)))?;
+        if let spec::Spec::ScatterAdd { deterministic, .. } = &mut spec {
+            *deterministic = self.deterministic;
+        }
+        let out_meta: Vec<_> = op
+            .outputs
+            .iter()
+            .map(|&v| &view.values[v as usize])
+            .collect();
+        let ordinal = out_meta
+            .iter()
+            .find(|m| m.device.kind == DeviceKind::Cuda)
+            .map(|m| m.device.index)
+            .ok_or_else(|| {
+                PluginError::invalid(format!("{NAME}: {}: no CUDA output", op.symbol))
+            })?;
+        if ordinal as i32 >= runtime.device_count {
+            return Err(PluginError::invalid(format!(
+                "{NAME}: cuda:{ordinal} does not exist ({} devices)",
+                runtime.device_count
+            )));
+        }
+        let props = device::props(ordinal).map_err(PluginError::internal)?;
+        let outs: Vec<_> = out_meta.iter().map(|m| m.dtype).collect();
+        let base = format!("thunder_{}", op.symbol.trim_start_matches("prims."));
+        let generated = codegen::generate(&spec, &outs, &base);
+        device::make_current(ordinal).map_err(PluginError::internal)?;
+        let mut kernels = Vec::with_capacity(generated.len());
+        for kernel in generated {
+            let key = nvrtc::CacheKey::new(
+                &kernel.source,
+                props.compute_capability,
+                runtime.driver_version,
+                runtime.nvrtc_version,
+            );
+            let (image, origin) = self
+                .compiler
+                .image(&kernel.source, &kernel.name, &key, props.compute_capability)
+                .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", op.symbol)))?;
+            self.log.log(
+                LogLevel::Debug,
+                &format!("{}: {origin:?} ({})", kernel.name, key.0),
+            );
+            let function = device::load(&image, &kernel.name).map_err(PluginError::internal)?;
+            kernels.push(run::Loaded { kernel, function });
+        }
+        let operand_slots = spec
+            .operands()
+            .iter()
+            .map(|o| {
+                region
+                    .inputs
+                    .iter()
+                    .position(|&v| v == o.value)
+                    .ok_or_else(|| {
+                        PluginError::invalid(format!("{NAME}: t{} is not a region input", o.value))
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let output_slots = op
+            .outputs
+            .iter()
+            .zip(&out_meta)
+            .map(|(&v, m)| {
+                region.outputs.iter().position(|&o| o == v).ok_or_else(|| {
+                    let n: i64 = m.shape.iter().map(|&d| d.max(0)).product();
+                    n as usize * m.dtype.size_bytes()
+                })
+            })
+            .collect();
+        Ok(Box::new(run::CompiledOp {
+            symbol: op.symbol.to_string(),
+            spec,
+            kernels,
+            operand_slots,
+            output_slots,
+            n_inputs: region.inputs.len(),
+            n_outputs: region.outputs.len(),
+            ordinal,
+            sm_count: props.sm_count.max(1) as u32,
+            services: self.services,
+        }))
+    }
+}
+
+thunder_abi::export_executor! {
+    info: plugin_info,
+    create: CudaKernels::create,
+}

@@ -1,0 +1,196 @@
+//! A compiled op: its kernels, where each parameter comes from, and the run: strides read from
+//! the descriptors, outputs the op has but the region does not return in scratch memory, and
+//! the device error flag zeroed before and read after the launches that have one.
+
+use crate::codegen::{self, Kernel, Param, ERR_DIV_ZERO, ERR_INDEX};
+use crate::spec::Spec;
+use cudarc::driver::{result, sys};
+use thunder_abi::{DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, TensorDesc};
+use thunder_cuda_common::device::{self, Function};
+
+pub struct Loaded {
+    pub kernel: Kernel,
+    pub function: Function,
+}
+
+pub struct CompiledOp {
+    pub symbol: String,
+    pub spec: Spec,
+    pub kernels: Vec<Loaded>,
+    /// Per spec operand: its position among the region's inputs.
+    pub operand_slots: Vec<usize>,
+    /// Per op output: its position among the region's outputs, or its byte size (scratch).
+    pub output_slots: Vec<Result<usize, usize>>,
+    pub n_inputs: usize,
+    pub n_outputs: usize,
+    pub ordinal: u32,
+    pub sm_count: u32,
+    pub services: HostServices,
+}
+
+/// Host-pool memory freed when the run ends (stream-ordered, as cuda-fuser's scratch).
+struct Scratch<'a> {
+    services: &'a HostServices,
+    device: DeviceDesc,
+    live: Vec<(u64, usize)>,
+}
+
+impl Scratch<'_> {
+    fn alloc(&mut self, bytes: usize) -> Result<u64, PluginError> {
+        let p = (self.services.alloc)(self.device, bytes.max(16), 256) as u64;
+        if p == 0 {
+            return Err(PluginError::internal(format!(
+                "cuda-kernels: out of device memory for {bytes} bytes of scratch"
+            )));
+        }
+        self.live.push((p, bytes.max(16)));
+        Ok(p)
+    }
+}
+
+impl Drop for Scratch<'_> {
+    fn drop(&mut self) {
+        for (p, bytes) in std::mem::take(&mut self.live) {
+            (self.services.free)(self.device, p as *mut std::ffi::c_void, bytes, 256);
+        }
+    }
+}
+
+fn cu(what: &str, r: Result<(), cudarc::driver::DriverError>) -> Result<(), PluginError> {
+    r.map_err(|e| PluginError::internal(format!("cuda-kernels: {what}: {e:?}")))
+}
+
+impl CompiledOp {
+    /// The error a device flag stands for, naming the op.
+    fn device_error(&self, code: i64, value: i64) -> PluginError {
+        let what = match (&self.spec, code) {
+            (Spec::Take { a, dim, .. }, ERR_INDEX)
+            | (Spec::ScatterAdd { a, dim, .. }, ERR_INDEX) => {
+                format!(
+                    "index {value} is out of bounds for dim {dim} with size {}",
+                    a.shape[*dim]
+                )
+            }
+            (_, ERR_DIV_ZERO) => "integer division by zero".to_string(),
+            _ => format!("device error {code} (value {value})"),
+        };
+        PluginError::invalid(format!("cuda-kernels: {}: {what}", self.symbol))
+    }
+}
+
+impl thunder_abi::export::CompiledRegion for CompiledOp {
+    fn run(
+        &self,
+        inputs: &[TensorDesc<'_>],
+        outputs: &[TensorDesc<'_>],
+        ctx: &ExecContext,
+    ) -> Result<(), PluginError> {
+        let sym = &self.symbol;
+        if ctx.device.kind != DeviceKind::Cuda || ctx.context.is_null() {
+            return Err(PluginError::invalid(format!(
+                "cuda-kernels: {sym}: run without a CUDA context"
+            )));
+        }
+        if ctx.device.index != self.ordinal {
+            return Err(PluginError::invalid(format!(
+                "cuda-kernels: {sym}: compiled for cuda:{} run on cuda:{}",
+                self.ordinal, ctx.device.index
+            )));
+        }
+        if inputs.len() != self.n_inputs || outputs.len() != self.n_outputs {
+            return Err(PluginError::invalid(format!(
+                "cuda-kernels: {sym}: expected {} inputs and {} outputs, got {} and {}",
+                self.n_inputs,
+                self.n_outputs,
+                inputs.len(),
+                outputs.len()
+            )));
+        }
+        let operands = self.spec.operands();
+        for (k, (&slot, o)) in self.operand_slots.iter().zip(&operands).enumerate() {
+            let d = &inputs[slot];
+            if d.device.kind != DeviceKind::Cuda
+                || d.shape.as_slice() != o.shape.as_slice()
+                || d.strides.len() != o.rank()
+            {
+                return Err(PluginError::invalid(format!(
+                    "cuda-kernels: {sym}: operand {k} is {:?} {:?}, expected a CUDA tensor {:?}",
+                    d.device,
+                    d.shape.as_slice(),
+                    o.shape
+                )));
+            }
+        }
+        let mut scratch = Scratch {
+            services: &self.services,
+            device: ctx.device,
+            live: Vec::new(),
+        };
+        let mut out_ptr = Vec::with_capacity(self.output_slots.len());
+        for (j, slot) in self.output_slots.iter().enumerate() {
+            out_ptr.push(match *slot {
+                Ok(i) => {
+                    let d = &outputs[i];
+                    if d.device.kind != DeviceKind::Cuda || !d.is_contiguous() {
+                        return Err(PluginError::invalid(format!(
+                            "cuda-kernels: {sym}: output {j} must be a contiguous CUDA tensor"
+                        )));
+                    }
+                    d.base_ptr() as u64
+                }
+                Err(bytes) => scratch.alloc(bytes)?,
+            });
+        }
+        // SAFETY: the host passes the primary context of the region's device.
+        cu("cuCtxSetCurrent", unsafe {
+            result::ctx::set_current(ctx.context as _)
+        })?;
+        let stream = ctx.stream as sys::CUstream;
+        let flag = if self.kernels.iter().any(|k| k.kernel.has_flag()) {
+            let p = scratch.alloc(16)?;
+            // SAFETY: 16 bytes of device memory just allocated, on the run's stream.
+            cu("cuMemsetD8Async", unsafe {
+                result::memset_d8_async(p, 0, 16, stream)
+            })?;
+            Some(p)
+        } else {
+            None
+        };
+        for k in &self.kernels {
+            if !codegen::has_work(k.kernel.launch) {
+                continue;
+            }
+            let mut args = Vec::new();
+            for p in &k.kernel.params {
+                match *p {
+                    Param::Input(i) => {
+                        let d = &inputs[self.operand_slots[i]];
+                        args.push(d.base_ptr() as u64);
+                        args.extend(d.strides.iter().map(|&s| s as u64));
+                    }
+                    Param::Output(j) => args.push(out_ptr[j]),
+                    Param::Flag => args.push(flag.unwrap_or(0)),
+                }
+            }
+            let (g, b) = codegen::grid(k.kernel.launch, self.sm_count);
+            device::launch(k.function, g, b, ctx.stream, &args).map_err(|e| {
+                PluginError::internal(format!("cuda-kernels: {sym}: {}: {e}", k.kernel.name))
+            })?;
+        }
+        if let Some(p) = flag {
+            let mut word = [0i64; 2];
+            // SAFETY: reads the 16 flag bytes after the kernels on the same stream, then waits.
+            unsafe {
+                cu(
+                    "cuMemcpyDtoHAsync",
+                    result::memcpy_dtoh_async(&mut word[..], p, stream),
+                )?;
+                cu("cuStreamSynchronize", result::stream::synchronize(stream))?;
+            }
+            if word[0] != 0 {
+                return Err(self.device_error(word[0], word[1]));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,10 @@
+def computation(x):
+  a = ltorch.silu(input=x)
+  b = ltorch.sigmoid(input=x)
+  c = ltorch.relu6(input=x)
+  d = ltorch.hardswish(input=x)
+  e = ltorch.softplus(x, beta=2.0)
+  f = ltorch.leaky_relu(x, negative_slope=0.2)
+  g = ltorch.clamp(x, min=-0.5, max=0.5)
+  h = ltorch.clamp(x, max=0.0)
+  return (a, b, c, d, e, f, g, h)

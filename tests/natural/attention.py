@@ -1,0 +1,17 @@
+# Attention and losses; tgt holds class indices.
+def computation(q, k, v, mask, logits, tgt, probs, w, y):
+  t0 = ltorch.scaled_dot_product_attention(q, k, v, is_causal=True)
+  t1 = ltorch.scaled_dot_product_attention(query=q, key=k, value=v, attn_mask=mask, scale=0.5)
+  t2 = ltorch.cross_entropy(logits, target=tgt)
+  t3 = ltorch.cross_entropy(logits, tgt, label_smoothing=0.1, ignore_index=2)
+  t4 = ltorch.cross_entropy(input=logits, target=probs)
+  ls = ltorch.log_softmax(logits, dim=1)
+  t5 = ltorch.nll_loss(ls, target=tgt)
+  t6 = ltorch.mse_loss(input=logits, target=probs)
+  t7 = ltorch.rms_norm(logits, normalized_shape=[5], weight=w)
+  t8 = ltorch.rms_norm(logits, [5], eps=1e-06)
+  kt = ltorch.transpose(k, -2, -1)
+  t9 = ltorch.matmul(input=q, other=kt)
+  t10 = ltorch.bmm(q, mat2=kt)
+  t11 = ltorch.linear(y, weight=w)
+  return (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11)

@@ -1,0 +1,16 @@
+# conv + pooling + normalization with torch's defaults: `stride=2` is `[2, 2]`, padding 0, ...
+def computation(img, w, b, w1, w3, vol, mean, var, gamma, beta):
+  t0 = ltorch.conv2d(img, weight=w, bias=b, padding=1)
+  t1 = ltorch.conv2d(img, w, stride=2)
+  t2 = ltorch.max_pool2d(t0, kernel_size=2)
+  t3 = ltorch.max_pool2d(t0, 3, stride=1, padding=1)
+  t4 = ltorch.avg_pool2d(t0, kernel_size=2)
+  t5 = ltorch.avg_pool2d(t0, kernel_size=3, stride=2, padding=1, count_include_pad=False)
+  t6 = ltorch.adaptive_avg_pool2d(t0, output_size=[2, 3])
+  t7 = ltorch.batch_norm(t0, running_mean=mean, running_var=var, weight=gamma, bias=beta)
+  t8 = ltorch.group_norm(t0, num_groups=2, weight=gamma, bias=beta)
+  t9 = ltorch.group_norm(input=t0, num_groups=4)
+  s = ltorch.flatten(img, start_dim=2)
+  t10 = ltorch.conv1d(s, weight=w1, padding='same')
+  t11 = ltorch.conv3d(vol, weight=w3, stride=[1, 2, 2])
+  return (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11)
