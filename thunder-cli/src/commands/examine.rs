@@ -244,6 +244,9 @@ fn check_consistency(
 /// Reports, per symbol, which executor runs it and what no executor can run (and why); with
 /// inputs (or `random_inputs`), also checks the outputs against the interpreter alone.
 pub fn run(args: &HostArgs, program: &Path, io: &InputArgs, random_inputs: bool) -> Result<()> {
+    if super::onnx::is_onnx(program) {
+        return super::onnx::examine(args, program, io);
+    }
     let device = io.device()?;
     let inputs = &io.inputs;
     let (initial, _) = io.load(program)?;

@@ -6,6 +6,7 @@ pub mod examine;
 pub mod gpu_check;
 pub mod gpu_common;
 pub mod machine;
+pub mod onnx;
 pub mod opinfo_check;
 pub mod ops;
 pub mod partition;

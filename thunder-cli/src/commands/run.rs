@@ -89,6 +89,9 @@ pub fn run(
     out: &Path,
     options: &RunOptions,
 ) -> Result<()> {
+    if super::onnx::is_onnx(program) {
+        return super::onnx::run(args, program, io, out, options);
+    }
     let (print_trace, grad) = (options.print_trace, options.grad);
     let device = io.device()?;
     let (trace, given) = io.load(program)?;

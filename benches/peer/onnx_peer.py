@@ -1,0 +1,148 @@
+"""thunder-rs against ONNX Runtime (CPU execution provider) on the same ONNX files and inputs,
+with the same thread count, in one run.
+
+    cargo build --release -p thunder-interpreter -p thunder-cpu-simd \
+        -p thunder-onnx --example onnx_bench
+    /work/venv/bin/python benches/peer/onnx_peer.py [--threads 2] [--only minilm,gpt2,resnet50]
+
+Models are random-weight PyTorch modules (scripts/onnx_models.py) at full size, exported with
+PyTorch's ONNX exporter into --work (not committed): a MiniLM-size BERT (6 layers, hidden 384,
+batch 8, sequence 128), GPT-2 small (12 layers, hidden 768, batch 1 and 8, sequence 128) and
+ResNet-50 (batch 1 and 8, 224x224). For each: steady-state median latency of both, the ratio
+thunder / ORT (<= 1.0 is the target), the first call (thunder: load + translate + compile +
+run; ORT: session creation + run) and the largest output difference relative to ORT's scale.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from onnx_models import Bert, Gpt2, ResNet  # noqa: E402
+
+
+def export(model, args, path, names, dynamic_batch):
+    if os.path.exists(path):
+        return
+    model.eval()
+    t = time.time()
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, input_names=names, dynamo=False,
+                          opset_version=17, output_names=["output"],
+                          dynamic_axes={n: {0: "batch"} for n in names} if dynamic_batch else None)
+    print(f"  exported {path} in {time.time() - t:.1f} s", flush=True)
+
+
+def models(work, only):
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    out = []
+    if "minilm" in only:
+        path = os.path.join(work, "minilm.onnx")
+        bert = Bert(vocab=30522, hidden=384, layers=6, heads=12, ffn=1536, max_pos=512)
+        ids = rng.integers(0, 30522, size=(8, 128), dtype=np.int64)
+        mask = np.ones((8, 128), dtype=np.int64)
+        export(bert, (torch.from_numpy(ids), torch.from_numpy(mask)), path,
+               ["input_ids", "attention_mask"], True)
+        out.append(("minilm b8 s128", path, {"input_ids": ids, "attention_mask": mask}))
+    if "gpt2" in only:
+        path = os.path.join(work, "gpt2.onnx")
+        gpt = Gpt2(vocab=50257, hidden=768, layers=12, heads=12, max_pos=1024)
+        for b in (1, 8):
+            ids = rng.integers(0, 50257, size=(b, 128), dtype=np.int64)
+            export(gpt, (torch.from_numpy(ids),), path, ["input_ids"], True)
+            out.append((f"gpt2 b{b} s128", path, {"input_ids": ids}))
+    if "resnet50" in only:
+        path = os.path.join(work, "resnet50.onnx")
+        net = ResNet(widths=(64, 128, 256, 512), blocks=(3, 4, 6, 3), bottleneck=True)
+        for b in (1, 8):
+            x = rng.standard_normal((b, 3, 224, 224), dtype=np.float32)
+            export(net, (torch.from_numpy(x),), path, ["pixels"], True)
+            out.append((f"resnet50 b{b}", path, {"pixels": x}))
+    return out
+
+
+def time_ort(path, feeds, threads, reps):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    t = time.perf_counter()
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    out = sess.run(None, feeds)
+    first = (time.perf_counter() - t) * 1e3
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t) * 1e3)
+    return first, statistics.median(times), min(times), out
+
+
+def time_thunder(path, feeds, threads, reps, work):
+    files = []
+    for k, v in feeds.items():
+        stem = os.path.splitext(os.path.basename(path))[0]
+        f = os.path.join(work, f"in_{stem}_{k}_{'x'.join(map(str, v.shape))}.npy")
+        np.save(f, v)
+        files.append(f"{k}={f}")
+    outdir = os.path.join(work, "thunder_out")
+    os.makedirs(outdir, exist_ok=True)
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), ONNX_BENCH_OUT=outdir,
+               THUNDER_CONFIG=os.path.join(ROOT, "plugins.toml"))
+    exe = os.path.join(ROOT, "target", "release", "examples", "onnx_bench")
+    res = subprocess.run([exe, path, str(reps), *files], env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr else "failed")
+    stats = json.loads(res.stdout.strip().splitlines()[-1])
+    out = np.load(os.path.join(outdir, "output.npy"))
+    return stats, out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--work", default="/tmp/thunder_onnx_peer")
+    p.add_argument("--only", default="minilm,gpt2,resnet50")
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    torch.set_num_threads(a.threads)
+    print(f"threads {a.threads}, ORT {ort.__version__}, median of {a.reps} after a first call")
+    rows = []
+    for name, path, feeds in models(a.work, a.only.split(",")):
+        o_first, o_med, o_min, o_out = time_ort(path, feeds, a.threads, a.reps)
+        try:
+            stats, t_out = time_thunder(path, feeds, a.threads, a.reps, a.work)
+        except RuntimeError as e:
+            print(f"{name}: thunder failed: {e}", flush=True)
+            continue
+        ref = o_out[0]
+        err = float(np.abs(t_out - ref).max() / max(np.abs(ref).max(), 1e-30))
+        row = dict(model=name, ort_ms=o_med, thunder_ms=stats["median_ms"], ort_min_ms=o_min,
+                   thunder_min_ms=stats["min_ms"], min_ratio=stats["min_ms"] / o_min,
+                   ratio=stats["median_ms"] / o_med, ort_first_ms=o_first,
+                   thunder_first_ms=stats["first_call_ms"], translate_ms=stats["translate_ms"],
+                   compile_ms=stats["compile_ms"], load_ms=stats["load_ms"], rel_err=err)
+        rows.append(row)
+        print(f"{name:16s} ORT {o_med:9.2f} ms  thunder {stats['median_ms']:9.2f} ms  "
+              f"ratio {row['ratio']:5.2f}x (min {o_min:.1f} / {stats['min_ms']:.1f} ms: "
+              f"{row['min_ratio']:.2f}x)  first call: ORT {o_first:8.1f} ms, thunder "
+              f"{stats['first_call_ms']:8.1f} ms (load {stats['load_ms']:.0f}, translate "
+              f"{stats['translate_ms']:.0f}, compile {stats['compile_ms']:.0f})  "
+              f"rel err {err:.1e}", flush=True)
+    with open(os.path.join(a.work, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

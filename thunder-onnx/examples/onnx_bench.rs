@@ -1,0 +1,62 @@
+//! Times an ONNX model on thunder-rs for benches/peer/onnx_peer.py: the first call (load,
+//! translate, compile, run) and then the median of repeated calls, as one JSON line.
+//!
+//! cargo run --release -p thunder-onnx --example onnx_bench -- MODEL.onnx REPS NAME=FILE.npy...
+//! Plugins come from THUNDER_CONFIG / ./plugins.toml, as for `thunder run`; RAYON_NUM_THREADS
+//! sets the CPU executors' threads.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+use thunder_core::runtime::npy::read_npy;
+use thunder_onnx::{OnnxModel, OnnxSession};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [model_path, reps, inputs @ ..] = args.as_slice() else {
+        return Err("usage: onnx_bench MODEL.onnx REPS NAME=FILE.npy...".into());
+    };
+    let reps: usize = reps.parse()?;
+    let mut named = HashMap::new();
+    for spec in inputs {
+        let (name, file) = spec.split_once('=').ok_or("inputs are NAME=FILE.npy")?;
+        named.insert(name.to_string(), read_npy(Path::new(file))?);
+    }
+    let t0 = Instant::now();
+    let model = OnnxModel::load(Path::new(model_path))?;
+    let load = t0.elapsed();
+    let host = Arc::new(thunder_core::PluginHost::from_env()?);
+    let session = OnnxSession::new(model, host);
+    let t1 = Instant::now();
+    let outputs = session.run_named(named.clone())?;
+    let first = t1.elapsed() + load;
+    let spec = session.last().ok_or("no specialisation")?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        session.run_named(named.clone())?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
+    let min = times.first().copied().unwrap_or(f64::NAN);
+    let dir = std::env::var("ONNX_BENCH_OUT").ok();
+    if let Some(dir) = dir {
+        for (name, a) in &outputs {
+            let safe: String = name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            thunder_core::runtime::npy::write_npy(&Path::new(&dir).join(format!("{safe}.npy")), a)?;
+        }
+    }
+    println!(
+        "{{\"load_ms\": {:.2}, \"translate_ms\": {:.2}, \"compile_ms\": {:.2}, \"first_call_ms\": {:.2}, \"median_ms\": {median:.3}, \"min_ms\": {min:.3}, \"reps\": {reps}}}",
+        load.as_secs_f64() * 1e3,
+        spec.timings.translate.as_secs_f64() * 1e3,
+        spec.timings.compile.as_secs_f64() * 1e3,
+        first.as_secs_f64() * 1e3,
+    );
+    Ok(())
+}

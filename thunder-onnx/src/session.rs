@@ -1,0 +1,189 @@
+//! `OnnxSession`: a model with a cache of compiled specialisations, one per set of concrete
+//! input types (symbolic dims such as batch and sequence are fixed by the inputs given), in
+//! the spirit of the jit cache. Each entry records how long import and compilation took.
+
+use crate::error::{OnnxError, Result};
+use crate::import::{import, Imported};
+use crate::model::{Dim, OnnxModel};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use thunder_core::ir::TensorType;
+use thunder_core::runtime::CompiledProgram;
+use thunder_core::{compile_trace, Array, Device, PluginHost, Traces};
+
+/// How long one specialisation took to make.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// ONNX graph to trace (folding included).
+    pub translate: Duration,
+    /// Passes, claiming and compiling by the executors.
+    pub compile: Duration,
+}
+
+/// One compiled specialisation.
+pub struct Specialization {
+    pub key: Vec<TensorType>,
+    pub imported: Imported,
+    pub traces: Traces,
+    pub program: CompiledProgram,
+    pub timings: Timings,
+}
+
+pub struct OnnxSession {
+    model: OnnxModel,
+    host: Arc<PluginHost>,
+    cache: RwLock<Vec<Arc<Specialization>>>,
+    last: Mutex<Option<Arc<Specialization>>>,
+}
+
+impl OnnxSession {
+    pub fn new(model: OnnxModel, host: Arc<PluginHost>) -> Self {
+        OnnxSession {
+            model,
+            host,
+            cache: RwLock::new(Vec::new()),
+            last: Mutex::new(None),
+        }
+    }
+
+    pub fn model(&self) -> &OnnxModel {
+        &self.model
+    }
+
+    /// How many specialisations are cached.
+    pub fn cached(&self) -> usize {
+        self.cache.read().map_or(0, |c| c.len())
+    }
+
+    /// The specialisation the last `run` used.
+    pub fn last(&self) -> Option<Arc<Specialization>> {
+        self.last.lock().ok().and_then(|l| l.clone())
+    }
+
+    /// Checks input types against the graph's declared inputs (dtype, rank, fixed dims, and
+    /// one value per symbolic dim name).
+    pub fn check_inputs(&self, types: &[TensorType]) -> Result<()> {
+        let specs = &self.model.inputs;
+        if types.len() != specs.len() {
+            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            return Err(OnnxError::model(
+                self.model.path.display().to_string(),
+                format!(
+                    "{} inputs given; the graph's inputs are: {}",
+                    types.len(),
+                    names.join(", ")
+                ),
+            ));
+        }
+        let mut symbols: HashMap<&str, (i64, &str)> = HashMap::new();
+        for (spec, ty) in specs.iter().zip(types) {
+            let bad = |message: String| OnnxError::Input {
+                name: spec.name.clone(),
+                message,
+            };
+            if ty.dtype != spec.dtype {
+                return Err(bad(format!("expected {spec}, got {ty}")));
+            }
+            let Some(dims) = &spec.dims else { continue };
+            if dims.len() != ty.shape.len() {
+                return Err(bad(format!("expected {spec}, got {ty}")));
+            }
+            for (d, &n) in dims.iter().zip(&ty.shape) {
+                match d {
+                    Dim::Fixed(m) if *m != n => {
+                        return Err(bad(format!("expected {spec}, got {ty}")));
+                    }
+                    Dim::Symbolic(s) => {
+                        if let Some((m, other)) = symbols.insert(s, (n, &spec.name)) {
+                            if m != n {
+                                return Err(bad(format!(
+                                    "dimension `{s}` is {n} here but {m} in input `{other}`"
+                                )));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The compiled specialisation for these input types, made on first use.
+    pub fn specialize(&self, types: &[TensorType]) -> Result<Arc<Specialization>> {
+        if let Ok(cache) = self.cache.read() {
+            if let Some(s) = cache.iter().find(|s| s.key == types) {
+                return Ok(s.clone());
+            }
+        }
+        self.check_inputs(types)?;
+        let t0 = Instant::now();
+        let imported = import(&self.model, types)?;
+        let translate = t0.elapsed();
+        let t1 = Instant::now();
+        let (traces, program) = compile_trace(&self.host, imported.trace.clone())?;
+        let timings = Timings {
+            translate,
+            compile: t1.elapsed(),
+        };
+        tracing::info!(
+            model = %self.model.path.display(),
+            translate_ms = translate.as_secs_f64() * 1e3,
+            compile_ms = timings.compile.as_secs_f64() * 1e3,
+            "specialised ONNX model"
+        );
+        let s = Arc::new(Specialization {
+            key: types.to_vec(),
+            imported,
+            traces,
+            program,
+            timings,
+        });
+        if let Ok(mut cache) = self.cache.write() {
+            cache.push(s.clone());
+        }
+        Ok(s)
+    }
+
+    /// Runs the model on the graph's inputs, in the graph's order; outputs in the graph's
+    /// output order.
+    pub fn run(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        let types: Vec<TensorType> = inputs
+            .iter()
+            .map(|a| TensorType::new(a.shape().to_vec(), a.dtype(), Device::Cpu))
+            .collect();
+        let s = self.specialize(&types)?;
+        let mut all: Vec<Array> = inputs.to_vec();
+        all.extend(s.imported.weights.iter().map(|w| (**w).clone()));
+        let out = s.program.run(&all)?;
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(s);
+        }
+        Ok(out)
+    }
+
+    /// Runs on named inputs; returns the outputs with the graph's output names.
+    pub fn run_named(&self, mut named: HashMap<String, Array>) -> Result<Vec<(String, Array)>> {
+        let mut inputs = Vec::new();
+        for spec in &self.model.inputs {
+            let a = named.remove(&spec.name).ok_or_else(|| OnnxError::Input {
+                name: spec.name.clone(),
+                message: format!("missing (expected {spec})"),
+            })?;
+            inputs.push(a);
+        }
+        if let Some(extra) = named.keys().next() {
+            let names: Vec<&str> = self.model.inputs.iter().map(|s| s.name.as_str()).collect();
+            return Err(OnnxError::Input {
+                name: extra.clone(),
+                message: format!(
+                    "not an input of the graph; its inputs are: {}",
+                    names.join(", ")
+                ),
+            });
+        }
+        let out = self.run(&inputs)?;
+        Ok(self.model.output_names.iter().cloned().zip(out).collect())
+    }
+}
