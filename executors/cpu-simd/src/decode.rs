@@ -105,6 +105,12 @@ pub(crate) enum Op {
         start: i64,
         step: i64,
     },
+    Conv {
+        a: u32,
+        w: u32,
+        bias: Option<u32>,
+        geom: crate::conv::ConvGeometry,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -199,8 +205,9 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
             | ReductionPrim::Argmin
             | ReductionPrim::VarMean => not_here("index and two-pass reductions"),
         },
-        // Not fusable loops: scans, sorts, convolutions, random streams.
-        PrimKind::Scan(_) | PrimKind::Sort(_) | PrimKind::Conv(_) | PrimKind::Random(_) => {
+        PrimKind::Conv(_) => cx.convolution(),
+        // Not fusable loops: scans, sorts, random streams.
+        PrimKind::Scan(_) | PrimKind::Sort(_) | PrimKind::Random(_) => {
             not_here("not a fusable loop")
         }
         PrimKind::Matmul(_) => cx.matmul(),

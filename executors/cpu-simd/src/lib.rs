@@ -13,6 +13,7 @@
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 mod chain;
+mod conv;
 mod decode;
 mod decode_shape;
 mod exec;

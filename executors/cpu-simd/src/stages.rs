@@ -17,6 +17,7 @@ pub(crate) enum Stage {
     Ready(GroupPlan),
     Gemm(GemmPlan),
     Iota(IotaPlan),
+    Conv(crate::conv::ConvPlan),
 }
 
 /// `out[b] = a[b] @ b[b]` for every batch index `b`; `a` is `[..., m, k]`, `b` is `[..., k, n]`
@@ -93,6 +94,7 @@ impl Stage {
             Stage::Ready(g) => exec::run_group(g, bufs),
             Stage::Gemm(g) => run_gemm(g, bufs),
             Stage::Iota(i) => run_iota(i, bufs),
+            Stage::Conv(c) => crate::conv::run(c, bufs),
             // `finish` lowered every group before the region was handed out.
             Stage::Group(_) => {}
         }
