@@ -1,9 +1,11 @@
 //! One thread per output element: full, iota, uniform/normal (Philox4x32-10 with the counter
 //! mapping documented on `prims.uniform`, so the numbers equal the interpreter's), matmul
-//! (ints wrapping, floats summed in f64, as the interpreter; cuBLAS takes the floats it can), and floor_divide (integer division by zero is a
-//! device error, reported after the launch).
+//! (ints wrapping, floats summed in f64, as the interpreter; cuBLAS takes the floats it can), and
+//! the binary ops whose integer rule can fail (floor_divide, div, remainder, fmod, pow: a zero
+//! divisor or a negative integer exponent is a device error, reported after the launch).
 
 use super::*;
+use thunder_abi::prims::BinaryPrim;
 
 pub(super) fn generate(
     spec: &Spec,
@@ -71,7 +73,13 @@ pub(super) fn generate(
             (numel(shape), PHILOX.into(), body, vec![Param::Output(0)])
         }
         Spec::Matmul { a, b } => matmul(a, b),
-        Spec::FloorDivide { a, b, shape, dtype } => floor_divide(a, b, shape, *dtype),
+        Spec::Divide {
+            op,
+            a,
+            b,
+            shape,
+            dtype,
+        } => divide(*op, a, b, shape, *dtype),
         _ => return Vec::new(),
     };
     let sig = signature(&name, &params, operands, outs);
@@ -168,7 +176,28 @@ __device__ __forceinline__ i64_t div_floor_int(i64_t x, i64_t y) {
 }
 ";
 
-fn floor_divide(
+/// The integer rules of `thunder_abi`'s table in wrapping i64 (the caller stores to the dtype,
+/// wrapping): `INT64_MIN / -1` and `% -1` are spelled out (undefined in C++).
+const INT_DIV: &str = "__device__ __forceinline__ i64_t div_trunc_int(i64_t x, i64_t y) {
+  return y == -1 ? (i64_t)(0ULL - (u64_t)x) : x / y;
+}
+__device__ __forceinline__ i64_t fmod_int(i64_t x, i64_t y) { return y == -1 ? 0 : x % y; }
+__device__ __forceinline__ i64_t rem_int(i64_t x, i64_t y) {
+  const i64_t m = fmod_int(x, y);
+  return (m != 0 && ((m < 0) != (y < 0))) ? (i64_t)((u64_t)m + (u64_t)y) : m;
+}
+";
+
+/// Square-and-multiply in wrapping 64 bits: exact modulo 2^64, hence modulo every narrower width.
+const INT_POW: &str = "__device__ __forceinline__ i64_t pow_int(i64_t x, i64_t y) {
+  u64_t r = 1ULL, b = (u64_t)x, e = (u64_t)y;
+  while (e > 0ULL) { if (e & 1ULL) r *= b; b *= b; e >>= 1; }
+  return (i64_t)r;
+}
+";
+
+fn divide(
+    op: BinaryPrim,
     a: &Result<Operand, Lit>,
     b: &Result<Operand, Lit>,
     shape: &[i64],
@@ -199,16 +228,26 @@ fn floor_divide(
     let _ = writeln!(body, "    const {} x = {x}, y = {y};", wide(dtype));
     if dtype.is_float() {
         let _ = writeln!(body, "    out0[e] = {};", store(dtype, "div_floor(x, y)"));
+        return (numel(shape), DIV_FLOOR.into(), body, params);
+    }
+    let (extra, call) = match op {
+        BinaryPrim::Pow => (INT_POW, "pow_int(x, y)"),
+        BinaryPrim::Div => (INT_DIV, "div_trunc_int(x, y)"),
+        BinaryPrim::Remainder => (INT_DIV, "rem_int(x, y)"),
+        BinaryPrim::Fmod => (INT_DIV, "fmod_int(x, y)"),
+        _ => (DIV_FLOOR, "div_floor_int(x, y)"),
+    };
+    let _ = if op == BinaryPrim::Pow {
+        writeln!(
+            body,
+            "    if (y < 0) {{ report(err, {ERR_NEG_POW}, y); out0[e] = 0; continue; }}"
+        )
     } else {
-        let _ = writeln!(
+        writeln!(
             body,
             "    if (y == 0) {{ report(err, {ERR_DIV_ZERO}, 0); out0[e] = 0; continue; }}"
-        );
-        let _ = writeln!(
-            body,
-            "    out0[e] = {};",
-            store(dtype, "div_floor_int(x, y)")
-        );
-    }
-    (numel(shape), DIV_FLOOR.into(), body, params)
+        )
+    };
+    let _ = writeln!(body, "    out0[e] = {};", store(dtype, call));
+    (numel(shape), extra.into(), body, params)
 }
