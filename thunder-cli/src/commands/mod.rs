@@ -5,6 +5,7 @@ pub mod examine;
 pub mod gpu_check;
 pub mod gpu_common;
 pub mod opinfo_check;
+pub mod opinfo_grads;
 pub mod ops;
 pub mod partition;
 pub mod plugins;
