@@ -73,7 +73,23 @@ def computation(x, y):
   t0 = prims.floor_divide(x, y)
   return (t0,)
 T
-for p in "take_oob -i x=randn:f32[1,4] -i i=ones:i64[3]" "div_zero -i x=ones:i32[4] -i y=zeros:i32[4]"; do
+cat > "$out/rem_zero.trace" <<'T'
+def computation(x, y):
+  # x: "cpu i16[4]"
+  # y: "cpu i16[4]"
+  t0 = prims.remainder(x, y)
+  return (t0,)
+T
+# A negative literal exponent is refused at trace time; a tensor of -1 reaches the kernel.
+cat > "$out/pow_neg.trace" <<'T'
+def computation(x, y):
+  # x: "cpu i64[3]"
+  # y: "cpu i64[3]"
+  t0 = prims.neg(y)
+  t1 = prims.pow(x, t0)
+  return (t1,)
+T
+for p in "take_oob -i x=randn:f32[1,4] -i i=ones:i64[3]" "div_zero -i x=ones:i32[4] -i y=zeros:i32[4]" "rem_zero -i x=ones:i16[4] -i y=zeros:i16[4]" "pow_neg -i x=ones:i64[3] -i y=ones:i64[3]"; do
   set -- $p
   name=$1; shift
   if "$bin/thunder" --config "$cfg" run "$out/$name.trace" "$@" --device cuda:0 --out "$out" --print-trace > "$out/$name.log" 2>&1; then

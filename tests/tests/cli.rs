@@ -192,6 +192,61 @@ fn opinfo_check_counts_agreeing_and_unclaimed_samples() {
     );
 }
 
+/// `opinfo-check --grads` differentiates every case of the gradient fixtures on the device and
+/// compares with the interpreter: on the CPU with the interpreter alone all agree; a folder
+/// without a manifest is an error naming it.
+#[test]
+fn opinfo_check_runs_the_gradient_samples() {
+    let dir = setup();
+    let fixtures = thunder_tests::repo_root().join("tests/fixtures/grads");
+    let fixtures = fixtures.to_string_lossy();
+    let o = thunder(
+        dir.path(),
+        &[
+            "opinfo-check",
+            "--device",
+            "cpu",
+            "--no-samples",
+            "--grads",
+            &fixtures,
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("gradient samples on cpu: "))
+        .unwrap_or_default();
+    let counts: Vec<usize> = line
+        .rsplit(' ')
+        .nth(1)
+        .unwrap_or("")
+        .split('/')
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(
+        counts.len() == 2 && counts[0] == counts[1] && counts[0] >= 346,
+        "{out}"
+    );
+    let o = thunder(
+        dir.path(),
+        &[
+            "opinfo-check",
+            "--device",
+            "cpu",
+            "--no-samples",
+            "--grads",
+            "nowhere",
+        ],
+    );
+    assert!(
+        !o.status.success()
+            && stderr(&o).contains("nowhere/manifest.json: cannot read the manifest"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bad_inputs_get_clear_errors() {
     let dir = setup();

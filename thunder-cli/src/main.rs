@@ -48,6 +48,16 @@ enum Command {
         only: Vec<String>,
         #[arg(long)]
         json: bool,
+        /// The gradient fixtures to differentiate on the device too (a folder with
+        /// manifest.json; default tests/fixtures/grads when it exists and --only is not given).
+        #[arg(long)]
+        grads: Option<PathBuf>,
+        /// Skip the gradient samples.
+        #[arg(long, conflicts_with = "grads")]
+        no_grads: bool,
+        /// Skip the OpInfo samples (with --grads: the gradient samples alone).
+        #[arg(long)]
+        no_samples: bool,
     },
     /// Run a program (trace text) on inputs and write its outputs as .npy files.
     Run {
@@ -202,14 +212,33 @@ fn main() -> ExitCode {
         Command::TritonCheck { json, no_bench } => {
             commands::triton_check::run(&cli.host, json, no_bench)
         }
-        Command::OpinfoCheck { device, only, json } => commands::opinfo_check::run(
-            &cli.host,
-            &commands::opinfo_check::OpinfoCheckOptions {
-                device: &device,
-                only: &only,
-                json,
-            },
-        ),
+        Command::OpinfoCheck {
+            device,
+            only,
+            json,
+            grads,
+            no_grads,
+            no_samples,
+        } => {
+            let default = PathBuf::from("tests/fixtures/grads");
+            let grads = match grads {
+                Some(dir) => Some(dir),
+                None if !no_grads && only.is_empty() && default.join("manifest.json").exists() => {
+                    Some(default)
+                }
+                None => None,
+            };
+            commands::opinfo_check::run(
+                &cli.host,
+                &commands::opinfo_check::OpinfoCheckOptions {
+                    device: &device,
+                    only: &only,
+                    json,
+                    grads: grads.as_deref(),
+                    samples: !no_samples,
+                },
+            )
+        }
         Command::Trace { program, io, stage } => {
             commands::trace::run(&cli.host, &program, &io, stage)
         }

@@ -2,7 +2,7 @@
 //! the descriptors, outputs the op has but the region does not return in scratch memory, and
 //! the device error flag zeroed before and read after the launches that have one.
 
-use crate::codegen::{self, Kernel, Param, ERR_DIV_ZERO, ERR_INDEX};
+use crate::codegen::{self, Kernel, Param, ERR_DIV_ZERO, ERR_INDEX, ERR_NEG_POW};
 use crate::spec::Spec;
 use cudarc::driver::{result, sys};
 use thunder_abi::{DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, TensorDesc};
@@ -72,6 +72,7 @@ impl CompiledOp {
                 )
             }
             (_, ERR_DIV_ZERO) => "integer division by zero".to_string(),
+            (_, ERR_NEG_POW) => format!("integer to the negative power {value}"),
             _ => format!("device error {code} (value {value})"),
         };
         PluginError::invalid(format!("cuda-kernels: {}: {what}", self.symbol))

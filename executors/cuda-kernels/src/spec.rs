@@ -120,8 +120,23 @@ pub enum Spec {
         a: Operand,
         b: Operand,
     },
-    /// floor_divide of two equal-shape operands, either of which may be a literal.
-    FloorDivide {
+    /// Integer convolution (cuDNN has none): `[N, C_in, *S]` by `[C_out, C_in / groups, *K]`,
+    /// any number of spatial dims, wrapping in 64 bits as the interpreter.
+    Conv {
+        a: Operand,
+        w: Operand,
+        bias: Option<Operand>,
+        stride: Vec<i64>,
+        padding: Vec<i64>,
+        dilation: Vec<i64>,
+        groups: i64,
+        out_shape: Vec<i64>,
+    },
+    /// A binary op whose integer rule can fail (floor_divide of every dtype; div, remainder,
+    /// fmod and pow of integers): two equal-shape operands, either of which may be a literal.
+    /// A zero divisor or a negative integer exponent is a device error.
+    Divide {
+        op: BinaryPrim,
         a: Result<Operand, Lit>,
         b: Result<Operand, Lit>,
         dtype: DTypeCode,
@@ -470,7 +485,13 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
             }
             Ok(Spec::Matmul { a, b })
         }
-        PrimKind::Binary(BinaryPrim::FloorDivide) => {
+        PrimKind::Binary(
+            op @ (BinaryPrim::FloorDivide
+            | BinaryPrim::Div
+            | BinaryPrim::Remainder
+            | BinaryPrim::Fmod
+            | BinaryPrim::Pow),
+        ) => {
             let side = |i: usize| match args.get(i) {
                 Some(ArgView::Value(_)) => operand(view, args.get(i)).map(Ok),
                 other => lit(other)
@@ -480,34 +501,42 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
             let (x, y) = (side(0)?, side(1)?);
             let dtype = out0.dtype;
             if dtype == DTypeCode::Bool {
-                return Err("floor_divide of b8".into());
+                return Err(format!("{} of b8", op.name()));
+            }
+            // Floats of these are cuda-fuser's elementwise math (it claims first); floor_divide
+            // has no float spelling there, so it runs here in f64 as the interpreter.
+            if dtype.is_float() && op != BinaryPrim::FloorDivide {
+                return Err("float operands: cuda-fuser's".into());
             }
             for o in [&x, &y].into_iter().flatten() {
                 if o.dtype != dtype || o.shape != out0.shape.as_slice() {
                     return Err("operands of another dtype or shape".into());
                 }
             }
-            Ok(Spec::FloorDivide {
+            for l in [&x, &y].into_iter().filter_map(|o| o.as_ref().err()) {
+                if !dtype.is_float() && matches!(l, Lit::Float(_)) {
+                    return Err("a float literal in an integer op".into());
+                }
+            }
+            Ok(Spec::Divide {
+                op,
                 a: x,
                 b: y,
                 dtype,
                 shape: out0.shape.to_vec(),
             })
         }
-        // Elementwise math and casts are cuda-fuser's (floor_divide aside: integer division
-        // by zero must be an error, which needs the device error flag this library has).
+        // Elementwise math and casts are cuda-fuser's (the integer ops that can fail aside: a
+        // zero divisor or a negative exponent must be an error, which needs the device error
+        // flag this library has).
         PrimKind::Unary(_)
         | PrimKind::Predicate(_)
         | PrimKind::Binary(
             BinaryPrim::Add
             | BinaryPrim::Sub
             | BinaryPrim::Mul
-            | BinaryPrim::Div
-            | BinaryPrim::Pow
             | BinaryPrim::Maximum
             | BinaryPrim::Minimum
-            | BinaryPrim::Remainder
-            | BinaryPrim::Fmod
             | BinaryPrim::Atan2
             | BinaryPrim::Hypot
             | BinaryPrim::BitwiseAnd
@@ -520,8 +549,74 @@ pub fn decode(view: &TraceView, op: &OpView) -> Result<Spec, String> {
         | PrimKind::Where(_)
         | PrimKind::Convert(_) => Err("elementwise: cuda-fuser's".into()),
         PrimKind::Shape(_) => Err("a layout prim: cuda-fuser's".into()),
-        PrimKind::Conv(_) => Err("convolution: cudnn's".into()),
+        PrimKind::Conv(_) => conv(view, args, &out0.shape),
     }
+}
+
+/// An integer convolution, checked as the interpreter checks it; floats are cuDNN's.
+fn conv(view: &TraceView, args: &[ArgView], out_shape: &[i64]) -> Result<Spec, String> {
+    let (a, w) = (operand(view, args.first())?, operand(view, args.get(1))?);
+    if !is_int(a.dtype) {
+        return Err("a float or b8 convolution: cudnn's (floats) or undefined (b8)".into());
+    }
+    let spatial = w.rank().saturating_sub(2);
+    if spatial == 0 || a.rank() != spatial + 2 || a.dtype != w.dtype {
+        return Err(format!(
+            "input {:?} and weight {:?} are not [N, C_in, *S] and [C_out, C_in / groups, *K] of one dtype",
+            a.shape, w.shape
+        ));
+    }
+    let bias = match args.get(2) {
+        Some(ArgView::None) => None,
+        other => {
+            let b = operand(view, other)?;
+            if b.dtype != a.dtype || b.shape != [w.shape[0]] {
+                return Err(format!(
+                    "bias {:?} is not [{}] of the input's dtype",
+                    b.shape, w.shape[0]
+                ));
+            }
+            Some(b)
+        }
+    };
+    let list = |i: usize, min: i64| match args.get(i) {
+        Some(ArgView::Ints(v)) if v.len() == spatial && v.iter().all(|&x| x >= min) => {
+            Ok(v.to_vec())
+        }
+        other => Err(format!(
+            "argument {i}: expected {spatial} ints >= {min}, got {other:?}"
+        )),
+    };
+    let (stride, padding, dilation) = (list(3, 1)?, list(4, 0)?, list(5, 1)?);
+    let groups = int(args, 6)?;
+    if groups < 1 || w.shape[0] % groups != 0 || a.shape[1] != w.shape[1] * groups {
+        return Err(format!(
+            "groups {groups} does not fit input {:?} and weight {:?}",
+            a.shape, w.shape
+        ));
+    }
+    let mut shape = vec![a.shape[0], w.shape[0]];
+    for d in 0..spatial {
+        let span = dilation[d] * (w.shape[d + 2] - 1).max(0) + 1;
+        let padded = a.shape[d + 2] + 2 * padding[d];
+        if w.shape[d + 2] == 0 || padded < span {
+            return Err(format!("spatial dim {d}: the output would be empty"));
+        }
+        shape.push((padded - span) / stride[d] + 1);
+    }
+    if shape != out_shape {
+        return Err(format!("output {out_shape:?}, expected {shape:?}"));
+    }
+    Ok(Spec::Conv {
+        a,
+        w,
+        bias,
+        stride,
+        padding,
+        dilation,
+        groups,
+        out_shape: shape,
+    })
 }
 
 /// `full`'s fill value converted to `dtype` as the interpreter converts it.
@@ -589,13 +684,20 @@ pub fn claimable(prim: Prim) -> bool {
             | IndexingPrim::Pad => true,
             IndexingPrim::Slice | IndexingPrim::Flip | IndexingPrim::Cat => false,
         },
-        PrimKind::Binary(p) => p == BinaryPrim::FloorDivide,
+        PrimKind::Conv(_) => true,
+        PrimKind::Binary(p) => matches!(
+            p,
+            BinaryPrim::FloorDivide
+                | BinaryPrim::Div
+                | BinaryPrim::Remainder
+                | BinaryPrim::Fmod
+                | BinaryPrim::Pow
+        ),
         PrimKind::Unary(_)
         | PrimKind::Predicate(_)
         | PrimKind::Compare(_)
         | PrimKind::Where(_)
         | PrimKind::Convert(_)
-        | PrimKind::Shape(_)
-        | PrimKind::Conv(_) => false,
+        | PrimKind::Shape(_) => false,
     }
 }

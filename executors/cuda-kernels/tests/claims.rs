@@ -139,7 +139,53 @@ fn indexing_factories_and_the_rest() {
             d != "b8",
             "floor_divide {d}"
         );
+        // The integer rules that can fail (a zero divisor, a negative exponent) run here with
+        // the device error flag; floats are cuda-fuser's elementwise math, b8 is undefined.
+        let int = !float && d != "b8";
+        for op in ["div", "remainder", "fmod", "pow"] {
+            let y = ("y", format!("cuda:0 {d}[2, 3]"));
+            assert_eq!(
+                accepted(&[x(d, "2, 3"), y], &format!("t0 = prims.{op}(x, y)")),
+                int,
+                "{op} {d}"
+            );
+            for shape in ["", "0"] {
+                assert_eq!(
+                    accepted(&[x(d, shape)], &format!("t0 = prims.{op}(x, 3)")),
+                    int,
+                    "{op} {d}[{shape}] with a literal"
+                );
+            }
+        }
+        // Integer convolution (1-, 2- and 3-d, with a bias); floats are cuDNN's.
+        for (xs, ws) in [
+            ("2, 4, 7", "6, 2, 3"),
+            ("1, 2, 5, 5", "4, 1, 3, 3"),
+            ("1, 2, 3, 3, 3", "2, 2, 2, 2, 2"),
+        ] {
+            let spatial = ws.split(", ").count() - 2;
+            let ones = vec!["1"; spatial].join(", ");
+            let zeros = vec!["0"; spatial].join(", ");
+            let groups = if spatial == 3 { 1 } else { 2 };
+            let w = ("w", format!("cuda:0 {d}[{ws}]"));
+            let c_out = ws.split(", ").next().unwrap_or("0");
+            let b = ("b", format!("cuda:0 {d}[{c_out}]"));
+            assert_eq!(
+                accepted(
+                    &[x(d, xs), w, b],
+                    &format!(
+                        "t0 = prims.convolution(x, w, b, [{ones}], [{zeros}], [{ones}], {groups})"
+                    )
+                ),
+                int,
+                "convolution {d} [{xs}] * [{ws}]"
+            );
+        }
     }
+    assert!(
+        !accepted(&[x("i32", "3")], "t0 = prims.remainder(x, 2.5)"),
+        "a float literal in an integer op is refused by the interpreter too"
+    );
     // The index must be an integer tensor; pads with and without interior padding.
     assert!(!accepted(
         &[x("f32", "4"), ("i", "cuda:0 f32[3]".into())],
@@ -169,7 +215,8 @@ fn every_prim_has_a_decision_and_the_advertised_symbols_match_it() {
         assert_eq!(listed, spec::claimable(p), "{}", p.id());
     }
     assert!(spec::claimable(Prim::Argmax) && spec::claimable(Prim::Cumsum));
-    assert!(!spec::claimable(Prim::Add) && !spec::claimable(Prim::Convolution));
+    assert!(!spec::claimable(Prim::Add) && !spec::claimable(Prim::Exp));
+    assert!(spec::claimable(Prim::Convolution) && spec::claimable(Prim::Remainder));
 }
 
 #[test]

@@ -203,6 +203,57 @@ fn factories_random_integer_matmul_and_floor_divide() {
 }
 
 #[test]
+fn integer_division_pow_and_convolution() {
+    let (k, text) = generate(
+        r#"def computation(a, b, s, x, w, bias, y, v):
+  # a: "cuda:0 i32[2, 3]"
+  # b: "cuda:0 i32[2, 3]"
+  # s: "cuda:0 u8[]"
+  # x: "cuda:0 i8[2, 4, 5, 5]"
+  # w: "cuda:0 i8[6, 2, 3, 2]"
+  # bias: "cuda:0 i8[6]"
+  # y: "cuda:0 i64[1, 2, 0]"
+  # v: "cuda:0 i64[3, 2, 2]"
+  t0 = prims.remainder(a, b)
+  t1 = prims.fmod(a, -3)
+  t2 = prims.div(7, b)
+  t3 = prims.pow(s, 3)
+  t4 = prims.convolution(x, w, bias, [2, 1], [1, 0], [1, 2], 2)
+  t5 = prims.convolution(y, v, None, [1], [1], [1], 1)
+  return (t0, t1, t2, t3, t4, t5)
+"#,
+    );
+    for (i, call) in [
+        "rem_int(x, y)",
+        "fmod_int(x, y)",
+        "div_trunc_int(x, y)",
+        "pow_int(x, y)",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert!(k[i].has_flag(), "kernel {i}: a device error is possible");
+        assert!(k[i].source.contains(call), "kernel {i}: {call}");
+    }
+    assert!(k[3].source.contains("if (y < 0) { report(err, 3, y);"));
+    assert_eq!(k[3].launch, Launch::Elements { n: 1, block: 256 });
+    // [2, 6, 3, 2]: (5 + 2 - 3) / 2 + 1 = 3 rows, (5 - 3) / 1 + 1 = 3 cols... with dilation 2.
+    assert_eq!(
+        k[4].launch,
+        Launch::Elements {
+            n: 2 * 6 * 3 * 3,
+            block: 128
+        }
+    );
+    assert!(!k[4].has_flag(), "a convolution cannot fail");
+    assert!(k[4].source.contains("const i64_t g = c1 / 3LL;"));
+    assert!(k[4].params.contains(&Param::Input(2)), "the bias");
+    // An empty spatial input with padding: the output [1, 3, 1] is bias-free zeros.
+    assert_eq!(k[5].launch, Launch::Elements { n: 3, block: 128 });
+    check_golden("int_divide_conv", &text);
+}
+
+#[test]
 fn deterministic_scatters_gather_in_index_order() {
     let view = view_of(
         r#"def computation(h, j, s, q, i, r):

@@ -8,6 +8,7 @@ pub mod gpu_common;
 pub mod machine;
 pub mod onnx;
 pub mod opinfo_check;
+pub mod opinfo_grads;
 pub mod ops;
 pub mod partition;
 pub mod plugins;

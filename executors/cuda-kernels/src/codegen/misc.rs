@@ -1,9 +1,11 @@
 //! One thread per output element: full, iota, uniform/normal (Philox4x32-10 with the counter
 //! mapping documented on `prims.uniform`, so the numbers equal the interpreter's), matmul
-//! (ints wrapping, floats summed in f64, as the interpreter; cuBLAS takes the floats it can), and floor_divide (integer division by zero is a
-//! device error, reported after the launch).
+//! (ints wrapping, floats summed in f64, as the interpreter; cuBLAS takes the floats it can), and
+//! the binary ops whose integer rule can fail (floor_divide, div, remainder, fmod, pow: a zero
+//! divisor or a negative integer exponent is a device error, reported after the launch).
 
 use super::*;
+use thunder_abi::prims::BinaryPrim;
 
 pub(super) fn generate(
     spec: &Spec,
@@ -71,7 +73,13 @@ pub(super) fn generate(
             (numel(shape), PHILOX.into(), body, vec![Param::Output(0)])
         }
         Spec::Matmul { a, b } => matmul(a, b),
-        Spec::FloorDivide { a, b, shape, dtype } => floor_divide(a, b, shape, *dtype),
+        Spec::Divide {
+            op,
+            a,
+            b,
+            shape,
+            dtype,
+        } => divide(*op, a, b, shape, *dtype),
         _ => return Vec::new(),
     };
     let sig = signature(&name, &params, operands, outs);
@@ -161,14 +169,37 @@ const DIV_FLOOR: &str = "__device__ __forceinline__ double div_floor(double x, d
   if (div != 0.0) { double f = floor(div); if (div - f > 0.5) f += 1.0; return f; }
   return (x / y) < 0.0 || __double_as_longlong(x / y) < 0 ? -0.0 : 0.0;
 }
-__device__ __forceinline__ i64_t div_floor_int(i64_t x, i64_t y) {
+";
+
+const DIV_FLOOR_INT: &str = "__device__ __forceinline__ i64_t div_floor_int(i64_t x, i64_t y) {
   if (y == -1) return (i64_t)(0ULL - (u64_t)x);
   const i64_t q = x / y;
   return ((x < 0) != (y < 0) && x % y != 0) ? q - 1 : q;
 }
 ";
 
-fn floor_divide(
+/// The integer rules of `thunder_abi`'s table in wrapping i64 (the caller stores to the dtype,
+/// wrapping): `INT64_MIN / -1` and `% -1` are spelled out (undefined in C++).
+const INT_DIV: &str = "__device__ __forceinline__ i64_t div_trunc_int(i64_t x, i64_t y) {
+  return y == -1 ? (i64_t)(0ULL - (u64_t)x) : x / y;
+}
+__device__ __forceinline__ i64_t fmod_int(i64_t x, i64_t y) { return y == -1 ? 0 : x % y; }
+__device__ __forceinline__ i64_t rem_int(i64_t x, i64_t y) {
+  const i64_t m = fmod_int(x, y);
+  return (m != 0 && ((m < 0) != (y < 0))) ? (i64_t)((u64_t)m + (u64_t)y) : m;
+}
+";
+
+/// Square-and-multiply in wrapping 64 bits: exact modulo 2^64, hence modulo every narrower width.
+const INT_POW: &str = "__device__ __forceinline__ i64_t pow_int(i64_t x, i64_t y) {
+  u64_t r = 1ULL, b = (u64_t)x, e = (u64_t)y;
+  while (e > 0ULL) { if (e & 1ULL) r *= b; b *= b; e >>= 1; }
+  return (i64_t)r;
+}
+";
+
+fn divide(
+    op: BinaryPrim,
     a: &Result<Operand, Lit>,
     b: &Result<Operand, Lit>,
     shape: &[i64],
@@ -199,16 +230,123 @@ fn floor_divide(
     let _ = writeln!(body, "    const {} x = {x}, y = {y};", wide(dtype));
     if dtype.is_float() {
         let _ = writeln!(body, "    out0[e] = {};", store(dtype, "div_floor(x, y)"));
+        return (numel(shape), DIV_FLOOR.into(), body, params);
+    }
+    let (extra, call) = match op {
+        BinaryPrim::Pow => (INT_POW, "pow_int(x, y)"),
+        BinaryPrim::Div => (INT_DIV, "div_trunc_int(x, y)"),
+        BinaryPrim::Remainder => (INT_DIV, "rem_int(x, y)"),
+        BinaryPrim::Fmod => (INT_DIV, "fmod_int(x, y)"),
+        _ => (DIV_FLOOR_INT, "div_floor_int(x, y)"),
+    };
+    let _ = if op == BinaryPrim::Pow {
+        writeln!(
+            body,
+            "    if (y < 0) {{ report(err, {ERR_NEG_POW}, y); out0[e] = 0; continue; }}"
+        )
     } else {
-        let _ = writeln!(
+        writeln!(
             body,
             "    if (y == 0) {{ report(err, {ERR_DIV_ZERO}, 0); out0[e] = 0; continue; }}"
+        )
+    };
+    let _ = writeln!(body, "    out0[e] = {};", store(dtype, call));
+    (numel(shape), extra.into(), body, params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+    use thunder_abi::prims::special::int_pow;
+
+    /// The device helpers compiled as host C (`__device__` dropped; the host C compiler every
+    /// Rust link on Linux needs) and run over edge values: each must equal the op table's rule
+    /// that the interpreter runs, in wrapping i64 (`INT64_MIN / -1` included).
+    #[test]
+    fn integer_helpers_match_the_interpreter_rules_on_edge_values() {
+        let xs: [i64; 13] = [
+            i64::MIN,
+            i64::MIN + 1,
+            -300,
+            -128,
+            -7,
+            -1,
+            0,
+            1,
+            2,
+            7,
+            255,
+            300,
+            i64::MAX,
+        ];
+        let src = format!(
+            "#include <stdio.h>\n#define __device__\n#define __forceinline__ static inline\n\
+             typedef long long i64_t;\ntypedef unsigned long long u64_t;\n{DIV_FLOOR_INT}{INT_DIV}{INT_POW}\
+             int main(void) {{\n  const i64_t xs[] = {{{}}};\n  const int n = {};\n\
+             for (int i = 0; i < n; ++i) for (int j = 0; j < n; ++j) {{\n\
+             const i64_t x = xs[i], y = xs[j];\n\
+             if (y != 0) printf(\"%lld %lld %lld %lld\\n\", div_trunc_int(x, y), rem_int(x, y), fmod_int(x, y), div_floor_int(x, y));\n\
+             else printf(\"-\\n\");\n\
+             }}\n  for (int i = 0; i < n; ++i) for (i64_t e = 0; e < 70; ++e) printf(\"%lld\\n\", pow_int(xs[i], e));\n  return 0;\n}}\n",
+            xs.iter()
+                .map(|x| format!("(i64_t){}ULL", *x as u64))
+                .collect::<Vec<_>>()
+                .join(", "),
+            xs.len()
         );
-        let _ = writeln!(
-            body,
-            "    out0[e] = {};",
-            store(dtype, "div_floor_int(x, y)")
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (c, exe) = (dir.path().join("h.c"), dir.path().join("h"));
+        std::fs::write(&c, src).expect("write");
+        let cc = Command::new("cc")
+            .args(["-O1", "-o"])
+            .arg(&exe)
+            .arg(&c)
+            .output()
+            .expect("the host C compiler `cc`");
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
         );
+        let out = Command::new(&exe).output().expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let rule = |p: BinaryPrim, x: i64, y: i64| p.rule().int.map(|f| f(x, y));
+        for &x in &xs {
+            for &y in &xs {
+                let line = lines.next().expect("a line per pair");
+                if y == 0 {
+                    assert_eq!(line, "-");
+                    continue;
+                }
+                let want: Vec<i64> = [
+                    BinaryPrim::Div,
+                    BinaryPrim::Remainder,
+                    BinaryPrim::Fmod,
+                    BinaryPrim::FloorDivide,
+                ]
+                .iter()
+                .map(|&p| match rule(p, x, y) {
+                    Some(Ok(v)) => v,
+                    other => panic!("{p:?}({x}, {y}): {other:?}"),
+                })
+                .collect();
+                let got: Vec<i64> = line
+                    .split(' ')
+                    .map(|v| v.parse().expect("an integer"))
+                    .collect();
+                assert_eq!(
+                    got, want,
+                    "div, remainder, fmod, floor_divide of ({x}, {y})"
+                );
+            }
+        }
+        for &x in &xs {
+            for e in 0..70i64 {
+                let got: i64 = lines.next().expect("a pow line").parse().expect("int");
+                assert_eq!(Ok(got), int_pow(x, e), "pow({x}, {e})");
+            }
+        }
     }
-    (numel(shape), DIV_FLOOR.into(), body, params)
 }

@@ -6,6 +6,7 @@
 //! Every kernel is a grid-stride loop (over elements, or over rows with one thread block per
 //! row), so any grid size is correct; [`grid`] picks one from the work and the device.
 
+mod conv;
 mod index;
 mod misc;
 mod reduce;
@@ -35,6 +36,8 @@ pub enum Param {
 /// Device error codes written to the flag.
 pub const ERR_INDEX: i64 = 1;
 pub const ERR_DIV_ZERO: i64 = 2;
+/// A negative integer exponent (value: the exponent).
+pub const ERR_NEG_POW: i64 = 3;
 
 #[derive(Debug, Clone)]
 pub struct Kernel {
@@ -278,11 +281,12 @@ pub fn generate(spec: &Spec, outs: &[DTypeCode], base: &str) -> Vec<Kernel> {
         Spec::Take { .. } | Spec::ScatterAdd { .. } | Spec::Pad { .. } => {
             index::generate(spec, &operands, outs, base)
         }
+        Spec::Conv { .. } => conv::generate(spec, &operands, outs, base),
         Spec::Full { .. }
         | Spec::Iota { .. }
         | Spec::Random { .. }
         | Spec::Matmul { .. }
-        | Spec::FloorDivide { .. } => misc::generate(spec, &operands, outs, base),
+        | Spec::Divide { .. } => misc::generate(spec, &operands, outs, base),
     }
 }
 
@@ -303,7 +307,11 @@ impl Spec {
             Spec::Take { a, index, .. } => vec![a, index],
             Spec::ScatterAdd { a, index, src, .. } => vec![a, index, src],
             Spec::Matmul { a, b } => vec![a, b],
-            Spec::FloorDivide { a, b, .. } => {
+            Spec::Conv { a, w, bias, .. } => [Some(a), Some(w), bias.as_ref()]
+                .into_iter()
+                .flatten()
+                .collect(),
+            Spec::Divide { a, b, .. } => {
                 [a, b].into_iter().filter_map(|x| x.as_ref().ok()).collect()
             }
             Spec::Full { .. } | Spec::Iota { .. } | Spec::Random { .. } => Vec::new(),

@@ -332,14 +332,6 @@ __device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
   __syncthreads();
   return r;
 }
-__device__ __forceinline__ double div_floor(double x, double y) {
-  if (y == 0.0) return x / y;
-  const double m = fmod(x, y);
-  double div = (x - m) / y;
-  if (m != 0.0 && ((y < 0.0) != (m < 0.0))) div -= 1.0;
-  if (div != 0.0) { double f = floor(div); if (div - f > 0.5) f += 1.0; return f; }
-  return (x / y) < 0.0 || __double_as_longlong(x / y) < 0 ? -0.0 : 0.0;
-}
 __device__ __forceinline__ i64_t div_floor_int(i64_t x, i64_t y) {
   if (y == -1) return (i64_t)(0ULL - (u64_t)x);
   const i64_t q = x / y;

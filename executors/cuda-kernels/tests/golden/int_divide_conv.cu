@@ -1,0 +1,380 @@
+// prims.remainder: launch Elements { n: 6, block: 256 }, params [Input(0), Input(1), Output(0), Flag]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+typedef unsigned long long u64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+// One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
+// exponent, ties to even, then an exact conversion.
+__device__ __forceinline__ u16_t f64_to_bf16(double x) {
+  if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
+  return f32_to_bf16((float)r);
+}
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
+__device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
+  if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
+}
+// Tree fold over a power-of-two block through shared memory `buf` (blockDim.x slots).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  T r = buf[0];
+  __syncthreads();
+  return r;
+}
+__device__ __forceinline__ i64_t div_trunc_int(i64_t x, i64_t y) {
+  return y == -1 ? (i64_t)(0ULL - (u64_t)x) : x / y;
+}
+__device__ __forceinline__ i64_t fmod_int(i64_t x, i64_t y) { return y == -1 ? 0 : x % y; }
+__device__ __forceinline__ i64_t rem_int(i64_t x, i64_t y) {
+  const i64_t m = fmod_int(x, y);
+  return (m != 0 && ((m < 0) != (y < 0))) ? (i64_t)((u64_t)m + (u64_t)y) : m;
+}
+extern "C" __global__ void k0_0(const int* __restrict__ in0, i64_t s0_0, i64_t s0_1, const int* __restrict__ in1, i64_t s1_0, i64_t s1_1, int* __restrict__ out0, i64_t* __restrict__ err) {
+  for (i64_t e = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; e < 6LL; e += (i64_t)gridDim.x * blockDim.x) {
+    i64_t c_rem = e;
+    const i64_t c1 = c_rem % 3LL; c_rem /= 3LL;
+    const i64_t c0 = c_rem % 2LL; c_rem /= 2LL;
+    const i64_t x = ((i64_t)(in0[c0 * s0_0 + c1 * s0_1])), y = ((i64_t)(in1[c0 * s1_0 + c1 * s1_1]));
+    if (y == 0) { report(err, 2, 0); out0[e] = 0; continue; }
+    out0[e] = ((int)(rem_int(x, y)));
+  }
+}
+
+// prims.fmod: launch Elements { n: 6, block: 256 }, params [Input(0), Output(0), Flag]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+typedef unsigned long long u64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+// One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
+// exponent, ties to even, then an exact conversion.
+__device__ __forceinline__ u16_t f64_to_bf16(double x) {
+  if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
+  return f32_to_bf16((float)r);
+}
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
+__device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
+  if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
+}
+// Tree fold over a power-of-two block through shared memory `buf` (blockDim.x slots).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  T r = buf[0];
+  __syncthreads();
+  return r;
+}
+__device__ __forceinline__ i64_t div_trunc_int(i64_t x, i64_t y) {
+  return y == -1 ? (i64_t)(0ULL - (u64_t)x) : x / y;
+}
+__device__ __forceinline__ i64_t fmod_int(i64_t x, i64_t y) { return y == -1 ? 0 : x % y; }
+__device__ __forceinline__ i64_t rem_int(i64_t x, i64_t y) {
+  const i64_t m = fmod_int(x, y);
+  return (m != 0 && ((m < 0) != (y < 0))) ? (i64_t)((u64_t)m + (u64_t)y) : m;
+}
+extern "C" __global__ void k1_0(const int* __restrict__ in0, i64_t s0_0, i64_t s0_1, int* __restrict__ out0, i64_t* __restrict__ err) {
+  for (i64_t e = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; e < 6LL; e += (i64_t)gridDim.x * blockDim.x) {
+    i64_t c_rem = e;
+    const i64_t c1 = c_rem % 3LL; c_rem /= 3LL;
+    const i64_t c0 = c_rem % 2LL; c_rem /= 2LL;
+    const i64_t x = ((i64_t)(in0[c0 * s0_0 + c1 * s0_1])), y = ((i64_t)-3LL);
+    if (y == 0) { report(err, 2, 0); out0[e] = 0; continue; }
+    out0[e] = ((int)(fmod_int(x, y)));
+  }
+}
+
+// prims.div: launch Elements { n: 6, block: 256 }, params [Input(0), Output(0), Flag]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+typedef unsigned long long u64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+// One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
+// exponent, ties to even, then an exact conversion.
+__device__ __forceinline__ u16_t f64_to_bf16(double x) {
+  if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
+  return f32_to_bf16((float)r);
+}
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
+__device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
+  if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
+}
+// Tree fold over a power-of-two block through shared memory `buf` (blockDim.x slots).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  T r = buf[0];
+  __syncthreads();
+  return r;
+}
+__device__ __forceinline__ i64_t div_trunc_int(i64_t x, i64_t y) {
+  return y == -1 ? (i64_t)(0ULL - (u64_t)x) : x / y;
+}
+__device__ __forceinline__ i64_t fmod_int(i64_t x, i64_t y) { return y == -1 ? 0 : x % y; }
+__device__ __forceinline__ i64_t rem_int(i64_t x, i64_t y) {
+  const i64_t m = fmod_int(x, y);
+  return (m != 0 && ((m < 0) != (y < 0))) ? (i64_t)((u64_t)m + (u64_t)y) : m;
+}
+extern "C" __global__ void k2_0(const int* __restrict__ in0, i64_t s0_0, i64_t s0_1, int* __restrict__ out0, i64_t* __restrict__ err) {
+  for (i64_t e = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; e < 6LL; e += (i64_t)gridDim.x * blockDim.x) {
+    i64_t c_rem = e;
+    const i64_t c1 = c_rem % 3LL; c_rem /= 3LL;
+    const i64_t c0 = c_rem % 2LL; c_rem /= 2LL;
+    const i64_t x = ((i64_t)7LL), y = ((i64_t)(in0[c0 * s0_0 + c1 * s0_1]));
+    if (y == 0) { report(err, 2, 0); out0[e] = 0; continue; }
+    out0[e] = ((int)(div_trunc_int(x, y)));
+  }
+}
+
+// prims.pow: launch Elements { n: 1, block: 256 }, params [Input(0), Output(0), Flag]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+typedef unsigned long long u64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+// One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
+// exponent, ties to even, then an exact conversion.
+__device__ __forceinline__ u16_t f64_to_bf16(double x) {
+  if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
+  return f32_to_bf16((float)r);
+}
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
+__device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
+  if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
+}
+// Tree fold over a power-of-two block through shared memory `buf` (blockDim.x slots).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  T r = buf[0];
+  __syncthreads();
+  return r;
+}
+__device__ __forceinline__ i64_t pow_int(i64_t x, i64_t y) {
+  u64_t r = 1ULL, b = (u64_t)x, e = (u64_t)y;
+  while (e > 0ULL) { if (e & 1ULL) r *= b; b *= b; e >>= 1; }
+  return (i64_t)r;
+}
+extern "C" __global__ void k3_0(const u8_t* __restrict__ in0, u8_t* __restrict__ out0, i64_t* __restrict__ err) {
+  for (i64_t e = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; e < 1LL; e += (i64_t)gridDim.x * blockDim.x) {
+    const i64_t x = ((i64_t)(in0[0])), y = ((i64_t)3LL);
+    if (y < 0) { report(err, 3, y); out0[e] = 0; continue; }
+    out0[e] = ((u8_t)(pow_int(x, y)));
+  }
+}
+
+// prims.convolution: launch Elements { n: 108, block: 128 }, params [Input(0), Input(1), Input(2), Output(0)]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+typedef unsigned long long u64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+// One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
+// exponent, ties to even, then an exact conversion.
+__device__ __forceinline__ u16_t f64_to_bf16(double x) {
+  if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
+  return f32_to_bf16((float)r);
+}
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
+__device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
+  if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
+}
+// Tree fold over a power-of-two block through shared memory `buf` (blockDim.x slots).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  T r = buf[0];
+  __syncthreads();
+  return r;
+}
+extern "C" __global__ void k4_0(const signed char* __restrict__ in0, i64_t s0_0, i64_t s0_1, i64_t s0_2, i64_t s0_3, const signed char* __restrict__ in1, i64_t s1_0, i64_t s1_1, i64_t s1_2, i64_t s1_3, const signed char* __restrict__ in2, i64_t s2_0, signed char* __restrict__ out0) {
+  for (i64_t e = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; e < 108LL; e += (i64_t)gridDim.x * blockDim.x) {
+    i64_t c_rem = e;
+    const i64_t c3 = c_rem % 3LL; c_rem /= 3LL;
+    const i64_t c2 = c_rem % 3LL; c_rem /= 3LL;
+    const i64_t c1 = c_rem % 6LL; c_rem /= 6LL;
+    const i64_t c0 = c_rem % 2LL; c_rem /= 2LL;
+    const i64_t g = c1 / 3LL;
+    u64_t acc = (u64_t)((i64_t)(in2[c1 * s2_0]));
+    for (i64_t ci = 0; ci < 2LL; ++ci) {
+      for (i64_t k = 0; k < 6LL; ++k) {
+        i64_t k_rem = k;
+        const i64_t k1 = k_rem % 2LL; k_rem /= 2LL;
+        const i64_t k0 = k_rem % 3LL; k_rem /= 3LL;
+        const i64_t p0 = c2 * 2LL + k0 * 1LL - 1LL;
+        if (p0 < 0 || p0 >= 5LL) continue;
+        const i64_t p1 = c3 * 1LL + k1 * 2LL - 0LL;
+        if (p1 < 0 || p1 >= 5LL) continue;
+        acc += (u64_t)((i64_t)(in0[c0 * s0_0 + (g * 2LL + ci) * s0_1 + p0 * s0_2 + p1 * s0_3])) * (u64_t)((i64_t)(in1[c1 * s1_0 + ci * s1_1 + k0 * s1_2 + k1 * s1_3]));
+      }
+    }
+    out0[e] = ((signed char)((i64_t)acc));
+  }
+}
+
+// prims.convolution: launch Elements { n: 3, block: 128 }, params [Input(0), Input(1), Output(0)]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+typedef unsigned long long u64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+// One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
+// exponent, ties to even, then an exact conversion.
+__device__ __forceinline__ u16_t f64_to_bf16(double x) {
+  if (x != x || x - x != 0.0 || x == 0.0) return f32_to_bf16((float)x);
+  i64_t e = ((__double_as_longlong(x) >> 52) & 0x7ff) - 1023;
+  if (e < -126) e = -126;
+  const double q = __longlong_as_double((e - 7 + 1023) << 52);
+  const double r = (double)__double2ll_rn(x / q) * q;
+  if (r > 3.3895313892515355e38 || r < -3.3895313892515355e38) return x > 0 ? (u16_t)0x7f80 : (u16_t)0xff80;
+  return f32_to_bf16((float)r);
+}
+__device__ __forceinline__ double kmax(double a, double b) { if (a != a) return a; if (b != b) return b; return (a > b || (a == b && __double_as_longlong(b) < 0)) ? a : b; }
+__device__ __forceinline__ double kmin(double a, double b) { if (a != a) return a; if (b != b) return b; return (a < b || (a == b && __double_as_longlong(b) >= 0)) ? a : b; }
+__device__ __forceinline__ void report(i64_t* err, i64_t code, i64_t value) {
+  if (atomicCAS((u64_t*)err, 0ULL, (u64_t)code) == 0ULL) err[1] = value;
+}
+// Tree fold over a power-of-two block through shared memory `buf` (blockDim.x slots).
+template <typename T, typename Op>
+__device__ __forceinline__ T block_fold(T v, Op op, T* buf) {
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  T r = buf[0];
+  __syncthreads();
+  return r;
+}
+extern "C" __global__ void k5_0(const i64_t* __restrict__ in0, i64_t s0_0, i64_t s0_1, i64_t s0_2, const i64_t* __restrict__ in1, i64_t s1_0, i64_t s1_1, i64_t s1_2, i64_t* __restrict__ out0) {
+  for (i64_t e = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; e < 3LL; e += (i64_t)gridDim.x * blockDim.x) {
+    i64_t c_rem = e;
+    const i64_t c2 = c_rem % 1LL; c_rem /= 1LL;
+    const i64_t c1 = c_rem % 3LL; c_rem /= 3LL;
+    const i64_t c0 = c_rem % 1LL; c_rem /= 1LL;
+    const i64_t g = c1 / 3LL;
+    u64_t acc = 0ULL;
+    for (i64_t ci = 0; ci < 2LL; ++ci) {
+      for (i64_t k = 0; k < 2LL; ++k) {
+        i64_t k_rem = k;
+        const i64_t k0 = k_rem % 2LL; k_rem /= 2LL;
+        const i64_t p0 = c2 * 1LL + k0 * 1LL - 1LL;
+        if (p0 < 0 || p0 >= 0LL) continue;
+        acc += (u64_t)((i64_t)(in0[c0 * s0_0 + (g * 2LL + ci) * s0_1 + p0 * s0_2])) * (u64_t)((i64_t)(in1[c1 * s1_0 + ci * s1_1 + k0 * s1_2]));
+      }
+    }
+    out0[e] = ((i64_t)((i64_t)acc));
+  }
+}
+
