@@ -160,7 +160,7 @@ pub fn array_from_capsule(
         // SAFETY: DLPack guarantees `ndim` entries.
         unsafe { std::slice::from_raw_parts(t.shape, ndim) }.to_vec()
     };
-    if !t.strides.is_null() && ndim > 0 {
+    if !t.strides.is_null() && ndim > 0 && !shape.contains(&0) {
         // SAFETY: as for shape.
         let strides = unsafe { std::slice::from_raw_parts(t.strides, ndim) };
         let mut expected = 1i64;

@@ -134,7 +134,7 @@ class JittedFunction:
         if rec.unsupported:  # only when collecting; trace raises on the first otherwise
             name, site, _ = rec.unsupported[0]
             raise UnsupportedOpError(f"thunder_rs does not support {name}, called at {site}")
-        flat_out, out_spec = pytree.tree_flatten(out)
+        flat_out, out_spec = pytree.tree_flatten(out) if out is not None else ([], None)
         outputs = []
         for o in flat_out:
             if not isinstance(o, torch.Tensor):
