@@ -21,9 +21,12 @@ except AttributeError:  # pragma: no cover
     from torch.utils.dlpack import to_dlpack as _to_dlpack
 
 
+_SINGLE = object()  # out_spec of a function returning one tensor
+
+
 def _key_of(x):
     if isinstance(x, torch.Tensor):
-        return (tuple(x.shape), x.dtype, x.device, x.requires_grad)
+        return (x.shape, x.dtype, x.requires_grad, x.device if x.is_cuda else None)
     if isinstance(x, (int, float, bool, str, type(None))):
         return (type(x), x)
     return (type(x), id(x))
@@ -100,11 +103,15 @@ class JittedFunction:
         return functional_call(self._module, extra, args, kwargs, strict=False)
 
     def __call__(self, *args, **kwargs):
-        flat, _ = pytree.tree_flatten((args, kwargs))
-        named = self._named_inputs()
+        # Fast path: positional tensors only (no pytree walk).
+        if not kwargs and all(type(x) is torch.Tensor or isinstance(x, torch.Tensor) for x in args):
+            flat = args
+        else:
+            flat, _ = pytree.tree_flatten((args, kwargs))
+        named = self._named_inputs() if self._module is not None else ()
         grad_on = torch.is_grad_enabled()
-        key = (grad_on, tuple(_key_of(x) for x in flat), tuple(_key_of(t) for _, t in named),
-               self._module.training if self._module is not None else None)
+        key = (grad_on, self._module.training if self._module is not None else None,
+               *[_key_of(x) for x in flat], *[_key_of(t) for _, t in named])
         entry = self._cache.get(key)
         if entry is None:
             self.cache_misses += 1
@@ -114,20 +121,28 @@ class JittedFunction:
             self.cache_hits += 1
         self._last = entry
         tensors = [x for x in flat if isinstance(x, torch.Tensor)]
-        tensors += [t for _, t in named]
-        tensors += entry.captured
+        if named:
+            tensors += [t for _, t in named]
+        if entry.captured:
+            tensors += entry.captured
         if entry.program.has_backward:
             outs = _RunProgram.apply(entry, *tensors)
         else:
-            caps = [_to_dlpack(t.detach().contiguous()) for t in tensors]
-            outs, _ = entry.program.forward(caps)
+            outs, _ = entry.program.forward(
+                [_to_dlpack(t if not t.requires_grad else t.detach()) if t.is_contiguous()
+                 else _to_dlpack(t.detach().contiguous()) for t in tensors])
             outs = [_from_dlpack(c) for c in outs]
         if entry.mutated:
             with torch.no_grad():
                 for pos, o in entry.mutated:
                     tensors[pos].copy_(outs[o])
             outs = outs[: entry.n_outputs]
-        return pytree.tree_unflatten(list(outs), entry.out_spec) if entry.out_spec is not None else None
+        spec = entry.out_spec
+        if spec is _SINGLE:
+            return outs[0]
+        if spec is None:
+            return None
+        return pytree.tree_unflatten(list(outs), spec)
 
     def _compile(self, args, kwargs, named, grad_on):
         rec, out = trace(self._call_fn, named, args, kwargs)
@@ -135,6 +150,8 @@ class JittedFunction:
             name, site, _ = rec.unsupported[0]
             raise UnsupportedOpError(f"thunder_rs does not support {name}, called at {site}")
         flat_out, out_spec = pytree.tree_flatten(out) if out is not None else ([], None)
+        if isinstance(out, torch.Tensor):
+            out_spec = _SINGLE
         outputs = []
         for o in flat_out:
             if not isinstance(o, torch.Tensor):
