@@ -131,9 +131,12 @@ pub fn array_from_capsule(
         )));
     }
     // SAFETY: checked valid with this name just above.
-    let managed = unsafe { ffi::PyCapsule_GetPointer(obj, DLTENSOR.as_ptr()) } as *mut DLManagedTensor;
+    let managed =
+        unsafe { ffi::PyCapsule_GetPointer(obj, DLTENSOR.as_ptr()) } as *mut DLManagedTensor;
     if managed.is_null() {
-        return Err(PyValueError::new_err(format!("{what}: empty DLPack capsule")));
+        return Err(PyValueError::new_err(format!(
+            "{what}: empty DLPack capsule"
+        )));
     }
     // SAFETY: a valid `dltensor` capsule holds a DLManagedTensor the producer keeps alive
     // until its deleter runs.
@@ -264,7 +267,13 @@ pub fn capsule_from_array(py: Python<'_>, array: Array) -> PyResult<Py<PyAny>> {
     });
     let raw = Box::into_raw(managed);
     // SAFETY: raw is a valid DLManagedTensor; the destructor frees it unless consumed.
-    let cap = unsafe { ffi::PyCapsule_New(raw as *mut c_void, DLTENSOR.as_ptr(), Some(capsule_destructor)) };
+    let cap = unsafe {
+        ffi::PyCapsule_New(
+            raw as *mut c_void,
+            DLTENSOR.as_ptr(),
+            Some(capsule_destructor),
+        )
+    };
     if cap.is_null() {
         // SAFETY: not handed out; free it here.
         unsafe { delete_exported(raw) };

@@ -37,7 +37,10 @@ fn load() -> Result<PluginHost> {
             .collect();
         host.restrict_to(&names)?;
     }
-    tracing::debug!(executors = host.entries().len(), "thunder_rs plugin host loaded");
+    tracing::debug!(
+        executors = host.entries().len(),
+        "thunder_rs plugin host loaded"
+    );
     Ok(host)
 }
 

@@ -61,7 +61,10 @@ fn plugins(py: Python<'_>) -> PyResult<Py<PyAny>> {
 /// Every ltorch symbol id the tracer may call.
 #[pyfunction]
 fn ltorch_symbols() -> Vec<&'static str> {
-    thunder_core::ltorch::symbols().iter().map(|s| s.id).collect()
+    thunder_core::ltorch::symbols()
+        .iter()
+        .map(|s| s.id)
+        .collect()
 }
 
 #[pymodule]

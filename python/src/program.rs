@@ -2,7 +2,7 @@
 //! thunder-core's tracer, transformed and compiled like any other trace.
 //!
 //! Spec format (built by `thunder_rs/_trace.py`):
-//! - inputs: `(name, shape, dtype, requires_grad)`; input `i` is value `i`;
+//! - inputs: `(name, shape, dtype, device, requires_grad)`; input `i` is value `i`;
 //! - ops: `(symbol, args, outputs, where)` with `args` tagged tuples (`("v", value)`,
 //!   `("i", int)`, `("f", float)`, `("b", bool)`, `("n",)`, `("s", str)`, `("I", [int])`,
 //!   `("d", dtype)`), `outputs` a list of `(value, shape, dtype)` as torch computed them, and
@@ -25,11 +25,14 @@ use thunder_core::text::print_trace;
 use thunder_core::trace_ctx::trace_with;
 use thunder_core::{Array, DType, Device, Error, Tensor};
 
+type Checked = (Vec<i64>, DType);
+
 /// One recorded call, converted from Python.
 struct Op {
     symbol: String,
     args: Vec<OpArg>,
-    outputs: Vec<(usize, Option<(Vec<i64>, DType)>)>,
+    /// Value number, and torch's shape and dtype when recorded (checked on replay).
+    outputs: Vec<(usize, Option<Checked>)>,
     site: String,
 }
 
@@ -61,7 +64,11 @@ fn parse_arg(a: &Bound<'_, PyAny>) -> PyResult<OpArg> {
                 PyValueError::new_err(format!("unknown device `{s}`"))
             })?))
         }
-        other => return Err(PyValueError::new_err(format!("unknown argument tag `{other}`"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown argument tag `{other}`"
+            )))
+        }
     })
 }
 
@@ -100,7 +107,10 @@ fn replay(ops: &[Op], inputs: &[Tensor], outputs: &[usize]) -> thunder_core::Res
     let mut values: Vec<Option<Tensor>> = inputs.iter().cloned().map(Some).collect();
     let get = |values: &Vec<Option<Tensor>>, v: usize, op: &Op| {
         values.get(v).cloned().flatten().ok_or_else(|| {
-            Error::Bug(format!("{}: value {v} used before it is defined ({})", op.symbol, op.site))
+            Error::Bug(format!(
+                "{}: value {v} used before it is defined ({})",
+                op.symbol, op.site
+            ))
         })
     };
     for op in ops {
@@ -111,9 +121,8 @@ fn replay(ops: &[Op], inputs: &[Tensor], outputs: &[usize]) -> thunder_core::Res
                 OpArg::Lit(l) => l.clone(),
             });
         }
-        let outs = thunder_core::ltorch::call(&op.symbol, args).map_err(|e| {
-            Error::Usage(format!("{} (called at {}): {e}", op.symbol, op.site))
-        })?;
+        let outs = thunder_core::ltorch::call(&op.symbol, args)
+            .map_err(|e| Error::Usage(format!("{} (called at {}): {e}", op.symbol, op.site)))?;
         if outs.len() != op.outputs.len() {
             return Err(Error::Bug(format!(
                 "{} (at {}): thunder-rs gave {} outputs, torch {}",
@@ -124,7 +133,10 @@ fn replay(ops: &[Op], inputs: &[Tensor], outputs: &[usize]) -> thunder_core::Res
             )));
         }
         for (t, (v, checked)) in outs.into_iter().zip(&op.outputs) {
-            if let Some((shape, dtype)) = checked.as_ref().filter(|(s, d)| t.shape() != s.as_slice() || t.dtype() != *d) {
+            if let Some((shape, dtype)) = checked
+                .as_ref()
+                .filter(|(s, d)| t.shape() != s.as_slice() || t.dtype() != *d)
+            {
                 return Err(Error::Bug(format!(
                     "{} (at {}): thunder-rs computed {} {:?}, torch {} {:?}",
                     op.symbol,
@@ -144,9 +156,11 @@ fn replay(ops: &[Op], inputs: &[Tensor], outputs: &[usize]) -> thunder_core::Res
     outputs
         .iter()
         .map(|&v| {
-            values.get(v).cloned().flatten().ok_or_else(|| {
-                Error::Bug(format!("output value {v} is never defined"))
-            })
+            values
+                .get(v)
+                .cloned()
+                .flatten()
+                .ok_or_else(|| Error::Bug(format!("output value {v} is never defined")))
         })
         .collect()
 }
@@ -186,15 +200,18 @@ impl Program {
     #[pyo3(signature = (inputs, ops, outputs, grad_outputs=None))]
     fn new(
         py: Python<'_>,
-        inputs: Vec<(String, Vec<i64>, String, bool)>,
+        inputs: Vec<(String, Vec<i64>, String, String, bool)>,
         ops: &Bound<'_, PyList>,
         outputs: Vec<usize>,
         grad_outputs: Option<Vec<usize>>,
     ) -> PyResult<Program> {
         let ops = parse_ops(ops)?;
         let mut typed = Vec::with_capacity(inputs.len());
-        for (name, shape, dt, rg) in inputs {
-            let mut ty = TensorType::new(shape, dtype_of(&dt)?, Device::Cpu);
+        for (name, shape, dt, dev, rg) in inputs {
+            let device = Device::parse(&dev).ok_or_else(|| {
+                PyValueError::new_err(format!("input {name}: unknown device `{dev}`"))
+            })?;
+            let mut ty = TensorType::new(shape, dtype_of(&dt)?, device);
             ty.requires_grad = rg;
             typed.push((name, ty));
         }
@@ -219,16 +236,26 @@ impl Program {
                         backward_traces: Vec::new(),
                     })
                 }
-                Some(grad_outputs) => {
-                    build_grad(&host, typed, &ops, &outputs, &grad_outputs, &wrt, input_types)
-                }
+                Some(grad_outputs) => build_grad(
+                    &host,
+                    typed,
+                    &ops,
+                    &outputs,
+                    &grad_outputs,
+                    &wrt,
+                    input_types,
+                ),
             }
         })
     }
 
     /// Runs the forward on `dltensor` capsules; returns the outputs' capsules and, with a
     /// backward, what it needs.
-    fn forward(&self, py: Python<'_>, capsules: &Bound<'_, PyList>) -> PyResult<(Vec<Py<PyAny>>, Option<Saved>)> {
+    fn forward(
+        &self,
+        py: Python<'_>,
+        capsules: &Bound<'_, PyList>,
+    ) -> PyResult<(Vec<Py<PyAny>>, Option<Saved>)> {
         if capsules.len() != self.input_types.len() {
             return Err(PyValueError::new_err(format!(
                 "expected {} inputs, got {}",
@@ -248,12 +275,18 @@ impl Program {
             }
             arrays.push(a);
         }
-        let mut outs = py.detach(|| self.forward.run(&arrays)).map_err(err)?;
+        let mut outs = py
+            .detach(|| {
+                let outs = self.forward.run(&arrays)?;
+                self.sync()?;
+                Ok(outs)
+            })
+            .map_err(err)?;
         drop(arrays);
-        let saved = match self.backward {
-            Some(_) => Some(Saved(outs.split_off(self.n_outputs))),
-            None => None,
-        };
+        let saved = self
+            .backward
+            .as_ref()
+            .map(|_| Saved(outs.split_off(self.n_outputs)));
         let caps = outs
             .into_iter()
             .map(|a| capsule_from_array(py, a))
@@ -263,7 +296,12 @@ impl Program {
 
     /// Runs the backward on the saved values and the cotangents (capsules); returns one
     /// gradient capsule per input that requires grad.
-    fn backward(&self, py: Python<'_>, saved: &Saved, cotangents: &Bound<'_, PyList>) -> PyResult<Vec<Py<PyAny>>> {
+    fn backward(
+        &self,
+        py: Python<'_>,
+        saved: &Saved,
+        cotangents: &Bound<'_, PyList>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
         let bw = self
             .backward
             .as_ref()
@@ -272,7 +310,13 @@ impl Program {
         for c in cotangents.iter() {
             arrays.push(array_from_capsule(&c, false, "cotangent")?);
         }
-        let grads = py.detach(|| bw.run(&arrays)).map_err(err)?;
+        let grads = py
+            .detach(|| {
+                let grads = bw.run(&arrays)?;
+                self.sync()?;
+                Ok(grads)
+            })
+            .map_err(err)?;
         grads
             .into_iter()
             .map(|a| capsule_from_array(py, a))
@@ -282,12 +326,34 @@ impl Program {
     /// Printed traces: the initial trace, one per pass, and the execution trace (for a
     /// differentiated program: the joint trace's forward stages, then the backward's).
     fn traces(&self) -> Vec<String> {
-        self.traces.iter().chain(&self.backward_traces).cloned().collect()
+        self.traces
+            .iter()
+            .chain(&self.backward_traces)
+            .cloned()
+            .collect()
     }
 
     #[getter]
     fn has_backward(&self) -> bool {
         self.backward.is_some()
+    }
+}
+
+impl Program {
+    /// Waits for the work enqueued on thunder's CUDA streams, so that torch may read the
+    /// outputs on any stream (thunder runs on its own stream per device; torch's current stream
+    /// was synchronized by the caller before the run).
+    fn sync(&self) -> thunder_core::Result<()> {
+        let mut seen = Vec::new();
+        for t in &self.input_types {
+            if let Device::Cuda(i) = t.device {
+                if !seen.contains(&i) {
+                    seen.push(i);
+                    thunder_core::cuda::synchronize(i)?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -301,6 +367,7 @@ fn build_grad(
     input_types: Vec<TensorType>,
 ) -> PyResult<Program> {
     let n_in = typed.len();
+    let device = typed.first().map_or(Device::Cpu, |(_, t)| t.device);
     // One cotangent input per differentiable output, typed as torch computed that output.
     let mut out_types = Vec::new();
     for &i in grad_outputs {
@@ -315,18 +382,30 @@ fn build_grad(
                 .flat_map(|o| &o.outputs)
                 .find(|(w, _)| *w == v)
                 .and_then(|(_, c)| c.as_ref())
-                .ok_or_else(|| PyValueError::new_err(format!("output value {v} has no recorded type")))?;
-            TensorType::new(shape.clone(), *dtype, Device::Cpu)
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!("output value {v} has no recorded type"))
+                })?;
+            TensorType::new(shape.clone(), *dtype, device)
         };
         out_types.push(ty);
     }
     for (k, ty) in out_types.into_iter().enumerate() {
-        typed.push((format!("cotangent{k}"), TensorType { requires_grad: false, ..ty }));
+        typed.push((
+            format!("cotangent{k}"),
+            TensorType {
+                requires_grad: false,
+                ..ty
+            },
+        ));
     }
     let forward_len = Cell::new(0);
     let joint = trace_with(&typed, HashSet::new(), "Grad transform (joint)", |xs| {
         let (primals, cots) = xs.split_at(n_in);
-        let pairs: Vec<(usize, Tensor)> = grad_outputs.iter().copied().zip(cots.iter().cloned()).collect();
+        let pairs: Vec<(usize, Tensor)> = grad_outputs
+            .iter()
+            .copied()
+            .zip(cots.iter().cloned())
+            .collect();
         let r = vjp_in_trace(primals, wrt, |p| replay(ops, p, outputs), &pairs)?;
         forward_len.set(r.forward_len);
         Ok(r.outputs.into_iter().chain(r.grads).collect())
@@ -334,7 +413,8 @@ fn build_grad(
     .map_err(err)?;
     let cot_values: Vec<_> = joint.inputs[n_in..].to_vec();
     let (fwd, bwd, _) =
-        split_forward_backward_vjp(&joint, forward_len.get(), outputs.len(), &cot_values).map_err(err)?;
+        split_forward_backward_vjp(&joint, forward_len.get(), outputs.len(), &cot_values)
+            .map_err(err)?;
     let (fwd_traces, forward) = compile_trace(host, fwd).map_err(err)?;
     let (bwd_traces, backward) = compile_trace(host, bwd).map_err(err)?;
     let mut traces = vec![print_trace(&joint)];

@@ -27,7 +27,7 @@ def test_inputs_are_zero_copy_and_outputs_own_their_memory():
     from thunder_rs._jit import _from_dlpack, _to_dlpack
 
     x = torch.randn(4, 4)
-    prog = _native.Program([("x", [4, 4], "f32", False)], [], [0])
+    prog = _native.Program([("x", [4, 4], "f32", "cpu", False)], [], [0])
     (cap,), _ = prog.forward([_to_dlpack(x)])
     y = _from_dlpack(cap)
     # The identity program returns its input: the same memory, no copy.

@@ -36,7 +36,7 @@ class _Entry:
     """One compiled signature."""
 
     __slots__ = ("program", "captured", "out_spec", "n_outputs", "mutated", "grad_outputs",
-                 "wrt", "int_outputs", "out_passthrough")
+                 "wrt", "int_outputs", "cuda")
 
     def __init__(self, program, captured, out_spec, n_outputs, mutated, grad_outputs, wrt, int_outputs):
         self.program = program
@@ -47,6 +47,7 @@ class _Entry:
         self.grad_outputs = grad_outputs
         self.wrt = wrt
         self.int_outputs = int_outputs
+        self.cuda = None
 
 
 class _RunProgram(torch.autograd.Function):
@@ -64,6 +65,8 @@ class _RunProgram(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
         entry = ctx.entry
+        if entry.cuda is not None:
+            torch.cuda.current_stream(entry.cuda).synchronize()
         cots = []
         for i in entry.grad_outputs:
             g = grads[i]
@@ -125,6 +128,9 @@ class JittedFunction:
             tensors += [t for _, t in named]
         if entry.captured:
             tensors += entry.captured
+        if entry.cuda is not None:
+            # Thunder runs on its own stream: let torch's pending work on the inputs finish.
+            torch.cuda.current_stream(entry.cuda).synchronize()
         if entry.program.has_backward:
             outs = _RunProgram.apply(entry, *tensors)
         else:
@@ -173,16 +179,22 @@ class JittedFunction:
                 outputs.append(rec.val[id(meta)])
         inputs = []
         for name, real, meta in rec.inputs:
-            inputs.append((name, list(real.shape), M.DTYPES[real.dtype], bool(real.requires_grad and grad_on)))
+            inputs.append((name, list(real.shape), M.DTYPES[real.dtype], str(real.device),
+                           bool(real.requires_grad and grad_on)))
         # Output types (from the meta run), to type the cotangents.
         out_types = [(tuple(o.shape), o.dtype) for o in flat_out]
         float_outs = [i for i, (_, dt) in enumerate(out_types) if dt.is_floating_point]
         int_outputs = [i for i in range(n_outputs) if i not in float_outs]
-        wrt = [i for i, (_, _, _, rg) in enumerate(inputs) if rg]
+        wrt = [i for i, inp in enumerate(inputs) if inp[4]]
+        devices = {inp[3] for inp in inputs}
+        if len(devices) > 1:
+            raise UnsupportedOpError(f"inputs on several devices ({', '.join(sorted(devices))}); move them to one")
         need_grad = grad_on and bool(wrt)
         ops = [(s, a, [tuple(o) for o in outs], site) for s, a, outs, site in rec.ops]
         program = _native.Program(inputs, ops, outputs, float_outs if need_grad else None)
-        return _Entry(program, list(rec.captured), out_spec, n_outputs, mutated, float_outs, wrt, int_outputs)
+        entry = _Entry(program, list(rec.captured), out_spec, n_outputs, mutated, float_outs, wrt, int_outputs)
+        entry.cuda = next((torch.device(d) for d in devices if d.startswith("cuda")), None)
+        return entry
 
     def last_traces(self):
         if self._last is None:

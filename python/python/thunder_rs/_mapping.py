@@ -469,7 +469,7 @@ def _factory(fill):
     def h(r, args, kw):
         shape = _shape_arg(args) if args else _shape_arg([kw["size"]])
         dtype = kw.get("dtype") or torch.get_default_dtype()
-        return r.emit1("ltorch.full", [("I", shape), r.v(fill), ("D", "cpu"), ("d", _dtype_name(dtype))])
+        return r.emit1("ltorch.full", [("I", shape), r.v(fill), ("D", r.device), ("d", _dtype_name(dtype))])
 
     return h
 
@@ -480,7 +480,7 @@ TABLE[torch.ones] = _factory(1.0)
 
 def _full(r, a):
     dtype = a["dtype"] or (torch.get_default_dtype() if isinstance(a["fill_value"], float) else torch.int64)
-    return r.emit1("ltorch.full", [("I", list(a["size"])), r.v(a["fill_value"]), ("D", "cpu"), ("d", _dtype_name(dtype))])
+    return r.emit1("ltorch.full", [("I", list(a["size"])), r.v(a["fill_value"]), ("D", r.device), ("d", _dtype_name(dtype))])
 
 
 row(torch.full, sig="size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False")(_full)

@@ -50,6 +50,7 @@ class Recorder:
         self.collect_all = collect_all
         self.stale = set()  # ids of views whose base was written in place
         self._site = None
+        self.device = "cpu"  # where factories put their tensors: the inputs' device
 
     # -- values
     def new_value(self, meta) -> int:
@@ -60,6 +61,8 @@ class Recorder:
         return v
 
     def add_input(self, name, real):
+        if not self.inputs:
+            self.device = str(real.device)
         meta = torch.empty(real.shape, dtype=real.dtype, device="meta", requires_grad=False)
         self.inputs.append((name, real, meta))
         self.new_value(meta)
@@ -306,12 +309,12 @@ class TracingMode(TorchFunctionMode):
             val = rec.emit1("ltorch.to", [rec.v(value), ("d", dt)])
             val = rec.emit1("ltorch.expand", [rec.v(_bcast_view(rec, val, value, kept_shape)), ("I", kept_shape)])
         else:
-            val = rec.emit1("ltorch.full", [("I", kept_shape), rec.v(value), ("D", "cpu"), ("d", dt)])
+            val = rec.emit1("ltorch.full", [("I", kept_shape), rec.v(value), ("D", rec.device), ("d", dt)])
         pads = []
         for (start, stop), size in reversed(list(zip(region, x.shape))):
             pads += [start, size - stop]
         padded = rec.emit1("ltorch.pad", [rec.v(val), ("I", pads), ("s", "constant"), ("f", 0.0)])
-        ones = rec.emit1("ltorch.full", [("I", kept_shape), ("b", True), ("D", "cpu"), ("d", "b8")])
+        ones = rec.emit1("ltorch.full", [("I", kept_shape), ("b", True), ("D", rec.device), ("d", "b8")])
         mask = rec.emit1("ltorch.pad", [rec.v(ones), ("I", pads), ("s", "constant"), ("b", False)])
         new = rec.emit1("ltorch.where", [rec.v(mask), rec.v(padded), rec.v(x)])
         self._rebind(x, new)
@@ -342,9 +345,9 @@ class TracingMode(TorchFunctionMode):
         self._check_target(x)
         dt = M.DTYPES[x.dtype]
         if func is torch.Tensor.zero_:
-            new = rec.emit1("ltorch.full", [("I", list(x.shape)), ("f", 0.0), ("D", "cpu"), ("d", dt)])
+            new = rec.emit1("ltorch.full", [("I", list(x.shape)), ("f", 0.0), ("D", rec.device), ("d", dt)])
         elif func is torch.Tensor.fill_:
-            new = rec.emit1("ltorch.full", [("I", list(x.shape)), rec.v(args[1]), ("D", "cpu"), ("d", dt)])
+            new = rec.emit1("ltorch.full", [("I", list(x.shape)), rec.v(args[1]), ("D", rec.device), ("d", dt)])
         elif func is torch.Tensor.copy_:
             src = args[1]
             new = rec.emit1("ltorch.to", [rec.v(src), ("d", dt)])
