@@ -50,6 +50,24 @@ def test_cuda_mlp_forward_backward():
     assert "cuda" in ex
 
 
+def test_cuda_nanogpt_block_forward_backward():
+    from test_models import Block
+
+    torch.manual_seed(0)
+    blk = Block().cuda()
+    x = torch.randn(2, 12, 32, device="cuda")
+    jm = thunder_rs.jit(blk)
+    out = jm(x)
+    ref = blk(x)
+    torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
+    out.square().sum().backward()
+    got = {n: p.grad.clone() for n, p in blk.named_parameters()}
+    blk.zero_grad()
+    ref.square().sum().backward()
+    for n, p in blk.named_parameters():
+        torch.testing.assert_close(got[n], p.grad, rtol=1e-3, atol=1e-3)
+
+
 if __name__ == "__main__":
     import sys
 
