@@ -532,3 +532,21 @@ def torch_name(func) -> str:
     if mod.startswith("torch") or mod == "":
         return "torch." + name
     return f"{mod}.{qual}"
+
+
+def _arange(r, args, kw):
+    nums = [a for a in args if not isinstance(a, (torch.dtype, torch.device))]
+    if len(nums) == 1:
+        start, end, step = 0, nums[0], 1
+    elif len(nums) == 2:
+        (start, end), step = nums, 1
+    else:
+        start, end, step = nums[:3]
+    start, end, step = kw.get("start", start), kw.get("end", end), kw.get("step", step)
+    if not all(isinstance(v, int) for v in (start, end, step)):
+        raise NotImplementedError("torch.arange with non-integer bounds")
+    dtype = kw.get("dtype") or torch.int64
+    return r.emit1("ltorch.arange", [("i", start), ("i", end), ("i", step), ("D", r.device), ("d", _dtype_name(dtype))])
+
+
+TABLE[torch.arange] = _arange
