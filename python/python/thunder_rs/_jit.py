@@ -50,6 +50,34 @@ class _Entry:
         self.cuda = None
 
 
+class _swapped:
+    """Puts the tracing stand-ins (meta tensors) in place of a module's parameters and buffers,
+    everywhere each one is used (tied weights included), and restores them on exit."""
+
+    def __init__(self, module, extra):
+        self.module = module
+        self.extra = extra
+
+    def __enter__(self):
+        by_id = {}
+        for name, t in list(self.module.named_parameters()) + list(self.module.named_buffers()):
+            if name in self.extra:
+                by_id[id(t)] = self.extra[name]
+        self.saved = []
+        for mod in self.module.modules():
+            for table in (mod._parameters, mod._buffers):
+                for k, t in table.items():
+                    if t is not None and id(t) in by_id:
+                        self.saved.append((table, k, t))
+                        table[k] = by_id[id(t)]
+        return self
+
+    def __exit__(self, *exc):
+        for table, k, t in self.saved:
+            table[k] = t
+        return False
+
+
 class _RunProgram(torch.autograd.Function):
     @staticmethod
     def forward(ctx, entry, *inputs):
@@ -101,9 +129,8 @@ class JittedFunction:
     def _call_fn(self, extra, *args, **kwargs):
         if self._module is None:
             return self._fn(*args, **kwargs)
-        from torch.func import functional_call
-
-        return functional_call(self._module, extra, args, kwargs, strict=False)
+        with _swapped(self._module, extra):
+            return self._fn(*args, **kwargs)
 
     def __call__(self, *args, **kwargs):
         # Fast path: positional tensors only (no pytree walk).
