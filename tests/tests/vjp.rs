@@ -64,14 +64,9 @@ fn vjp_matches_value_and_grad_of_the_weighted_sum() {
     assert_eq!(got.len(), 2);
     for (g, w) in got.iter().zip(&want) {
         assert_eq!(g.shape(), w.shape());
-        for (a, b) in g
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .zip(w.to_vec::<f32>().unwrap())
-        {
+        for (a, b) in g.to_f64_vec().unwrap().iter().zip(w.to_f64_vec().unwrap()) {
             assert!(
-                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
                 "got {a}, want {b}"
             );
         }
