@@ -125,3 +125,30 @@ def test_closure_constants_become_inputs():
     f = thunder_rs.jit(lambda x: x * w)
     x = torch.randn(4)
     torch.testing.assert_close(f(x), x * w)
+
+
+def test_more_in_place_ops():
+    def f(x, y, m, k):
+        x.exp_()
+        x /= 2
+        x += y
+        x.clamp_(min=0.5)
+        y.relu_()
+        y.masked_fill_(m, -1.0)
+        k.fill_(3)
+        k[1:, :2] = y[:2, :2].sum(dim=1, keepdim=True)
+        return x * y
+
+    args = [torch.randn(3, 4), torch.randn(3, 4), torch.rand(3, 4) > 0.5, torch.zeros(3, 4)]
+    ref = [a.clone() for a in args]
+    want = f(*ref)
+    got = thunder_rs.jit(f)(*args)
+    torch.testing.assert_close(got, want)
+    for a, b in zip(args, ref):
+        torch.testing.assert_close(a, b)
+
+
+def test_in_place_on_input_requiring_grad_is_refused():
+    p = torch.randn(3, requires_grad=True)
+    with pytest.raises(thunder_rs.UnsupportedOpError, match="requires grad"):
+        thunder_rs.jit(lambda p: p.mul_(2))(p)
