@@ -152,3 +152,18 @@ def test_in_place_on_input_requiring_grad_is_refused():
     p = torch.randn(3, requires_grad=True)
     with pytest.raises(thunder_rs.UnsupportedOpError, match="requires grad"):
         thunder_rs.jit(lambda p: p.mul_(2))(p)
+
+
+def test_index_put_accumulate_and_index_add_in_place():
+    def f(x, i, v):
+        x.index_put_((i,), v, accumulate=True)
+        x.index_add_(0, i, v, alpha=2.0)
+        return x.sum(0)
+
+    x, i, v = torch.randn(5, 3), torch.tensor([0, 3, 3, 1]), torch.randn(4, 3)
+    rx = x.clone()
+    want = f(rx, i, v)
+    torch.testing.assert_close(thunder_rs.jit(f)(x, i, v), want)
+    torch.testing.assert_close(x, rx)
+    with pytest.raises(thunder_rs.UnsupportedOpError, match="accumulate=True"):
+        thunder_rs.jit(lambda x, i, v: x.index_put_((i,), v))(x, i, v)

@@ -550,3 +550,29 @@ def _arange(r, args, kw):
 
 
 TABLE[torch.arange] = _arange
+
+
+row(torch.index_add, T.index_add, sig="input, dim, index, source, *, alpha=1")(
+    lambda r, a: r.emit1("ltorch.index_add", [r.v(a["input"]), ("i", a["dim"]), r.v(a["index"]), r.v(a["source"]), r.v(a["alpha"])])
+)
+INPLACE[T.index_add_] = T.index_add
+
+
+def _index_put(r, a):
+    """``index_put(x, (idx,), v, accumulate=True)`` with one 1-D index on dim 0 is index_add.
+    Without accumulate, repeated indices pick an unspecified value in torch, which a sum cannot
+    reproduce, so it is refused rather than computed differently."""
+    idx = a["indices"]
+    if not a["accumulate"]:
+        raise NotImplementedError("index_put without accumulate=True (use index_put_(..., accumulate=True) or torch.where)")
+    if len(idx) != 1 or idx[0] is None or idx[0].dim() != 1 or idx[0].dtype not in (torch.int64, torch.int32):
+        raise NotImplementedError("index_put with anything but one 1-D integer index tensor")
+    x, v = a["input"], a["values"]
+    shape = [idx[0].shape[0]] + list(x.shape[1:])
+    if tuple(v.shape) != tuple(shape):
+        v = r.emit1("ltorch.expand", [r.v(v), ("I", shape)])
+    return r.emit1("ltorch.index_add", [r.v(x), ("i", 0), r.v(idx[0]), r.v(v), ("i", 1)])
+
+
+row(torch.index_put, T.index_put, sig="input, indices, values, accumulate=False")(_index_put)
+INPLACE[T.index_put_] = T.index_put

@@ -356,7 +356,12 @@ class TracingMode(TorchFunctionMode):
         else:
             out_of_place = M.INPLACE[func]
             handler = M.TABLE[out_of_place]
-            res = handler(rec, args, kwargs)
+            try:
+                res = handler(rec, args, kwargs)
+            except (NotImplementedError, TypeError) as e:
+                if isinstance(e, UnsupportedOpError):
+                    raise
+                return self._unsupported(func, args, kwargs, str(e))
             new = rec.emit1("ltorch.to", [rec.v(res), ("d", dt)])
         self._rebind(x, new)
         return x
