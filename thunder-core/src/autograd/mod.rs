@@ -268,7 +268,11 @@ pub fn split_forward_backward_vjp(
 ) -> Result<(Trace, Trace, Vec<Value>)> {
     let (mut forward, mut backward, saved) = split_forward_backward(joint, forward_len, n_outputs)?;
     let is_cot = |v: &Value| cotangents.contains(v);
-    if forward.bsyms.iter().any(|b| b.input_values().any(|v| is_cot(&v))) {
+    if forward
+        .bsyms
+        .iter()
+        .any(|b| b.input_values().any(|v| is_cot(&v)))
+    {
         return Err(Error::Bug(
             "vjp: the forward part of the joint trace reads a cotangent".into(),
         ));
