@@ -91,7 +91,10 @@ where
     }
     let outputs = outputs?;
     let mut grads: HashMap<Value, Tensor> = HashMap::new();
-    let tape = match cotangents {
+    let tape = flatten_scope_from(start, &|s| has_composite_vjp(s.id))?;
+    // Everything recorded so far is the forward; the seed below already belongs to the backward.
+    let forward_len = scope_len()?;
+    match cotangents {
         None => {
             let loss = outputs
                 .first()
@@ -102,14 +105,11 @@ where
                     loss.ty()
                 )));
             }
-            let tape = flatten_scope_from(start, &|s| has_composite_vjp(s.id))?;
             let seed =
                 crate::clang::full(Vec::new(), Arg::Float(1.0), loss.device(), loss.dtype())?;
             grads.insert(loss.value(), seed);
-            tape
         }
         Some(cots) => {
-            let tape = flatten_scope_from(start, &|s| has_composite_vjp(s.id))?;
             for (i, cot) in cots {
                 let out = outputs.get(*i).ok_or_else(|| {
                     Error::Usage(format!(
@@ -127,10 +127,8 @@ where
                 let args = [Arg::Value(out.value())];
                 accumulate(&mut grads, &args, vec![Some(cot.clone())])?;
             }
-            tape
         }
-    };
-    let forward_len = scope_len()?;
+    }
 
     for b in tape.iter().rev() {
         if b.outputs.len() > 1 {
