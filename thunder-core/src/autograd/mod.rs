@@ -41,6 +41,34 @@ pub fn value_and_grad_in_trace<F>(inputs: &[Tensor], wrt: &[usize], f: F) -> Res
 where
     F: FnOnce(&[Tensor]) -> Result<Vec<Tensor>>,
 {
+    grad_in_trace(inputs, wrt, f, None)
+}
+
+/// Like [`value_and_grad_in_trace`], but seeded with a cotangent per output instead of a scalar
+/// loss: the gradients are the vector-Jacobian product `cotangents · ∂outputs/∂inputs[wrt]`.
+/// `cotangents` pairs output indices with tensors of the same type (usually trace inputs;
+/// outputs not listed get no cotangent).
+pub fn vjp_in_trace<F>(
+    inputs: &[Tensor],
+    wrt: &[usize],
+    f: F,
+    cotangents: &[(usize, Tensor)],
+) -> Result<GradResult>
+where
+    F: FnOnce(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    grad_in_trace(inputs, wrt, f, Some(cotangents))
+}
+
+fn grad_in_trace<F>(
+    inputs: &[Tensor],
+    wrt: &[usize],
+    f: F,
+    cotangents: Option<&[(usize, Tensor)]>,
+) -> Result<GradResult>
+where
+    F: FnOnce(&[Tensor]) -> Result<Vec<Tensor>>,
+{
     for &i in wrt {
         let t = inputs.get(i).ok_or_else(|| {
             Error::Usage(format!(
@@ -62,21 +90,46 @@ where
         return Err(e);
     }
     let outputs = outputs?;
-    let loss = outputs
-        .first()
-        .ok_or_else(|| Error::Usage("grad: the function returned no outputs".into()))?;
-    if loss.rank() != 0 || !dtype::is_float(loss.dtype()) {
-        return Err(Error::Usage(format!(
-            "grad: the first output must be a floating-point scalar (a loss), got {}; reduce it (e.g. `.sum(None, false)`) or give a cotangent",
-            loss.ty()
-        )));
-    }
-    let tape = flatten_scope_from(start, &|s| has_composite_vjp(s.id))?;
-    let forward_len = scope_len()?;
-
     let mut grads: HashMap<Value, Tensor> = HashMap::new();
-    let seed = crate::clang::full(Vec::new(), Arg::Float(1.0), loss.device(), loss.dtype())?;
-    grads.insert(loss.value(), seed);
+    let tape = flatten_scope_from(start, &|s| has_composite_vjp(s.id))?;
+    // Everything recorded so far is the forward; the seed below already belongs to the backward.
+    let forward_len = scope_len()?;
+    match cotangents {
+        None => {
+            let loss = outputs
+                .first()
+                .ok_or_else(|| Error::Usage("grad: the function returned no outputs".into()))?;
+            if loss.rank() != 0 || !dtype::is_float(loss.dtype()) {
+                return Err(Error::Usage(format!(
+                    "grad: the first output must be a floating-point scalar (a loss), got {}; reduce it (e.g. `.sum(None, false)`) or give a cotangent",
+                    loss.ty()
+                )));
+            }
+            let seed =
+                crate::clang::full(Vec::new(), Arg::Float(1.0), loss.device(), loss.dtype())?;
+            grads.insert(loss.value(), seed);
+        }
+        Some(cots) => {
+            for (i, cot) in cots {
+                let out = outputs.get(*i).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "vjp: a cotangent for output {i}, but the function returned {} outputs",
+                        outputs.len()
+                    ))
+                })?;
+                if out.ty().shape != cot.ty().shape || out.dtype() != cot.dtype() {
+                    return Err(Error::Usage(format!(
+                        "vjp: the cotangent of output {i} is {}, the output is {}",
+                        cot.ty(),
+                        out.ty()
+                    )));
+                }
+                let args = [Arg::Value(out.value())];
+                accumulate(&mut grads, &args, vec![Some(cot.clone())])?;
+            }
+        }
+    }
+
     for b in tape.iter().rev() {
         if b.outputs.len() > 1 {
             // var_mean, topk, sort: a cotangent per output, absent where nothing reads it.
@@ -199,5 +252,33 @@ pub fn split_forward_backward(
     backward.inputs = saved.clone();
     backward.fn_name = "backward".into();
     backward.provenance = "Grad transform (backward)".into();
+    Ok((forward, backward, saved))
+}
+
+/// Splits a joint trace made by [`vjp_in_trace`] whose cotangents are the trace inputs
+/// `cotangents`: the forward trace takes the other inputs, and the backward trace takes the
+/// saved residuals followed by the cotangents.
+pub fn split_forward_backward_vjp(
+    joint: &Trace,
+    forward_len: usize,
+    n_outputs: usize,
+    cotangents: &[Value],
+) -> Result<(Trace, Trace, Vec<Value>)> {
+    let (mut forward, mut backward, saved) = split_forward_backward(joint, forward_len, n_outputs)?;
+    let is_cot = |v: &Value| cotangents.contains(v);
+    if forward
+        .bsyms
+        .iter()
+        .any(|b| b.input_values().any(|v| is_cot(&v)))
+    {
+        return Err(Error::Bug(
+            "vjp: the forward part of the joint trace reads a cotangent".into(),
+        ));
+    }
+    let saved: Vec<Value> = saved.into_iter().filter(|v| !is_cot(v)).collect();
+    forward.inputs.retain(|v| !is_cot(v));
+    forward.outputs.truncate(n_outputs);
+    forward.outputs.extend(saved.iter().copied());
+    backward.inputs = saved.iter().chain(cotangents).copied().collect();
     Ok((forward, backward, saved))
 }

@@ -17,6 +17,9 @@ struct Buffer {
     ptr: *mut u8,
     bytes: usize,
     device: Device,
+    /// Memory owned elsewhere (a DLPack tensor from Python, say): dropping this releases it,
+    /// and the pools never see the pointer.
+    external: Option<Box<dyn Send + Sync>>,
 }
 
 // SAFETY: the buffer is plain memory; writes happen only while a run owns it exclusively,
@@ -26,6 +29,9 @@ unsafe impl Sync for Buffer {}
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        if self.external.is_some() {
+            return;
+        }
         match self.device {
             // SAFETY: allocated by pool::alloc with this size.
             Device::Cpu => unsafe { pool::free(self.ptr, self.bytes) },
@@ -103,6 +109,7 @@ impl Array {
                     ptr,
                     bytes,
                     device: ty.device,
+                    external: None,
                 }),
                 ty,
             });
@@ -118,6 +125,7 @@ impl Array {
                 ptr,
                 bytes,
                 device: Device::Cpu,
+                external: None,
             }),
             ty,
         })
@@ -194,6 +202,34 @@ impl Array {
         // SAFETY: same length, non-overlapping; this fills the whole buffer.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), a.buf.ptr, bytes.len()) };
         Ok(a)
+    }
+
+    /// Wraps memory owned by someone else, without copying: `owner` is dropped (and so the
+    /// memory released) when the last clone of the array goes.
+    ///
+    /// # Safety
+    /// `ptr` must point to `ty.size_bytes()` bytes of contiguous, row-major memory on
+    /// `ty.device` that stay valid and are not written by anyone else while `owner` lives.
+    pub unsafe fn from_external(
+        ptr: *mut u8,
+        ty: TensorType,
+        owner: Box<dyn Send + Sync>,
+    ) -> Array {
+        Array {
+            buf: Arc::new(Buffer {
+                ptr,
+                bytes: ty.size_bytes(),
+                device: ty.device,
+                external: Some(owner),
+            }),
+            ty,
+        }
+    }
+
+    /// The address of the first element (a device address for arrays on CUDA), for handing the
+    /// memory to another library, e.g. through DLPack; valid while this array or a clone lives.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.buf.ptr
     }
 
     pub fn ty(&self) -> &TensorType {

@@ -1,0 +1,38 @@
+"""thunder_rs: jit PyTorch functions and ``nn.Module``s with thunder-rs.
+
+    import thunder_rs
+    jm = thunder_rs.jit(model)        # or a function
+    y = jm(x)                         # traced and compiled on the first call per signature
+    thunder_rs.last_traces(jm)        # the printed traces of the last call's signature
+    thunder_rs.examine(model, x)      # every torch call thunder_rs cannot run, with its line
+    thunder_rs.plugins()              # the executors, as `thunder plugins` lists them
+
+Executor plugins: ``$THUNDER_CONFIG`` (a plugins.toml) if set, else the ``plugins.toml`` and
+``plugins/`` folder shipped in this package; ``$THUNDER_PLUGIN_DIR`` adds folders.
+"""
+
+import os as _os
+
+from . import _native
+
+_native.set_default_config(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "plugins.toml"))
+
+from ._jit import JittedFunction, examine, jit  # noqa: E402
+from ._trace import UnsupportedOpError  # noqa: E402
+
+
+def last_traces(jfn):
+    """The printed traces of the last call's signature: the initial trace, one per pass and the
+    execution trace (for a differentiated call: the joint trace, the forward's stages, then the
+    backward's)."""
+    if not isinstance(jfn, JittedFunction):
+        raise TypeError("thunder_rs.last_traces: expected a function returned by thunder_rs.jit")
+    return jfn.last_traces()
+
+
+def plugins():
+    """The executor plugins: ``{"executors": [...], "load_errors": [...]}``."""
+    return _native.plugins()
+
+
+__all__ = ["jit", "examine", "last_traces", "plugins", "UnsupportedOpError", "JittedFunction"]

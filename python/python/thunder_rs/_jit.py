@@ -1,0 +1,246 @@
+"""``jit``: trace on first call per input signature, compile through thunder-rs, run cached
+programs on DLPack tensors; autograd through a ``torch.autograd.Function``; in-place writes to
+inputs applied to the caller's tensors after the run."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.utils._pytree as pytree
+
+from . import _mapping as M
+from . import _native
+from ._trace import UnsupportedOpError, trace
+
+try:  # the C entry points skip the Python wrappers' checks (a few µs per tensor)
+    _to_dlpack = torch._C._to_dlpack
+    _from_dlpack = torch._C._from_dlpack
+except AttributeError:  # pragma: no cover
+    from torch.utils.dlpack import from_dlpack as _from_dlpack
+    from torch.utils.dlpack import to_dlpack as _to_dlpack
+
+
+_SINGLE = object()  # out_spec of a function returning one tensor
+
+
+def _key_of(x):
+    if isinstance(x, torch.Tensor):
+        return (x.shape, x.dtype, x.requires_grad, x.device if x.is_cuda else None)
+    if isinstance(x, (int, float, bool, str, type(None))):
+        return (type(x), x)
+    return (type(x), id(x))
+
+
+class _Entry:
+    """One compiled signature."""
+
+    __slots__ = ("program", "captured", "out_spec", "n_outputs", "mutated", "grad_outputs",
+                 "wrt", "int_outputs", "cuda")
+
+    def __init__(self, program, captured, out_spec, n_outputs, mutated, grad_outputs, wrt, int_outputs):
+        self.program = program
+        self.captured = captured
+        self.out_spec = out_spec
+        self.n_outputs = n_outputs
+        self.mutated = mutated  # (input position, output position)
+        self.grad_outputs = grad_outputs
+        self.wrt = wrt
+        self.int_outputs = int_outputs
+        self.cuda = None
+
+
+class _swapped:
+    """Puts the tracing stand-ins (meta tensors) in place of a module's parameters and buffers,
+    everywhere each one is used (tied weights included), and restores them on exit."""
+
+    def __init__(self, module, extra):
+        self.module = module
+        self.extra = extra
+
+    def __enter__(self):
+        by_id = {}
+        for name, t in list(self.module.named_parameters()) + list(self.module.named_buffers()):
+            if name in self.extra:
+                by_id[id(t)] = self.extra[name]
+        self.saved = []
+        for mod in self.module.modules():
+            for table in (mod._parameters, mod._buffers):
+                for k, t in table.items():
+                    if t is not None and id(t) in by_id:
+                        self.saved.append((table, k, t))
+                        table[k] = by_id[id(t)]
+        return self
+
+    def __exit__(self, *exc):
+        for table, k, t in self.saved:
+            table[k] = t
+        return False
+
+
+class _RunProgram(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, entry, *inputs):
+        caps = [_to_dlpack(t.detach().contiguous()) for t in inputs]
+        outs, saved = entry.program.forward(caps)
+        ctx.entry = entry
+        ctx.saved_native = saved
+        outs = tuple(_from_dlpack(c) for c in outs)
+        ctx.mark_non_differentiable(*[outs[i] for i in entry.int_outputs])
+        return outs
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, *grads):
+        entry = ctx.entry
+        if entry.cuda is not None:
+            torch.cuda.current_stream(entry.cuda).synchronize()
+        cots = []
+        for i in entry.grad_outputs:
+            g = grads[i]
+            cots.append(_to_dlpack(g.contiguous()))
+        res = entry.program.backward(ctx.saved_native, cots)
+        out = [None] * (len(ctx.needs_input_grad) - 1)
+        for pos, cap in zip(entry.wrt, res):
+            out[pos] = _from_dlpack(cap)
+        return (None, *out)
+
+
+class JittedFunction:
+    """``thunder_rs.jit(fn)``: call it like ``fn``."""
+
+    def __init__(self, fn, module=None):
+        self._fn = fn
+        self._module = module
+        self._cache = {}
+        self._last = None
+        self.cache_hits = 0
+        self.cache_misses = 0
+        functools.update_wrapper(self, fn)
+
+    # -- what the module contributes
+    def _named_inputs(self):
+        if self._module is None:
+            return []
+        return list(self._module.named_parameters()) + [
+            (n, b) for n, b in self._module.named_buffers() if b is not None
+        ]
+
+    def _call_fn(self, extra, *args, **kwargs):
+        if self._module is None:
+            return self._fn(*args, **kwargs)
+        with _swapped(self._module, extra):
+            return self._fn(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        # Fast path: positional tensors only (no pytree walk).
+        if not kwargs and all(type(x) is torch.Tensor or isinstance(x, torch.Tensor) for x in args):
+            flat = args
+        else:
+            flat, _ = pytree.tree_flatten((args, kwargs))
+        named = self._named_inputs() if self._module is not None else ()
+        grad_on = torch.is_grad_enabled()
+        key = (grad_on, self._module.training if self._module is not None else None,
+               *[_key_of(x) for x in flat], *[_key_of(t) for _, t in named])
+        entry = self._cache.get(key)
+        if entry is None:
+            self.cache_misses += 1
+            entry = self._compile(args, kwargs, named, grad_on)
+            self._cache[key] = entry
+        else:
+            self.cache_hits += 1
+        self._last = entry
+        tensors = [x for x in flat if isinstance(x, torch.Tensor)]
+        if named:
+            tensors += [t for _, t in named]
+        if entry.captured:
+            tensors += entry.captured
+        if entry.cuda is not None:
+            # Thunder runs on its own stream: let torch's pending work on the inputs finish.
+            torch.cuda.current_stream(entry.cuda).synchronize()
+        if entry.program.has_backward:
+            outs = _RunProgram.apply(entry, *tensors)
+        else:
+            outs, _ = entry.program.forward(
+                [_to_dlpack(t if not t.requires_grad else t.detach()) if t.is_contiguous()
+                 else _to_dlpack(t.detach().contiguous()) for t in tensors])
+            outs = [_from_dlpack(c) for c in outs]
+        if entry.mutated:
+            with torch.no_grad():
+                for pos, o in entry.mutated:
+                    tensors[pos].copy_(outs[o])
+            outs = outs[: entry.n_outputs]
+        spec = entry.out_spec
+        if spec is _SINGLE:
+            return outs[0]
+        if spec is None:
+            return None
+        return pytree.tree_unflatten(list(outs), spec)
+
+    def _compile(self, args, kwargs, named, grad_on):
+        rec, out = trace(self._call_fn, named, args, kwargs)
+        if rec.unsupported:  # only when collecting; trace raises on the first otherwise
+            name, site, _ = rec.unsupported[0]
+            raise UnsupportedOpError(f"thunder_rs does not support {name}, called at {site}")
+        flat_out, out_spec = pytree.tree_flatten(out) if out is not None else ([], None)
+        if isinstance(out, torch.Tensor):
+            out_spec = _SINGLE
+        outputs = []
+        for o in flat_out:
+            if not isinstance(o, torch.Tensor):
+                raise UnsupportedOpError(
+                    f"the function returned a {type(o).__name__}; thunder_rs returns tensors only"
+                )
+            outputs.append(rec.val[id(o)])
+        n_outputs = len(outputs)
+        # Inputs written in place: their final values are extra outputs, copied back.
+        mutated = []
+        for pos, (name, real, meta) in enumerate(rec.inputs):
+            if rec.val[id(meta)] != pos:
+                if real.requires_grad and grad_on:
+                    raise UnsupportedOpError(
+                        f"in-place write to input {name!r}, which requires grad; wrap the update in "
+                        "torch.no_grad() (as optimizers do)"
+                    )
+                mutated.append((pos, len(outputs)))
+                outputs.append(rec.val[id(meta)])
+        inputs = []
+        for name, real, meta in rec.inputs:
+            inputs.append((name, list(real.shape), M.DTYPES[real.dtype], str(real.device),
+                           bool(real.requires_grad and grad_on)))
+        # Output types (from the meta run), to type the cotangents.
+        out_types = [(tuple(o.shape), o.dtype) for o in flat_out]
+        float_outs = [i for i, (_, dt) in enumerate(out_types) if dt.is_floating_point]
+        int_outputs = [i for i in range(n_outputs) if i not in float_outs]
+        wrt = [i for i, inp in enumerate(inputs) if inp[4]]
+        devices = {inp[3] for inp in inputs}
+        if len(devices) > 1:
+            raise UnsupportedOpError(f"inputs on several devices ({', '.join(sorted(devices))}); move them to one")
+        need_grad = grad_on and bool(wrt)
+        ops = [(s, a, [tuple(o) for o in outs], site) for s, a, outs, site in rec.ops]
+        program = _native.Program(inputs, ops, outputs, float_outs if need_grad else None)
+        entry = _Entry(program, list(rec.captured), out_spec, n_outputs, mutated, float_outs, wrt, int_outputs)
+        entry.cuda = next((torch.device(d) for d in devices if d.startswith("cuda")), None)
+        return entry
+
+    def last_traces(self):
+        if self._last is None:
+            return []
+        return list(self._last.program.traces())
+
+
+def jit(fn_or_module):
+    """Jits a function or an ``nn.Module`` (its parameters and buffers become inputs)."""
+    if isinstance(fn_or_module, torch.nn.Module):
+        return JittedFunction(fn_or_module.forward, module=fn_or_module)
+    if not callable(fn_or_module):
+        raise TypeError(f"thunder_rs.jit: expected a function or an nn.Module, got {type(fn_or_module).__name__}")
+    return JittedFunction(fn_or_module)
+
+
+def examine(fn, *args, **kwargs):
+    """Traces ``fn`` (a function or module) on meta tensors and returns every unsupported torch
+    call as ``(torch name, user source line, reason)``, without compiling."""
+    j = fn if isinstance(fn, JittedFunction) else jit(fn)
+    rec, _ = trace(j._call_fn, j._named_inputs(), args, kwargs, collect_all=True)
+    return list(rec.unsupported)
