@@ -1,9 +1,7 @@
-//! CPU lowerings of 2-d convolution and max pooling onto ops the CPU executors run fast:
-//! convolution as im2col (one strided slice of the padded input per kernel tap, stacked) and
-//! one matrix product; max pooling as the maximum of the strided slices. Without these, both
-//! run as `prims.convolution` / `prims.take_along_axis` in the interpreter, because no CPU
-//! executor claims them yet (ResNet-50 ran 40x slower than ONNX Runtime that way). When a CPU
-//! executor claims `prims.convolution`, `conv` in nn.rs can go back to `ltorch.conv2d` alone.
+//! A CPU lowering of 2-d max pooling onto ops the CPU executors run fast: the maximum of the
+//! strided slices of the padded input, one per kernel tap. Without it, pooling runs as
+//! `prims.take_along_axis` in the interpreter, which no CPU executor claims yet. (Convolution
+//! needs no lowering: cpu-simd runs `prims.convolution` as im2col and GEMM.)
 
 use crate::error::Result;
 use thunder_core::clang::Operand;
@@ -48,40 +46,6 @@ fn padded(x: &Tensor, pads: &[i64], fill: f64) -> Result<Tensor> {
         return Ok(x.clone());
     }
     Ok(ltorch::pad(x, &[pads[1], pads[1], pads[0], pads[0]], fill)?)
-}
-
-/// `conv2d` with one group as im2col + matmul: [O, C*kh*kw] @ [N, C*kh*kw, OH*OW].
-pub fn conv2d_im2col(
-    x: &Tensor,
-    weight: &Tensor,
-    bias: Option<&Tensor>,
-    strides: &[i64],
-    pads: &[i64],
-    dilations: &[i64],
-) -> Result<Tensor> {
-    let (n, c) = (x.shape()[0], x.shape()[1]);
-    let (o, kh, kw) = (weight.shape()[0], weight.shape()[2], weight.shape()[3]);
-    let xp = padded(x, pads, 0.0)?;
-    let taps = taps(&xp, &[kh, kw], strides, dilations)?;
-    let (oh, ow) = (taps[0].shape()[2], taps[0].shape()[3]);
-    let cols = if taps.len() == 1 {
-        ltorch::reshape(&taps[0], &[n, c, oh * ow])?
-    } else {
-        let stacked = ltorch::stack(&taps, 2)?; // [N, C, K, OH, OW]
-        ltorch::reshape(&stacked, &[n, c * kh * kw, oh * ow])?
-    };
-    let w2 = ltorch::reshape(weight, &[o, c * kh * kw])?;
-    let y = if n == 1 {
-        let cols2 = ltorch::reshape(&cols, &[c * kh * kw, oh * ow])?;
-        ltorch::matmul(&w2, &cols2)?
-    } else {
-        ltorch::matmul(&w2, &cols)?
-    };
-    let mut y = ltorch::reshape(&y, &[n, o, oh, ow])?;
-    if let Some(b) = bias {
-        y = ltorch::add(&y, ltorch::reshape(b, &[1, o, 1, 1])?)?;
-    }
-    Ok(y)
 }
 
 /// `max_pool2d` as the maximum of the kernel's strided windows of the (-inf padded) input.

@@ -205,17 +205,6 @@ pub fn conv(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
         None
     };
     let (x, pads) = symmetric(x, &w, 0.0)?;
-    if xs.len() == 4 && groups == 1 && x.device() == thunder_core::Device::Cpu {
-        let y = super::lowering::conv2d_im2col(
-            &x,
-            &weight,
-            bias.as_ref(),
-            &w.strides,
-            &pads,
-            &w.dilations,
-        )?;
-        return Ok(vec![Val::Traced(y)]);
-    }
     let f = match xs.len() {
         3 => ltorch::conv1d,
         4 => ltorch::conv2d,
