@@ -143,7 +143,16 @@ fn run_typed<T: Float>(p: &ConvPlan, bufs: &Bufs) {
                 *out.add(i) = T::default();
             }
         } else {
-            let weights = packed_weights::<T>(p, bufs);
+            // Weights are almost always contiguous (graph inputs): read them in place; a view
+            // is packed once per call.
+            let (wbuf, wlayout) = &p.w;
+            let packed;
+            let weights: *const T = if wlayout.strides == crate::layout::row_major(&p.w_shape) {
+                (bufs.ptr(*wbuf) as *const T).offset(wlayout.offset as isize)
+            } else {
+                packed = packed_weights::<T>(p, bufs);
+                packed.as_ptr()
+            };
             let mut col = vec![T::default(); ck * s_out];
             let par = if cg_out * s_out * ck >= PAR_MIN {
                 Parallelism::Rayon(0)
@@ -162,7 +171,7 @@ fn run_typed<T: Float>(p: &ConvPlan, bufs: &Bufs) {
                         1,
                         s_out as isize,
                         false,
-                        weights.as_ptr().add(gi * cg_out * ck),
+                        weights.add(gi * cg_out * ck),
                         1,
                         ck as isize,
                         col.as_ptr(),
