@@ -10,9 +10,11 @@
 //! - Pointwise kernels use a grid-stride loop over `VEC` elements per step with 16-byte loads
 //!   and stores for inputs read contiguously; broadcast inputs are read per element.
 //! - Reduction kernels give each row to a team: a thread block (reduced dims trailing and long
-//!   enough) or one thread (coalesced column reductions such as a bias gradient).
+//!   enough) or the threads of one column of a 2-D tile (column reductions such as a bias
+//!   gradient, sums over transposed inputs); see `reduce_layout`.
 
 use crate::plan::{contiguous_strides, Fold, Kernel, Level, NodeId, NodeKind, Operand};
+use crate::reduce_layout::{self, Team};
 use std::collections::HashSet;
 use std::fmt::Write;
 use thunder_abi::prims::CudaSpelling;
@@ -30,8 +32,9 @@ pub enum Launch {
     Pointwise { numel: u64, vec: u32, block: u32 },
     /// One block of `block` threads per row.
     BlockPerRow { rows: u64, block: u32 },
-    /// One thread per row.
-    ThreadPerRow { rows: u64, block: u32 },
+    /// Blocks of `block = tile * team` threads, each over `tile` consecutive rows with
+    /// `team` threads per row.
+    ColumnTiles { rows: u64, tile: u32, block: u32 },
 }
 
 #[derive(Debug, Clone)]
@@ -532,9 +535,13 @@ fn outputs_at(k: &Kernel, level: Level) -> Vec<(usize, NodeId)> {
 }
 
 /// Opens the loop over a row's elements and defines its coordinates and flat index `e`.
-fn open_column_loop(em: &mut Emitter, full_strides: &[i64]) {
+fn open_column_loop(em: &mut Emitter, full_strides: &[i64], unroll: bool) {
+    if unroll {
+        // Several elements' loads in flight per thread.
+        em.line("#pragma unroll 4");
+    }
     em.line("for (i64_t c = lane; c < cols; c += team) {");
-    em.indent = 3;
+    em.indent += 1;
     for l in coordinates(em.k, &em.k.reduced, "c") {
         em.line(&l);
     }
@@ -553,19 +560,14 @@ fn store_outputs(em: &mut Emitter, outputs: &[(usize, NodeId)], dest: impl Fn(us
     }
 }
 
-fn block_size(cols: i64) -> u32 {
-    match cols {
-        c if c < 2048 => 256,
-        c if c < 8192 => 512,
-        _ => 1024,
-    }
-}
-
 fn rows(k: &Kernel, name: &str) -> Generated {
     let rows_n: i64 = k.row_shape().iter().map(|&d| d.max(0)).product();
     let cols_n: i64 = k.reduced.iter().map(|&d| k.full_shape[d].max(0)).product();
-    let block_team = k.reduces_trailing() && cols_n >= 64;
-    let block = if block_team { block_size(cols_n) } else { 256 };
+    let layout = reduce_layout::choose(k);
+    let (block_team, block) = match layout {
+        Team::Block { block } => (true, block),
+        Team::Columns { tile, team } => (false, tile * team),
+    };
     let kept: Vec<usize> = (0..k.full_shape.len())
         .filter(|d| !k.reduced.contains(d))
         .collect();
@@ -582,6 +584,9 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
+    if !block_team {
+        em.out.push_str(reduce_layout::TEAM_REDUCE);
+    }
     em.out.push_str(&device_functions(k));
     em.line(&format!("{} {{", signature(k, name, block)));
     em.indent = 1;
@@ -591,9 +596,22 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     if block_team {
         em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
         em.line("for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {");
-    } else {
-        em.line("const i64_t lane = 0, team = 1;");
-        em.line("for (i64_t r = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64_t)gridDim.x * blockDim.x) {");
+    } else if let Team::Columns { tile, team } = layout {
+        // Every thread of the block runs every tile (team_reduce synchronizes the block): a
+        // thread past the last row computes the last row again and stores nothing.
+        em.line(&format!(
+            "const i64_t lane = threadIdx.x / {tile}, team = {team};"
+        ));
+        em.line(&format!(
+            "for (i64_t r0 = (i64_t)blockIdx.x * {tile}; r0 < rows; r0 += (i64_t)gridDim.x * {tile}) {{"
+        ));
+        em.indent = 2;
+        em.line(&format!(
+            "const bool live = r0 + threadIdx.x % {tile} < rows;"
+        ));
+        em.line(&format!(
+            "const i64_t r = live ? r0 + threadIdx.x % {tile} : rows - 1;"
+        ));
     }
     em.indent = 2;
     for l in coordinates(k, &kept, "r") {
@@ -629,7 +647,7 @@ fn rows(k: &Kernel, name: &str) -> Generated {
             let (identity, _) = reduction_identity(*fold, acc_ty == "double");
             em.line(&format!("{acc_ty} acc{r} = {identity};"));
         }
-        open_column_loop(&mut em, &full_strides);
+        open_column_loop(&mut em, &full_strides, !block_team);
         for &r in &stage {
             let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
                 continue;
@@ -649,11 +667,15 @@ fn rows(k: &Kernel, name: &str) -> Generated {
                 continue;
             };
             let acc_ty = ctype(k.nodes[*input].dtype);
-            if block_team {
-                let (identity, op) = reduction_identity(*fold, acc_ty == "double");
-                em.line(&format!(
+            let (identity, op) = reduction_identity(*fold, acc_ty == "double");
+            match layout {
+                Team::Block { .. } => em.line(&format!(
                     "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
-                ));
+                )),
+                Team::Columns { tile, team } if team > 1 => em.line(&format!(
+                    "acc{r} = team_reduce<{acc_ty}, {tile}, {team}>(acc{r}, {op});"
+                )),
+                Team::Columns { .. } => {}
             }
             let dtype = k.nodes[r].dtype;
             em.line(&format!(
@@ -672,14 +694,27 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     // Full outputs: one more pass over the row.
     let full_outputs = outputs_at(k, Level::Full);
     if !full_outputs.is_empty() {
-        open_column_loop(&mut em, &full_strides);
+        if !block_team {
+            em.line("if (live) {");
+            em.indent = 3;
+        }
+        let depth = em.indent;
+        open_column_loop(&mut em, &full_strides, false);
         store_outputs(&mut em, &full_outputs, |i| format!("out{i}[e]"));
-        em.indent = 2;
+        em.indent = depth;
         em.line("}");
+        if !block_team {
+            em.indent = 2;
+            em.line("}");
+        }
     }
     let row_outputs = outputs_at(k, Level::Row);
     if !row_outputs.is_empty() {
-        em.line("if (lane == 0) {");
+        em.line(if block_team {
+            "if (lane == 0) {"
+        } else {
+            "if (lane == 0 && live) {"
+        });
         em.indent = 3;
         // Row values are defined already: this only stores them.
         store_outputs(&mut em, &row_outputs, |i| format!("out{i}[r]"));
@@ -693,16 +728,16 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     Generated {
         name: name.to_string(),
         source: em.out,
-        launch: if block_team {
-            Launch::BlockPerRow {
+        launch: match layout {
+            Team::Block { block } => Launch::BlockPerRow {
                 rows: rows_n as u64,
                 block,
-            }
-        } else {
-            Launch::ThreadPerRow {
+            },
+            Team::Columns { tile, .. } => Launch::ColumnTiles {
                 rows: rows_n as u64,
+                tile,
                 block,
-            }
+            },
         },
     }
 }

@@ -36,16 +36,17 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
             (items.div_ceil(u64::from(block)).clamp(1, cap) as u32, block)
         }
         Launch::BlockPerRow { rows, block } => (rows.clamp(1, cap) as u32, block),
-        Launch::ThreadPerRow { rows, block } => {
-            (rows.div_ceil(u64::from(block)).clamp(1, cap) as u32, block)
-        }
+        Launch::ColumnTiles { rows, tile, block } => (
+            rows.div_ceil(u64::from(tile.max(1))).clamp(1, cap) as u32,
+            block,
+        ),
     }
 }
 
 fn has_work(launch: Launch) -> bool {
     match launch {
         Launch::Pointwise { numel, .. } => numel > 0,
-        Launch::BlockPerRow { rows, .. } | Launch::ThreadPerRow { rows, .. } => rows > 0,
+        Launch::BlockPerRow { rows, .. } | Launch::ColumnTiles { rows, .. } => rows > 0,
     }
 }
 
@@ -204,11 +205,12 @@ mod tests {
             block: 512,
         };
         assert_eq!(grid(l, 132), (7, 512));
-        let l = Launch::ThreadPerRow {
+        let l = Launch::ColumnTiles {
             rows: 1000,
-            block: 256,
+            tile: 16,
+            block: 1024,
         };
-        assert_eq!(grid(l, 132), (4, 256));
+        assert_eq!(grid(l, 132), (63, 1024));
         assert!(!has_work(Launch::Pointwise {
             numel: 0,
             vec: 4,

@@ -18,6 +18,7 @@ pub mod codegen;
 mod compiled;
 pub mod emulate;
 pub mod plan;
+mod reduce_layout;
 pub mod support;
 
 // The driver/NVRTC helpers live in `thunder-cuda-common`, shared with `cuda-kernels`.

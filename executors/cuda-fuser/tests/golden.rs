@@ -120,13 +120,18 @@ const BIAS_GRAD: &str = r#"def computation(g):
 "#;
 
 #[test]
-fn a_column_sum_gives_each_thread_a_column() {
+fn a_column_sum_splits_each_column_over_a_team_of_a_tile() {
     let (kernels, text) = generate(BIAS_GRAD);
     assert_eq!(kernels.len(), 1);
-    assert!(matches!(
+    assert_eq!(
         codegen::generate(&kernels[0], "k").launch,
-        codegen::Launch::ThreadPerRow { rows: 512, .. }
-    ));
+        codegen::Launch::ColumnTiles {
+            rows: 512,
+            tile: 8,
+            block: 256
+        }
+    );
+    assert!(text.contains("team_reduce<float, 8, 32>"));
     check_golden("column_sum", &text);
 }
 

@@ -1,4 +1,4 @@
-// launch: ThreadPerRow { rows: 512, block: 256 }
+// launch: ColumnTiles { rows: 512, tile: 8, block: 256 }
 // thunder cuda-fuser kernel over [256, 512], reducing dims [0]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -36,20 +36,38 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+template <typename T, int TILE, int TEAM, typename Op>
+__device__ __forceinline__ T team_reduce(T v, Op op) {
+  __shared__ T scratch[TEAM][TILE + 1];
+  const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE;
+  __syncthreads();
+  scratch[ty][tx] = v;
+  __syncthreads();
+#pragma unroll
+  for (int s = TEAM / 2; s > 0; s >>= 1) {
+    if (ty < s) scratch[ty][tx] = op(scratch[ty][tx], scratch[ty + s][tx]);
+    __syncthreads();
+  }
+  return scratch[0][tx];
+}
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
   const i64_t rows = 512LL, cols = 256LL;
-  const i64_t lane = 0, team = 1;
-  for (i64_t r = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64_t)gridDim.x * blockDim.x) {
+  const i64_t lane = threadIdx.x / 8, team = 32;
+  for (i64_t r0 = (i64_t)blockIdx.x * 8; r0 < rows; r0 += (i64_t)gridDim.x * 8) {
+    const bool live = r0 + threadIdx.x % 8 < rows;
+    const i64_t r = live ? r0 + threadIdx.x % 8 : rows - 1;
     const i64_t i1 = r;
     float acc1 = 0.0f;
+    #pragma unroll 4
     for (i64_t c = lane; c < cols; c += team) {
       const i64_t i0 = c;
       const i64_t e = i0 * 512LL + i1;
       const float v0 = in0[e];
       acc1 += v0;
     }
+    acc1 = team_reduce<float, 8, 32>(acc1, SumOp());
     const float v1 = acc1;
-    if (lane == 0) {
+    if (lane == 0 && live) {
       out0[r] = v1;
     }
   }

@@ -94,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
   }
 }
 
-// launch: ThreadPerRow { rows: 1, block: 256 }
+// launch: ColumnTiles { rows: 1, tile: 1, block: 4 }
 // thunder cuda-fuser kernel over [32], reducing dims [0]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -132,12 +132,29 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
+template <typename T, int TILE, int TEAM, typename Op>
+__device__ __forceinline__ T team_reduce(T v, Op op) {
+  __shared__ T scratch[TEAM][TILE + 1];
+  const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE;
+  __syncthreads();
+  scratch[ty][tx] = v;
+  __syncthreads();
+#pragma unroll
+  for (int s = TEAM / 2; s > 0; s >>= 1) {
+    if (ty < s) scratch[ty][tx] = op(scratch[ty][tx], scratch[ty + s][tx]);
+    __syncthreads();
+  }
+  return scratch[0][tx];
+}
+extern "C" __global__ void __launch_bounds__(4) thunder_fused_1(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
   const i64_t rows = 1LL, cols = 32LL;
-  const i64_t lane = 0, team = 1;
-  for (i64_t r = (i64_t)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64_t)gridDim.x * blockDim.x) {
+  const i64_t lane = threadIdx.x / 1, team = 4;
+  for (i64_t r0 = (i64_t)blockIdx.x * 1; r0 < rows; r0 += (i64_t)gridDim.x * 1) {
+    const bool live = r0 + threadIdx.x % 1 < rows;
+    const i64_t r = live ? r0 + threadIdx.x % 1 : rows - 1;
     float acc1 = 0.0f;
     float acc3 = 0.0f;
+    #pragma unroll 4
     for (i64_t c = lane; c < cols; c += team) {
       const i64_t i0 = c;
       const i64_t e = i0;
@@ -146,10 +163,12 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const float* _
       const float v2 = in1[e];
       acc3 += v2;
     }
+    acc1 = team_reduce<float, 1, 4>(acc1, SumOp());
     const float v1 = acc1;
+    acc3 = team_reduce<float, 1, 4>(acc3, SumOp());
     const float v3 = acc3;
     const float v4 = (v1 / v3);
-    if (lane == 0) {
+    if (lane == 0 && live) {
       out0[r] = v4;
     }
   }
