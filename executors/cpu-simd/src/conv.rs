@@ -75,7 +75,11 @@ impl Cx<'_> {
             dilation: list(5)?,
             groups,
         };
-        if spatial == 0 || sw.len() != sa.len() || sa[1] != sw[1] * groups || sw[0] % groups != 0 {
+        if spatial == 0
+            || sw.len() != sa.len()
+            || sw[1].checked_mul(groups) != Some(sa[1])
+            || sw[0] % groups != 0
+        {
             return fail("expects a [N, C_in, *S] input and [C_out, C_in/groups, *K] weights");
         }
         if geom.stride.contains(&0) || geom.dilation.contains(&0) {
@@ -90,8 +94,12 @@ impl Cx<'_> {
 pub(crate) fn output_shape(a: &[usize], w: &[usize], g: &ConvGeometry) -> Vec<usize> {
     let mut out = vec![a[0], w[0]];
     for d in 0..a.len() - 2 {
-        let span = g.dilation[d] * (w[d + 2].max(1) - 1) + 1;
-        let padded = a[d + 2] + 2 * g.padding[d];
+        // Saturating: absurd geometry (refused by meta before a plugin sees it) gives an empty
+        // output rather than an overflow.
+        let span = g.dilation[d]
+            .saturating_mul(w[d + 2].max(1) - 1)
+            .saturating_add(1);
+        let padded = a[d + 2].saturating_add(g.padding[d].saturating_mul(2));
         out.push(if padded < span || w[d + 2] == 0 {
             0
         } else {
