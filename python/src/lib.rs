@@ -6,6 +6,7 @@
 mod dlpack;
 mod host;
 mod program;
+mod signatures;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -74,5 +75,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_default_config, m)?)?;
     m.add_function(wrap_pyfunction!(plugins, m)?)?;
     m.add_function(wrap_pyfunction!(ltorch_symbols, m)?)?;
+    m.add_function(wrap_pyfunction!(signatures::signatures, m)?)?;
+    m.add_function(wrap_pyfunction!(signatures::bind, m)?)?;
     Ok(())
 }

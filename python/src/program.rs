@@ -36,7 +36,7 @@ struct Op {
     site: String,
 }
 
-enum OpArg {
+pub(crate) enum OpArg {
     Value(usize),
     Lit(Arg),
 }
@@ -46,7 +46,7 @@ fn dtype_of(name: &str) -> PyResult<DType> {
         .ok_or_else(|| PyValueError::new_err(format!("unknown dtype `{name}`")))
 }
 
-fn parse_arg(a: &Bound<'_, PyAny>) -> PyResult<OpArg> {
+pub(crate) fn parse_arg(a: &Bound<'_, PyAny>) -> PyResult<OpArg> {
     let tag: String = a.get_item(0)?.extract()?;
     let v = || a.get_item(1);
     Ok(match tag.as_str() {

@@ -165,5 +165,3 @@ def test_index_put_accumulate_and_index_add_in_place():
     want = f(rx, i, v)
     torch.testing.assert_close(thunder_rs.jit(f)(x, i, v), want)
     torch.testing.assert_close(x, rx)
-    with pytest.raises(thunder_rs.UnsupportedOpError, match="accumulate=True"):
-        thunder_rs.jit(lambda x, i, v: x.index_put_((i,), v))(x, i, v)

@@ -1,35 +1,73 @@
-"""The torch -> ltorch table: one row per torch function, Tensor method, ``torch.nn.functional``
-function or operator, saying which ltorch op(s) it becomes and how its arguments map.
+"""The torch -> ltorch table: which ltorch op(s) a torch function, Tensor method,
+``torch.nn.functional`` function or operator becomes.
 
-Each row is a handler ``h(r, args, kwargs) -> value | tuple of values`` where ``r`` is the
-recorder (``r.v(x)`` turns a tensor or number into a tagged argument, ``r.emit(symbol, args,
-n=1)`` records an ltorch call and returns its new values). Arguments arrive as torch passed them
-(positional or keyword): ``bind`` applies torch's names and defaults, written once per row as a
-signature string, so the rows could later be read from the op table's signatures instead.
+Most rows are not written here: a torch callable named like an ltorch op (``torch.cumsum``,
+``Tensor.amax``, ``F.silu``) is mapped by ``_signatures.auto_rows`` with the op table's declared
+signature (torch's names and defaults, one place for the trace text and Python). The rows below
+are the calls whose torch form differs from the op's: operators, varargs shapes, dtype
+conversions, factories (torch's defaults for dtype and device), and calls with semantics of
+their own (dropout, batch_norm's running statistics, indexing).
+
+A handler is ``h(r, args, kwargs) -> value | tuple of values``: ``r`` is the recorder
+(``r.v(x)`` turns a tensor or number into a tagged argument, ``r.emit(symbol, args, n)`` records
+an ltorch call with canonical arguments and returns its new values, ``r.out`` is torch's meta
+result of the call).
 """
 
 from __future__ import annotations
 
 import builtins
-import math
 
 import torch
 import torch.nn.functional as F
+
+from . import _signatures as S
+from ._signatures import DTYPES, Generic
 
 T = torch.Tensor
 
 # torch callable -> handler
 TABLE: dict = {}
-# torch callable -> name of the in-place op's out-of-place handler (functionalized)
+# torch callable -> its out-of-place callable (in-place ops are functionalized)
 INPLACE: dict = {}
 # Calls that only read metadata or are identities under functionalization: run on meta as is.
 PASSTHROUGH: set = set()
 
 
+def getter_name(func):
+    """The attribute a ``Tensor.<attr>.__get__`` call reads, else None."""
+    if getattr(func, "__name__", None) != "__get__":
+        return None
+    owner = getattr(func, "__self__", None)
+    return getattr(owner, "__name__", None)
+
+
+def torch_name(func) -> str:
+    """How the user wrote it, for errors: ``torch.foo``, ``Tensor.foo``, ``F.foo``."""
+    g = getter_name(func)
+    if g is not None:
+        return f"Tensor.{g}"
+    name = getattr(func, "__name__", repr(func))
+    qual = getattr(func, "__qualname__", name)
+    mod = getattr(func, "__module__", None) or ""
+    if qual.startswith("TensorBase.") or qual.startswith("Tensor."):
+        return "Tensor." + name
+    if mod.startswith("torch.nn.functional"):
+        return "torch.nn.functional." + name
+    if mod.startswith("torch._ops"):
+        return repr(func)
+    if mod.startswith("torch") or mod == "":
+        return "torch." + name
+    return f"{mod}.{qual}"
+
+
 class Signature:
-    """``"input, dim=None, keepdim=False"``: names and defaults of a torch call."""
+    """``"input, dim=None, keepdim=False"``: names and defaults of a torch call that is not one
+    ltorch op (factories, dropout), for the explicit rows."""
 
     def __init__(self, text: str):
+        import ast
+
         self.names = []
         self.defaults = {}
         for part in [p.strip() for p in text.split(",") if p.strip()]:
@@ -38,7 +76,7 @@ class Signature:
             if "=" in part:
                 name, default = part.split("=", 1)
                 self.names.append(name.strip())
-                self.defaults[name.strip()] = eval(default, {"math": math})  # noqa: S307 (our literals)
+                self.defaults[name.strip()] = ast.literal_eval(default.strip())
             else:
                 self.names.append(part)
 
@@ -59,13 +97,12 @@ class Signature:
 
 
 def row(*funcs, sig: str):
-    """Registers a handler for ``funcs`` taking its arguments bound by ``sig``."""
+    """Registers a handler for ``funcs`` taking its arguments bound by torch's ``sig``."""
     s = Signature(sig)
 
     def deco(h):
         def handler(r, args, kwargs, _h=h, _s=s):
-            a = _s.bind(getattr(funcs[0], "__name__", "op"), args, kwargs)
-            return _h(r, a)
+            return _h(r, _s.bind(getattr(funcs[0], "__name__", "op"), args, kwargs))
 
         for f in funcs:
             TABLE[f] = handler
@@ -74,188 +111,15 @@ def row(*funcs, sig: str):
     return deco
 
 
-def _dims(dim, rank):
-    if dim is None:
-        return None
-    if isinstance(dim, int):
-        return [dim]
-    return list(dim)
+def same_op(op, *funcs, **aliases):
+    """``funcs`` are the ltorch op ``op`` under other names (``Tensor.__add__`` is ``ltorch.add``);
+    ``aliases`` rename torch keywords to the op's (``split_size="split_size_or_sections"``)."""
+    for f in funcs:
+        TABLE[f] = Generic(op, f, torch_name(f), aliases)
 
 
 def _dtype_name(dt):
     return DTYPES[dt]
-
-
-DTYPES = {
-    torch.bool: "b8",
-    torch.uint8: "u8",
-    torch.int8: "i8",
-    torch.int16: "i16",
-    torch.int32: "i32",
-    torch.int64: "i64",
-    torch.float16: "f16",
-    torch.bfloat16: "bf16",
-    torch.float32: "f32",
-    torch.float64: "f64",
-}
-
-# ---------------------------------------------------------------- elementwise
-
-
-def _unary(name):
-    def h(r, a):
-        return r.emit1(f"ltorch.{name}", [r.v(a["input"])])
-
-    return h
-
-
-for _name in [
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sin", "cos", "erf", "reciprocal",
-    "exp2", "expm1", "log1p", "log2", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "digamma", "floor", "ceil", "round",
-    "trunc", "sign", "signbit", "isnan", "isfinite", "logical_not", "bitwise_not", "sigmoid",
-]:
-    _fs = [getattr(torch, _name, None), getattr(T, _name, None)]
-    _fs = [f for f in _fs if f is not None]
-    row(*_fs, sig="input")(_unary(_name))
-    if hasattr(T, _name + "_"):
-        INPLACE[getattr(T, _name + "_")] = getattr(T, _name)
-row(T.__neg__, sig="input")(_unary("neg"))
-row(T.__abs__, sig="input")(_unary("abs"))
-row(T.__invert__, sig="input")(_unary("bitwise_not"))
-row(F.sigmoid, sig="input")(_unary("sigmoid"))
-row(F.tanh, sig="input")(_unary("tanh"))
-
-
-def _binary(name, swap=False):
-    def h(r, a):
-        x, y = a["input"], a["other"]
-        if swap:
-            x, y = y, x
-        alpha = a.get("alpha", 1)
-        if alpha != 1:
-            y = r.emit1("ltorch.mul", [r.v(y), r.v(alpha)])
-        return r.emit1(f"ltorch.{name}", [r.v(x), r.v(y)])
-
-    return h
-
-
-for _name, _dunder, _rdunder in [
-    ("add", "__add__", "__radd__"),
-    ("sub", "__sub__", "__rsub__"),
-    ("mul", "__mul__", "__rmul__"),
-    ("div", "__truediv__", "__rtruediv__"),
-    ("pow", "__pow__", "__rpow__"),
-    ("remainder", "__mod__", "__rmod__"),
-    ("floor_divide", "__floordiv__", "__rfloordiv__"),
-    ("eq", "__eq__", None),
-    ("ne", "__ne__", None),
-    ("lt", "__lt__", None),
-    ("le", "__le__", None),
-    ("gt", "__gt__", None),
-    ("ge", "__ge__", None),
-    ("maximum", None, None),
-    ("minimum", None, None),
-    ("atan2", None, None),
-    ("fmod", None, None),
-    ("hypot", None, None),
-    ("bitwise_and", "__and__", "__rand__"),
-    ("bitwise_or", "__or__", "__ror__"),
-    ("bitwise_xor", "__xor__", "__rxor__"),
-]:
-    _fs = [f for f in (getattr(torch, _name, None), getattr(T, _name, None)) if f is not None]
-    _sig = "input, other, *, alpha=1" if _name in ("add", "sub") else "input, other"
-    row(*_fs, sig=_sig)(_binary(_name))
-    if _dunder:
-        row(getattr(T, _dunder), sig="input, other")(_binary(_name))
-    if _rdunder:
-        row(getattr(T, _rdunder), sig="input, other")(_binary(_name, swap=True))
-    if hasattr(T, _name + "_"):
-        INPLACE[getattr(T, _name + "_")] = getattr(T, _name)
-    _idunder = _dunder and "__i" + _dunder[2:]
-    if _idunder and hasattr(T, _idunder):
-        INPLACE[getattr(T, _idunder)] = getattr(T, _name)
-row(torch.true_divide, T.true_divide, sig="input, other")(_binary("div"))
-row(torch.rsub, sig="input, other, *, alpha=1")(
-    lambda r, a: _binary("sub")(r, {"input": a["other"], "other": a["input"], "alpha": a["alpha"]})
-)
-row(T.__matmul__, torch.matmul, T.matmul, sig="input, other")(
-    lambda r, a: r.emit1("ltorch.matmul", [r.v(a["input"]), r.v(a["other"])])
-)
-row(T.__rmatmul__, sig="input, other")(
-    lambda r, a: r.emit1("ltorch.matmul", [r.v(a["other"]), r.v(a["input"])])
-)
-row(torch.bmm, T.bmm, sig="input, mat2")(
-    lambda r, a: r.emit1("ltorch.bmm", [r.v(a["input"]), r.v(a["mat2"])])
-)
-row(torch.where, T.where, sig="condition, input, other")(
-    lambda r, a: r.emit1("ltorch.where", [r.v(a["condition"]), r.v(a["input"]), r.v(a["other"])])
-)
-row(torch.masked_fill, T.masked_fill, sig="input, mask, value")(
-    lambda r, a: r.emit1("ltorch.masked_fill", [r.v(a["input"]), r.v(a["mask"]), r.v(a["value"])])
-)
-INPLACE[T.masked_fill_] = T.masked_fill
-row(torch.clamp, T.clamp, torch.clip, T.clip, sig="input, min=None, max=None")(
-    lambda r, a: r.emit1("ltorch.clamp", [r.v(a["input"]), r.v(a["min"]), r.v(a["max"])])
-)
-INPLACE[T.clamp_] = T.clamp
-row(torch.tril, T.tril, sig="input, diagonal=0")(
-    lambda r, a: r.emit1("ltorch.tril", [r.v(a["input"]), r.v(a["diagonal"])])
-)
-row(torch.triu, T.triu, sig="input, diagonal=0")(
-    lambda r, a: r.emit1("ltorch.triu", [r.v(a["input"]), r.v(a["diagonal"])])
-)
-
-# ---------------------------------------------------------------- activations
-
-
-row(torch.relu, T.relu, F.relu, sig="input, inplace=False")(_unary("relu"))
-INPLACE[T.relu_] = T.relu
-INPLACE[torch.relu_] = T.relu
-row(F.gelu, sig="input, approximate='none'")(
-    lambda r, a: r.emit1("ltorch.gelu", [r.v(a["input"]), ("s", a["approximate"])])
-)
-row(F.silu, sig="input, inplace=False")(_unary("silu"))
-row(F.softplus, sig="input, beta=1.0, threshold=20.0")(
-    lambda r, a: r.emit1("ltorch.softplus", [r.v(a["input"]), r.v(float(a["beta"])), r.v(float(a["threshold"]))])
-)
-row(F.relu6, sig="input, inplace=False")(_unary("relu6"))
-row(F.hardswish, sig="input, inplace=False")(_unary("hardswish"))
-row(F.leaky_relu, sig="input, negative_slope=0.01, inplace=False")(
-    lambda r, a: r.emit1("ltorch.leaky_relu", [r.v(a["input"]), r.v(float(a["negative_slope"]))])
-)
-
-# ---------------------------------------------------------------- reductions
-
-
-def _reduce(name, with_dtype=False):
-    def h(r, a):
-        x = a["input"]
-        if with_dtype and a.get("dtype") is not None:
-            x = r.emit1("ltorch.to", [r.v(x), ("d", _dtype_name(a["dtype"]))])
-        dims = _dims(a["dim"], None)
-        return r.emit1(f"ltorch.{name}", [r.v(x), ("n",) if dims is None else ("I", dims), ("b", bool(a["keepdim"]))])
-
-    return h
-
-
-row(torch.sum, T.sum, sig="input, dim=None, keepdim=False, *, dtype=None")(_reduce("sum", True))
-row(torch.mean, T.mean, sig="input, dim=None, keepdim=False, *, dtype=None")(_reduce("mean", True))
-row(torch.amax, T.amax, sig="input, dim=(), keepdim=False")(
-    lambda r, a: _reduce("amax")(r, dict(a, dim=None if a["dim"] == () else a["dim"]))
-)
-row(torch.amin, T.amin, sig="input, dim=(), keepdim=False")(
-    lambda r, a: _reduce("amin")(r, dict(a, dim=None if a["dim"] == () else a["dim"]))
-)
-row(torch.prod, T.prod, sig="input, dim=None, keepdim=False, *, dtype=None")(
-    lambda r, a: r.emit1("ltorch.prod", [r.v(a["input"]), ("n",) if a["dim"] is None else ("i", a["dim"]), ("b", a["keepdim"])])
-)
-row(torch.softmax, T.softmax, F.softmax, sig="input, dim=None, _stacklevel=3, dtype=None")(
-    lambda r, a: r.emit1("ltorch.softmax", [r.v(_to(r, a["input"], a["dtype"])), ("i", a["dim"])])
-)
-row(torch.log_softmax, T.log_softmax, F.log_softmax, sig="input, dim=None, _stacklevel=3, dtype=None")(
-    lambda r, a: r.emit1("ltorch.log_softmax", [r.v(_to(r, a["input"], a["dtype"])), ("i", a["dim"])])
-)
 
 
 def _to(r, x, dtype):
@@ -264,102 +128,106 @@ def _to(r, x, dtype):
     return r.emit1("ltorch.to", [r.v(x), ("d", _dtype_name(dtype))])
 
 
-# ---------------------------------------------------------------- nn.functional
+# ---------------------------------------------------------------- operators
 
 
-row(F.linear, torch.nn.functional.linear, sig="input, weight, bias=None")(
-    lambda r, a: r.emit1("ltorch.linear", [r.v(a["input"]), r.v(a["weight"]), r.v(a["bias"])])
+def _swapped(op):
+    g = {}
+
+    def h(r, args, kwargs):
+        if op not in g:
+            g[op] = Generic(op, None, op)
+        return g[op](r, (args[1], args[0]), kwargs)
+
+    return h
+
+
+for _name, _dunder, _rdunder in [
+    ("add", "__add__", "__radd__"), ("sub", "__sub__", "__rsub__"), ("mul", "__mul__", "__rmul__"),
+    ("div", "__truediv__", "__rtruediv__"), ("pow", "__pow__", "__rpow__"),
+    ("remainder", "__mod__", "__rmod__"), ("floor_divide", "__floordiv__", "__rfloordiv__"),
+    ("eq", "__eq__", None), ("ne", "__ne__", None), ("lt", "__lt__", None), ("le", "__le__", None),
+    ("gt", "__gt__", None), ("ge", "__ge__", None), ("bitwise_and", "__and__", "__rand__"),
+    ("bitwise_or", "__or__", "__ror__"), ("bitwise_xor", "__xor__", "__rxor__"),
+    ("matmul", "__matmul__", "__rmatmul__"),
+]:
+    same_op(f"ltorch.{_name}", getattr(T, _dunder))
+    if _rdunder:
+        TABLE[getattr(T, _rdunder)] = _swapped(f"ltorch.{_name}")
+    _idunder = "__i" + _dunder[2:]
+    if hasattr(T, _idunder):
+        INPLACE[getattr(T, _idunder)] = getattr(T, _name)
+same_op("ltorch.neg", T.__neg__)
+same_op("ltorch.abs", T.__abs__)
+same_op("ltorch.bitwise_not", T.__invert__)
+same_op("ltorch.div", torch.true_divide, T.true_divide)
+same_op("ltorch.clamp", torch.clip, T.clip)
+same_op("ltorch.cat", torch.concat, torch.concatenate)
+same_op("ltorch.split", torch.split, T.split, split_size="split_size_or_sections")
+row(torch.rsub, sig="input, other, *, alpha=1")(
+    lambda r, a: Generic("ltorch.sub", None, "torch.rsub")(r, (a["other"], a["input"]), {"alpha": a["alpha"]})
 )
-row(F.layer_norm, sig="input, normalized_shape, weight=None, bias=None, eps=1e-05")(
-    lambda r, a: r.emit1(
-        "ltorch.layer_norm",
-        [r.v(a["input"]), ("I", list(a["normalized_shape"])), r.v(a["weight"]), r.v(a["bias"]), ("f", float(a["eps"]))],
-    )
-)
-row(F.mse_loss, sig="input, target, size_average=None, reduce=None, reduction='mean'")(
-    lambda r, a: _mse(r, a)
-)
+# Tensor methods whose self is not the op's first parameter.
+TABLE[T.where] = lambda r, args, kw: Generic("ltorch.where", None, "Tensor.where")(
+    r, (args[1], args[0], *args[2:]), kw)
+TABLE[T.polygamma] = lambda r, args, kw: Generic("ltorch.polygamma", None, "Tensor.polygamma")(
+    r, (args[1], args[0]), kw)
 
 
-def _mse(r, a):
-    if a["reduction"] != "mean" or a["size_average"] is not None or a["reduce"] is not None:
-        raise NotImplementedError("F.mse_loss: only reduction='mean' is supported")
-    return r.emit1("ltorch.mse_loss", [r.v(a["input"]), r.v(a["target"])])
+def _max_or_maximum(op, binary):
+    def h(r, args, kwargs):
+        if len(args) > 1 and isinstance(args[1], torch.Tensor) or isinstance(kwargs.get("other"), torch.Tensor):
+            return Generic(binary, None, op)(r, args, kwargs)
+        return Generic(op, None, op)(r, args, kwargs)
+
+    return h
 
 
-def _cross_entropy(r, a):
-    if a["weight"] is not None or a["reduction"] != "mean":
-        raise NotImplementedError("F.cross_entropy: weight and reduction other than 'mean' are not supported")
-    return r.emit1(
-        "ltorch.cross_entropy",
-        [r.v(a["input"]), r.v(a["target"]), ("i", a["ignore_index"]), ("f", float(a["label_smoothing"]))],
-    )
+for _f in (torch.max, T.max):
+    TABLE[_f] = _max_or_maximum("ltorch.max", "ltorch.maximum")
+for _f in (torch.min, T.min):
+    TABLE[_f] = _max_or_maximum("ltorch.min", "ltorch.minimum")
 
-
-row(F.cross_entropy, sig="input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction='mean', label_smoothing=0.0")(_cross_entropy)
-row(F.embedding, sig="input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False")(
-    lambda r, a: r.emit1("ltorch.embedding", [r.v(a["input"]), r.v(a["weight"]), r.v(a["padding_idx"])])
-)
+# ---------------------------------------------------------------- calls with semantics of their own
 
 
 def _dropout(r, a):
     if not a["training"] or a["p"] == 0:
         return a["input"]
-    raise NotImplementedError("F.dropout in training mode with p > 0 (call model.eval() or use p=0)")
+    raise NotImplementedError("dropout in training mode with p > 0 (call model.eval() or use p=0)")
 
 
 row(F.dropout, sig="input, p=0.5, training=True, inplace=False")(_dropout)
-
-
-def _sdpa(r, a):
-    if a["dropout_p"] != 0.0:
-        raise NotImplementedError("F.scaled_dot_product_attention: dropout_p must be 0")
-    return r.emit1(
-        "ltorch.scaled_dot_product_attention",
-        [r.v(a["query"]), r.v(a["key"]), r.v(a["value"]), r.v(a["attn_mask"]), ("b", a["is_causal"]),
-         ("n",) if a["scale"] is None else ("f", float(a["scale"]))],
-    )
-
-
-row(F.scaled_dot_product_attention, sig="query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False")(_sdpa)
-
-
-def _pair(x, n):
-    return list(x) if isinstance(x, (list, tuple)) else [x] * n
-
-
-def _conv(n):
-    def h(r, a):
-        pad = a["padding"]
-        pad = ("s", pad) if isinstance(pad, str) else ("I", _pair(pad, n))
-        return r.emit1(
-            f"ltorch.conv{n}d",
-            [r.v(a["input"]), r.v(a["weight"]), r.v(a["bias"]), ("I", _pair(a["stride"], n)), pad,
-             ("I", _pair(a["dilation"], n)), ("i", a["groups"])],
-        )
-
-    return h
-
-
-for _n, _f in [(1, F.conv1d), (2, F.conv2d), (3, F.conv3d)]:
-    row(_f, sig="input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1")(_conv(_n))
-
-
-def _max_pool2d(r, a):
-    if a["return_indices"]:
-        raise NotImplementedError("F.max_pool2d: return_indices=True is not supported")
-    stride = a["stride"] if a["stride"] not in (None, [], ()) else a["kernel_size"]
-    return r.emit1(
-        "ltorch.max_pool2d",
-        [r.v(a["input"]), ("I", _pair(a["kernel_size"], 2)), ("I", _pair(stride, 2)), ("I", _pair(a["padding"], 2)),
-         ("I", _pair(a["dilation"], 2)), ("b", a["ceil_mode"])],
-    )
-
-
-row(F.max_pool2d, torch.max_pool2d, sig="input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False")(_max_pool2d)
-row(F.adaptive_avg_pool2d, sig="input, output_size")(
-    lambda r, a: r.emit1("ltorch.adaptive_avg_pool2d", [r.v(a["input"]), ("I", _pair(a["output_size"], 2))])
+row(torch.dropout, T.dropout if hasattr(T, "dropout") else torch.dropout, sig="input, p, train")(
+    lambda r, a: _dropout(r, {"input": a["input"], "p": a["p"], "training": a["train"]})
 )
+for _f in (torch.rand, torch.randn, torch.rand_like, torch.randn_like, torch.randint, torch.normal):
+    TABLE[_f] = lambda r, args, kw, _n=_f.__name__: (_ for _ in ()).throw(NotImplementedError(
+        f"torch.{_n}: thunder_rs does not trace torch's random generator; pass random tensors as inputs"))
+
+
+def _batch_norm(r, args, kwargs):
+    """F.batch_norm: in training mode torch updates the running statistics in place; ltorch
+    returns them as two more outputs, which are written back (functionalized)."""
+    g = Generic("ltorch.batch_norm", F.batch_norm, "torch.nn.functional.batch_norm")
+    pos, kw, extra = g.bind_torch(args, kwargs)
+    training = kw.get("training", False)
+    rm, rv = kw.get("running_mean"), kw.get("running_var")
+    updates = bool(training) and rm is not None and rv is not None
+    if not updates:
+        return g(r, args, kwargs)
+    out = r.out
+    r.out = (out, rm, rv)
+    try:
+        y, new_rm, new_rv = g(r, args, kwargs)
+    finally:
+        r.out = out
+    r.write(rm, new_rm)
+    r.write(rv, new_rv)
+    return y
+
+
+TABLE[F.batch_norm] = _batch_norm
 
 # ---------------------------------------------------------------- shapes
 
@@ -390,54 +258,6 @@ TABLE[T.reshape] = lambda r, args, kw: _reshape(r, args[0], args[1:] or [kw["sha
 row(torch.reshape, sig="input, shape")(lambda r, a: _reshape(r, a["input"], [a["shape"]]))
 TABLE[T.expand] = lambda r, args, kw: r.emit1("ltorch.expand", [r.v(args[0]), ("I", _shape_arg(args[1:] or [kw["size"]]))])
 TABLE[T.permute] = lambda r, args, kw: r.emit1("ltorch.permute", [r.v(args[0]), ("I", _shape_arg(args[1:] or [kw["dims"]]))])
-row(torch.permute, sig="input, dims")(lambda r, a: r.emit1("ltorch.permute", [r.v(a["input"]), ("I", list(a["dims"]))]))
-row(torch.transpose, T.transpose, sig="input, dim0, dim1")(
-    lambda r, a: r.emit1("ltorch.transpose", [r.v(a["input"]), ("i", a["dim0"]), ("i", a["dim1"])])
-)
-row(torch.t, T.t, sig="input")(lambda r, a: r.emit1("ltorch.t", [r.v(a["input"])]))
-row(torch.unsqueeze, T.unsqueeze, sig="input, dim")(lambda r, a: r.emit1("ltorch.unsqueeze", [r.v(a["input"]), ("i", a["dim"])]))
-row(torch.squeeze, T.squeeze, sig="input, dim=None")(
-    lambda r, a: r.emit1("ltorch.squeeze", [r.v(a["input"]), ("n",) if a["dim"] is None else ("I", _dims(a["dim"], None))])
-)
-row(torch.flatten, T.flatten, sig="input, start_dim=0, end_dim=-1")(
-    lambda r, a: r.emit1("ltorch.flatten", [r.v(a["input"]), ("i", a["start_dim"]), ("i", a["end_dim"])])
-)
-row(torch.cat, torch.concat, sig="tensors, dim=0")(
-    lambda r, a: r.emit1("ltorch.cat", [("i", a["dim"])] + [r.v(t) for t in a["tensors"]])
-)
-row(torch.stack, sig="tensors, dim=0")(
-    lambda r, a: r.emit1("ltorch.stack", [("i", a["dim"])] + [r.v(t) for t in a["tensors"]])
-)
-
-
-def _split(r, a):
-    x, size, dim = a["input"], a["split_size_or_sections"], a["dim"]
-    if not isinstance(size, int):
-        raise NotImplementedError("split with a list of sizes")
-    n = -(-x.shape[dim] // size) if x.shape[dim] else 1
-    return tuple(r.emit("ltorch.split", [r.v(x), ("i", size), ("i", dim)], n))
-
-
-row(torch.split, T.split, sig="input, split_size_or_sections, dim=0")(_split)
-
-
-def _chunk(r, a):
-    x, chunks, dim = a["input"], a["chunks"], a["dim"]
-    size = -(-x.shape[dim] // chunks)
-    n = -(-x.shape[dim] // size) if size else chunks
-    return tuple(r.emit("ltorch.chunk", [r.v(x), ("i", chunks), ("i", dim)], n))
-
-
-row(torch.chunk, T.chunk, sig="input, chunks, dim=0")(_chunk)
-row(torch.narrow, T.narrow, sig="input, dim, start, length")(
-    lambda r, a: r.emit1("ltorch.narrow", [r.v(a["input"]), ("i", a["dim"]), ("i", a["start"]), ("i", a["length"])])
-)
-row(torch.index_select, T.index_select, sig="input, dim, index")(
-    lambda r, a: r.emit1("ltorch.index_select", [r.v(a["input"]), ("i", a["dim"]), r.v(a["index"])])
-)
-row(torch.gather, T.gather, sig="input, dim, index")(
-    lambda r, a: r.emit1("ltorch.gather", [r.v(a["input"]), ("i", a["dim"]), r.v(a["index"])])
-)
 
 
 def _to_method(r, args, kw):
@@ -484,13 +304,6 @@ def _full(r, a):
 
 
 row(torch.full, sig="size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False")(_full)
-row(torch.zeros_like, sig="input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None")(
-    lambda r, a: _to(r, r.emit1("ltorch.zeros_like", [r.v(a["input"])]), a["dtype"])
-)
-row(torch.ones_like, sig="input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None")(
-    lambda r, a: _to(r, r.emit1("ltorch.ones_like", [r.v(a["input"])]), a["dtype"])
-)
-
 # ---------------------------------------------------------------- metadata (run on meta as is)
 
 for _f in [T.size, T.dim, T.numel, T.__len__, T.is_contiguous, T.element_size, T.is_floating_point,
@@ -505,33 +318,6 @@ def _mT(r, x, full):
     if full and x.dim() != 2:
         return r.emit1("ltorch.permute", [r.v(x), ("I", list(builtins.range(x.dim()))[::-1])])
     return r.emit1("ltorch.transpose", [r.v(x), ("i", -2), ("i", -1)])
-
-
-def getter_name(func):
-    """The attribute a ``Tensor.<attr>.__get__`` call reads, else None."""
-    if getattr(func, "__name__", None) != "__get__":
-        return None
-    owner = getattr(func, "__self__", None)
-    return getattr(owner, "__name__", None)
-
-
-def torch_name(func) -> str:
-    """How the user wrote it, for errors: ``torch.foo``, ``Tensor.foo``, ``F.foo``."""
-    g = getter_name(func)
-    if g is not None:
-        return f"Tensor.{g}"
-    name = getattr(func, "__name__", repr(func))
-    qual = getattr(func, "__qualname__", name)
-    mod = getattr(func, "__module__", None) or ""
-    if qual.startswith("TensorBase.") or qual.startswith("Tensor."):
-        return "Tensor." + name
-    if mod.startswith("torch.nn.functional"):
-        return "torch.nn.functional." + name
-    if mod.startswith("torch._ops"):
-        return repr(func)
-    if mod.startswith("torch") or mod == "":
-        return "torch." + name
-    return f"{mod}.{qual}"
 
 
 def _arange(r, args, kw):
@@ -552,27 +338,41 @@ def _arange(r, args, kw):
 TABLE[torch.arange] = _arange
 
 
-row(torch.index_add, T.index_add, sig="input, dim, index, source, *, alpha=1")(
-    lambda r, a: r.emit1("ltorch.index_add", [r.v(a["input"]), ("i", a["dim"]), r.v(a["index"]), r.v(a["source"]), r.v(a["alpha"])])
-)
-INPLACE[T.index_add_] = T.index_add
 
 
 def _index_put(r, a):
-    """``index_put(x, (idx,), v, accumulate=True)`` with one 1-D index on dim 0 is index_add.
-    Without accumulate, repeated indices pick an unspecified value in torch, which a sum cannot
-    reproduce, so it is refused rather than computed differently."""
-    idx = a["indices"]
-    if not a["accumulate"]:
-        raise NotImplementedError("index_put without accumulate=True (use index_put_(..., accumulate=True) or torch.where)")
-    if len(idx) != 1 or idx[0] is None or idx[0].dim() != 1 or idx[0].dtype not in (torch.int64, torch.int32):
-        raise NotImplementedError("index_put with anything but one 1-D integer index tensor")
-    x, v = a["input"], a["values"]
-    shape = [idx[0].shape[0]] + list(x.shape[1:])
-    if tuple(v.shape) != tuple(shape):
-        v = r.emit1("ltorch.expand", [r.v(v), ("I", shape)])
-    return r.emit1("ltorch.index_add", [r.v(x), ("i", 0), r.v(idx[0]), r.v(v), ("i", 1)])
+    """``index_put(x, indices, values, accumulate)``: functionalized in ``_indexing``."""
+    from . import _indexing as I
+
+    x = a["input"]
+    try:
+        entries = I.index_put_entries(x, tuple(a["indices"]))
+        if any(k == "mask" for k, _, _ in entries):
+            if a["accumulate"]:
+                raise I.IndexError_("index_put with a boolean mask and accumulate=True")
+            return I.setitem(r, x, tuple(a["indices"]), a["values"])
+        return I.index_put(r, x, entries, a["values"], bool(a["accumulate"]))
+    except I.IndexError_ as e:
+        raise NotImplementedError(str(e)) from None
 
 
 row(torch.index_put, T.index_put, sig="input, indices, values, accumulate=False")(_index_put)
 INPLACE[T.index_put_] = T.index_put
+
+
+# ---------------------------------------------------------------- everything named like an ltorch op
+
+# Builtins named like an ltorch op whose parameters come in another order (the low-level
+# ``torch.embedding(weight, indices)``, ``torch.batch_norm(input, weight, bias, ...)``): not
+# mapped by name; their torch.nn.functional forms are.
+NOT_BY_NAME = (torch.embedding, torch.batch_norm)
+AUTO = S.auto_rows(TABLE, skip=NOT_BY_NAME)
+# In-place variants of every mapped op (``Tensor.exp_``, ``Tensor.clamp_``, ``torch.relu_``).
+for _f in list(TABLE):
+    _name = getattr(_f, "__name__", None)
+    if not _name or _name.startswith("__"):
+        continue
+    for _owner in (T, torch):
+        _ip = getattr(_owner, _name + "_", None)
+        if _ip is not None and _ip not in INPLACE and _ip not in TABLE:
+            INPLACE[_ip] = _f

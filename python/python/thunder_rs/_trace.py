@@ -16,7 +16,10 @@ import traceback
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import _indexing as I
 from . import _mapping as M
+from . import _native
+from ._signatures import encode
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -51,6 +54,7 @@ class Recorder:
         self.stale = set()  # ids of views whose base was written in place
         self._site = None
         self.device = "cpu"  # where factories put their tensors: the inputs' device
+        self.out = None  # torch's meta result of the call being mapped
 
     # -- values
     def new_value(self, meta) -> int:
@@ -67,6 +71,22 @@ class Recorder:
         self.inputs.append((name, real, meta))
         self.new_value(meta)
         return meta
+
+    def write(self, x, new):
+        """An in-place write of ``new`` (a value) to the tensor ``x``: later reads of ``x``
+        read ``new``; views of ``x`` taken before are stale."""
+        if x._base is not None:
+            raise UnsupportedOpError(
+                f"in-place write to a view (at {self.site()}); thunder_rs functionalizes in-place "
+                "ops on whole tensors only: write to the base tensor, or use the out-of-place op"
+            )
+        if id(x) not in self.val:
+            raise UnsupportedOpError(f"in-place write to an untracked tensor (at {self.site()})")
+        self.val[id(x)] = new.v
+        self._annotate(new.v, x)
+        for t in self.keep:
+            if t is not x and getattr(t, "_base", None) is x:
+                self.stale.add(id(t))
 
     def v(self, x):
         """A tagged ltorch argument for a tensor, number, None, or an int list."""
@@ -103,6 +123,12 @@ class Recorder:
             self.n += 1
         self.ops.append([symbol, args, [[o.v, None, None] for o in outs], self.site()])
         return outs
+
+    def call(self, op, *args, **kwargs):
+        """Records the ltorch op ``op`` called as torch would be (bound with the op table's
+        signature); returns its one new value."""
+        bound = _native.bind(op, [encode(self, a) for a in args], [(k, encode(self, v)) for k, v in kwargs.items()])
+        return self.emit1(op, bound)
 
     def emit1(self, symbol, args):
         return self.emit(symbol, args, 1)[0]
@@ -190,24 +216,29 @@ class TracingMode(TorchFunctionMode):
         handler = M.TABLE.get(func)
         if handler is None:
             return self._unsupported(func, args, kwargs, None)
+        out = func(*args, **kwargs)
+        rec.out = out
         try:
             result = handler(rec, args, kwargs)
         except (NotImplementedError, TypeError) as e:
             if isinstance(e, UnsupportedOpError):
                 raise
-            return self._unsupported(func, args, kwargs, str(e))
-        out = func(*args, **kwargs)
+            return self._unsupported(func, args, kwargs, str(e), out)
         rec.bind(result, out)
         return out
 
-    def _unsupported(self, func, args, kwargs, why):
+    def _unsupported(self, func, args, kwargs, why, out=None):
         name = M.torch_name(func)
         site = self.rec.site()
         self.rec.unsupported.append((name, site, why))
         if self.rec.collect_all:
             # Keep going on meta so examine() finds every unsupported call; the outputs get
             # fresh values that the (never compiled) program does not define.
-            out = func(*args, **kwargs)
+            if out is None:
+                try:
+                    out = func(*args, **kwargs)
+                except Exception:  # torch cannot run it on meta either: stop here
+                    raise UnsupportedOpError(f"thunder_rs does not support {name} ({why}), called at {site}") from None
             for o in out if isinstance(out, (tuple, list)) else [out]:
                 if isinstance(o, torch.Tensor):
                     self.rec.new_value(o)
@@ -218,105 +249,26 @@ class TracingMode(TorchFunctionMode):
             "thunder_rs.examine(fn, *args) lists every unsupported call"
         )
 
-    # -- indexing
-    def _index_plan(self, x, idx):
-        """Basic indexing (ints, slices with step > 0, None, ...) as per-dim steps."""
-        if not isinstance(idx, tuple):
-            idx = (idx,)
-        n_specified = sum(1 for i in idx if i is not None and i is not Ellipsis)
-        plan = []
-        dim = 0
-        for i in idx:
-            if i is Ellipsis:
-                skip = x.dim() - n_specified
-                plan += [("all", dim + k) for k in range(skip)]
-                dim += skip
-            elif i is None:
-                plan.append(("new", None))
-            elif isinstance(i, bool) or not isinstance(i, (int, slice)):
-                raise UnsupportedOpError(
-                    f"indexing with {type(i).__name__} (at {self.rec.site()}); basic indexing "
-                    "(ints, slices, None, ...) is supported, use index_select or gather for tensors"
-                )
-            else:
-                plan.append((i, dim))
-                dim += 1
-        return plan
-
+    # -- indexing (``_indexing``)
     def _getitem(self, func, args, kwargs):
         rec = self.rec
         x, idx = args
+        try:
+            cur = I.getitem(rec, x, idx)
+        except I.IndexError_ as e:
+            return self._unsupported(func, args, kwargs, str(e))
         out = func(x, idx)
-        cur = x
-        d = 0  # dim in the current value
-        squeeze = []
-        for step, dim in self._index_plan(x, idx):
-            if step == "all":
-                d += 1
-            elif step == "new":
-                cur = rec.emit1("ltorch.unsqueeze", [rec.v(cur), ("i", d)])
-                d += 1
-            elif isinstance(step, int):
-                size = x.shape[dim]
-                i = step + size if step < 0 else step
-                cur = rec.emit1("ltorch.slice", [rec.v(cur), ("i", d), ("i", i), ("i", i + 1), ("i", 1)])
-                squeeze.append(d)
-                d += 1
-            else:
-                start, stop, stp = step.indices(x.shape[dim])
-                if stp <= 0:
-                    raise UnsupportedOpError(f"slice step {stp} (at {rec.site()})")
-                if (start, stop, stp) != (0, x.shape[dim], 1):
-                    cur = rec.emit1("ltorch.slice", [rec.v(cur), ("i", d), ("i", start), ("i", max(stop, start)), ("i", stp)])
-                d += 1
-        if squeeze:
-            cur = rec.emit1("ltorch.squeeze", [rec.v(cur), ("I", squeeze)])
-        if cur is x:
-            cur = rec.emit1("ltorch.reshape", [rec.v(x), ("I", list(x.shape))])
         rec.bind(cur, out)
         return out
 
     def _setitem(self, args):
-        """``x[idx] = v`` for basic indices: ``where(mask, pad(v), x)``."""
         rec = self.rec
         x, idx, value = args
         self._check_target(x)
-        region = []  # per dim of x: (start, stop)
-        plan = self._index_plan(x, idx)
-        kept_shape = []
-        for step, dim in plan:
-            if step == "new":
-                continue
-            size = x.shape[dim]
-            if step == "all":
-                region.append((0, size))
-                kept_shape.append(size)
-            elif isinstance(step, int):
-                i = step + size if step < 0 else step
-                region.append((i, i + 1))
-                kept_shape.append(1)
-            else:
-                start, stop, stp = step.indices(size)
-                if stp != 1:
-                    raise UnsupportedOpError(f"x[idx] = v with slice step {stp} (at {rec.site()})")
-                region.append((start, max(stop, start)))
-                kept_shape.append(max(stop, start) - start)
-        for dim in range(len(region), x.dim()):
-            region.append((0, x.shape[dim]))
-            kept_shape.append(x.shape[dim])
-        dt = M.DTYPES[x.dtype]
-        if isinstance(value, torch.Tensor):
-            val = rec.emit1("ltorch.to", [rec.v(value), ("d", dt)])
-            val = rec.emit1("ltorch.expand", [rec.v(_bcast_view(rec, val, value, kept_shape)), ("I", kept_shape)])
-        else:
-            val = rec.emit1("ltorch.full", [("I", kept_shape), rec.v(value), ("D", rec.device), ("d", dt)])
-        pads = []
-        for (start, stop), size in reversed(list(zip(region, x.shape))):
-            pads += [start, size - stop]
-        padded = rec.emit1("ltorch.pad", [rec.v(val), ("I", pads), ("s", "constant"), ("f", 0.0)])
-        ones = rec.emit1("ltorch.full", [("I", kept_shape), ("b", True), ("D", rec.device), ("d", "b8")])
-        mask = rec.emit1("ltorch.pad", [rec.v(ones), ("I", pads), ("s", "constant"), ("b", False)])
-        new = rec.emit1("ltorch.where", [rec.v(mask), rec.v(padded), rec.v(x)])
+        try:
+            new = I.setitem(rec, x, idx, value)
+        except I.IndexError_ as e:
+            return self._unsupported(torch.Tensor.__setitem__, args, {}, str(e), x)
         self._rebind(x, new)
         return None
 
@@ -331,13 +283,7 @@ class TracingMode(TorchFunctionMode):
             raise UnsupportedOpError(f"in-place write to an untracked tensor (at {self.rec.site()})")
 
     def _rebind(self, x, new):
-        rec = self.rec
-        rec.val[id(x)] = new.v
-        rec._annotate(new.v, x)
-        # Views of x taken before the write would be stale.
-        for t in rec.keep:
-            if t is not x and getattr(t, "_base", None) is x:
-                rec.stale.add(id(t))
+        self.rec.write(x, new)
 
     def _inplace(self, func, args, kwargs):
         rec = self.rec
@@ -356,6 +302,9 @@ class TracingMode(TorchFunctionMode):
         else:
             out_of_place = M.INPLACE[func]
             handler = M.TABLE[out_of_place]
+            rec.out = out_of_place(*args, **kwargs)
+            if not isinstance(rec.out, torch.Tensor) or tuple(rec.out.shape) != tuple(x.shape):
+                return self._unsupported(func, args, kwargs, "an in-place op that changes the shape")
             try:
                 res = handler(rec, args, kwargs)
             except (NotImplementedError, TypeError) as e:
