@@ -186,8 +186,8 @@ def getitem(r, x, idx):
         if cur is x:
             cur = r.call("ltorch.reshape", x, list(x.shape))
         return cur
-    # ints join the advanced indices (torch's rule), so they are not squeezed first
-    cur, shape, adv = _basic(r, x, entries, allow_squeeze=False)
+    # torch (unlike NumPy) applies ints first, as selects
+    cur, shape, adv = _basic(r, x, entries)
     adv = [(d, it, it) for d, it in adv]
     a = _Advanced(r, cur, shape, adv)
     sel = r.call("ltorch.index_select", a.merged, a.p, a.flat)
@@ -310,8 +310,13 @@ def index_put(r, x, entries, value, accumulate):
             )
         if kind == "mask":
             raise IndexError_("index_put with a boolean mask among several indices")
-    adv = [(dim, it, it)
-           for kind, it, dim in entries if kind in ("tensor", "int")]
+    adv = [(dim, it, it) for kind, it, dim in entries if kind in ("tensor", "int")]
+    dims = [d for d, _, _ in adv]
+    if any(k == "int" for k, _, _ in entries) and dims != list(range(dims[0], dims[0] + len(dims))):
+        raise IndexError_(
+            "index assignment with ints between index tensors (torch selects the ints first, "
+            "which moves the indexed dims); index with tensors only, or assign to x[int] first"
+        )
     a = _Advanced(r, x, list(x.shape), adv)
     if a.n == 0:
         return r.call("ltorch.reshape", x, list(x.shape))

@@ -294,6 +294,18 @@ def _factory(fill):
     return h
 
 
+def _tensor(r, args, kw):
+    """``torch.tensor(number)``: a 0-d constant (lists would be data baked into the trace)."""
+    data = args[0] if args else kw.get("data")
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        raise NotImplementedError("torch.tensor of anything but one Python number (pass the tensor as an input)")
+    dtype = kw.get("dtype") or (torch.get_default_dtype() if isinstance(data, float) else torch.int64)
+    return r.emit1("ltorch.full", [("I", []), r.v(data), ("D", r.device), ("d", _dtype_name(dtype))])
+
+
+TABLE[torch.tensor] = _tensor
+# Run on meta while tracing (``device="meta"``).
+FACTORIES = {torch.tensor, torch.zeros, torch.ones, torch.full, torch.arange}
 TABLE[torch.zeros] = _factory(0.0)
 TABLE[torch.ones] = _factory(1.0)
 

@@ -160,7 +160,8 @@ class Generic:
         if alpha != 1:
             if "other" not in self.sig.names:
                 raise NotImplementedError(f"alpha={alpha!r}: {self.sig} has no `other` to scale")
-            pos, kw = _replace(pos, kw, self.sig, "other", lambda y: r.emit1("ltorch.mul", [r.v(y), r.v(alpha)]))
+            pos, kw = _replace(pos, kw, self.sig, "other", lambda y: r.emit1("ltorch.mul", [r.v(y), r.v(alpha)])
+                               if isinstance(y, torch.Tensor) else y * alpha)
         try:
             bound = _native.bind(self.op, [encode(r, a) for a in pos], [(k, encode(r, v)) for k, v in kw.items()])
         except TypeError as e:

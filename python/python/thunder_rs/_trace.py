@@ -216,7 +216,8 @@ class TracingMode(TorchFunctionMode):
         handler = M.TABLE.get(func)
         if handler is None:
             return self._unsupported(func, args, kwargs, None)
-        out = func(*args, **kwargs)
+        # Factories make their tensor on meta, like every traced value.
+        out = func(*args, **dict(kwargs, device="meta")) if func in M.FACTORIES else func(*args, **kwargs)
         rec.out = out
         try:
             result = handler(rec, args, kwargs)
