@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use std::cell::Cell;
 use std::collections::HashSet;
+use std::time::Instant;
 use thunder_core::autograd::{split_forward_backward_vjp, vjp_in_trace};
 use thunder_core::host::exec_trace::ExecutionTrace;
 use thunder_core::ir::{Arg, TensorType};
@@ -169,6 +170,16 @@ fn err(e: Error) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
 }
 
+/// Seconds spent in each stage of building a program, in order.
+type Timings = Vec<(&'static str, f64)>;
+
+fn timed<T>(timings: &mut Timings, stage: &'static str, f: impl FnOnce() -> T) -> T {
+    let t0 = Instant::now();
+    let r = f();
+    timings.push((stage, t0.elapsed().as_secs_f64()));
+    r
+}
+
 fn print_traces(t: &Traces) -> Vec<String> {
     let mut v = vec![print_trace(&t.initial)];
     v.extend(t.passes.iter().map(print_trace));
@@ -184,8 +195,12 @@ pub struct Program {
     backward: Option<CompiledProgram>,
     n_outputs: usize,
     input_types: Vec<TensorType>,
-    traces: Vec<String>,
-    backward_traces: Vec<String>,
+    /// Kept unprinted: printing a large model's traces costs more than compiling it, and
+    /// only `traces()` needs the text.
+    joint: Option<thunder_core::ir::Trace>,
+    forward_traces: Traces,
+    backward_traces: Option<Traces>,
+    timings: Timings,
 }
 
 /// What the forward saved for the backward.
@@ -222,18 +237,26 @@ impl Program {
             let wrt: Vec<usize> = (0..n_in).filter(|&i| typed[i].1.requires_grad).collect();
             match grad_outputs.filter(|_| !wrt.is_empty()) {
                 None => {
-                    let trace = trace_with(&typed, HashSet::new(), "Python tracing", |xs| {
-                        replay(&ops, xs, &outputs)
+                    let mut timings = Timings::new();
+                    let trace = timed(&mut timings, "replay", || {
+                        trace_with(&typed, HashSet::new(), "Python tracing", |xs| {
+                            replay(&ops, xs, &outputs)
+                        })
                     })
                     .map_err(err)?;
-                    let (traces, program) = compile_trace(&host, trace).map_err(err)?;
+                    let (traces, program) = timed(&mut timings, "passes + claim + compile", || {
+                        compile_trace(&host, trace)
+                    })
+                    .map_err(err)?;
                     Ok(Program {
                         forward: program,
                         backward: None,
                         n_outputs: outputs.len(),
                         input_types,
-                        traces: print_traces(&traces),
-                        backward_traces: Vec::new(),
+                        joint: None,
+                        forward_traces: traces,
+                        backward_traces: None,
+                        timings,
                     })
                 }
                 Some(grad_outputs) => build_grad(
@@ -326,11 +349,41 @@ impl Program {
     /// Printed traces: the initial trace, one per pass, and the execution trace (for a
     /// differentiated program: the joint trace's forward stages, then the backward's).
     fn traces(&self) -> Vec<String> {
-        self.traces
-            .iter()
-            .chain(&self.backward_traces)
-            .cloned()
-            .collect()
+        let mut v: Vec<String> = self.joint.iter().map(print_trace).collect();
+        v.extend(print_traces(&self.forward_traces));
+        if let Some(b) = &self.backward_traces {
+            v.extend(print_traces(b));
+        }
+        v
+    }
+
+    /// Runs the forward once on `capsules`, timing each region call: `[(executor, region,
+    /// seconds)]`, region numbers as in the execution trace. For finding where a call's time
+    /// goes; the outputs are dropped.
+    fn profile_forward(
+        &self,
+        py: Python<'_>,
+        capsules: &Bound<'_, PyList>,
+    ) -> PyResult<Vec<(String, usize, f64)>> {
+        let mut arrays = Vec::with_capacity(capsules.len());
+        for (i, c) in capsules.iter().enumerate() {
+            let ty = self.input_types.get(i).ok_or_else(|| {
+                PyValueError::new_err(format!("expected {} inputs", self.input_types.len()))
+            })?;
+            arrays.push(array_from_capsule(&c, ty.requires_grad, "input")?);
+        }
+        let (_, steps) = py
+            .detach(|| self.forward.run_profiled(&arrays))
+            .map_err(err)?;
+        Ok(steps
+            .into_iter()
+            .map(|s| (s.executor, s.region, s.seconds))
+            .collect())
+    }
+
+    /// Seconds spent building this program, by stage: `[(stage, seconds)]`.
+    fn timings(&self) -> Vec<(&'static str, f64)> {
+        self.timings.clone()
     }
 
     #[getter]
@@ -398,7 +451,9 @@ fn build_grad(
             },
         ));
     }
+    let mut timings = Timings::new();
     let forward_len = Cell::new(0);
+    let t0 = Instant::now();
     let joint = trace_with(&typed, HashSet::new(), "Grad transform (joint)", |xs| {
         let (primals, cots) = xs.split_at(n_in);
         let pairs: Vec<(usize, Tensor)> = grad_outputs
@@ -411,20 +466,28 @@ fn build_grad(
         Ok(r.outputs.into_iter().chain(r.grads).collect())
     })
     .map_err(err)?;
+    timings.push(("replay + vjp (joint trace)", t0.elapsed().as_secs_f64()));
     let cot_values: Vec<_> = joint.inputs[n_in..].to_vec();
-    let (fwd, bwd, _) =
+    let (fwd, bwd, _) = timed(&mut timings, "split forward/backward", || {
         split_forward_backward_vjp(&joint, forward_len.get(), outputs.len(), &cot_values)
-            .map_err(err)?;
-    let (fwd_traces, forward) = compile_trace(host, fwd).map_err(err)?;
-    let (bwd_traces, backward) = compile_trace(host, bwd).map_err(err)?;
-    let mut traces = vec![print_trace(&joint)];
-    traces.extend(print_traces(&fwd_traces));
+    })
+    .map_err(err)?;
+    let (fwd_traces, forward) = timed(&mut timings, "forward: passes + claim + compile", || {
+        compile_trace(host, fwd)
+    })
+    .map_err(err)?;
+    let (bwd_traces, backward) = timed(&mut timings, "backward: passes + claim + compile", || {
+        compile_trace(host, bwd)
+    })
+    .map_err(err)?;
     Ok(Program {
         forward,
         backward: Some(backward),
         n_outputs: outputs.len(),
         input_types,
-        traces,
-        backward_traces: print_traces(&bwd_traces),
+        joint: Some(joint),
+        forward_traces: fwd_traces,
+        backward_traces: Some(bwd_traces),
+        timings,
     })
 }

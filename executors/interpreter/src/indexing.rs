@@ -388,6 +388,38 @@ fn accumulate(out: &mut Lanes, src: &Lanes, targets: &[usize]) -> Result<(), Str
 }
 
 impl IndexInstr {
+    /// For `take`: the slot it gathers from (and nothing else reads from it here).
+    pub(crate) fn take_source(&self) -> Option<(usize, usize)> {
+        match self {
+            IndexInstr::Take { a, index, .. } => Some((*a, *index)),
+            _ => None,
+        }
+    }
+
+    /// For `take`: the row-major positions in its source of the elements it gathers.
+    pub(crate) fn take_positions<'a>(
+        &self,
+        lanes: &dyn Fn(usize) -> Result<&'a Lanes, String>,
+        shape: &dyn Fn(usize) -> &'a [usize],
+        out: &SlotMeta,
+    ) -> Result<Vec<usize>, String> {
+        let IndexInstr::Take { a, index, dim } = self else {
+            return Err("internal: take_positions of another instruction".into());
+        };
+        let n = numel(&out.shape);
+        let mut coord = vec![0usize; out.shape.len()];
+        let in_shape = shape(*a);
+        let in_strides = row_major_strides(in_shape);
+        let idx = index_values(lanes(*index)?)?;
+        (0..n)
+            .map(|i| {
+                unravel(i, &out.shape, &mut coord);
+                coord[*dim] = checked(idx[coord[*dim]], in_shape[*dim], *dim)?;
+                Ok(dot(&coord, &in_strides))
+            })
+            .collect()
+    }
+
     pub(crate) fn reads(&self) -> Vec<usize> {
         match self {
             IndexInstr::Slice { a, .. }
@@ -492,17 +524,8 @@ impl IndexInstr {
                     .collect();
                 lanes(*a)?.gather(&index)
             }
-            IndexInstr::Take { a, index, dim } => {
-                let in_shape = shape(*a);
-                let in_strides = row_major_strides(in_shape);
-                let idx = index_values(lanes(*index)?)?;
-                let positions = (0..n)
-                    .map(|i| {
-                        unravel(i, &out.shape, &mut coord);
-                        coord[*dim] = checked(idx[coord[*dim]], in_shape[*dim], *dim)?;
-                        Ok(dot(&coord, &in_strides))
-                    })
-                    .collect::<Result<Vec<_>, String>>()?;
+            IndexInstr::Take { a, .. } => {
+                let positions = self.take_positions(lanes, shape, out)?;
                 lanes(*a)?.gather(&positions)
             }
             IndexInstr::TakeAlongAxis { a, index, dim } => {

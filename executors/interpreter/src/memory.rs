@@ -43,12 +43,13 @@ pub(crate) fn check_desc(
     Ok(())
 }
 
-/// Byte offsets, relative to the first element, of every element in row-major order.
-fn byte_offsets(desc: &TensorDesc<'_>) -> Result<Vec<isize>, String> {
+/// The descriptor's shape and the byte stride of each dim (0 for size-1 dims), checked so
+/// that no element's offset overflows. `None` for an empty tensor.
+fn byte_strides(desc: &TensorDesc<'_>) -> Result<Option<(Vec<usize>, Vec<isize>)>, String> {
     let shape: Vec<usize> = desc.shape.iter().map(|&d| d.max(0) as usize).collect();
     let n: usize = shape.iter().product();
     if n == 0 {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     let strides: Vec<i64> = if desc.strides.is_empty() {
         let mut acc = 1i64;
@@ -85,7 +86,15 @@ fn byte_offsets(desc: &TensorDesc<'_>) -> Result<Vec<isize>, String> {
         .zip(&strides)
         .map(|(&d, &s)| if d == 1 { 0 } else { (s * size) as isize })
         .collect();
+    Ok(Some((shape, byte_strides)))
+}
 
+/// Byte offsets, relative to the first element, of every element in row-major order.
+fn byte_offsets(desc: &TensorDesc<'_>) -> Result<Vec<isize>, String> {
+    let Some((shape, byte_strides)) = byte_strides(desc)? else {
+        return Ok(Vec::new());
+    };
+    let n: usize = shape.iter().product();
     let mut offsets = Vec::with_capacity(n);
     let mut index = vec![0usize; shape.len()];
     let mut offset = 0isize;
@@ -108,7 +117,37 @@ fn byte_offsets(desc: &TensorDesc<'_>) -> Result<Vec<isize>, String> {
 
 /// Decodes a checked descriptor into lanes (row-major, contiguous).
 pub(crate) fn read(desc: &TensorDesc<'_>) -> Result<Lanes, String> {
-    let offsets = byte_offsets(desc)?;
+    decode(desc, &byte_offsets(desc)?)
+}
+
+/// Decodes only the elements at row-major `positions` of a checked descriptor: a gather
+/// from a large input (an embedding table) reads the rows it takes, not the whole table.
+pub(crate) fn read_elements(desc: &TensorDesc<'_>, positions: &[usize]) -> Result<Lanes, String> {
+    let offsets = match byte_strides(desc)? {
+        None if positions.is_empty() => Vec::new(),
+        None => return Err("internal: element positions in an empty tensor".into()),
+        Some((shape, strides)) => {
+            let n: usize = shape.iter().product();
+            let mut offsets = Vec::with_capacity(positions.len());
+            for &p in positions {
+                if p >= n {
+                    return Err(format!("internal: element {p} of a tensor of {n}"));
+                }
+                let (mut flat, mut off) = (p, 0isize);
+                for d in (0..shape.len()).rev() {
+                    off += (flat % shape[d]) as isize * strides[d];
+                    flat /= shape[d];
+                }
+                offsets.push(off);
+            }
+            offsets
+        }
+    };
+    decode(desc, &offsets)
+}
+
+/// Decodes the elements at byte `offsets` (from the first element) into lanes.
+fn decode(desc: &TensorDesc<'_>, offsets: &[isize]) -> Result<Lanes, String> {
     let base = desc.base_ptr() as *const u8;
     // SAFETY: the host guarantees that `data` with the descriptor's offset, shape and strides
     // addresses valid elements for the duration of the call; `check_desc` rejected null data

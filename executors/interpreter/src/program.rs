@@ -5,7 +5,7 @@ use crate::args::{Env, SlotMeta};
 use crate::data::{lane_kind, Lanes};
 use crate::decode::{decode, Instr, Operand};
 use crate::elementwise::{self, Src};
-use crate::memory::{check_desc, read, write};
+use crate::memory::{check_desc, read, read_elements, write};
 use crate::{matmul, reduce, shape};
 use thunder_abi::export::CompiledRegion;
 use thunder_abi::prims::Prim;
@@ -30,6 +30,9 @@ pub(crate) struct Program {
     ids: Vec<u32>,
     steps: Vec<Step>,
     outputs: Vec<usize>,
+    /// Region inputs read only as the source of `take`s: never decoded whole, each take reads
+    /// the elements it gathers straight from the input buffer.
+    gathered_only: Vec<bool>,
 }
 
 fn slot_meta(view: &TraceView, id: u32) -> Result<SlotMeta, PluginError> {
@@ -194,13 +197,58 @@ impl Program {
                 steps[i].release.push(slot);
             }
         }
+        let mut gathered_only = vec![true; n_inputs];
+        for step in &steps {
+            let source = match &step.instr {
+                Instr::Indexing(ix) => ix.take_source().filter(|(a, i)| a != i).map(|(a, _)| a),
+                _ => None,
+            };
+            for slot in reads(&step.instr) {
+                if slot < n_inputs && Some(slot) != source {
+                    gathered_only[slot] = false;
+                }
+            }
+        }
+        for &slot in &outputs {
+            if slot < n_inputs {
+                gathered_only[slot] = false;
+            }
+        }
         Ok(Program {
             n_inputs,
             metas: env.metas,
             ids,
             steps,
             outputs,
+            gathered_only,
         })
+    }
+
+    /// A `take` whose source is a gathered-only region input: reads just the taken elements.
+    fn take_from_input(
+        &self,
+        ix: &crate::indexing::IndexInstr,
+        step: &Step,
+        slots: &[Option<Lanes>],
+        inputs: &[TensorDesc<'_>],
+    ) -> Result<Vec<Lanes>, String> {
+        let lanes = |slot: usize| {
+            slots
+                .get(slot)
+                .and_then(Option::as_ref)
+                .ok_or_else(|| format!("internal: slot {slot} is empty"))
+        };
+        let shape = |slot: usize| self.metas[slot].shape.as_slice();
+        let out = step
+            .outs
+            .first()
+            .map(|&o| &self.metas[o])
+            .ok_or_else(|| "internal: take without an output".to_string())?;
+        let positions = ix.take_positions(&lanes, &shape, out)?;
+        let (a, _) = ix
+            .take_source()
+            .ok_or_else(|| "internal: not a take".to_string())?;
+        Ok(vec![read_elements(&inputs[a], &positions)?])
     }
 
     fn exec(&self, step: &Step, slots: &[Option<Lanes>]) -> Result<Vec<Lanes>, String> {
@@ -293,17 +341,28 @@ impl CompiledRegion for Program {
         let mut slots: Vec<Option<Lanes>> = vec![None; self.metas.len()];
         for (i, desc) in inputs.iter().enumerate() {
             let meta = &self.metas[i];
-            let lanes = check_desc(desc, meta.dtype, &meta.shape)
-                .and_then(|()| read(desc))
-                .map_err(|m| {
+            check_desc(desc, meta.dtype, &meta.shape).map_err(|m| {
+                PluginError::invalid(format!("input {i} (value {}): {m}", self.ids[i]))
+            })?;
+            if !self.gathered_only[i] {
+                let lanes = read(desc).map_err(|m| {
                     PluginError::invalid(format!("input {i} (value {}): {m}", self.ids[i]))
                 })?;
-            slots[i] = Some(lanes);
+                slots[i] = Some(lanes);
+            }
         }
         for step in &self.steps {
-            let results = self
-                .exec(step, &slots)
-                .map_err(|m| PluginError::invalid(format!("{}: {m}", step.prim.id())))?;
+            let results = match &step.instr {
+                Instr::Indexing(ix)
+                    if ix
+                        .take_source()
+                        .is_some_and(|(a, _)| a < self.n_inputs && self.gathered_only[a]) =>
+                {
+                    self.take_from_input(ix, step, &slots, inputs)
+                }
+                _ => self.exec(step, &slots),
+            }
+            .map_err(|m| PluginError::invalid(format!("{}: {m}", step.prim.id())))?;
             if results.len() != step.outs.len() {
                 return Err(PluginError::internal(format!(
                     "{}: {} results for {} outputs",

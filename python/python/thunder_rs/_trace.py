@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
+import linecache
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -29,15 +29,29 @@ class UnsupportedOpError(NotImplementedError):
     """A torch call that thunder_rs cannot map to ltorch (yet)."""
 
 
+_OURS: dict = {}  # code filename -> whether it is torch's or ours
+
+
+def _is_ours(filename: str) -> bool:
+    ours = _OURS.get(filename)
+    if ours is None:
+        f = os.path.abspath(filename)
+        ours = _OURS[filename] = f.startswith(_PKG_DIR) or f.startswith(_TORCH_DIR)
+    return ours
+
+
 def user_site() -> str:
-    """The innermost frame outside torch and thunder_rs: ``file:line in func: source``."""
-    for fr in reversed(traceback.extract_stack()):
-        f = os.path.abspath(fr.filename)
-        if f.startswith(_PKG_DIR) or f.startswith(_TORCH_DIR):
-            continue
-        src = (fr.line or "").strip()
-        return f"{fr.filename}:{fr.lineno} in {fr.name}: {src}"
-    return "<unknown>"
+    """The innermost frame outside torch and thunder_rs: ``file:line in func: source``.
+    Walks frames up from here (the whole stack is not extracted: this runs once per traced
+    torch call, and ``traceback.extract_stack`` cost GPT-2 small half its tracing time)."""
+    fr = sys._getframe(1)
+    while fr is not None and _is_ours(fr.f_code.co_filename):
+        fr = fr.f_back
+    if fr is None:
+        return "<unknown>"
+    code = fr.f_code
+    src = linecache.getline(code.co_filename, fr.f_lineno).strip()
+    return f"{code.co_filename}:{fr.f_lineno} in {code.co_name}: {src}"
 
 
 class Recorder:
@@ -330,9 +344,32 @@ def _bcast_view(rec, val, like, shape):
     return rec.emit1("ltorch.reshape", [rec.v(val), ("I", [1] * lead + list(like.shape))])
 
 
+def _prewarm():
+    """torch imports about 900 modules (sympy, its decompositions, the meta registrations:
+    over a second of CPU) on the first meta-tensor op of a process. Done in a thread started
+    at ``import thunder_rs``, it overlaps with what the user does before the first jit call
+    (building and initializing a model runs in torch's C++, which releases the GIL)."""
+    try:
+        torch.empty(1, device="meta") + 1
+    except Exception:  # noqa: BLE001 (the first trace will meet and report the problem)
+        pass
+
+
+_PREWARM = None
+if os.environ.get("THUNDER_RS_PREWARM", "1") != "0":
+    import atexit
+    import threading
+
+    _PREWARM = threading.Thread(target=_prewarm, name="thunder_rs-prewarm", daemon=True)
+    _PREWARM.start()
+    atexit.register(lambda: _PREWARM.join(timeout=10))
+
+
 def trace(fn, named_inputs, args, kwargs, collect_all=False):
     """Runs ``fn`` on meta copies of the tensors in ``args``/``kwargs`` and the named inputs
     (module parameters and buffers, substituted by the caller through ``named_inputs``)."""
+    if _PREWARM is not None and _PREWARM.is_alive():
+        _PREWARM.join()
     rec = Recorder(collect_all=collect_all)
     flat, spec = _flatten((args, kwargs))
     metas = []

@@ -10,6 +10,7 @@
 //! nothing is recomputed yet. Cheap elementwise values could be recomputed in the backward to
 //! save memory; that is a later pass over the split, not a change here.
 
+mod remat;
 mod value_and_grad;
 pub mod vjp;
 
@@ -211,10 +212,18 @@ fn saved_values(joint: &Trace, forward_len: usize, n_outputs: usize) -> Vec<Valu
         defined.extend(b.outputs.iter().copied());
     }
     let mut read: HashSet<Value> = HashSet::new();
+    let mut remade: HashSet<Value> = HashSet::new();
     for b in &joint.bsyms[forward_len..] {
-        read.extend(b.input_values());
+        // Values the backward recomputes itself (views, `remat`) before reading them.
+        read.extend(b.input_values().filter(|v| !remade.contains(v)));
+        remade.extend(b.outputs.iter().copied());
     }
-    read.extend(joint.outputs[n_outputs..].iter().copied());
+    read.extend(
+        joint.outputs[n_outputs..]
+            .iter()
+            .copied()
+            .filter(|v| !remade.contains(v)),
+    );
     let mut saved: Vec<Value> = read.into_iter().filter(|v| defined.contains(v)).collect();
     saved.sort();
     saved
@@ -238,7 +247,17 @@ pub fn split_forward_backward(
     let mut backward = joint.clone();
     backward.bsyms = joint.bsyms[forward_len..].to_vec();
     backward.outputs = joint.outputs[n_outputs..].to_vec();
-    let backward = crate::passes::Dce.run(&backward)?;
+    let mut backward = crate::passes::Dce.run(&backward)?;
+    let recompute = remat::views_to_recompute(
+        joint,
+        forward_len,
+        n_outputs,
+        &backward.bsyms,
+        &backward.outputs,
+    );
+    if !recompute.is_empty() {
+        backward.bsyms.splice(0..0, recompute);
+    }
     let mut pruned = joint.clone();
     pruned.bsyms.truncate(forward_len);
     pruned.bsyms.extend(backward.bsyms.iter().cloned());
