@@ -197,9 +197,26 @@ pub fn array_from_capsule(
 
 /// What an exported capsule keeps alive.
 struct Exported {
-    _array: Array,
+    array: Option<Array>,
     shape: Vec<i64>,
     strides: Vec<i64>,
+    /// The consumer's CUDA stream (device, `CUstream`) when the array was handed over on one:
+    /// before the memory goes back to thunder's pool, thunder's stream waits for the work the
+    /// consumer enqueued on it, which may still read the array.
+    consumer: Option<(u32, usize)>,
+}
+
+impl Drop for Exported {
+    fn drop(&mut self) {
+        if let (Some((device, stream)), Some(_)) = (self.consumer, &self.array) {
+            if let Err(e) = thunder_core::cuda::wait_for_external(device, stream as *mut c_void) {
+                // The stream is gone (a user stream destroyed first): wait for the device.
+                tracing::warn!("releasing an output: {e}; synchronizing cuda:{device}");
+                let _ = thunder_core::cuda::synchronize(device);
+            }
+        }
+        drop(self.array.take());
+    }
 }
 
 unsafe extern "C" fn delete_exported(m: *mut DLManagedTensor) {
@@ -227,8 +244,12 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
 }
 
 /// Hands `array` to Python as a `dltensor` capsule (for `torch.utils.dlpack.from_dlpack`),
-/// without copying.
-pub fn capsule_from_array(py: Python<'_>, array: Array) -> PyResult<Py<PyAny>> {
+/// without copying. `stream`: the consumer's CUDA stream, for a CUDA array (see [`Exported`]).
+pub fn capsule_from_array(
+    py: Python<'_>,
+    array: Array,
+    stream: Option<usize>,
+) -> PyResult<Py<PyAny>> {
     let shape = array.shape().to_vec();
     let mut strides = vec![1i64; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -246,10 +267,15 @@ pub fn capsule_from_array(py: Python<'_>, array: Array) -> PyResult<Py<PyAny>> {
     };
     let dtype = dl_dtype(array.dtype());
     let data = array.as_ptr() as *mut c_void;
+    let consumer = match (array.device(), stream) {
+        (Device::Cuda(i), Some(s)) => Some((i, s)),
+        _ => None,
+    };
     let mut ctx = Box::new(Exported {
-        _array: array,
+        array: Some(array),
         shape,
         strides,
+        consumer,
     });
     let ndim = ctx.shape.len() as i32;
     let managed = Box::new(DLManagedTensor {

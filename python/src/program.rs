@@ -273,11 +273,16 @@ impl Program {
     }
 
     /// Runs the forward on `dltensor` capsules; returns the outputs' capsules and, with a
-    /// backward, what it needs.
+    /// backward, what it needs. `stream`: the caller's current CUDA stream (a `CUstream`, as
+    /// `torch.cuda.current_stream().cuda_stream`): the run is ordered after the work pending
+    /// on it and the stream after the run, with no host wait. Without one, the host waits for
+    /// the run.
+    #[pyo3(signature = (capsules, stream=None))]
     fn forward(
         &self,
         py: Python<'_>,
         capsules: &Bound<'_, PyList>,
+        stream: Option<usize>,
     ) -> PyResult<(Vec<Py<PyAny>>, Option<Saved>)> {
         if capsules.len() != self.input_types.len() {
             return Err(PyValueError::new_err(format!(
@@ -300,8 +305,9 @@ impl Program {
         }
         let mut outs = py
             .detach(|| {
+                self.enter(stream)?;
                 let outs = self.forward.run(&arrays)?;
-                self.sync()?;
+                self.leave(stream)?;
                 Ok(outs)
             })
             .map_err(err)?;
@@ -312,18 +318,20 @@ impl Program {
             .map(|_| Saved(outs.split_off(self.n_outputs)));
         let caps = outs
             .into_iter()
-            .map(|a| capsule_from_array(py, a))
+            .map(|a| capsule_from_array(py, a, stream))
             .collect::<PyResult<Vec<_>>>()?;
         Ok((caps, saved))
     }
 
     /// Runs the backward on the saved values and the cotangents (capsules); returns one
-    /// gradient capsule per input that requires grad.
+    /// gradient capsule per input that requires grad. `stream` as for `forward`.
+    #[pyo3(signature = (saved, cotangents, stream=None))]
     fn backward(
         &self,
         py: Python<'_>,
         saved: &Saved,
         cotangents: &Bound<'_, PyList>,
+        stream: Option<usize>,
     ) -> PyResult<Vec<Py<PyAny>>> {
         let bw = self
             .backward
@@ -335,14 +343,15 @@ impl Program {
         }
         let grads = py
             .detach(|| {
+                self.enter(stream)?;
                 let grads = bw.run(&arrays)?;
-                self.sync()?;
+                self.leave(stream)?;
                 Ok(grads)
             })
             .map_err(err)?;
         grads
             .into_iter()
-            .map(|a| capsule_from_array(py, a))
+            .map(|a| capsule_from_array(py, a, stream))
             .collect()
     }
 
@@ -393,17 +402,37 @@ impl Program {
 }
 
 impl Program {
-    /// Waits for the work enqueued on thunder's CUDA streams, so that torch may read the
-    /// outputs on any stream (thunder runs on its own stream per device; torch's current stream
-    /// was synchronized by the caller before the run).
-    fn sync(&self) -> thunder_core::Result<()> {
+    /// The CUDA devices of the inputs, each once.
+    fn cuda_devices(&self) -> Vec<u32> {
         let mut seen = Vec::new();
         for t in &self.input_types {
             if let Device::Cuda(i) = t.device {
                 if !seen.contains(&i) {
                     seen.push(i);
-                    thunder_core::cuda::synchronize(i)?;
                 }
+            }
+        }
+        seen
+    }
+
+    /// Before a run: thunder's stream waits for the caller's `stream` (its pending writes to
+    /// the inputs). Nothing to do on the CPU or without a stream (the caller synchronized).
+    fn enter(&self, stream: Option<usize>) -> thunder_core::Result<()> {
+        if let Some(s) = stream {
+            for i in self.cuda_devices() {
+                thunder_core::cuda::wait_for_external(i, s as *mut std::ffi::c_void)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a run: the caller's `stream` waits for thunder's; without a stream the host
+    /// waits, so that torch may read the outputs on any stream.
+    fn leave(&self, stream: Option<usize>) -> thunder_core::Result<()> {
+        for i in self.cuda_devices() {
+            match stream {
+                Some(s) => thunder_core::cuda::external_waits(i, s as *mut std::ffi::c_void)?,
+                None => thunder_core::cuda::synchronize(i)?,
             }
         }
         Ok(())

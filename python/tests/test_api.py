@@ -165,3 +165,20 @@ def test_index_put_accumulate_and_index_add_in_place():
     want = f(rx, i, v)
     torch.testing.assert_close(thunder_rs.jit(f)(x, i, v), want)
     torch.testing.assert_close(x, rx)
+
+
+def test_stream_argument_is_accepted_and_ignored_on_the_cpu():
+    """The run call takes the caller's CUDA stream (torch.cuda.current_stream().cuda_stream);
+    a CPU program has nothing to order and runs as without one."""
+    from thunder_rs import _native
+    from thunder_rs._jit import _from_dlpack, _to_dlpack
+
+    x = torch.randn(3, 4)
+    f = thunder_rs.jit(lambda a: a * 2 + 1)
+    f(x)
+    prog = f._last.program
+    (cap,), _ = prog.forward([_to_dlpack(x)], 12345)
+    torch.testing.assert_close(_from_dlpack(cap), x * 2 + 1)
+    (cap,), _ = prog.forward([_to_dlpack(x)], stream=None)
+    torch.testing.assert_close(_from_dlpack(cap), x * 2 + 1)
+    del _native

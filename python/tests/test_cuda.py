@@ -68,6 +68,47 @@ def test_cuda_nanogpt_block_forward_backward():
         torch.testing.assert_close(got[n], p.grad, rtol=1e-3, atol=1e-3)
 
 
+def test_cuda_runs_are_ordered_with_torchs_current_stream():
+    """torch's current stream is handed to the run (no host synchronization): torch's pending
+    work on a side stream is seen by the run, and work torch queues after the call on that
+    stream sees thunder's outputs; outputs freed while torch's work on them is queued stay
+    valid until it ran."""
+    f = thunder_rs.jit(lambda x, w: torch.relu(x @ w) + 1)
+    side = torch.cuda.Stream()
+    x = torch.randn(1024, 1024, device="cuda")
+    w = torch.randn(1024, 1024, device="cuda")
+    want = torch.relu(x @ w) + 1
+    f(x, w)  # compile outside the timed part
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            side_x = x * 1.0  # pending work on the side stream writes the input...
+            side_x = (side_x @ w) @ w.t() / 1024 * 0 + x  # ...and keeps the stream busy
+        out = f(side_x, w)  # ...which the run must wait for on the device
+        later = out * 2  # torch's work after the call, on the same stream
+        del out  # freed while `later` may still be queued: its memory must not be reused early
+        for _ in range(4):
+            f(x, w)
+    side.synchronize()
+    torch.testing.assert_close(later, want * 2, rtol=1e-3, atol=1e-2)
+
+
+def test_cuda_backward_on_a_side_stream():
+    lin = nn.Linear(64, 64).cuda()
+    jm = thunder_rs.jit(lin)
+    x = torch.randn(128, 64, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        jm(x).square().sum().backward()
+    side.synchronize()
+    got = [p.grad.clone() for p in lin.parameters()]
+    lin.zero_grad()
+    lin(x).square().sum().backward()
+    for a, p in zip(got, lin.parameters()):
+        torch.testing.assert_close(a, p.grad, rtol=1e-4, atol=1e-4)
+
+
 if __name__ == "__main__":
     import sys
 

@@ -78,11 +78,18 @@ class _swapped:
         return False
 
 
+def _stream(entry):
+    """torch's current CUDA stream on the entry's device (a ``CUstream`` as an int), handed to
+    the run so that thunder's work is ordered with torch's without the host waiting; None on
+    the CPU."""
+    return None if entry.cuda is None else torch.cuda.current_stream(entry.cuda).cuda_stream
+
+
 class _RunProgram(torch.autograd.Function):
     @staticmethod
     def forward(ctx, entry, *inputs):
         caps = [_to_dlpack(t.detach().contiguous()) for t in inputs]
-        outs, saved = entry.program.forward(caps)
+        outs, saved = entry.program.forward(caps, _stream(entry))
         ctx.entry = entry
         ctx.saved_native = saved
         outs = tuple(_from_dlpack(c) for c in outs)
@@ -93,13 +100,11 @@ class _RunProgram(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
         entry = ctx.entry
-        if entry.cuda is not None:
-            torch.cuda.current_stream(entry.cuda).synchronize()
         cots = []
         for i in entry.grad_outputs:
             g = grads[i]
             cots.append(_to_dlpack(g.contiguous()))
-        res = entry.program.backward(ctx.saved_native, cots)
+        res = entry.program.backward(ctx.saved_native, cots, _stream(entry))
         out = [None] * (len(ctx.needs_input_grad) - 1)
         for pos, cap in zip(entry.wrt, res):
             out[pos] = _from_dlpack(cap)
@@ -155,15 +160,13 @@ class JittedFunction:
             tensors += [t for _, t in named]
         if entry.captured:
             tensors += entry.captured
-        if entry.cuda is not None:
-            # Thunder runs on its own stream: let torch's pending work on the inputs finish.
-            torch.cuda.current_stream(entry.cuda).synchronize()
         if entry.program.has_backward:
             outs = _RunProgram.apply(entry, *tensors)
         else:
             outs, _ = entry.program.forward(
                 [_to_dlpack(t if not t.requires_grad else t.detach()) if t.is_contiguous()
-                 else _to_dlpack(t.detach().contiguous()) for t in tensors])
+                 else _to_dlpack(t.detach().contiguous()) for t in tensors],
+                None if entry.cuda is None else torch.cuda.current_stream(entry.cuda).cuda_stream)
             outs = [_from_dlpack(c) for c in outs]
         if entry.mutated:
             with torch.no_grad():

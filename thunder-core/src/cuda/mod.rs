@@ -15,9 +15,11 @@
 //! the same pool.
 
 mod driver;
+mod external;
 mod pool;
 
 pub use driver::{device_count, device_info, synchronize, DeviceInfo};
+pub use external::{external_waits, wait_for_external};
 pub use pool::{empty_cache, stats, DevicePoolStats};
 
 pub(crate) use driver::{copy_d2h, copy_h2d, exec_context, memset_zero};
