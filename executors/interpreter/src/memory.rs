@@ -43,9 +43,12 @@ pub(crate) fn check_desc(
     Ok(())
 }
 
+/// A descriptor's shape and the byte stride of each of its dims.
+type Layout = (Vec<usize>, Vec<isize>);
+
 /// The descriptor's shape and the byte stride of each dim (0 for size-1 dims), checked so
 /// that no element's offset overflows. `None` for an empty tensor.
-fn byte_strides(desc: &TensorDesc<'_>) -> Result<Option<(Vec<usize>, Vec<isize>)>, String> {
+fn byte_strides(desc: &TensorDesc<'_>) -> Result<Option<Layout>, String> {
     let shape: Vec<usize> = desc.shape.iter().map(|&d| d.max(0) as usize).collect();
     let n: usize = shape.iter().product();
     if n == 0 {

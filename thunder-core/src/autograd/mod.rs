@@ -267,7 +267,6 @@ pub fn split_forward_backward(
     forward.outputs = joint.outputs[..n_outputs].to_vec();
     forward.outputs.extend(saved.iter().copied());
     forward.provenance = "Grad transform (forward)".into();
-    let mut backward = backward;
     backward.inputs = saved.clone();
     backward.fn_name = "backward".into();
     backward.provenance = "Grad transform (backward)".into();
