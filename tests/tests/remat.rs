@@ -1,0 +1,80 @@
+//! Residuals that are views of other forward values (a linear layer's transposed, broadcast
+//! weight) are recomputed in the backward instead of saved: the forward returns the weight
+//! itself, and the gradients still match `value_and_grad` and finite differences.
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use thunder_core::autograd::{split_forward_backward_vjp, value_and_grad, vjp_in_trace};
+use thunder_core::ir::TensorType;
+use thunder_core::trace_ctx::trace_with;
+use thunder_core::{compile_trace, Array, Tensor};
+use thunder_tests::finite_differences::values;
+use thunder_tests::interpreter_host;
+
+fn layer(xs: &[Tensor]) -> Vec<Tensor> {
+    // A linear layer on a 3-D input: the weight is transposed and broadcast over the batch.
+    vec![xs[0].linear(&xs[1], None).tanh()]
+}
+
+#[test]
+fn a_linear_layer_saves_its_weight_not_a_transposed_copy() {
+    let host = interpreter_host();
+    let x = values(&[2, 3, 4], 1, -1.0, 1.0).with_requires_grad(true);
+    let w = values(&[5, 4], 2, -1.0, 1.0).with_requires_grad(true);
+    let c = values(&[2, 3, 5], 3, -1.0, 1.0);
+    let ty = |a: &Array| -> TensorType { a.ty().clone() };
+    let inputs = vec![
+        ("x".to_string(), ty(&x)),
+        ("w".to_string(), ty(&w)),
+        ("c".to_string(), ty(&c)),
+    ];
+    let forward_len = Cell::new(0);
+    let joint = trace_with(&inputs, HashSet::new(), "vjp", |xs| {
+        let pairs = vec![(0, xs[2].clone())];
+        let r = vjp_in_trace(&xs[..2], &[0, 1], |p| Ok(layer(p)), &pairs)?;
+        forward_len.set(r.forward_len);
+        Ok(r.outputs.into_iter().chain(r.grads).collect())
+    })
+    .unwrap();
+    let cots = joint.inputs[2..].to_vec();
+    let (fwd, bwd, saved) =
+        split_forward_backward_vjp(&joint, forward_len.get(), 1, &cots).unwrap();
+    // The weight (input 1) is saved as itself; no saved value is a [5, 4]-sized view of it.
+    let w_value = fwd.inputs[1];
+    assert!(saved.contains(&w_value), "the weight is saved: {saved:?}");
+    let view_prims = ["prims.transpose", "prims.broadcast_in_dim", "prims.reshape"];
+    for b in &fwd.bsyms {
+        if view_prims.contains(&b.sym.id) && b.input_values().any(|v| v == w_value) {
+            assert!(
+                !saved.contains(&b.outputs[0]),
+                "{} of the weight is saved instead of recomputed",
+                b.sym.id
+            );
+        }
+    }
+    assert!(
+        bwd.bsyms.iter().any(|b| view_prims.contains(&b.sym.id)
+            && b.input_values().any(|v| v == w_value)),
+        "the backward recomputes the weight's view"
+    );
+
+    let (_, fwd) = compile_trace(&host, fwd).unwrap();
+    let (_, bwd) = compile_trace(&host, bwd).unwrap();
+    let mut outs = fwd.run(&[x.clone(), w.clone()]).unwrap();
+    let residuals = outs.split_off(1);
+    let mut bwd_in = residuals;
+    bwd_in.push(c.clone());
+    let grads = bwd.run(&bwd_in).unwrap();
+
+    let vg = value_and_grad(Some(host.clone()), |xs: &[Tensor]| {
+        vec![(&layer(&xs[..2])[0] * &xs[2]).sum(None, false)]
+    });
+    let (_, want) = vg.call(&[x.clone(), w.clone(), c.clone()]).unwrap();
+    for (g, e) in grads.iter().zip(&want) {
+        let (g, e) = (g.to_f64_vec().unwrap(), e.to_f64_vec().unwrap());
+        assert_eq!(g.len(), e.len());
+        for (a, b) in g.iter().zip(&e) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+    }
+}
