@@ -79,8 +79,9 @@ def main():
     _, bwd = timed(lambda: loss.backward())
     print(f"forward + backward: first call {first:.3f} s (trace, grad transform, compile both, run forward), "
           f"first backward {bwd:.3f} s")
-    stages = ", ".join(f"{s} {t * 1e3:.1f} ms" for s, t in jm._last.program.timings())
-    print(f"  building the programs (Rust): {stages}")
+    if hasattr(jm._last.program, "timings"):
+        stages = ", ".join(f"{s} {t * 1e3:.1f} ms" for s, t in jm._last.program.timings())
+        print(f"  building the programs (Rust): {stages}")
 
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
 

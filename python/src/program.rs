@@ -390,6 +390,29 @@ impl Program {
             .collect())
     }
 
+    /// Runs the backward once on `saved` and `cotangents` (capsules), timing each region call
+    /// as `profile_forward` does.
+    fn profile_backward(
+        &self,
+        py: Python<'_>,
+        saved: &Saved,
+        cotangents: &Bound<'_, PyList>,
+    ) -> PyResult<Vec<(String, usize, f64)>> {
+        let bw = self
+            .backward
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("this program has no backward"))?;
+        let mut arrays = saved.0.clone();
+        for c in cotangents.iter() {
+            arrays.push(array_from_capsule(&c, false, "cotangent")?);
+        }
+        let (_, steps) = py.detach(|| bw.run_profiled(&arrays)).map_err(err)?;
+        Ok(steps
+            .into_iter()
+            .map(|s| (s.executor, s.region, s.seconds))
+            .collect())
+    }
+
     /// Seconds spent building this program, by stage: `[(stage, seconds)]`.
     fn timings(&self) -> Vec<(&'static str, f64)> {
         self.timings.clone()

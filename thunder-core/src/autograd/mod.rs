@@ -255,9 +255,7 @@ pub fn split_forward_backward(
         &backward.bsyms,
         &backward.outputs,
     );
-    if !recompute.is_empty() {
-        backward.bsyms.splice(0..0, recompute);
-    }
+    backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
     let mut pruned = joint.clone();
     pruned.bsyms.truncate(forward_len);
     pruned.bsyms.extend(backward.bsyms.iter().cloned());

@@ -1,6 +1,8 @@
 //! Residuals that are views: a value the backward reads that the forward made with a shape
-//! prim (transpose, reshape, broadcast_in_dim) of another forward value is recomputed at the
-//! start of the backward instead of saved, and its source is saved in its place.
+//! prim (transpose, reshape, broadcast_in_dim) of another forward value is recomputed in the
+//! backward, just before its first use, instead of saved, and its source is saved in its
+//! place. Next to its use the view fuses into the consumer (a GEMM reads a transposed operand
+//! in place); all views at the start of the backward made one region that copied them all.
 //!
 //! The source is never larger (a broadcast's source is smaller, the others the same size), and
 //! when it is a forward input (a weight) saving it costs nothing, while a saved view is a
@@ -55,4 +57,51 @@ pub(super) fn views_to_recompute(
     let mut idx: Vec<usize> = chosen.into_iter().collect();
     idx.sort_unstable();
     idx.into_iter().map(|i| forward[i].clone()).collect()
+}
+
+/// `backward` with the `recompute` bound symbols (in forward order) inserted each just before
+/// the first bound symbol reading its output (its own recomputed sources before it).
+pub(super) fn insert_before_use(
+    backward: Vec<BoundSymbol>,
+    recompute: Vec<BoundSymbol>,
+) -> Vec<BoundSymbol> {
+    if recompute.is_empty() {
+        return backward;
+    }
+    let by_output: HashMap<Value, usize> = recompute
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.outputs[0], i))
+        .collect();
+    let mut pending: Vec<Option<BoundSymbol>> = recompute.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(backward.len() + pending.len());
+    fn emit(
+        i: usize,
+        pending: &mut [Option<BoundSymbol>],
+        by_output: &HashMap<Value, usize>,
+        out: &mut Vec<BoundSymbol>,
+    ) {
+        let Some(b) = pending[i].take() else {
+            return;
+        };
+        for v in b.input_values() {
+            if let Some(&j) = by_output.get(&v) {
+                emit(j, pending, by_output, out);
+            }
+        }
+        out.push(b);
+    }
+    for b in backward {
+        for v in b.input_values() {
+            if let Some(&i) = by_output.get(&v) {
+                emit(i, &mut pending, &by_output, &mut out);
+            }
+        }
+        out.push(b);
+    }
+    // Views only the backward's outputs read.
+    for i in 0..pending.len() {
+        emit(i, &mut pending, &by_output, &mut out);
+    }
+    out
 }
