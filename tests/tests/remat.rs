@@ -53,8 +53,9 @@ fn a_linear_layer_saves_its_weight_not_a_transposed_copy() {
         }
     }
     assert!(
-        bwd.bsyms.iter().any(|b| view_prims.contains(&b.sym.id)
-            && b.input_values().any(|v| v == w_value)),
+        bwd.bsyms
+            .iter()
+            .any(|b| view_prims.contains(&b.sym.id) && b.input_values().any(|v| v == w_value)),
         "the backward recomputes the weight's view"
     );
 
