@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use thunder_abi::TraceView;
 use thunder_core::host::view::trace_view;
 use thunder_core::ir::BoundSymbol;
-use thunder_core::text::parse_trace;
 use thunder_cuda_fuser::{codegen, plan, support};
+use thunder_torch::parse_trace;
 
 fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
     if b.subsymbols.is_empty() {

@@ -1,13 +1,13 @@
 //! Ops along one dim that keep or reorder it: cumsum (a scan), topk and sort.
 
-use super::reduction::{at_least_1d, call2, opt_dtype, prim_n, value};
-use super::{call1, CallArgs};
-use crate::clang;
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Result};
-use crate::ir::Arg;
-use crate::prims::{prim1, Prim};
-use crate::tensor::Tensor;
+use crate::reduction::{at_least_1d, call2, opt_dtype, prim_n, value};
+use crate::{call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Result};
+use thunder_core::ir::Arg;
+use thunder_core::prims::{prim1, Prim};
+use thunder_core::tensor::Tensor;
 
 pub(crate) fn cumsum_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(3)?;

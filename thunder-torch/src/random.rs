@@ -7,14 +7,14 @@
 //! not repeat numbers passes `offset`, `offset + ceil(n0 / 2)`, ... The numbers differ from
 //! torch's CPU generator (a Mersenne twister); they are identical on every thunder executor.
 
-use super::elementwise::{mul, to, where_};
-use super::{call1, CallArgs};
-use crate::device::Device;
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Result};
-use crate::ir::Arg;
-use crate::prims::{prim1, Prim};
-use crate::tensor::Tensor;
+use crate::elementwise::{mul, to, where_};
+use crate::{call1, CallArgs};
+use thunder_core::device::Device;
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Result};
+use thunder_core::ir::Arg;
+use thunder_core::prims::{prim1, Prim};
+use thunder_core::tensor::Tensor;
 
 /// `(shape, seed, offset, dtype, device)` of rand/randn; the dtype must be a float.
 fn factory_args(c: &CallArgs) -> Result<(Vec<i64>, i64, i64, DType, Device)> {

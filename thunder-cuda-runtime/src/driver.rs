@@ -1,6 +1,6 @@
 //! Loading the driver, the primary context and stream of each device, and copies.
 
-use crate::error::{Error, Result};
+use crate::{CudaError as Error, Result};
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -22,7 +22,7 @@ pub struct DeviceInfo {
 /// The primary context and the stream of one device. Both live for the whole process: the
 /// primary context is retained once and never released, so device pointers handed out stay
 /// valid until exit.
-pub(crate) struct DeviceRuntime {
+pub struct DeviceRuntime {
     pub info: DeviceInfo,
     pub context: sys::CUcontext,
     pub stream: sys::CUstream,
@@ -104,7 +104,7 @@ pub fn device_count() -> Result<usize> {
     Ok(driver()?.devices.len())
 }
 
-pub(crate) fn device(ordinal: u32) -> Result<&'static DeviceRuntime> {
+pub fn device(ordinal: u32) -> Result<&'static DeviceRuntime> {
     let driver = driver()?;
     let slot = driver.devices.get(ordinal as usize).ok_or_else(|| {
         Error::Usage(format!(
@@ -152,7 +152,7 @@ fn open(ordinal: u32, driver_version: i32) -> Result<DeviceRuntime> {
 }
 
 /// Makes the device's primary context current on this thread and returns the runtime.
-pub(crate) fn current(ordinal: u32) -> Result<&'static DeviceRuntime> {
+pub fn current(ordinal: u32) -> Result<&'static DeviceRuntime> {
     let rt = device(ordinal)?;
     // SAFETY: a retained context.
     unsafe { result::ctx::set_current(rt.context) }
@@ -165,7 +165,7 @@ pub fn device_info(ordinal: u32) -> Result<DeviceInfo> {
 }
 
 /// The context and stream a plugin enqueues a region's work on.
-pub(crate) fn exec_context(ordinal: u32) -> Result<ExecContext> {
+pub fn exec_context(ordinal: u32) -> Result<ExecContext> {
     let rt = current(ordinal)?;
     Ok(ExecContext {
         device: DeviceDesc {
@@ -178,7 +178,7 @@ pub(crate) fn exec_context(ordinal: u32) -> Result<ExecContext> {
 }
 
 /// Copies host bytes into device memory and waits, so `src` may be dropped after.
-pub(crate) fn copy_h2d(ordinal: u32, dst: u64, src: &[u8]) -> Result<()> {
+pub fn copy_h2d(ordinal: u32, dst: u64, src: &[u8]) -> Result<()> {
     if src.is_empty() {
         return Ok(());
     }
@@ -193,7 +193,7 @@ pub(crate) fn copy_h2d(ordinal: u32, dst: u64, src: &[u8]) -> Result<()> {
 }
 
 /// Copies device bytes to the host after all work queued on the device's stream.
-pub(crate) fn copy_d2h(ordinal: u32, dst: &mut [u8], src: u64) -> Result<()> {
+pub fn copy_d2h(ordinal: u32, dst: &mut [u8], src: u64) -> Result<()> {
     if dst.is_empty() {
         return Ok(());
     }
@@ -207,7 +207,7 @@ pub(crate) fn copy_d2h(ordinal: u32, dst: &mut [u8], src: u64) -> Result<()> {
 }
 
 /// Zeroes `bytes` bytes at `dst`, in stream order.
-pub(crate) fn memset_zero(ordinal: u32, dst: u64, bytes: usize) -> Result<()> {
+pub fn memset_zero(ordinal: u32, dst: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
@@ -217,7 +217,7 @@ pub(crate) fn memset_zero(ordinal: u32, dst: u64, bytes: usize) -> Result<()> {
         .map_err(|e| cuda_error("cuMemsetD8Async", e))
 }
 
-pub(crate) fn cuda_call_error(call: &str, e: result::DriverError) -> Error {
+pub fn cuda_call_error(call: &str, e: result::DriverError) -> Error {
     cuda_error(call, e)
 }
 

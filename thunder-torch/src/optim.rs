@@ -2,9 +2,9 @@
 //! tensors and return the updated ones, so an update is one jitted program (or part of a
 //! training step's program). Update rules follow torch.optim.
 
-use crate::error::{Error, Result};
-use crate::ltorch::{add, div, mul, pow, sqrt, sub};
-use crate::tensor::Tensor;
+use crate::{add, div, mul, pow, sqrt, sub};
+use thunder_core::error::{Error, Result};
+use thunder_core::tensor::Tensor;
 
 fn check_lengths(what: &str, params: &[Tensor], others: &[&[Tensor]]) -> Result<()> {
     for o in others {

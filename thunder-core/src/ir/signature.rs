@@ -15,7 +15,7 @@
 //! parameter we do not (SDPA's `dropout_p`): such parameters after it are keyword-only. A
 //! `list[Tensor]` parameter (`cat`, `stack`) is passed last, flattened.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ir::Arg;
 use crate::text::print::format_float;
 use std::fmt;
@@ -36,22 +36,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn parse(text: &str) -> Option<Kind> {
-        Some(match text {
-            "Tensor" => Kind::Tensor,
-            "int" => Kind::Int,
-            "float" => Kind::Float,
-            "number" => Kind::Number,
-            "bool" => Kind::Bool,
-            "str" => Kind::Str,
-            "dtype" => Kind::DType,
-            "device" => Kind::Device,
-            "list[int]" => Kind::Ints,
-            "list[Tensor]" => Kind::Tensors,
-            _ => return None,
-        })
-    }
-
     fn accepts(self, arg: &Arg) -> bool {
         matches!(
             (self, arg),
@@ -111,7 +95,11 @@ pub enum Given {
 /// What is wrong with a call, with the words a user needs to fix it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallError {
-    #[error("unknown op `{name}`{}", did_you_mean(suggestion))]
+    #[error(
+        "unknown op `{name}`{}{}",
+        did_you_mean(suggestion),
+        unregistered_library(name)
+    )]
     UnknownOp {
         name: String,
         suggestion: Option<String>,
@@ -147,6 +135,19 @@ pub enum CallError {
     },
     #[error("{op}() takes no keyword arguments (prims are called positionally)")]
     NoKeywords { op: String },
+}
+
+/// An ltorch op is unknown when the library was never registered (a program that parses trace
+/// text or loads plugins before calling any thunder_torch function): say how to fix that.
+fn unregistered_library(name: &str) -> &'static str {
+    let registered = crate::ir::symbol_ids()
+        .iter()
+        .any(|id| id.starts_with("ltorch."));
+    if name.starts_with("ltorch.") && !registered {
+        "; the ltorch op library is not registered: call `thunder_torch::register()` first"
+    } else {
+        ""
+    }
 }
 
 fn did_you_mean(s: &Option<String>) -> String {
@@ -222,61 +223,6 @@ pub struct Signature {
 }
 
 impl Signature {
-    /// Parses a declaration; a malformed one is a bug in the op table (`Error::Bug`).
-    pub fn parse(op: &'static str, text: &'static str) -> Result<Signature> {
-        let bug = |what: String| Error::Bug(format!("signature of {op}: {what}"));
-        let mut params = Vec::new();
-        let mut keyword_only = false;
-        for part in split_top(text) {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            if part == "*" {
-                keyword_only = true;
-                continue;
-            }
-            let (decl, default) = match part.split_once('=') {
-                Some((d, v)) => (d.trim(), Some(v.trim())),
-                None => (part, None),
-            };
-            let (name, ty) = decl
-                .split_once(':')
-                .ok_or_else(|| bug(format!("`{part}` has no type")))?;
-            let ty = ty.trim();
-            let (kinds_text, optional) = match ty.strip_suffix('?') {
-                Some(t) => (t, true),
-                None => (ty, false),
-            };
-            let kinds = kinds_text
-                .split('|')
-                .map(|k| Kind::parse(k.trim()).ok_or_else(|| bug(format!("unknown kind `{k}`"))))
-                .collect::<Result<Vec<_>>>()?;
-            let default = default
-                .map(|d| {
-                    crate::text::parse_literal(d).ok_or_else(|| bug(format!("bad default `{d}`")))
-                })
-                .transpose()?;
-            params.push(Param {
-                name: name.trim(),
-                ty,
-                kinds,
-                optional,
-                default,
-                keyword_only,
-            });
-        }
-        let sig = Signature { op, params };
-        for p in &sig.params {
-            if let Some(d) = &p.default {
-                if p.coerce(d.clone()).as_ref() != Some(d) {
-                    return Err(bug(format!("default of `{}` is not a {}", p.name, p.ty)));
-                }
-            }
-        }
-        Ok(sig)
-    }
-
     /// The op's short name (`softmax` for `ltorch.softmax`).
     pub fn short_name(&self) -> &'static str {
         self.op.rsplit('.').next().unwrap_or(self.op)
@@ -439,110 +385,5 @@ impl fmt::Display for Signature {
             }
         }
         Ok(())
-    }
-}
-
-/// Splits a declaration at commas outside brackets.
-fn split_top(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&text[start..]);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sig() -> Signature {
-        Signature::parse(
-            "ltorch.var",
-            "input: Tensor, dim: list[int]? = None, *, correction: number = 1, keepdim: bool = False",
-        )
-        .expect("declaration parses")
-    }
-
-    #[test]
-    fn every_ltorch_op_declares_a_signature_that_parses() {
-        let ids: Vec<&str> = crate::ltorch::symbols().iter().map(|s| s.id).collect();
-        let sigs = crate::ltorch::signatures();
-        for id in &ids {
-            assert!(
-                sigs.iter().any(|s| s.op == *id),
-                "{id} has no (parsable) signature"
-            );
-        }
-        assert_eq!(sigs.len(), ids.len());
-    }
-
-    #[test]
-    fn binds_keywords_defaults_and_coerces() {
-        let s = sig();
-        let args = s
-            .bind(
-                vec![Given::One(Arg::Value(crate::ir::Value(0)))],
-                vec![
-                    ("keepdim".into(), Given::One(Arg::Bool(true))),
-                    ("dim".into(), Given::One(Arg::Int(1))),
-                ],
-            )
-            .expect("binds");
-        assert_eq!(
-            args,
-            vec![
-                Arg::Value(crate::ir::Value(0)),
-                Arg::Ints(vec![1]),
-                Arg::Int(1),
-                Arg::Bool(true)
-            ]
-        );
-        assert_eq!(
-            s.to_string(),
-            "input: Tensor, dim: list[int]? = None, *, correction: number = 1, keepdim: bool = False"
-        );
-    }
-
-    #[test]
-    fn errors_name_the_parameter_and_suggest() {
-        let s = sig();
-        let t = || Given::One(Arg::Value(crate::ir::Value(0)));
-        match s.bind(
-            vec![t()],
-            vec![("keepdims".into(), Given::One(Arg::Bool(true)))],
-        ) {
-            Err(CallError::UnknownKeyword { suggestion, .. }) => {
-                assert_eq!(suggestion.as_deref(), Some("keepdim"))
-            }
-            other => panic!("expected UnknownKeyword, got {other:?}"),
-        }
-        match s.bind(vec![t(), Given::One(Arg::Str("x".into()))], vec![]) {
-            Err(e @ CallError::WrongKind { .. }) => {
-                assert!(
-                    e.to_string()
-                        .contains("argument `dim` must be a list of ints"),
-                    "{e}"
-                )
-            }
-            other => panic!("expected WrongKind, got {other:?}"),
-        }
-        match s.bind(vec![t(), t(), t()], vec![]) {
-            Err(e @ CallError::TooManyPositional { .. }) => assert!(
-                e.to_string()
-                    .contains("var(input: Tensor, dim: list[int]? = None, *,"),
-                "{e}"
-            ),
-            other => panic!("expected TooManyPositional, got {other:?}"),
-        }
     }
 }

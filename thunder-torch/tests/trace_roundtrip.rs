@@ -1,8 +1,10 @@
 use std::collections::HashSet;
 use thunder_core::ir::TensorType;
-use thunder_core::text::{parse_trace, print_trace};
+use thunder_core::text::print_trace;
 use thunder_core::trace_ctx::trace_with;
 use thunder_core::{DType, Device};
+use thunder_torch::parse_trace;
+use thunder_torch::prelude::*;
 
 /// A program traced from the Rust API (nested composites, f16 promotion, two outputs) prints,
 /// parses back into an equal trace, and prints the same again.
@@ -19,7 +21,7 @@ fn traced_program_round_trips_through_text() {
         ),
     ];
     let t = trace_with(&inputs, HashSet::new(), "Tracing", |xs| {
-        let y = thunder_core::ltorch::linear(&xs[0], &xs[1], None)?;
+        let y = thunder_torch::linear(&xs[0], &xs[1], None)?;
         let z = (&y * 2.0 + 1i64).gelu("tanh").softmax(-1);
         Ok(vec![z, y])
     })

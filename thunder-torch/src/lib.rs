@@ -1,27 +1,32 @@
-//! The torch language: user-facing ops with torch names and semantics. Every op is a composite
-//! symbol whose decomposition (clang and other ltorch ops) is traced into its subsymbols.
+//! ltorch, the torch language of thunder-rs: user-facing ops with torch names, signatures and
+//! semantics. Every op is a composite symbol whose decomposition (clang and other ltorch ops)
+//! is traced into its subsymbols. thunder-core knows none of them: this crate registers its
+//! table with core's symbol registry ([`register`]; every function here does it on first use),
+//! and the trace parser, printer and autograd find each op's signature and own VJP there.
 //!
 //! The table below is the one place that lists the ops: `ltorch.<name>` maps to its
-//! decomposition function in the module that owns it.
+//! decomposition function in the module that owns it and its declared signature; [`OWN_VJPS`]
+//! names the few composites with their own gradient rule.
+#![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 mod activations;
-mod args;
 mod conv;
+mod declaration;
 mod elementwise;
 mod factory;
 mod indexing;
 mod linalg;
 mod nn;
 mod norm;
+pub mod optim;
 mod ordering;
 mod random;
 mod reduction;
 mod shape;
-pub mod signature;
 mod tensor_api;
+mod vjp;
 
 pub use activations::*;
-pub use args::CallArgs;
 pub use conv::*;
 pub use elementwise::*;
 pub use factory::*;
@@ -33,34 +38,77 @@ pub use ordering::*;
 pub use random::*;
 pub use reduction::*;
 pub use shape::*;
-pub use signature::{CallError, Given, Signature};
+pub use tensor_api::{IndexingMethods, TensorMethods};
+pub use thunder_core::ir::{CallArgs, CallError, Given, Signature};
 
-use crate::error::{Error, Result};
-use crate::ir::{lookup_symbol, Arg, Symbol, SymbolKind};
-use crate::tensor::Tensor;
-use crate::trace_ctx::bind;
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
+use thunder_core::error::{Error, Result};
+use thunder_core::ir::{lookup_symbol, register_library, Arg, CompositeVjp, Symbol, SymbolKind};
+use thunder_core::tensor::Tensor;
+use thunder_core::trace_ctx::bind;
+
+/// The methods on [`Tensor`] (`x.softmax(-1)`, `x.exp()`, ...): `use thunder_torch::prelude::*`.
+pub mod prelude {
+    pub use crate::{BinaryMethods, IndexingMethods, RoundingMethods, TensorMethods, UnaryMethods};
+    pub use thunder_core::Tensor;
+}
+
+/// Composites with their own rule: differentiating through their decomposition would not give
+/// torch's gradient (relu is `maximum(x, 0)`, whose tie rule would send half the cotangent
+/// through at 0; torch sends none), or would be wasteful (embedding's one-hot).
+pub const OWN_VJPS: &[(&str, CompositeVjp)] = &[
+    ("ltorch.relu", vjp::relu),
+    ("ltorch.embedding", indexing::embedding_vjp),
+];
+
+/// Adds the ltorch ops to thunder-core's symbol registry, once per process. Every function of
+/// this crate calls it; a program that parses trace text before calling any (the CLI, a test)
+/// calls it first.
+pub fn register() {
+    static REGISTERED: Once = Once::new();
+    REGISTERED.call_once(|| {
+        if let Err(e) = register_library(symbols()) {
+            // Only a prim or a plugin op taking an ltorch id can cause it: a bug, not input.
+            tracing::error!("registering the ltorch ops: {e}");
+        }
+    });
+}
+
+/// Parses trace text written in the torch language (`ltorch.*` calls, prims, plugin ops):
+/// [`thunder_core::text::parse_trace`] with the ltorch ops registered first.
+pub fn parse_trace(text: &str) -> Result<thunder_core::ir::Trace> {
+    register();
+    thunder_core::text::parse_trace(text)
+}
+
+/// [`parse_trace`] with the inputs' types given rather than annotated.
+pub fn parse_trace_with(
+    text: &str,
+    given: &std::collections::HashMap<String, thunder_core::ir::TensorType>,
+) -> Result<thunder_core::ir::Trace> {
+    register();
+    thunder_core::text::parse_trace_with(text, given)
+}
 
 macro_rules! ltorch_table {
     ($( $name:literal => $decomposition:path, $signature:literal ),* $(,)?) => {
-        /// Every ltorch symbol: the table's rows, then the one-prim ops' rows.
+        /// Every ltorch symbol: the table's rows, then the one-prim ops' rows, each with its
+        /// signature and (in [`OWN_VJPS`]) its own VJP.
         pub fn symbols() -> &'static [Symbol] {
             static SYMBOLS: OnceLock<Vec<Symbol>> = OnceLock::new();
             SYMBOLS.get_or_init(|| {
-                let mut symbols = vec![$(
-                    Symbol {
-                        id: concat!("ltorch.", $name),
-                        kind: SymbolKind::Composite($decomposition),
-                        tags: &[],
-                    },
-                )*];
+                let rows = [$( (concat!("ltorch.", $name), $decomposition as thunder_core::ir::Decomposition) ),*];
                 // The one-prim ops declare themselves, one row each (`elementwise.rs`).
-                symbols.extend(elementwise::prim_ops().map(|op| Symbol {
-                    id: op.id,
-                    kind: SymbolKind::Composite(op.rule),
-                    tags: &[],
-                }));
-                symbols
+                rows.into_iter()
+                    .chain(elementwise::prim_ops().map(|op| (op.id, op.rule)))
+                    .map(|(id, rule)| Symbol {
+                        id,
+                        kind: SymbolKind::Composite(rule),
+                        tags: &[],
+                        signature: signature(id),
+                        vjp: OWN_VJPS.iter().find(|(v, _)| *v == id).map(|(_, f)| *f),
+                    })
+                    .collect()
             })
         }
 
@@ -96,7 +144,7 @@ pub fn signatures() -> &'static [Signature] {
     SIGS.get_or_init(|| {
         declarations()
             .into_iter()
-            .filter_map(|(id, text)| match Signature::parse(id, text) {
+            .filter_map(|(id, text)| match declaration::parse_signature(id, text) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     tracing::error!("{e}");
@@ -207,12 +255,14 @@ ltorch_table! {
 
 /// Binds the ltorch symbol `id` (e.g. `ltorch.add`) to `args` in the current trace.
 pub fn call(id: &str, args: Vec<Arg>) -> Result<Vec<Tensor>> {
+    register();
     let sym = lookup_symbol(id).ok_or_else(|| Error::Bug(format!("unknown symbol {id}")))?;
     bind(sym, args)
 }
 
 /// Calls an op a plugin declared (e.g. `mylib.fused_rms_norm`) on tensors and literals.
 pub fn custom(id: &str, args: Vec<Arg>) -> Result<Vec<Tensor>> {
+    register();
     match lookup_symbol(id) {
         Some(sym) if matches!(sym.kind, SymbolKind::Custom(_)) => bind(sym, args),
         Some(_) => Err(Error::Usage(format!(
@@ -229,4 +279,38 @@ pub(crate) fn call1(id: &str, args: Vec<Arg>) -> Result<Tensor> {
     call(id, args)?
         .pop()
         .ok_or_else(|| Error::Bug(format!("{id} returned no output")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ltorch_op_declares_a_signature_that_parses() {
+        let sigs = signatures();
+        for sym in symbols() {
+            assert!(
+                sym.signature.is_some() && sigs.iter().any(|s| s.op == sym.id),
+                "{} has no (parsable) signature",
+                sym.id
+            );
+        }
+        assert_eq!(sigs.len(), symbols().len());
+    }
+
+    #[test]
+    fn registering_makes_the_ops_known_to_core_with_their_rules() {
+        register();
+        register();
+        let relu = lookup_symbol("ltorch.relu").expect("registered");
+        assert!(relu.vjp.is_some() && relu.signature.is_some());
+        assert!(lookup_symbol("ltorch.softmax").is_some_and(|s| s.vjp.is_none()));
+        assert_eq!(
+            thunder_core::ir::symbol_ids()
+                .iter()
+                .filter(|id| id.starts_with("ltorch."))
+                .count(),
+            symbols().len()
+        );
+    }
 }

@@ -2,16 +2,16 @@
 //! channel groups (per sample), both from `prims.var_mean` (biased variance, as torch
 //! normalizes).
 
-use super::elementwise::{add, mul, require_float, rsqrt, sub, to, upcast};
-use super::nn::normalized_dims;
-use super::{call, call1, CallArgs};
-use crate::clang;
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Error, Result};
-use crate::ir::Arg;
-use crate::prims::Prim;
-use crate::tensor::Tensor;
-use crate::trace_ctx::bind;
+use crate::elementwise::{add, mul, require_float, rsqrt, sub, to, upcast};
+use crate::nn::normalized_dims;
+use crate::{call, call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Error, Result};
+use thunder_core::ir::Arg;
+use thunder_core::prims::Prim;
+use thunder_core::tensor::Tensor;
+use thunder_core::trace_ctx::bind;
 
 fn value(t: &Tensor) -> Arg {
     Arg::Value(t.value())
@@ -113,7 +113,7 @@ pub(crate) fn batch_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             );
         }
         let stats = bind(
-            crate::ir::prim_symbol(Prim::VarMean),
+            thunder_core::ir::prim_symbol(Prim::VarMean),
             vec![value(&x), Arg::Ints(dims.clone()), Arg::Int(0)],
         )?;
         let (var, mean) = match stats.as_slice() {
@@ -234,7 +234,7 @@ pub(crate) fn group_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     let per_group = a.numel() as i64 / (n * groups).max(1);
     let grouped = clang::reshape(&x, vec![n, groups, per_group])?;
     let stats = bind(
-        crate::ir::prim_symbol(Prim::VarMean),
+        thunder_core::ir::prim_symbol(Prim::VarMean),
         vec![value(&grouped), Arg::Ints(vec![2]), Arg::Int(0)],
     )?;
     let (var, mean) = match stats.as_slice() {

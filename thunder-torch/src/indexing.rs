@@ -6,13 +6,13 @@
 //! Tensor lists (cat, stack) are written as variadic tensor arguments after the dim,
 //! `ltorch.cat(0, a, b)`, because trace arguments have no list-of-tensors kind.
 
-use super::{call, call1, CallArgs};
-use crate::clang;
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Error, Result};
-use crate::ir::{Arg, ShapeDisplay};
-use crate::prims::{prim1, Prim};
-use crate::tensor::Tensor;
+use crate::{call, call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Error, Result};
+use thunder_core::ir::{Arg, ShapeDisplay};
+use thunder_core::prims::{prim1, Prim};
+use thunder_core::tensor::Tensor;
 
 fn v(t: &Tensor) -> Arg {
     Arg::Value(t.value())
@@ -455,7 +455,7 @@ pub(crate) fn index_add_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             a.dtype().short_name()
         ),
         alpha => clang::convert(
-            &super::mul(&source, clang::Operand::from_arg(c.op, &alpha)?)?,
+            &crate::mul(&source, clang::Operand::from_arg(c.op, &alpha)?)?,
             source.dtype(),
         )?,
     };
@@ -533,12 +533,16 @@ pub fn embedding(input: &Tensor, weight: &Tensor, padding_idx: Option<i64>) -> R
 
 /// The gradient of `ltorch.embedding`: the cotangent rows scatter-added into zeros, except
 /// those that came from `padding_idx` (torch keeps that row's gradient at zero).
-pub(crate) fn embedding_vjp(args: &[Arg], g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+pub(crate) fn embedding_vjp(
+    args: &[Arg],
+    _out: &Tensor,
+    g: &Tensor,
+) -> Result<Vec<Option<Tensor>>> {
     let tensor = |i: usize| {
         args.get(i)
             .and_then(Arg::as_value)
             .ok_or_else(|| Error::Bug("ltorch.embedding: bad arguments".into()))
-            .and_then(crate::trace_ctx::tensor_of)
+            .and_then(thunder_core::trace_ctx::tensor_of)
     };
     let (input, weight) = (tensor(0)?, tensor(1)?);
     if !dtype::is_float(weight.dtype()) {

@@ -1,13 +1,13 @@
 //! Neural-network functions: log_softmax, cross_entropy, nll_loss, mse_loss, layer_norm, SDPA.
 
-use super::elementwise::{div, exp, log, mul, ne, neg, require_float, rsqrt, sub, to, upcast};
-use super::{call1, CallArgs};
-use crate::clang;
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Result};
-use crate::ir::{Arg, ShapeDisplay};
-use crate::prims::Prim;
-use crate::tensor::Tensor;
+use crate::elementwise::{div, exp, log, mul, ne, neg, require_float, rsqrt, sub, to, upcast};
+use crate::{call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Result};
+use thunder_core::ir::{Arg, ShapeDisplay};
+use thunder_core::prims::Prim;
+use thunder_core::tensor::Tensor;
 
 /// `x - max - log(sum(exp(x - max)))` over `dim`, in f32 for f16/bf16.
 fn log_softmax_impl(op: &str, a: &Tensor, dim: i64) -> Result<Tensor> {
@@ -46,7 +46,7 @@ fn one_hot(target: &Tensor, classes: i64, dtype: DType) -> Result<Tensor> {
     let n = target.shape()[0];
     let iota = clang::iota(classes, target.device())?;
     let idx = clang::reshape(&clang::convert(target, DType::I64)?, vec![n, 1])?;
-    let hot = super::elementwise::eq(&idx, &iota)?;
+    let hot = crate::elementwise::eq(&idx, &iota)?;
     clang::convert(&hot, dtype)
 }
 
@@ -131,7 +131,7 @@ pub(crate) fn cross_entropy_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         }
         let mut probs = clang::convert(&target, logp.dtype())?;
         if eps != 0.0 {
-            probs = super::elementwise::add(&mul(&probs, 1.0 - eps)?, eps / classes as f64)?;
+            probs = crate::elementwise::add(&mul(&probs, 1.0 - eps)?, eps / classes as f64)?;
         }
         let per_row = clang::reduce(Prim::Sum, &mul(&probs, &logp)?, &[1], false)?;
         let total = clang::reduce(Prim::Sum, &per_row, &[0], false)?;
@@ -194,27 +194,27 @@ pub(crate) fn sdpa_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         Some(Arg::Float(s)) => *s,
         other => bail_op!(c.op, "scale must be a float or None, got {other:?}"),
     };
-    let kt = super::shape::transpose(&k, -2, -1)?;
-    let mut scores = mul(&super::linalg::matmul(&q, &kt)?, scale)?;
+    let kt = crate::shape::transpose(&k, -2, -1)?;
+    let mut scores = mul(&crate::linalg::matmul(&q, &kt)?, scale)?;
     let (l, s) = (q.shape()[q.rank() - 2], k.shape()[k.rank() - 2]);
     let keep = if causal {
         let (rows, cols) = clang::index_grid(l, s, q.device())?;
-        Some(super::elementwise::le(&cols, &rows)?)
+        Some(crate::elementwise::le(&cols, &rows)?)
     } else {
         match &mask {
             Some(m) if m.dtype() == DType::Bool => Some(m.clone()),
             Some(m) => {
-                scores = super::elementwise::add(&scores, m)?;
+                scores = crate::elementwise::add(&scores, m)?;
                 None
             }
             None => None,
         }
     };
     if let Some(keep) = keep {
-        scores = super::elementwise::where_(&keep, &scores, f64::NEG_INFINITY)?;
+        scores = crate::elementwise::where_(&keep, &scores, f64::NEG_INFINITY)?;
     }
-    let attn = super::reduction::softmax(&scores, -1)?;
-    Ok(vec![super::linalg::matmul(&attn, &v)?])
+    let attn = crate::reduction::softmax(&scores, -1)?;
+    Ok(vec![crate::linalg::matmul(&attn, &v)?])
 }
 
 pub fn scaled_dot_product_attention(
@@ -300,12 +300,12 @@ pub(crate) fn layer_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         &clang::reduce(Prim::Sum, &mul(&centered, &centered)?, &dims, true)?,
         1.0 / count.max(1) as f64,
     )?;
-    let mut y = mul(&centered, rsqrt(&super::elementwise::add(&var, eps)?)?)?;
+    let mut y = mul(&centered, rsqrt(&crate::elementwise::add(&var, eps)?)?)?;
     if let Some(w) = c.opt_tensor(2)? {
         y = mul(&y, &w)?;
     }
     if let Some(b) = c.opt_tensor(3)? {
-        y = super::elementwise::add(&y, &b)?;
+        y = crate::elementwise::add(&y, &b)?;
     }
     Ok(vec![to(&y, a.dtype())?])
 }
@@ -337,7 +337,7 @@ pub(crate) fn mse_loss_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     require_float(c.op, &a)?;
     let d = sub(&a, &b)?;
     let sq = mul(&d, &d)?;
-    Ok(vec![super::reduction::mean(&sq, None, false)?])
+    Ok(vec![crate::reduction::mean(&sq, None, false)?])
 }
 
 pub fn mse_loss(a: &Tensor, b: &Tensor) -> Result<Tensor> {

@@ -1,13 +1,13 @@
 //! matmul with torch's 1-D and batch-broadcasting semantics, bmm, and linear.
 
-use super::elementwise::add;
-use super::shape::transpose;
-use super::{call1, CallArgs};
-use crate::clang;
-use crate::error::{bail_op, Error, OpErrorKind, Result};
-use crate::ir::{Arg, ShapeDisplay};
-use crate::prims::{prim1, Prim};
-use crate::tensor::Tensor;
+use crate::elementwise::add;
+use crate::shape::transpose;
+use crate::{call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::error::{bail_op, Error, OpErrorKind, Result};
+use thunder_core::ir::{Arg, ShapeDisplay};
+use thunder_core::prims::{prim1, Prim};
+use thunder_core::tensor::Tensor;
 
 pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(2)?;
@@ -91,7 +91,7 @@ pub(crate) fn linear_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     } else {
         w.clone()
     };
-    let y = super::linalg::matmul(&x, &wt)?;
+    let y = crate::linalg::matmul(&x, &wt)?;
     Ok(vec![match c.opt_tensor(2)? {
         Some(bias) => add(&y, &bias)?,
         None => y,
@@ -119,7 +119,7 @@ pub(crate) fn bmm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             ShapeDisplay(b.shape())
         );
     }
-    Ok(vec![super::linalg::matmul(&a, &b)?])
+    Ok(vec![crate::linalg::matmul(&a, &b)?])
 }
 
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {

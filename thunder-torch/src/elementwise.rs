@@ -1,14 +1,14 @@
 //! Elementwise ltorch ops: unary and binary arithmetic, comparisons, where, to, activations,
 //! polygamma, and the selections masked_fill, tril and triu.
 
-use super::{call1, CallArgs};
-use crate::clang::{self, Operand, Promotion};
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Error, Result};
-use crate::ir::{Arg, ShapeDisplay};
-use crate::prims::Prim;
-use crate::tensor::Tensor;
-use crate::trace_ctx::sticky;
+use crate::{call1, CallArgs};
+use thunder_core::clang::{self, Operand, Promotion};
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Error, Result};
+use thunder_core::ir::{Arg, ShapeDisplay};
+use thunder_core::prims::Prim;
+use thunder_core::tensor::Tensor;
+use thunder_core::trace_ctx::sticky;
 
 /// An ltorch op that is one prim with torch's promotion. One row of `unary_ops!`,
 /// `rounding_ops!` or `binary_ops!` gives the op everything: its decomposition, its typed
@@ -19,7 +19,7 @@ pub struct PrimOp {
     pub id: &'static str,
     pub prim: Prim,
     pub form: PrimOpForm,
-    pub rule: crate::ir::Decomposition,
+    pub rule: thunder_core::ir::Decomposition,
 }
 
 /// How an ltorch prim op treats dtypes.
@@ -51,9 +51,16 @@ macro_rules! unary_ops {
             }
         )*
 
-        impl Tensor {
+        /// The one-prim unary ops as methods: `x.exp()`, `x.neg()`, ...
+        pub trait UnaryMethods {
             $(
-                pub fn $name(&self) -> Tensor {
+                fn $name(&self) -> Tensor;
+            )*
+        }
+
+        impl UnaryMethods for Tensor {
+            $(
+                fn $name(&self) -> Tensor {
                     sticky($name(self))
                 }
             )*
@@ -121,9 +128,16 @@ macro_rules! rounding_ops {
         }
         )*
 
-        impl Tensor {
+        /// Rounding as methods: `x.floor()`, `x.round()`, ...
+        pub trait RoundingMethods {
             $(
-                pub fn $name(&self) -> Tensor {
+                fn $name(&self) -> Tensor;
+            )*
+        }
+
+        impl RoundingMethods for Tensor {
+            $(
+                fn $name(&self) -> Tensor {
                     sticky($name(self))
                 }
             )*
@@ -351,9 +365,16 @@ macro_rules! binary_ops {
             }
         )*
 
-        impl Tensor {
+        /// The one-prim binary ops as methods: `x.add(&y)`, `x.pow(2.0)`, `x.lt(0.0)`, ...
+        pub trait BinaryMethods {
             $(
-                pub fn $name(&self, other: impl Into<Operand>) -> Tensor {
+                fn $name(&self, other: impl Into<Operand>) -> Tensor;
+            )*
+        }
+
+        impl BinaryMethods for Tensor {
+            $(
+                fn $name(&self, other: impl Into<Operand>) -> Tensor {
                     sticky($name(self, other))
                 }
             )*
@@ -387,42 +408,6 @@ binary_ops! {
     le, le_rule, Le, AlwaysBool;
     gt, gt_rule, Gt, AlwaysBool;
     ge, ge_rule, Ge, AlwaysBool;
-}
-
-impl From<&Tensor> for Operand {
-    fn from(t: &Tensor) -> Self {
-        Operand::Tensor(t.clone())
-    }
-}
-impl From<Tensor> for Operand {
-    fn from(t: Tensor) -> Self {
-        Operand::Tensor(t)
-    }
-}
-impl From<f64> for Operand {
-    fn from(x: f64) -> Self {
-        Operand::Float(x)
-    }
-}
-impl From<f32> for Operand {
-    fn from(x: f32) -> Self {
-        Operand::Float(x as f64)
-    }
-}
-impl From<i64> for Operand {
-    fn from(x: i64) -> Self {
-        Operand::Int(x)
-    }
-}
-impl From<i32> for Operand {
-    fn from(x: i32) -> Self {
-        Operand::Int(x as i64)
-    }
-}
-impl From<bool> for Operand {
-    fn from(x: bool) -> Self {
-        Operand::Bool(x)
-    }
 }
 
 pub(crate) fn where_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
@@ -567,9 +552,9 @@ fn triangle(c: &CallArgs, lower: bool) -> Result<Vec<Tensor>> {
     // col - row <= k keeps the lower triangle; col - row >= k the upper.
     let diff = sub(&col, &row)?;
     let keep = if lower {
-        super::elementwise::le(&diff, k)?
+        crate::elementwise::le(&diff, k)?
     } else {
-        super::elementwise::ge(&diff, k)?
+        crate::elementwise::ge(&diff, k)?
     };
     let zero = if dtype::is_float(a.dtype()) {
         Operand::Float(0.0)

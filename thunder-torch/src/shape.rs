@@ -1,12 +1,12 @@
 //! Shape ltorch ops: reshape (with -1), transpose, permute, unsqueeze, expand, flatten,
 //! unflatten, squeeze and t.
 
-use super::reduction::dims_arg;
-use super::{call1, CallArgs};
-use crate::clang;
-use crate::error::{bail_op, Result};
-use crate::ir::{Arg, ShapeDisplay};
-use crate::tensor::Tensor;
+use crate::reduction::dims_arg;
+use crate::{call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::error::{bail_op, Result};
+use thunder_core::ir::{Arg, ShapeDisplay};
+use thunder_core::tensor::Tensor;
 
 /// Resolves one `-1` in a requested shape against the element count.
 fn infer_shape(op: &str, from: &[i64], numel: usize, shape: &[i64]) -> Result<Vec<i64>> {

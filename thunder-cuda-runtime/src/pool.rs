@@ -11,7 +11,7 @@
 //! allocation is tried once more. [`empty_cache`] returns them on demand.
 
 use super::driver::{cuda_call_error, current};
-use crate::error::{Error, Result};
+use crate::{CudaError as Error, Result};
 use cudarc::driver::result;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -36,7 +36,7 @@ struct DevicePool {
 const MIN_BLOCK: usize = 512;
 
 /// The class size a request of `bytes` is served with.
-pub(crate) fn class_size(bytes: usize) -> usize {
+pub fn class_size(bytes: usize) -> usize {
     if bytes <= MIN_BLOCK {
         return MIN_BLOCK;
     }
@@ -55,7 +55,7 @@ fn pools() -> &'static Mutex<HashMap<u32, DevicePool>> {
 }
 
 /// A device pointer for `bytes` bytes on `cuda:ordinal` (0 for zero bytes, never dereferenced).
-pub(crate) fn alloc(ordinal: u32, bytes: usize) -> Result<u64> {
+pub fn alloc(ordinal: u32, bytes: usize) -> Result<u64> {
     if bytes == 0 {
         return Ok(0);
     }
@@ -95,7 +95,7 @@ pub(crate) fn alloc(ordinal: u32, bytes: usize) -> Result<u64> {
 }
 
 /// Returns a block from [`alloc`] to the cache (see the module docs for why no sync is needed).
-pub(crate) fn free(ordinal: u32, ptr: u64, bytes: usize) {
+pub fn free(ordinal: u32, ptr: u64, bytes: usize) {
     if bytes == 0 || ptr == 0 {
         return;
     }

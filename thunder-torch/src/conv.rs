@@ -3,16 +3,16 @@
 //! input (one per kernel offset), so no window prim is needed and gradients come from the
 //! slice, pad, cat and take_along_axis rules.
 
-use super::elementwise::{
+use crate::elementwise::{
     add, div, floor_divide, ge, lt, mul, require_float, sub, to, upcast, where_,
 };
-use super::{call1, matmul, CallArgs};
-use crate::clang;
-use crate::dtype::DType;
-use crate::error::{bail_op, Result};
-use crate::ir::Arg;
-use crate::prims::{prim1, Prim};
-use crate::tensor::Tensor;
+use crate::{call1, matmul, CallArgs};
+use thunder_core::clang;
+use thunder_core::dtype::DType;
+use thunder_core::error::{bail_op, Result};
+use thunder_core::ir::Arg;
+use thunder_core::prims::{prim1, Prim};
+use thunder_core::tensor::Tensor;
 
 fn value(t: &Tensor) -> Arg {
     Arg::Value(t.value())
@@ -328,7 +328,7 @@ pub(crate) fn max_pool2d_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(6)?;
     let a = c.tensor(0)?;
     // Padding never wins: -inf for floats, the dtype's minimum for integers.
-    let fill = match crate::dtype::int_range(a.dtype()) {
+    let fill = match thunder_core::dtype::int_range(a.dtype()) {
         _ if a.dtype() == DType::Bool => {
             bail_op!(c.op, "argument 0 (input) must not be b8 (as torch)")
         }
@@ -394,7 +394,7 @@ pub(crate) fn avg_pool2d_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     };
     // Integers sum exactly in i64 and are divided in f64, then truncated like torch's integer
     // kernel (exact while the window sums stay below 2^53).
-    let is_int = !crate::dtype::is_float(a.dtype());
+    let is_int = !thunder_core::dtype::is_float(a.dtype());
     let xf = if is_int {
         clang::convert(&x, DType::I64)?
     } else {
@@ -408,7 +408,7 @@ pub(crate) fn avg_pool2d_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
                 None => w,
             });
         }
-        acc.ok_or_else(|| crate::error::Error::op(c.op, "kernel_size has no elements"))
+        acc.ok_or_else(|| thunder_core::error::Error::op(c.op, "kernel_size has no elements"))
     };
     let mut total = sum_windows(&xf)?;
     if is_int {
@@ -430,7 +430,7 @@ pub(crate) fn avg_pool2d_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
             div(&total, &sum_windows(&ones)?)?
         }
     };
-    let out = if is_int { super::trunc(&out)? } else { out };
+    let out = if is_int { crate::trunc(&out)? } else { out };
     Ok(vec![unbatch(to(&out, a.dtype())?, unbatched)?])
 }
 

@@ -1,13 +1,13 @@
 //! Activations and clamps built from existing ops: sigmoid, silu, softplus, relu6, hardswish,
 //! leaky_relu, clamp. Each computes in f32 for f16/bf16 and rounds once, as torch's kernels do.
 
-use super::elementwise::{add, div, exp, log, maximum, minimum, mul, neg, to, upcast};
-use super::{call1, CallArgs};
-use crate::clang::Operand;
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Error, Result};
-use crate::ir::Arg;
-use crate::tensor::Tensor;
+use crate::elementwise::{add, div, exp, log, maximum, minimum, mul, neg, to, upcast};
+use crate::{call1, CallArgs};
+use thunder_core::clang::Operand;
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Error, Result};
+use thunder_core::ir::Arg;
+use thunder_core::tensor::Tensor;
 
 /// Activations take floats; ints and bools become the default float (f32), as torch does.
 fn float_input(a: &Tensor) -> Result<Tensor> {
@@ -65,9 +65,9 @@ pub(crate) fn softplus_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     let x = upcast(&a)?;
     let bx = mul(&x, beta)?;
     let soft = div(&log(&add(&exp(&bx)?, 1.0)?)?, beta)?;
-    let linear = super::elementwise::gt(&bx, threshold)?;
+    let linear = crate::elementwise::gt(&bx, threshold)?;
     Ok(vec![to(
-        &super::elementwise::where_(&linear, &x, &soft)?,
+        &crate::elementwise::where_(&linear, &x, &soft)?,
         a.dtype(),
     )?])
 }
@@ -153,9 +153,9 @@ pub(crate) fn leaky_relu_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     require_float_activation(c.op, &a)?;
     let slope = float_arg(c, 1)?;
     let x = upcast(&a)?;
-    let positive = super::elementwise::gt(&x, 0.0)?;
+    let positive = crate::elementwise::gt(&x, 0.0)?;
     Ok(vec![to(
-        &super::elementwise::where_(&positive, &x, mul(&x, slope)?)?,
+        &crate::elementwise::where_(&positive, &x, mul(&x, slope)?)?,
         a.dtype(),
     )?])
 }

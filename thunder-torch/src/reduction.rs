@@ -1,15 +1,15 @@
 //! Reductions: sum, amax, mean, prod, amin, max/min (with indices), argmax/argmin, var, std,
 //! var_mean, all/any, the vector norm, and softmax (a row reduction).
 
-use super::elementwise::{div, exp, mul, ne, require_float, sub, to, upcast};
-use super::{call, call1, CallArgs};
-use crate::clang::{self, Operand, Promotion};
-use crate::dtype::{self, DType};
-use crate::error::{bail_op, Error, Result};
-use crate::ir::Arg;
-use crate::prims::{prim1, Prim};
-use crate::tensor::Tensor;
-use crate::trace_ctx::{bind, sticky};
+use crate::elementwise::{div, exp, mul, ne, require_float, sub, to, upcast};
+use crate::{call, call1, CallArgs};
+use thunder_core::clang::{self, Operand, Promotion};
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Error, Result};
+use thunder_core::ir::Arg;
+use thunder_core::prims::{prim1, Prim};
+use thunder_core::tensor::Tensor;
+use thunder_core::trace_ctx::{bind, sticky};
 
 /// Dims argument as torch takes it: `None` or an empty list both mean every dim.
 fn dims_of(c: &CallArgs, i: usize, rank: usize) -> Result<Vec<i64>> {
@@ -140,7 +140,7 @@ pub(crate) fn std_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     let v = variance(c)?;
     let a = c.tensor(0)?;
     Ok(vec![to(
-        &super::elementwise::sqrt(&upcast(&v)?)?,
+        &crate::elementwise::sqrt(&upcast(&v)?)?,
         a.dtype(),
     )?])
 }
@@ -229,9 +229,9 @@ pub(crate) fn norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     let dims = clang::reduction_dims(c.op, dims.as_deref(), a.rank())?;
     let keepdim = c.bool(3)?;
     let x = upcast(&a)?;
-    let ax = super::elementwise::abs(&x)?;
+    let ax = crate::elementwise::abs(&x)?;
     let out = if p == 2.0 {
-        super::elementwise::sqrt(&clang::reduce(Prim::Sum, &mul(&x, &x)?, &dims, keepdim)?)?
+        crate::elementwise::sqrt(&clang::reduce(Prim::Sum, &mul(&x, &x)?, &dims, keepdim)?)?
     } else if p == 1.0 {
         clang::reduce(Prim::Sum, &ax, &dims, keepdim)?
     } else if p == f64::INFINITY {
@@ -277,7 +277,7 @@ pub(super) fn opt_dtype(c: &CallArgs, i: usize) -> Result<Option<DType>> {
 
 /// Binds a prim with several outputs.
 pub(super) fn prim_n(prim: Prim, args: Vec<Arg>) -> Result<Vec<Tensor>> {
-    bind(crate::ir::prim_symbol(prim), args)
+    bind(thunder_core::ir::prim_symbol(prim), args)
 }
 
 /// Two outputs of a multi-output ltorch op.

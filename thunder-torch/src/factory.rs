@@ -1,12 +1,12 @@
 //! Tensor factories: full, zeros, ones, arange and the `*_like` ones.
 
-use super::{call1, CallArgs};
-use crate::clang;
-use crate::device::Device;
-use crate::dtype::{self, Category, DType};
-use crate::error::Result;
-use crate::ir::Arg;
-use crate::tensor::Tensor;
+use crate::{call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::device::Device;
+use thunder_core::dtype::{self, Category, DType};
+use thunder_core::error::Result;
+use thunder_core::ir::Arg;
+use thunder_core::tensor::Tensor;
 
 /// A fill value converted to the kind of `dtype`, as torch.full converts it.
 fn fill_as(fill: &Arg, dtype: DType) -> Arg {
@@ -96,32 +96,16 @@ pub fn ones(shape: &[i64], device: Device, dtype: DType) -> Result<Tensor> {
     )
 }
 
-impl From<f64> for Arg {
-    fn from(x: f64) -> Self {
-        Arg::Float(x)
-    }
-}
-impl From<i64> for Arg {
-    fn from(x: i64) -> Self {
-        Arg::Int(x)
-    }
-}
-impl From<bool> for Arg {
-    fn from(x: bool) -> Self {
-        Arg::Bool(x)
-    }
-}
-
 /// `arange(start, end, step, device, dtype)`: integers from `start` below `end`.
 pub(crate) fn arange_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     c.expect(5)?;
     let (start, end, step) = (c.int(0)?, c.int(1)?, c.int(2)?);
     if step == 0 {
-        return Err(crate::error::Error::op(c.op, "step must be nonzero"));
+        return Err(thunder_core::error::Error::op(c.op, "step must be nonzero"));
     }
     let length = ((end - start + step - step.signum()) / step).max(0);
-    let out = crate::prims::prim1(
-        crate::prims::Prim::Iota,
+    let out = thunder_core::prims::prim1(
+        thunder_core::prims::Prim::Iota,
         vec![
             Arg::Int(length),
             Arg::Int(start),
