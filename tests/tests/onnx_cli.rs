@@ -161,3 +161,36 @@ fn a_truncated_file_is_an_error_naming_it() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `--device cuda:0` moves the imported program and its weights to the GPU; on a machine
+/// without CUDA that is an error saying so (the GPU run is checked by scripts/gpu/onnx_cuda.sh).
+#[test]
+fn run_on_a_cuda_device_without_cuda_says_so() {
+    if thunder_core::cuda::device_count().is_ok() {
+        return; // a CUDA machine: the interpreter-only config here cannot run it.
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture("bert_tiny");
+    let model = f.join("model.onnx");
+    let ids = format!("input_ids={}", f.join("case1.in.input_ids.npy").display());
+    let mask = format!(
+        "attention_mask={}",
+        f.join("case1.in.attention_mask.npy").display()
+    );
+    let o = thunder(
+        dir.path(),
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "-i",
+            &ids,
+            "-i",
+            &mask,
+            "--device",
+            "cuda:0",
+        ],
+    );
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("no CUDA driver"), "{stderr}");
+}
