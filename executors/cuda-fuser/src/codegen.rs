@@ -15,7 +15,7 @@
 
 use crate::plan::{contiguous_strides, Fold, Kernel, Level, NodeId, NodeKind, Operand};
 use crate::reduce_layout::{self, Team};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use thunder_abi::prims::CudaSpelling;
 use thunder_abi::DTypeCode;
@@ -32,6 +32,16 @@ pub enum Launch {
     Pointwise { numel: u64, vec: u32, block: u32 },
     /// One block of `block` threads per row.
     BlockPerRow { rows: u64, block: u32 },
+    /// `splits` blocks of `block` threads per row, which combine their partials through a
+    /// device scratch buffer of `scratch` bytes (the kernel's last parameter) whose `rows`
+    /// 4-byte counters from byte `counters` on must be zero at launch.
+    SplitRows {
+        rows: u64,
+        block: u32,
+        splits: u32,
+        scratch: u64,
+        counters: u64,
+    },
     /// Blocks of `block = tile * team` threads, each over `tile` consecutive rows with
     /// `team` threads per row.
     ColumnTiles { rows: u64, tile: u32, block: u32 },
@@ -99,20 +109,23 @@ fn device_functions(k: &Kernel) -> String {
 }
 
 /// Whether the element's full-level coordinates `i_d` are all in `[lo_d, hi_d)`.
-struct Emitter<'k> {
-    k: &'k Kernel,
+pub(crate) struct Emitter<'k> {
+    pub(crate) k: &'k Kernel,
     out: String,
     /// Nodes already defined in the current scope (row scope, or one loop body).
-    defined: HashSet<NodeId>,
+    pub(crate) defined: HashSet<NodeId>,
     /// Row-level nodes defined in the row scope (visible in every loop).
     row_defined: HashSet<NodeId>,
     /// How to read a contiguous full-level input at the current element, when vectorized.
     vector_inputs: bool,
-    indent: usize,
+    /// Loads read 16 bytes at a time at the top of a row kernel's vector loop: the element
+    /// expression of each (`e_n<node>[j]`).
+    pub(crate) vector_nodes: HashMap<NodeId, String>,
+    pub(crate) indent: usize,
 }
 
 impl Emitter<'_> {
-    fn line(&mut self, text: &str) {
+    pub(crate) fn line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.out.push_str("  ");
         }
@@ -142,7 +155,7 @@ impl Emitter<'_> {
     }
 
     /// Offset expression of a load at the current element.
-    fn offset(&self, level: Level, base: i64, strides: &[i64]) -> String {
+    pub(crate) fn offset(&self, level: Level, base: i64, strides: &[i64]) -> String {
         let dims: Vec<usize> = match level {
             Level::Full => (0..self.k.full_shape.len()).collect(),
             Level::Row => (0..self.k.full_shape.len())
@@ -200,6 +213,12 @@ impl Emitter<'_> {
                 guard: None,
             } => {
                 let d = self.k.inputs[*input].dtype;
+                if let Some(x) = self.vector_nodes.get(&n) {
+                    let e = load_expr(d, x);
+                    self.line(&format!("const {ty} {} = {e};", Self::name(n)));
+                    self.defined.insert(n);
+                    return;
+                }
                 let contiguous =
                     *base == 0 && *strides == contiguous_strides(&self.k.level_shape(node.level));
                 if self.vector_inputs && contiguous && node.level == Level::Full {
@@ -273,7 +292,7 @@ impl Emitter<'_> {
     }
 }
 
-fn signature(k: &Kernel, name: &str, block: u32) -> String {
+fn signature(k: &Kernel, name: &str, block: u32, scratch: bool) -> String {
     let mut params = Vec::new();
     for (i, input) in k.inputs.iter().enumerate() {
         params.push(format!(
@@ -287,6 +306,9 @@ fn signature(k: &Kernel, name: &str, block: u32) -> String {
             storage(k.nodes[o.node].dtype)
         ));
     }
+    if scratch {
+        params.push("unsigned char* __restrict__ split_scratch".into());
+    }
     format!(
         "extern \"C\" __global__ void __launch_bounds__({block}) {name}({})",
         params.join(", ")
@@ -294,7 +316,7 @@ fn signature(k: &Kernel, name: &str, block: u32) -> String {
 }
 
 /// Coordinates `i<d>` of `dims` (row-major over their sizes) from the linear index `var`.
-fn coordinates(k: &Kernel, dims: &[usize], var: &str) -> Vec<String> {
+pub(crate) fn coordinates(k: &Kernel, dims: &[usize], var: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut div = 1i64;
     for &d in dims.iter().rev() {
@@ -326,7 +348,7 @@ fn vector_width(k: &Kernel) -> u32 {
     (16 / widest.max(1)) as u32
 }
 
-fn raw_type(bytes: usize) -> &'static str {
+pub(crate) fn raw_type(bytes: usize) -> &'static str {
     match bytes {
         16 => "uint4",
         8 => "uint2",
@@ -396,12 +418,13 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
         defined: HashSet::new(),
         row_defined: HashSet::new(),
         vector_inputs: true,
+        vector_nodes: HashMap::new(),
         indent: 0,
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     em.out.push_str(&device_functions(k));
-    em.line(&format!("{} {{", signature(k, name, BLOCK)));
+    em.line(&format!("{} {{", signature(k, name, BLOCK, false)));
     em.indent = 1;
     em.line(&format!("const i64_t n = {numel}LL;"));
     em.line("const i64_t step = (i64_t)gridDim.x * blockDim.x;");
@@ -560,6 +583,58 @@ fn store_outputs(em: &mut Emitter, outputs: &[(usize, NodeId)], dest: impl Fn(us
     }
 }
 
+/// Where a split reduction's row counters start in its scratch buffer: after an 8-byte slot
+/// per reduction, row and split.
+fn split_counters_at(reductions: usize, rows: i64, splits: u32) -> u64 {
+    8 * reductions as u64 * rows.max(0) as u64 * u64::from(splits)
+}
+
+/// In a split reduction, after each block reduced its share (`acc{r}` in thread 0): the block
+/// stores its partials, and the last block of the row to get here combines every partial of
+/// the row in split order (a fixed tree, so the bits do not depend on which block came last);
+/// the other blocks go on to their next row.
+fn emit_split_combine(em: &mut Emitter, stage: &[NodeId], rows_n: i64, splits: u32) {
+    let k = em.k;
+    let slot = |q: usize| format!("({q}LL * rows + r) * splits");
+    em.line("if (threadIdx.x == 0) {");
+    for &r in stage {
+        let NodeKind::Reduce { input, .. } = &k.nodes[r].kind else {
+            continue;
+        };
+        let q = k.reductions.iter().position(|&x| x == r).unwrap_or(0);
+        let acc_ty = ctype(k.nodes[*input].dtype);
+        em.line(&format!(
+            "  reinterpret_cast<{acc_ty}*>(split_scratch)[{} + part] = acc{r};",
+            slot(q)
+        ));
+    }
+    em.line("  __threadfence();");
+    em.line(&format!(
+        "  split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + {}LL) + r, 1u) == (unsigned)(splits - 1);",
+        split_counters_at(k.reductions.len(), rows_n, splits)
+    ));
+    em.line("}");
+    em.line("__syncthreads();");
+    em.line("if (!split_last) continue;");
+    em.line("__threadfence();");
+    for &r in stage {
+        let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
+            continue;
+        };
+        let q = k.reductions.iter().position(|&x| x == r).unwrap_or(0);
+        let acc_ty = ctype(k.nodes[*input].dtype);
+        let (identity, op) = reduction_identity(*fold, acc_ty == "double");
+        em.line(&format!("acc{r} = {identity};"));
+        em.line(&format!(
+            "for (i64_t p = threadIdx.x; p < splits; p += blockDim.x) acc{r} = {op}(acc{r}, reinterpret_cast<volatile {acc_ty}*>(split_scratch)[{} + p]);",
+            slot(q)
+        ));
+        em.line(&format!(
+            "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
+        ));
+    }
+}
+
 fn rows(k: &Kernel, name: &str) -> Generated {
     let rows_n: i64 = k.row_shape().iter().map(|&d| d.max(0)).product();
     let cols_n: i64 = k.reduced.iter().map(|&d| k.full_shape[d].max(0)).product();
@@ -574,13 +649,33 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     let depths = reduction_depths(k);
     let max_depth = k.reductions.iter().map(|&r| depths[r]).max().unwrap_or(0);
     let full_strides = contiguous_strides(&k.full_shape);
+    let full_outputs = outputs_at(k, Level::Full);
+    let splits = match layout {
+        Team::Block { block } if max_depth == 1 && full_outputs.is_empty() => {
+            reduce_layout::splits(rows_n, cols_n, block)
+        }
+        _ => 1,
+    };
+    let split = splits > 1;
     let mut em = Emitter {
         k,
         out: String::new(),
         defined: HashSet::new(),
         row_defined: HashSet::new(),
         vector_inputs: false,
+        vector_nodes: HashMap::new(),
         indent: 0,
+    };
+    // Rows read along their length get vector loads and stores, and a block no wider than a
+    // row's vectors.
+    let vector = if block_team {
+        crate::row_vector::plan(k, cols_n)
+    } else {
+        None
+    };
+    let block = match &vector {
+        Some(v) => crate::row_vector::block_for(block, cols_n, v.width),
+        None => block,
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
@@ -588,12 +683,20 @@ fn rows(k: &Kernel, name: &str) -> Generated {
         em.out.push_str(reduce_layout::TEAM_REDUCE);
     }
     em.out.push_str(&device_functions(k));
-    em.line(&format!("{} {{", signature(k, name, block)));
+    em.line(&format!("{} {{", signature(k, name, block, split)));
     em.indent = 1;
     em.line(&format!(
         "const i64_t rows = {rows_n}LL, cols = {cols_n}LL;"
     ));
-    if block_team {
+    if split {
+        // Block `rb` takes share `rb % splits` of row `rb / splits`; the threads of a row's
+        // blocks interleave over it as one team.
+        em.line(&format!("const i64_t splits = {splits}LL;"));
+        em.line("__shared__ bool split_last;");
+        em.line("for (i64_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {");
+        em.line("  const i64_t r = rb / splits, part = rb % splits;");
+        em.line("  const i64_t lane = part * blockDim.x + threadIdx.x, team = (i64_t)blockDim.x * splits;");
+    } else if block_team {
         em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
         em.line("for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {");
     } else if let Team::Columns { tile, team } = layout {
@@ -647,7 +750,20 @@ fn rows(k: &Kernel, name: &str) -> Generated {
             let (identity, _) = reduction_identity(*fold, acc_ty == "double");
             em.line(&format!("{acc_ty} acc{r} = {identity};"));
         }
-        open_column_loop(&mut em, &full_strides, !block_team);
+        let inputs: Vec<NodeId> = stage
+            .iter()
+            .filter_map(|&r| match &k.nodes[r].kind {
+                NodeKind::Reduce { input, .. } => Some(*input),
+                _ => None,
+            })
+            .collect();
+        let nest = match &vector {
+            Some(v) => crate::row_vector::open(&mut em, v, &inputs, &[]),
+            None => {
+                open_column_loop(&mut em, &full_strides, !block_team || split);
+                1
+            }
+        };
         for &r in &stage {
             let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
                 continue;
@@ -660,8 +776,13 @@ fn rows(k: &Kernel, name: &str) -> Generated {
                 Fold::Sum => em.line(&format!("acc{r} += {v};")),
             }
         }
-        em.indent = 2;
-        em.line("}");
+        crate::row_vector::close(
+            &mut em,
+            nest,
+            2,
+            vector.as_ref().map_or(1, |v| v.width),
+            &[],
+        );
         for &r in &stage {
             let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
                 continue;
@@ -677,6 +798,14 @@ fn rows(k: &Kernel, name: &str) -> Generated {
                 )),
                 Team::Columns { .. } => {}
             }
+        }
+        if split {
+            emit_split_combine(&mut em, &stage, rows_n, splits);
+        }
+        for &r in &stage {
+            let NodeKind::Reduce { input, .. } = &k.nodes[r].kind else {
+                continue;
+            };
             let dtype = k.nodes[r].dtype;
             em.line(&format!(
                 "const {} {} = {};",
@@ -692,17 +821,26 @@ fn rows(k: &Kernel, name: &str) -> Generated {
         emit_ready_rows(&mut em, depth);
     }
     // Full outputs: one more pass over the row.
-    let full_outputs = outputs_at(k, Level::Full);
     if !full_outputs.is_empty() {
         if !block_team {
             em.line("if (live) {");
             em.indent = 3;
         }
         let depth = em.indent;
-        open_column_loop(&mut em, &full_strides, false);
-        store_outputs(&mut em, &full_outputs, |i| format!("out{i}[e]"));
-        em.indent = depth;
-        em.line("}");
+        match &vector {
+            Some(v) => {
+                let roots: Vec<NodeId> = full_outputs.iter().map(|&(_, n)| n).collect();
+                let nest = crate::row_vector::open(&mut em, v, &roots, &full_outputs);
+                store_outputs(&mut em, &full_outputs, |i| format!("s_out{i}[j]"));
+                crate::row_vector::close(&mut em, nest, depth, v.width, &full_outputs);
+            }
+            None => {
+                open_column_loop(&mut em, &full_strides, false);
+                store_outputs(&mut em, &full_outputs, |i| format!("out{i}[e]"));
+                em.indent = depth;
+                em.line("}");
+            }
+        }
         if !block_team {
             em.indent = 2;
             em.line("}");
@@ -710,7 +848,9 @@ fn rows(k: &Kernel, name: &str) -> Generated {
     }
     let row_outputs = outputs_at(k, Level::Row);
     if !row_outputs.is_empty() {
-        em.line(if block_team {
+        em.line(if split {
+            "if (threadIdx.x == 0) {"
+        } else if block_team {
             "if (lane == 0) {"
         } else {
             "if (lane == 0 && live) {"
@@ -729,7 +869,14 @@ fn rows(k: &Kernel, name: &str) -> Generated {
         name: name.to_string(),
         source: em.out,
         launch: match layout {
-            Team::Block { block } => Launch::BlockPerRow {
+            Team::Block { .. } if split => Launch::SplitRows {
+                rows: rows_n as u64,
+                block,
+                splits,
+                scratch: split_counters_at(k.reductions.len(), rows_n, splits) + 4 * rows_n as u64,
+                counters: split_counters_at(k.reductions.len(), rows_n, splits),
+            },
+            Team::Block { .. } => Launch::BlockPerRow {
                 rows: rows_n as u64,
                 block,
             },

@@ -19,6 +19,7 @@ mod compiled;
 pub mod emulate;
 pub mod plan;
 mod reduce_layout;
+mod row_vector;
 pub mod support;
 
 // The driver/NVRTC helpers live in `thunder-cuda-common`, shared with `cuda-kernels`.

@@ -288,3 +288,31 @@ fn digamma_brings_its_device_function() {
     assert!(text.contains("thunder_digammaf("), "{text}");
     check_golden("digamma", &text);
 }
+
+const LOSS_MEAN_BF16: &str = r#"def computation(y, r):
+  # y: "cuda:0 bf16[8, 1024, 768]"
+  # r: "cuda:0 bf16[8, 1024, 768]"
+  t0 = ltorch.mul(y, r)
+  t1 = ltorch.mean(t0)
+  return (t1,)
+"#;
+
+#[test]
+fn a_loss_mean_over_one_long_row_is_split_between_blocks() {
+    let (kernels, text) = generate(LOSS_MEAN_BF16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    let rows = 8 * 1024 * 768 / (1024 * 16);
+    assert_eq!(
+        codegen::generate(&kernels[0], "k").launch,
+        codegen::Launch::SplitRows {
+            rows: 1,
+            block: 1024,
+            splits: rows,
+            scratch: 8 * u64::from(rows) + 4,
+            counters: 8 * u64::from(rows),
+        }
+    );
+    assert!(text.contains("atomicAdd("), "{text}");
+    assert!(text.contains("split_scratch"), "{text}");
+    check_golden("loss_mean_split", &text);
+}

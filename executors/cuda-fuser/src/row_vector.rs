@@ -1,0 +1,211 @@
+//! Vector loads and stores in block-per-row kernels (softmax, layer_norm, rms_norm, their
+//! backward): when the reduced dims are trailing and a row's length is a multiple of the
+//! vector width, each thread takes `width` consecutive elements of the row at a time, reads
+//! every input laid out along the row 16 bytes at a time (the activations, and weights
+//! broadcast over the rows), and writes the full outputs 16 bytes at a time. Other loads
+//! (strided, guarded) stay per element, from coordinates. Scalar 2-byte loads of a bf16 row
+//! kept a layer_norm over 8192 x 768 at 4.5x the copy floor on an H100.
+
+use crate::codegen::{coordinates, raw_type, Emitter};
+use crate::plan::{Kernel, Level, NodeId, NodeKind, Operand};
+use thunder_abi::DTypeCode;
+
+/// How a row kernel vectorizes: the elements a thread takes at a time, and the loads read as
+/// vectors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowVector {
+    pub width: u32,
+    /// Full-level loads read along the row: (node, input, its offset's strides over the kept
+    /// dims; the reduced dims are read contiguously).
+    pub loads: Vec<(NodeId, usize, Vec<i64>)>,
+}
+
+/// Strides of a row-major `shape`.
+fn contiguous(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1].max(1);
+    }
+    s
+}
+
+/// The vector plan of a block-per-row kernel `k` over rows of `cols` elements, if any.
+pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
+    if !k.reduces_trailing() || cols <= 0 {
+        return None;
+    }
+    let nd = k.full_shape.len();
+    let reduced_shape: Vec<i64> = k.reduced.iter().map(|&d| k.full_shape[d]).collect();
+    let reduced_contiguous = contiguous(&reduced_shape);
+    let kept = nd - k.reduced.len();
+    let mut candidates = Vec::new();
+    let mut widest = 0usize;
+    for (i, n) in k.nodes.iter().enumerate() {
+        if n.level != Level::Full {
+            continue;
+        }
+        if let NodeKind::Load {
+            input,
+            base: 0,
+            strides,
+            guard: None,
+        } = &n.kind
+        {
+            if strides.len() == nd && strides[kept..] == reduced_contiguous[..] {
+                candidates.push((i, *input, strides[..kept].to_vec()));
+                widest = widest.max(k.inputs[*input].dtype.size_bytes());
+            }
+        }
+    }
+    for o in &k.outputs {
+        let n = &k.nodes[o.node];
+        if n.level == Level::Full {
+            widest = widest.max(n.dtype.size_bytes());
+        }
+    }
+    if widest == 0 {
+        return None;
+    }
+    let width = (16 / widest) as i64;
+    if width <= 1 || cols % width != 0 {
+        return None;
+    }
+    // A row's vectors start 16-byte aligned only where every kept stride is a multiple of
+    // the width (the tensors themselves are 16-byte aligned).
+    let loads: Vec<_> = candidates
+        .into_iter()
+        .filter(|(_, _, s)| s.iter().all(|&x| x % width == 0))
+        .collect();
+    Some(RowVector {
+        width: width as u32,
+        loads,
+    })
+}
+
+/// A block no wider than the row's vectors (rounded up to whole warps), so short rows do not
+/// leave most of the block idle.
+pub fn block_for(block: u32, cols: i64, width: u32) -> u32 {
+    let w = i64::from(width.max(1));
+    let vectors = (cols.max(0) + w - 1) / w;
+    let warps = ((vectors + 31) / 32).max(1);
+    block.min(u32::try_from(warps * 32).unwrap_or(block))
+}
+
+/// The full-level loads that the values `roots` read (not through row values, which are
+/// defined already).
+fn loads_of(k: &Kernel, roots: &[NodeId]) -> Vec<NodeId> {
+    let mut seen = vec![false; k.nodes.len()];
+    let mut stack: Vec<NodeId> = roots.to_vec();
+    let mut loads = Vec::new();
+    while let Some(n) = stack.pop() {
+        if n >= seen.len() || seen[n] {
+            continue;
+        }
+        seen[n] = true;
+        let node = &k.nodes[n];
+        if node.level != Level::Full {
+            continue;
+        }
+        let ops: Vec<&Operand> = match &node.kind {
+            NodeKind::Load { .. } => {
+                loads.push(n);
+                vec![]
+            }
+            NodeKind::Unary(_, a) | NodeKind::Convert(a) => vec![a],
+            NodeKind::Binary(_, a, b) => vec![a, b],
+            NodeKind::Where(p, a, b) => vec![p, a, b],
+            NodeKind::Iota { .. } | NodeKind::InBounds(_) | NodeKind::Reduce { .. } => vec![],
+        };
+        for o in ops {
+            if let Operand::Node(m) = o {
+                stack.push(*m);
+            }
+        }
+    }
+    loads.sort_unstable();
+    loads
+}
+
+fn storage_of(d: DTypeCode) -> &'static str {
+    crate::c_types::storage(d)
+}
+
+/// Opens the vector loop over a row for the values `roots`: the vector loads they need,
+/// staging arrays for `outputs` (parameter index, node), then the per-element loop with the
+/// element's coordinates and flat index `e`. Returns the loops opened (for [`close`]).
+pub(crate) fn open(
+    em: &mut Emitter,
+    v: &RowVector,
+    roots: &[NodeId],
+    outputs: &[(usize, NodeId)],
+) -> usize {
+    let k = em.k;
+    let w = v.width;
+    em.line(&format!(
+        "for (i64_t c0 = lane * {w}LL; c0 < cols; c0 += team * {w}LL) {{"
+    ));
+    em.indent += 1;
+    em.defined.clear();
+    em.vector_nodes.clear();
+    let needed = loads_of(k, roots);
+    for (n, input, kept_strides) in &v.loads {
+        if !needed.contains(n) {
+            continue;
+        }
+        let d = k.inputs[*input].dtype;
+        let raw = raw_type(d.size_bytes() * w as usize);
+        let mut strides = kept_strides.clone();
+        strides.extend(std::iter::repeat_n(0, k.reduced.len()));
+        let row = em.offset(Level::Full, 0, &strides);
+        em.line(&format!(
+            "const {raw} r_n{n} = *reinterpret_cast<const {raw}*>(in{input} + {row} + c0);"
+        ));
+        let st = storage_of(d);
+        em.line(&format!(
+            "const {st}* e_n{n} = reinterpret_cast<const {st}*>(&r_n{n});"
+        ));
+        em.vector_nodes.insert(*n, format!("e_n{n}[j]"));
+    }
+    for &(i, n) in outputs {
+        let st = storage_of(k.nodes[n].dtype);
+        em.line(&format!("__align__(16) {st} s_out{i}[{w}];"));
+    }
+    em.line("#pragma unroll");
+    em.line(&format!("for (int j = 0; j < {w}; ++j) {{"));
+    em.indent += 1;
+    em.line("const i64_t c = c0 + j;");
+    for l in coordinates(k, &k.reduced, "c") {
+        em.line(&l);
+    }
+    let full = contiguous(&k.full_shape);
+    let e = em.offset(Level::Full, 0, &full);
+    em.line(&format!("const i64_t e = {e};"));
+    2
+}
+
+/// Closes what [`open`] opened (`nest` loops) back to indent `depth`, storing the staged
+/// `outputs` 16 bytes at a time after the per-element loop. With `nest == 1` (a scalar loop
+/// from `open_column_loop`) it only closes that loop.
+pub(crate) fn close(
+    em: &mut Emitter,
+    nest: usize,
+    depth: usize,
+    width: u32,
+    outputs: &[(usize, NodeId)],
+) {
+    if nest == 2 {
+        em.indent = depth + 1;
+        em.line("}");
+        let k = em.k;
+        for &(i, n) in outputs {
+            // Inside the vector loop: the row's flat start is r * cols (trailing reduced dims).
+            let raw = raw_type(k.nodes[n].dtype.size_bytes() * width as usize);
+            em.line(&format!(
+                "*reinterpret_cast<{raw}*>(out{i} + r * cols + c0) = *reinterpret_cast<const {raw}*>(s_out{i});"
+            ));
+        }
+        em.vector_nodes.clear();
+    }
+    em.indent = depth;
+    em.line("}");
+}
