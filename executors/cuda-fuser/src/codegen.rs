@@ -40,6 +40,8 @@ pub enum Launch {
         scratch: u64,
         counters: u64,
     },
+    /// Blocks of 32 x 8 threads over `tiles` 32 x 32 tiles of a transposing pointwise kernel.
+    Tiles { tiles: u64, block: u32 },
     /// Blocks of `block = tile * team` threads, each over `tile` consecutive rows with
     /// `team` threads per row.
     ColumnTiles { rows: u64, tile: u32, block: u32 },
@@ -375,6 +377,9 @@ pub(crate) fn header(k: &Kernel) -> String {
 }
 
 fn pointwise(k: &Kernel, name: &str) -> Generated {
+    if let Some(t) = crate::tiled::plan(k) {
+        return crate::tiled::generate(k, name, &t);
+    }
     const BLOCK: u32 = 256;
     let numel: i64 = k.full_shape.iter().map(|&d| d.max(0)).product();
     let vec = vector_width(k);

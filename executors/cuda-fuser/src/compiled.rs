@@ -36,6 +36,7 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
             (items.div_ceil(u64::from(block)).clamp(1, cap) as u32, block)
         }
         Launch::BlockPerRow { rows, block } => (rows.clamp(1, cap) as u32, block),
+        Launch::Tiles { tiles, block } => (tiles.clamp(1, cap) as u32, block),
         Launch::SplitRows {
             rows,
             block,
@@ -58,6 +59,7 @@ fn has_work(launch: Launch) -> bool {
         Launch::BlockPerRow { rows, .. }
         | Launch::ColumnTiles { rows, .. }
         | Launch::SplitRows { rows, .. } => rows > 0,
+        Launch::Tiles { tiles, .. } => tiles > 0,
     }
 }
 

@@ -24,6 +24,7 @@ mod reduce_layout;
 mod row_kernel;
 mod row_vector;
 pub mod support;
+mod tiled;
 
 // The driver/NVRTC helpers live in `thunder-cuda-common`, shared with `cuda-kernels`.
 use thunder_cuda_common::device;

@@ -316,3 +316,28 @@ fn a_loss_mean_over_one_long_row_is_split_between_blocks() {
     assert!(text.contains("split_scratch"), "{text}");
     check_golden("loss_mean_split", &text);
 }
+
+const TRANSPOSE_BF16: &str = r#"def computation(x, y):
+  # x: "cuda:0 bf16[4, 384, 256]"
+  # y: "cuda:0 bf16[4, 256, 384]"
+  t0 = prims.transpose(x, [0, 2, 1])
+  t1 = ltorch.add(t0, y)
+  return (t1,)
+"#;
+
+#[test]
+fn a_transposed_read_is_staged_through_shared_memory_tiles() {
+    let (kernels, text) = generate(TRANSPOSE_BF16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert_eq!(
+        codegen::generate(&kernels[0], "k").launch,
+        codegen::Launch::Tiles {
+            tiles: 4 * 8 * 12,
+            block: 256
+        }
+    );
+    // x is staged (read along its dim 1), y read in place along the last dim.
+    assert!(text.contains("__shared__ u16_t tile"), "{text}");
+    assert!(text.contains("in1[e]") || text.contains("in1[i0"), "{text}");
+    check_golden("transpose_tiles", &text);
+}
