@@ -9,6 +9,7 @@ use crate::codegen::{
 };
 use crate::plan::{contiguous_strides, Fold, Kernel, Level, NodeId, NodeKind, Operand};
 use crate::reduce_layout::{self, Team};
+use crate::row_vector::RowVector;
 use std::collections::{HashMap, HashSet};
 
 /// Reductions of one loop: a reduction's depth is one more than the deepest reduction its
@@ -67,12 +68,15 @@ fn outputs_at(k: &Kernel, level: Level) -> Vec<(usize, NodeId)> {
 }
 
 /// Opens the loop over a row's elements and defines its coordinates and flat index `e`.
-fn open_column_loop(em: &mut Emitter, full_strides: &[i64], unroll: bool) {
+fn open_column_loop(em: &mut Emitter, full_strides: &[i64], unroll: bool, range: (&str, &str)) {
     if unroll {
         // Several elements' loads in flight per thread.
         em.line("#pragma unroll 4");
     }
-    em.line("for (i64_t c = lane; c < cols; c += team) {");
+    em.line(&format!(
+        "for (i64_t c = {}; c < {}; c += team) {{",
+        range.0, range.1
+    ));
     em.indent += 1;
     for l in coordinates(em.k, &em.k.reduced, "c") {
         em.line(&l);
@@ -131,6 +135,43 @@ fn emit_split_combine(em: &mut Emitter, stage: &[NodeId], rows_n: i64, splits: u
         em.line(&format!(
             "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
         ));
+    }
+}
+
+/// One pass over the row for the values `roots`, `body(em, vectorized)` emitting what each
+/// element does: a vector loop (peeled: between scalar loops over the row's head and tail)
+/// or a scalar one; `outputs` are staged and stored 16 bytes at a time in the vector loop.
+/// Leaves the indent at `depth`.
+#[allow(clippy::too_many_arguments)]
+fn emit_pass(
+    em: &mut Emitter,
+    vector: Option<&RowVector>,
+    full_strides: &[i64],
+    unroll: bool,
+    roots: &[NodeId],
+    outputs: &[(usize, NodeId)],
+    depth: usize,
+    body: &dyn Fn(&mut Emitter, bool),
+) {
+    let scalar = |em: &mut Emitter, range: (&str, &str)| {
+        open_column_loop(em, full_strides, unroll, range);
+        body(em, false);
+        em.indent = depth;
+        em.line("}");
+    };
+    match vector {
+        None => scalar(em, ("lane", "cols")),
+        Some(v) => {
+            if v.peel {
+                scalar(em, ("lane", "head"));
+            }
+            let nest = crate::row_vector::open(em, v, roots, outputs);
+            body(em, true);
+            crate::row_vector::close(em, nest, depth, v.width, outputs);
+            if v.peel {
+                scalar(em, ("body_end + lane", "cols"));
+            }
+        }
     }
 }
 
@@ -219,6 +260,9 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     for l in coordinates(k, &kept, "r") {
         em.line(&l);
     }
+    if let Some(v) = vector.as_ref().filter(|v| v.peel) {
+        crate::row_vector::peel_bounds(&mut em, v);
+    }
     // Row values that need no reduction.
     let emit_ready_rows = |em: &mut Emitter, done_depth: usize| {
         for (i, n) in k.nodes.iter().enumerate() {
@@ -256,31 +300,29 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
                 _ => None,
             })
             .collect();
-        let nest = match &vector {
-            Some(v) => crate::row_vector::open(&mut em, v, &inputs, &[]),
-            None => {
-                open_column_loop(&mut em, &full_strides, !block_team || split);
-                1
+        let accumulate = |em: &mut Emitter, _vectorized: bool| {
+            for &r in &stage {
+                let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
+                    continue;
+                };
+                em.define(*input);
+                let v = Emitter::name(*input);
+                match fold {
+                    Fold::Max => em.line(&format!("acc{r} = nan_max(acc{r}, {v});")),
+                    Fold::Min => em.line(&format!("acc{r} = nan_min(acc{r}, {v});")),
+                    Fold::Sum => em.line(&format!("acc{r} += {v};")),
+                }
             }
         };
-        for &r in &stage {
-            let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
-                continue;
-            };
-            em.define(*input);
-            let v = Emitter::name(*input);
-            match fold {
-                Fold::Max => em.line(&format!("acc{r} = nan_max(acc{r}, {v});")),
-                Fold::Min => em.line(&format!("acc{r} = nan_min(acc{r}, {v});")),
-                Fold::Sum => em.line(&format!("acc{r} += {v};")),
-            }
-        }
-        crate::row_vector::close(
+        emit_pass(
             &mut em,
-            nest,
-            2,
-            vector.as_ref().map_or(1, |v| v.width),
+            vector.as_ref(),
+            &full_strides,
+            !block_team || split,
+            &inputs,
             &[],
+            2,
+            &accumulate,
         );
         for &r in &stage {
             let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
@@ -326,20 +368,24 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
             em.indent = 3;
         }
         let depth = em.indent;
-        match &vector {
-            Some(v) => {
-                let roots: Vec<NodeId> = full_outputs.iter().map(|&(_, n)| n).collect();
-                let nest = crate::row_vector::open(&mut em, v, &roots, &full_outputs);
-                store_outputs(&mut em, &full_outputs, |i| format!("s_out{i}[j]"));
-                crate::row_vector::close(&mut em, nest, depth, v.width, &full_outputs);
+        let roots: Vec<NodeId> = full_outputs.iter().map(|&(_, n)| n).collect();
+        let store = |em: &mut Emitter, vectorized: bool| {
+            if vectorized {
+                store_outputs(em, &full_outputs, |i| format!("s_out{i}[j]"));
+            } else {
+                store_outputs(em, &full_outputs, |i| format!("out{i}[e]"));
             }
-            None => {
-                open_column_loop(&mut em, &full_strides, false);
-                store_outputs(&mut em, &full_outputs, |i| format!("out{i}[e]"));
-                em.indent = depth;
-                em.line("}");
-            }
-        }
+        };
+        emit_pass(
+            &mut em,
+            vector.as_ref(),
+            &full_strides,
+            false,
+            &roots,
+            &full_outputs,
+            depth,
+            &store,
+        );
         if !block_team {
             em.indent = 2;
             em.line("}");

@@ -5,6 +5,11 @@
 //! broadcast over the rows), and writes the full outputs 16 bytes at a time. Other loads
 //! (strided, guarded) stay per element, from coordinates. Scalar 2-byte loads of a bf16 row
 //! kept a layer_norm over 8192 x 768 at 4.5x the copy floor on an H100.
+//!
+//! Rows whose length is not a multiple of the width (a vocabulary of 50,257) start at
+//! different alignments: such a row is *peeled*: its first `head` elements (up to the next
+//! 16-byte boundary) and its last few are taken one at a time, the rest as vectors; only loads
+//! laid out like the row itself (same alignment) are read as vectors then.
 
 use crate::codegen::{coordinates, raw_type, Emitter};
 use crate::plan::{Kernel, Level, NodeId, NodeKind, Operand};
@@ -18,6 +23,8 @@ pub struct RowVector {
     /// Full-level loads read along the row: (node, input, its offset's strides over the kept
     /// dims; the reduced dims are read contiguously).
     pub loads: Vec<(NodeId, usize, Vec<i64>)>,
+    /// Rows are not all aligned: peel a scalar head and tail off each.
+    pub peel: bool,
 }
 
 /// Strides of a row-major `shape`.
@@ -67,18 +74,35 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
         return None;
     }
     let width = (16 / widest) as i64;
-    if width <= 1 || cols % width != 0 {
+    if width <= 1 {
         return None;
     }
-    // A row's vectors start 16-byte aligned only where every kept stride is a multiple of
-    // the width (the tensors themselves are 16-byte aligned).
+    if cols % width == 0 {
+        // A row's vectors start 16-byte aligned only where every kept stride is a multiple
+        // of the width (the tensors themselves are 16-byte aligned).
+        let loads: Vec<_> = candidates
+            .into_iter()
+            .filter(|(_, _, s)| s.iter().all(|&x| x % width == 0))
+            .collect();
+        return Some(RowVector {
+            width: width as u32,
+            loads,
+            peel: false,
+        });
+    }
+    // Peeled rows: vector loads only where the row starts where the output's row does.
+    let row_strides = contiguous(&k.full_shape)[..kept].to_vec();
     let loads: Vec<_> = candidates
         .into_iter()
-        .filter(|(_, _, s)| s.iter().all(|&x| x % width == 0))
+        .filter(|(_, _, s)| *s == row_strides)
         .collect();
+    if loads.is_empty() || cols < 4 * width {
+        return None;
+    }
     Some(RowVector {
         width: width as u32,
         loads,
+        peel: true,
     })
 }
 
@@ -141,8 +165,13 @@ pub(crate) fn open(
 ) -> usize {
     let k = em.k;
     let w = v.width;
+    let (start, end) = if v.peel {
+        (format!("head + lane * {w}LL"), "body_end")
+    } else {
+        (format!("lane * {w}LL"), "cols")
+    };
     em.line(&format!(
-        "for (i64_t c0 = lane * {w}LL; c0 < cols; c0 += team * {w}LL) {{"
+        "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
     ));
     em.indent += 1;
     em.defined.clear();
@@ -181,6 +210,18 @@ pub(crate) fn open(
     let e = em.offset(Level::Full, 0, &full);
     em.line(&format!("const i64_t e = {e};"));
     2
+}
+
+/// The row-scope values of a peeled row `r`: the elements before its first 16-byte boundary
+/// (`head`) and where its last whole vector ends (`body_end`).
+pub(crate) fn peel_bounds(em: &mut Emitter, v: &RowVector) {
+    let w = v.width;
+    em.line(&format!(
+        "const i64_t head_ = ({w}LL - (r * cols) % {w}LL) % {w}LL, head = head_ < cols ? head_ : cols;"
+    ));
+    em.line(&format!(
+        "const i64_t body_end = head + (cols - head) / {w}LL * {w}LL;"
+    ));
 }
 
 /// Closes what [`open`] opened (`nest` loops) back to indent `depth`, storing the staged

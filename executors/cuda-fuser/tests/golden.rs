@@ -341,3 +341,21 @@ fn a_transposed_read_is_staged_through_shared_memory_tiles() {
     assert!(text.contains("in1[e]") || text.contains("in1[i0"), "{text}");
     check_golden("transpose_tiles", &text);
 }
+
+const LOG_SOFTMAX_VOCAB_BF16: &str = r#"def computation(x):
+  # x: "cuda:0 bf16[4, 50257]"
+  t0 = ltorch.log_softmax(x, -1)
+  return (t0,)
+"#;
+
+#[test]
+fn odd_length_rows_peel_a_scalar_head_and_tail_off_vector_loops() {
+    let (kernels, text) = generate(LOG_SOFTMAX_VOCAB_BF16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    // Rows of 50,257 start at every alignment: a head up to the 16-byte boundary, 8-wide
+    // vectors, then the tail, in each of the three passes.
+    assert!(text.contains("const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL"), "{text}");
+    assert_eq!(text.matches("c0 < body_end").count(), 3, "{text}");
+    assert_eq!(text.matches("c = body_end + lane").count(), 3, "{text}");
+    check_golden("log_softmax_vocab_bf16", &text);
+}
