@@ -121,6 +121,8 @@ pub(crate) struct Emitter<'k> {
     /// Loads read 16 bytes at a time at the top of a row kernel's vector loop: the element
     /// expression of each (`e_n<node>[j]`).
     pub(crate) vector_nodes: HashMap<NodeId, String>,
+    /// Row-cached vector loads already read from memory in an earlier pass of this row.
+    pub(crate) cache_loaded: HashSet<NodeId>,
     pub(crate) indent: usize,
 }
 
@@ -422,6 +424,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
         row_defined: HashSet::new(),
         vector_inputs: true,
         vector_nodes: HashMap::new(),
+        cache_loaded: HashSet::new(),
         indent: 0,
     };
     em.out.push_str(&header(k));

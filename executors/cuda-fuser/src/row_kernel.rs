@@ -204,11 +204,12 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         row_defined: HashSet::new(),
         vector_inputs: false,
         vector_nodes: HashMap::new(),
+        cache_loaded: HashSet::new(),
         indent: 0,
     };
     // Rows read along their length get vector loads and stores, and a block no wider than a
     // row's vectors.
-    let vector = if block_team {
+    let mut vector = if block_team {
         crate::row_vector::plan(k, cols_n)
     } else {
         None
@@ -217,6 +218,26 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         Some(v) => crate::row_vector::block_for(block, cols_n, v.width),
         None => block,
     };
+    if let Some(v) = vector.as_mut().filter(|_| !split) {
+        // The values each pass over the row computes: a stage's reduction inputs, then the
+        // full outputs.
+        let mut passes: Vec<Vec<NodeId>> = (1..=max_depth)
+            .map(|d| {
+                k.reductions
+                    .iter()
+                    .filter(|&&r| depths[r] == d)
+                    .filter_map(|&r| match &k.nodes[r].kind {
+                        NodeKind::Reduce { input, .. } => Some(*input),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        if !full_outputs.is_empty() {
+            passes.push(full_outputs.iter().map(|&(_, n)| n).collect());
+        }
+        v.plan_cache(k, cols_n, block, &passes);
+    }
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     if !block_team {
@@ -262,6 +283,9 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     }
     if let Some(v) = vector.as_ref().filter(|v| v.peel) {
         crate::row_vector::peel_bounds(&mut em, v);
+    }
+    if let Some(v) = vector.as_ref().filter(|v| v.cache > 0) {
+        v.declare_cache(&mut em);
     }
     // Row values that need no reduction.
     let emit_ready_rows = |em: &mut Emitter, done_depth: usize| {

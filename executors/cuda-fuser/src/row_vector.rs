@@ -10,6 +10,10 @@
 //! different alignments: such a row is *peeled*: its first `head` elements (up to the next
 //! 16-byte boundary) and its last few are taken one at a time, the rest as vectors; only loads
 //! laid out like the row itself (same alignment) are read as vectors then.
+//!
+//! Aligned rows of at most `MAX_CACHED_VECTORS` vectors per thread keep the vectors that
+//! several passes read (the activations of a layer_norm: mean, variance, output) in registers:
+//! the row is read from memory once, not once per pass.
 
 use crate::codegen::{coordinates, raw_type, Emitter};
 use crate::plan::{Kernel, Level, NodeId, NodeKind, Operand};
@@ -25,6 +29,52 @@ pub struct RowVector {
     pub loads: Vec<(NodeId, usize, Vec<i64>)>,
     /// Rows are not all aligned: peel a scalar head and tail off each.
     pub peel: bool,
+    /// Vectors per thread held in registers (0: none), and the loads held.
+    pub cache: u32,
+    pub cached: Vec<NodeId>,
+}
+
+/// Vectors a thread keeps in registers per cached load, and over all cached loads.
+const MAX_CACHED_VECTORS: i64 = 8;
+const MAX_CACHED_TOTAL: i64 = 16;
+
+impl RowVector {
+    /// Holds in registers the vector loads that more than one of `passes` (each pass's roots)
+    /// reads, where rows are aligned, not split, and `cols` fit `block` threads' registers.
+    pub fn plan_cache(&mut self, k: &Kernel, cols: i64, block: u32, passes: &[Vec<NodeId>]) {
+        if self.peel || passes.len() < 2 {
+            return;
+        }
+        let per_sweep = i64::from(block) * i64::from(self.width);
+        let vectors = (cols + per_sweep - 1) / per_sweep;
+        let reads: Vec<Vec<NodeId>> = passes.iter().map(|p| loads_of(k, p)).collect();
+        let cached: Vec<NodeId> = self
+            .loads
+            .iter()
+            .map(|(n, _, _)| *n)
+            .filter(|n| reads.iter().filter(|r| r.contains(n)).count() >= 2)
+            .collect();
+        if cached.is_empty()
+            || vectors > MAX_CACHED_VECTORS
+            || vectors * cached.len() as i64 > MAX_CACHED_TOTAL
+        {
+            return;
+        }
+        self.cache = vectors as u32;
+        self.cached = cached;
+    }
+
+    /// Declares the register arrays of the cached loads (row scope).
+    pub(crate) fn declare_cache(&self, em: &mut Emitter) {
+        let k = em.k;
+        for (n, input, _) in &self.loads {
+            if self.cached.contains(n) {
+                let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
+                em.line(&format!("{raw} cache_n{n}[{}];", self.cache));
+            }
+        }
+        em.cache_loaded.clear();
+    }
 }
 
 /// Strides of a row-major `shape`.
@@ -88,6 +138,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
             width: width as u32,
             loads,
             peel: false,
+            cache: 0,
+            cached: Vec::new(),
         });
     }
     // Peeled rows: vector loads only where the row starts where the output's row does.
@@ -103,6 +155,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
         width: width as u32,
         loads,
         peel: true,
+        cache: 0,
+        cached: Vec::new(),
     })
 }
 
@@ -117,7 +171,7 @@ pub fn block_for(block: u32, cols: i64, width: u32) -> u32 {
 
 /// The full-level loads that the values `roots` read (not through row values, which are
 /// defined already).
-fn loads_of(k: &Kernel, roots: &[NodeId]) -> Vec<NodeId> {
+pub(crate) fn loads_of(k: &Kernel, roots: &[NodeId]) -> Vec<NodeId> {
     let mut seen = vec![false; k.nodes.len()];
     let mut stack: Vec<NodeId> = roots.to_vec();
     let mut loads = Vec::new();
@@ -165,15 +219,28 @@ pub(crate) fn open(
 ) -> usize {
     let k = em.k;
     let w = v.width;
-    let (start, end) = if v.peel {
-        (format!("head + lane * {w}LL"), "body_end")
+    let nest = if v.cache > 0 {
+        em.line("#pragma unroll");
+        em.line(&format!("for (int it = 0; it < {}; ++it) {{", v.cache));
+        em.indent += 1;
+        em.line(&format!(
+            "const i64_t c0 = (lane + (i64_t)it * team) * {w}LL;"
+        ));
+        em.line("if (c0 < cols) {");
+        em.indent += 1;
+        3
     } else {
-        (format!("lane * {w}LL"), "cols")
+        let (start, end) = if v.peel {
+            (format!("head + lane * {w}LL"), "body_end")
+        } else {
+            (format!("lane * {w}LL"), "cols")
+        };
+        em.line(&format!(
+            "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
+        ));
+        em.indent += 1;
+        2
     };
-    em.line(&format!(
-        "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
-    ));
-    em.indent += 1;
     em.defined.clear();
     em.vector_nodes.clear();
     let needed = loads_of(k, roots);
@@ -186,9 +253,16 @@ pub(crate) fn open(
         let mut strides = kept_strides.clone();
         strides.extend(std::iter::repeat_n(0, k.reduced.len()));
         let row = em.offset(Level::Full, 0, &strides);
-        em.line(&format!(
-            "const {raw} r_n{n} = *reinterpret_cast<const {raw}*>(in{input} + {row} + c0);"
-        ));
+        if v.cached.contains(n) && em.cache_loaded.contains(n) {
+            em.line(&format!("const {raw} r_n{n} = cache_n{n}[it];"));
+        } else {
+            em.line(&format!(
+                "const {raw} r_n{n} = *reinterpret_cast<const {raw}*>(in{input} + {row} + c0);"
+            ));
+            if v.cached.contains(n) {
+                em.line(&format!("cache_n{n}[it] = r_n{n};"));
+            }
+        }
         let st = storage_of(d);
         em.line(&format!(
             "const {st}* e_n{n} = reinterpret_cast<const {st}*>(&r_n{n});"
@@ -209,7 +283,7 @@ pub(crate) fn open(
     let full = contiguous(&k.full_shape);
     let e = em.offset(Level::Full, 0, &full);
     em.line(&format!("const i64_t e = {e};"));
-    2
+    nest
 }
 
 /// The row-scope values of a peeled row `r`: the elements before its first 16-byte boundary
@@ -234,8 +308,8 @@ pub(crate) fn close(
     width: u32,
     outputs: &[(usize, NodeId)],
 ) {
-    if nest == 2 {
-        em.indent = depth + 1;
+    if nest >= 2 {
+        em.indent = depth + nest - 1;
         em.line("}");
         let k = em.k;
         for &(i, n) in outputs {
@@ -245,7 +319,14 @@ pub(crate) fn close(
                 "*reinterpret_cast<{raw}*>(out{i} + r * cols + c0) = *reinterpret_cast<const {raw}*>(s_out{i});"
             ));
         }
+        // Cached loads read in this pass come from registers from now on.
+        let read: Vec<NodeId> = em.vector_nodes.keys().copied().collect();
+        em.cache_loaded.extend(read);
         em.vector_nodes.clear();
+        if nest == 3 {
+            em.indent = depth + 1;
+            em.line("}");
+        }
     }
     em.indent = depth;
     em.line("}");

@@ -81,6 +81,7 @@ pub fn generate(k: &Kernel, name: &str, t: &Tiling) -> Generated {
         row_defined: HashSet::new(),
         vector_inputs: false,
         vector_nodes: HashMap::new(),
+        cache_loaded: HashSet::new(),
         indent: 0,
     };
     em.out.push_str(&header(k));

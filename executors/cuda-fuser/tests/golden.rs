@@ -354,7 +354,10 @@ fn odd_length_rows_peel_a_scalar_head_and_tail_off_vector_loops() {
     assert_eq!(kernels.len(), 1, "{text}");
     // Rows of 50,257 start at every alignment: a head up to the 16-byte boundary, 8-wide
     // vectors, then the tail, in each of the three passes.
-    assert!(text.contains("const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL"), "{text}");
+    assert!(
+        text.contains("const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL"),
+        "{text}"
+    );
     assert_eq!(text.matches("c0 < body_end").count(), 3, "{text}");
     assert_eq!(text.matches("c = body_end + lane").count(), 3, "{text}");
     check_golden("log_softmax_vocab_bf16", &text);
