@@ -25,7 +25,10 @@ CASES = [
     ("mean split f32", "ltorch.mean(x)", {"x": "randn:f32[2,64,4096]"}, True),
     ("mean split bf16 block loss", "ltorch.mean(ltorch.mul(x, r))",
      {"x": "randn:bf16[8,128,768]", "r": "randn:bf16[8,128,768]"}, False),
-    ("sum split odd f32", "ltorch.sum(x, [1])", {"x": "randn:f32[4,300001]"}, False),
+    # f64: examine's f32 tolerance (rtol 1.3e-6) is below the rounding of any f32 order of a
+    # 300,001-element sum that cancels to ~4 (split_sum_rounding.py: the old one-block kernel
+    # misses it too, 1.8e-4 against 1.6e-5).
+    ("sum split odd f64", "ltorch.sum(x, [1])", {"x": "randn:f64[4,300001]"}, False),
     ("amax split f16", "ltorch.amax(x, [1])", {"x": "randn:f16[3,70000]"}, False),
     ("var split f64", "ltorch.var(x)", {"x": "randn:f64[100000]"}, False),
     ("layer_norm bf16 768", "ltorch.layer_norm(x, [768], weight=w, bias=b)",
@@ -74,7 +77,9 @@ def main():
         text, shapes = g.program(2, 128, 768, 12)
         body = text.split("\n", 1)[1]
         names = list(shapes)
-        cases.append(("gpt2 block bf16 fwd", None, {n: "randn:bf16[%s]" % ",".join(map(str, s)) for n, s in shapes.items()}, False, text))
+        # No bf16 forward: with unit-variance weights the block's attention is saturated and
+        # its bf16 loss depends on rounding (flash attention against the interpreter's
+        # decomposition differed by 0.56 on a loss of 2.6 on an H200).
         # f32 matmuls on other executors sum in another order: the loss differs beyond f32's
         # elementwise tolerance (cpu-simd too), so only the gradients are compared, at 1e-3.
         cases.append(("gpt2 block f32 grads", None, {n: "randn:f32[%s]" % ",".join(map(str, s)) for n, s in shapes.items()}, True, text, 1e-3))
