@@ -1,7 +1,7 @@
 """Exports tiny random-weight models with PyTorch's ONNX exporters and stores ONNX Runtime's
 outputs as fixtures for thunder-onnx's tests (thunder-onnx/tests/fixtures/<model>/).
 
-    /work/venv/bin/python scripts/gen_onnx_fixtures.py
+    /work/venv/bin/python scripts/gen_onnx_fixtures.py [--only vit]
 
 Each model folder holds model.onnx and, per case, `<case>.in.<input>.npy` and
 `<case>.out.<output>.npy` (ONNX Runtime, CPU execution provider). Models with symbolic dims
@@ -20,7 +20,7 @@ import onnxruntime as ort
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_models import Bert, Gpt2, ResNet, SmallCnn, OpMix  # noqa: E402
+from onnx_models import Bert, Gpt2, ResNet, SmallCnn, OpMix, Vit  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "thunder-onnx", "tests", "fixtures")
 
@@ -108,7 +108,26 @@ def unsupported():
     print("unsupported:", sorted({n.op_type for n in onnx.load(path).graph.node}))
 
 
+def vit():
+    """A tiny ViT from both exporters (its own seeds, so adding it left the others unchanged)."""
+    torch.manual_seed(1)
+    rng = np.random.default_rng(1)
+    model = Vit()
+    # nn.MultiheadAttention's inference fast path is one fused aten op no exporter handles.
+    torch.backends.mha.set_fastpath_enabled(False)
+
+    def image(b):
+        return [rng.standard_normal((b, 3, 32, 32), dtype=np.float32)]
+
+    make("vit_tiny", model, image, [(2,), (1,)], ["pixels"], ["logits"],
+         {"pixels": {0: "batch"}}, dynamo=False)
+    make("vit_tiny_dynamo", model, image, [(2,), (3,)], ["pixels"], ["logits"],
+         {"pixels": {0: "batch"}}, dynamo=True)
+
+
 def main():
+    if sys.argv[1:] == ["--only", "vit"]:
+        return vit()
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     vocab = 100
@@ -159,6 +178,7 @@ def main():
     external_copy(os.path.join(OUT, "cnn_small"), "cnn_small_external")
     unsupported()
     op_cases()
+    vit()
 
 
 if __name__ == "__main__":

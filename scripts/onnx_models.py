@@ -1,6 +1,6 @@
 """PyTorch models for thunder-onnx's fixtures (scripts/gen_onnx_fixtures.py, tiny) and peer
-benchmark (benches/peer/onnx_peer.py, full size): a BERT encoder, GPT-2, a ResNet, a small CNN
-and a model mixing the remaining ops. Written out here so no model hub is needed."""
+benchmark (benches/peer/onnx_peer.py, full size): a BERT encoder, GPT-2, a ResNet, a ViT, a small
+CNN and a model mixing the remaining ops. Written out here so no model hub is needed."""
 
 import math
 
@@ -205,3 +205,31 @@ class OpMix(nn.Module):
         eq = (idx == 0).to(torch.int64).sum()
         out = torch.matmul(x, self.w) * (eq.to(torch.float32) + 1.0)
         return out.reshape(b, -1), z
+
+
+class Vit(nn.Module):
+    """A vision transformer as torchvision writes it: patch convolution, class token, learned
+    positions, pre-norm encoder layers with nn.MultiheadAttention and an exact-GELU MLP, and a
+    linear head on the class token."""
+
+    def __init__(self, image=32, patch=8, hidden=32, layers=2, heads=4, mlp=64, classes=10):
+        super().__init__()
+        self.patch = nn.Conv2d(3, hidden, kernel_size=patch, stride=patch)
+        self.cls = nn.Parameter(torch.randn(1, 1, hidden) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, (image // patch) ** 2 + 1, hidden) * 0.02)
+        self.ln1 = nn.ModuleList([nn.LayerNorm(hidden, eps=1e-6) for _ in range(layers)])
+        self.attn = nn.ModuleList([nn.MultiheadAttention(hidden, heads, batch_first=True) for _ in range(layers)])
+        self.ln2 = nn.ModuleList([nn.LayerNorm(hidden, eps=1e-6) for _ in range(layers)])
+        self.mlp = nn.ModuleList([nn.Sequential(nn.Linear(hidden, mlp), nn.GELU(), nn.Linear(mlp, hidden))
+                                  for _ in range(layers)])
+        self.ln = nn.LayerNorm(hidden, eps=1e-6)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        for ln1, attn, ln2, mlp in zip(self.ln1, self.attn, self.ln2, self.mlp):
+            h = ln1(x)
+            x = x + attn(h, h, h, need_weights=False)[0]
+            x = x + mlp(ln2(x))
+        return self.head(self.ln(x)[:, 0])

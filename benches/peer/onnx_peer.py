@@ -4,6 +4,7 @@ with the same thread count, in one run.
     cargo build --release -p thunder-interpreter -p thunder-cpu-simd \
         -p thunder-onnx --example onnx_bench
     /work/venv/bin/python benches/peer/onnx_peer.py [--threads 2] [--only minilm,gpt2,resnet50]
+        [--device cuda:0 --bin DIR --config plugins-gpu.toml]
 
 Models are random-weight PyTorch modules (scripts/onnx_models.py) at full size, exported with
 PyTorch's ONNX exporter into --work (not committed): a MiniLM-size BERT (6 layers, hidden 384,
@@ -11,6 +12,11 @@ batch 8, sequence 128), GPT-2 small (12 layers, hidden 768, batch 1 and 8, seque
 ResNet-50 (batch 1 and 8, 224x224). For each: steady-state median latency of both, the ratio
 thunder / ORT (<= 1.0 is the target), the first call (thunder: load + translate + compile +
 run; ORT: session creation + run) and the largest output difference relative to ORT's scale.
+
+With --device cuda:0 (scripts/gpu/onnx_cuda.sh): ORT's CUDA execution provider when the
+installed onnxruntime has it, PyTorch eager on the same modules (inputs already on the GPU,
+no_grad), and thunder (`ONNX_BENCH_DEVICE`; host inputs copied each call, outputs left on the
+GPU; ORT copies both ways).
 """
 
 import argparse
@@ -42,7 +48,7 @@ def export(model, args, path, names, dynamic_batch):
     print(f"  exported {path} in {time.time() - t:.1f} s", flush=True)
 
 
-def models(work, only):
+def models(work, only, keep_modules=False):
     rng = np.random.default_rng(0)
     torch.manual_seed(0)
     out = []
@@ -53,31 +59,36 @@ def models(work, only):
         mask = np.ones((8, 128), dtype=np.int64)
         export(bert, (torch.from_numpy(ids), torch.from_numpy(mask)), path,
                ["input_ids", "attention_mask"], True)
-        out.append(("minilm b8 s128", path, {"input_ids": ids, "attention_mask": mask}))
+        out.append(("minilm b8 s128", path, {"input_ids": ids, "attention_mask": mask}, bert))
     if "gpt2" in only:
         path = os.path.join(work, "gpt2.onnx")
         gpt = Gpt2(vocab=50257, hidden=768, layers=12, heads=12, max_pos=1024)
         for b in (1, 8):
             ids = rng.integers(0, 50257, size=(b, 128), dtype=np.int64)
             export(gpt, (torch.from_numpy(ids),), path, ["input_ids"], True)
-            out.append((f"gpt2 b{b} s128", path, {"input_ids": ids}))
+            out.append((f"gpt2 b{b} s128", path, {"input_ids": ids}, gpt))
     if "resnet50" in only:
         path = os.path.join(work, "resnet50.onnx")
         net = ResNet(widths=(64, 128, 256, 512), blocks=(3, 4, 6, 3), bottleneck=True)
         for b in (1, 8):
             x = rng.standard_normal((b, 3, 224, 224), dtype=np.float32)
             export(net, (torch.from_numpy(x),), path, ["pixels"], True)
-            out.append((f"resnet50 b{b}", path, {"pixels": x}))
+            out.append((f"resnet50 b{b}", path, {"pixels": x}, net))
     return out
 
 
-def time_ort(path, feeds, threads, reps):
+def time_ort(path, feeds, threads, reps, device="cpu"):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     t = time.perf_counter()
-    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    providers = ["CPUExecutionProvider"]
+    if device.startswith("cuda"):
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise RuntimeError(f"this onnxruntime has no CUDA provider ({ort.get_available_providers()})")
+        providers = ["CUDAExecutionProvider"]
+    sess = ort.InferenceSession(path, opts, providers=providers)
     out = sess.run(None, feeds)
     first = (time.perf_counter() - t) * 1e3
     times = []
@@ -88,7 +99,25 @@ def time_ort(path, feeds, threads, reps):
     return first, statistics.median(times), min(times), out
 
 
-def time_thunder(path, feeds, threads, reps, work):
+def time_torch(module, feeds, device, reps):
+    """PyTorch eager on the module the file was exported from, inputs already on the device."""
+    module = module.to(device).eval()
+    args = [torch.from_numpy(v).to(device) for v in feeds.values()]
+    with torch.no_grad():
+        t = time.perf_counter()
+        module(*args)
+        torch.cuda.synchronize()
+        first = (time.perf_counter() - t) * 1e3
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            module(*args)
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t) * 1e3)
+    return first, statistics.median(times), min(times)
+
+
+def time_thunder(path, feeds, threads, reps, work, device="cpu", bin_dir=None, config=None):
     files = []
     for k, v in feeds.items():
         stem = os.path.splitext(os.path.basename(path))[0]
@@ -98,8 +127,8 @@ def time_thunder(path, feeds, threads, reps, work):
     outdir = os.path.join(work, "thunder_out")
     os.makedirs(outdir, exist_ok=True)
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), ONNX_BENCH_OUT=outdir,
-               THUNDER_CONFIG=os.path.join(ROOT, "plugins.toml"))
-    exe = os.path.join(ROOT, "target", "release", "examples", "onnx_bench")
+               THUNDER_CONFIG=config or os.path.join(ROOT, "plugins.toml"), ONNX_BENCH_DEVICE=device)
+    exe = os.path.join(bin_dir or os.path.join(ROOT, "target", "release", "examples"), "onnx_bench")
     res = subprocess.run([exe, path, str(reps), *files], env=env, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(res.stderr.strip().splitlines()[-1] if res.stderr else "failed")
@@ -114,15 +143,25 @@ def main():
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--work", default="/tmp/thunder_onnx_peer")
     p.add_argument("--only", default="minilm,gpt2,resnet50")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--bin", help="folder holding onnx_bench (default target/release/examples)")
+    p.add_argument("--config", help="plugins.toml for thunder (default the repo's)")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     torch.set_num_threads(a.threads)
-    print(f"threads {a.threads}, ORT {ort.__version__}, median of {a.reps} after a first call")
+    print(f"threads {a.threads}, ORT {ort.__version__}, device {a.device}, median of {a.reps} after a first call")
     rows = []
-    for name, path, feeds in models(a.work, a.only.split(",")):
-        o_first, o_med, o_min, o_out = time_ort(path, feeds, a.threads, a.reps)
+    for name, path, feeds, module in models(a.work, a.only.split(",")):
         try:
-            stats, t_out = time_thunder(path, feeds, a.threads, a.reps, a.work)
+            o_first, o_med, o_min, o_out = time_ort(path, feeds, a.threads, a.reps, a.device)
+        except Exception as e:  # noqa: BLE001 (a missing provider is reported, not fatal)
+            print(f"{name}: ORT failed: {e}", flush=True)
+            continue
+        if a.device.startswith("cuda"):
+            e_first, e_med, e_min = time_torch(module, feeds, a.device, a.reps)
+            print(f"{name:16s} torch eager {e_med:9.2f} ms (min {e_min:.2f}, first {e_first:.1f})", flush=True)
+        try:
+            stats, t_out = time_thunder(path, feeds, a.threads, a.reps, a.work, a.device, a.bin, a.config)
         except RuntimeError as e:
             print(f"{name}: thunder failed: {e}", flush=True)
             continue
@@ -132,7 +171,10 @@ def main():
                    thunder_min_ms=stats["min_ms"], min_ratio=stats["min_ms"] / o_min,
                    ratio=stats["median_ms"] / o_med, ort_first_ms=o_first,
                    thunder_first_ms=stats["first_call_ms"], translate_ms=stats["translate_ms"],
-                   compile_ms=stats["compile_ms"], load_ms=stats["load_ms"], rel_err=err)
+                   compile_ms=stats["compile_ms"], load_ms=stats["load_ms"], rel_err=err,
+                   device=a.device)
+        if a.device.startswith("cuda"):
+            row.update(torch_eager_ms=e_med, torch_eager_min_ms=e_min)
         rows.append(row)
         print(f"{name:16s} ORT {o_med:9.2f} ms  thunder {stats['median_ms']:9.2f} ms  "
               f"ratio {row['ratio']:5.2f}x (min {o_min:.1f} / {stats['min_ms']:.1f} ms: "

@@ -10,6 +10,7 @@ use thunder_core::device::Device;
 use thunder_core::host::Config;
 use thunder_core::ir::TensorType;
 use thunder_core::{Array, DType, PluginHost, Tensor};
+use thunder_torch::prelude::*;
 
 /// Elements of the cached-call input (a 1-D f32 tensor).
 pub const CHAIN_NUMEL: i64 = 64;
@@ -242,7 +243,7 @@ pub fn train_loss(xs: &[Tensor]) -> Vec<Tensor> {
 /// `new_params, new_bufs`.
 pub fn sgd_update(xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
     let n = TRAIN_PARAMS;
-    let (params, bufs) = thunder_core::optim::sgd(
+    let (params, bufs) = thunder_torch::optim::sgd(
         &xs[..n],
         &xs[n..2 * n],
         &xs[2 * n..3 * n],
@@ -291,7 +292,7 @@ pub fn fused_train_step(xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
     let wrt: Vec<usize> = (0..n).collect();
     let r = thunder_core::autograd::value_and_grad_in_trace(&inputs, &wrt, |p| Ok(train_loss(p)))?;
     let (new_params, new_bufs) =
-        thunder_core::optim::sgd(params, &r.grads, bufs, TRAIN_LR, TRAIN_MOMENTUM, 0.0)?;
+        thunder_torch::optim::sgd(params, &r.grads, bufs, TRAIN_LR, TRAIN_MOMENTUM, 0.0)?;
     Ok(std::iter::once(r.outputs[0].clone())
         .chain(new_params)
         .chain(new_bufs)
@@ -442,7 +443,7 @@ pub fn gpt2_inputs(cfg: &Gpt2Config, seed: u64, scale: f64) -> Vec<Array> {
 /// One-hot rows as f32: `ids[..., None] == arange(0, classes)`. Stands in for a gather
 /// (embedding lookup) until thunder-core has a gather prim.
 fn one_hot(ids: &Tensor, classes: i64) -> thunder_core::Result<Tensor> {
-    let iota = thunder_core::ltorch::arange(0, classes, 1, Device::Cpu, DType::I64)?;
+    let iota = thunder_torch::arange(0, classes, 1, Device::Cpu, DType::I64)?;
     let mut shape = ids.shape().to_vec();
     shape.push(1);
     Ok(ids.reshape(&shape).eq(&iota).to_dtype(DType::F32))
@@ -451,7 +452,7 @@ fn one_hot(ids: &Tensor, classes: i64) -> thunder_core::Result<Tensor> {
 /// `t[..., i]` for a last dim of size `n`, as `t @ one_hot(i)`. Stands in for indexing (there
 /// is no slice/select prim yet) to split q, k, v out of the fused qkv projection.
 fn take_last(t: &Tensor, i: i64, n: i64) -> thunder_core::Result<Tensor> {
-    let iota = thunder_core::ltorch::arange(0, n, 1, Device::Cpu, DType::I64)?;
+    let iota = thunder_torch::arange(0, n, 1, Device::Cpu, DType::I64)?;
     Ok(t.matmul(&iota.eq(i).to_dtype(DType::F32)))
 }
 
@@ -500,7 +501,7 @@ pub fn gpt2_block(
 
 /// `causal[i, j] = j <= i` for `t` positions, as `bool[t, t]`.
 fn causal_mask(t: i64) -> thunder_core::Result<Tensor> {
-    let positions = thunder_core::ltorch::arange(0, t, 1, Device::Cpu, DType::I64)?;
+    let positions = thunder_torch::arange(0, t, 1, Device::Cpu, DType::I64)?;
     Ok(positions.reshape(&[t, 1]).ge(&positions))
 }
 
@@ -511,7 +512,7 @@ pub fn gpt2_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Te
     let (b, t, c, v) = (cfg.batch, cfg.seq, cfg.embd, cfg.vocab);
     let (tokens, targets, wte, wpe) = (&xs[0], &xs[1], &xs[2], &xs[3]);
     // Embeddings as one-hot matmuls (see `one_hot`): [B, T, V] @ [V, C] and [T, T] @ [T, C].
-    let positions = thunder_core::ltorch::arange(0, t, 1, Device::Cpu, DType::I64)?;
+    let positions = thunder_torch::arange(0, t, 1, Device::Cpu, DType::I64)?;
     let tok_emb = one_hot(tokens, v)?.matmul(wte);
     let pos_emb = one_hot(&positions, cfg.seq)?.matmul(wpe);
     let mut x = tok_emb + pos_emb;

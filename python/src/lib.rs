@@ -62,14 +62,12 @@ fn plugins(py: Python<'_>) -> PyResult<Py<PyAny>> {
 /// Every ltorch symbol id the tracer may call.
 #[pyfunction]
 fn ltorch_symbols() -> Vec<&'static str> {
-    thunder_core::ltorch::symbols()
-        .iter()
-        .map(|s| s.id)
-        .collect()
+    thunder_torch::symbols().iter().map(|s| s.id).collect()
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    thunder_torch::register();
     m.add_class::<program::Program>()?;
     m.add_class::<program::Saved>()?;
     m.add_function(wrap_pyfunction!(set_default_config, m)?)?;

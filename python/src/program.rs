@@ -122,7 +122,7 @@ fn replay(ops: &[Op], inputs: &[Tensor], outputs: &[usize]) -> thunder_core::Res
                 OpArg::Lit(l) => l.clone(),
             });
         }
-        let outs = thunder_core::ltorch::call(&op.symbol, args)
+        let outs = thunder_torch::call(&op.symbol, args)
             .map_err(|e| Error::Usage(format!("{} (called at {}): {e}", op.symbol, op.site)))?;
         if outs.len() != op.outputs.len() {
             return Err(Error::Bug(format!(

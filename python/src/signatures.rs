@@ -1,7 +1,7 @@
 //! The op table's ltorch signatures for the Python tracer: `signatures()` lists them (names,
 //! declared types, defaults, keyword-only parameters) and `bind()` binds a torch call's
 //! arguments with thunder-core's own binder, so torch's keyword names and defaults come from
-//! one place, the op table (`thunder_core::ltorch::signature`), for the trace text and Python
+//! one place, the op table (`thunder_torch::signature`), for the trace text and Python
 //! alike.
 //!
 //! Arguments cross as the tagged tuples of `program.rs` (`("v", value)`, `("i", 1)`, ...) plus
@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use thunder_core::ir::{Arg, Value};
-use thunder_core::ltorch::{self, Given};
+use thunder_torch::{self as ltorch, Given};
 
 fn value(v: usize) -> PyResult<Arg> {
     u32::try_from(v)

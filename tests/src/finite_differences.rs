@@ -7,6 +7,7 @@ use crate::interpreter_host;
 use std::sync::Arc;
 use thunder_core::autograd::value_and_grad;
 use thunder_core::{jit_with, Array, Tensor};
+use thunder_torch::prelude::*;
 
 pub type Op = Arc<dyn Fn(&[Tensor]) -> Tensor + Send + Sync>;
 

@@ -72,6 +72,7 @@ pub fn plugin_library(crate_name: &str) -> PathBuf {
 /// The default CPU executors of `plugins.toml` (cpu-simd asked first, the interpreter for the
 /// rest), from this build.
 pub fn default_cpu_host() -> Arc<PluginHost> {
+    thunder_torch::register();
     static HOST: OnceLock<Arc<PluginHost>> = OnceLock::new();
     HOST.get_or_init(|| {
         let text = format!(
@@ -90,6 +91,7 @@ pub fn default_cpu_host() -> Arc<PluginHost> {
 
 /// A config naming only the interpreter plugin of this build.
 pub fn interpreter_config() -> Config {
+    thunder_torch::register();
     let text = format!(
         "[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\npriority = 0\nrequires = \"^0.1\"\n",
         interpreter_library().display()
@@ -98,6 +100,7 @@ pub fn interpreter_config() -> Config {
 }
 
 pub fn interpreter_host() -> Arc<PluginHost> {
+    thunder_torch::register();
     static HOST: OnceLock<Arc<PluginHost>> = OnceLock::new();
     HOST.get_or_init(|| {
         let host = PluginHost::load(&interpreter_config(), &[]);

@@ -3,9 +3,10 @@
 
 use std::collections::HashMap;
 use thunder_core::ir::TensorType;
-use thunder_core::ltorch::CallError;
-use thunder_core::text::{parse_trace, parse_trace_with, print_trace};
+use thunder_core::text::print_trace;
 use thunder_core::{DType, Device, Error};
+use thunder_torch::CallError;
+use thunder_torch::{parse_trace, parse_trace_with};
 
 fn program(body: &str) -> String {
     format!("def computation(x):\n  # x: \"cpu f32[2, 3]\"\n{body}\n  return (y,)\n")

@@ -5,8 +5,10 @@
 
 use thunder_core::autograd::value_and_grad;
 use thunder_core::trace_ctx::sticky;
-use thunder_core::{ltorch, Array, Tensor};
+use thunder_core::{Array, Tensor};
 use thunder_tests::{close, interpreter_host, load_fixture_array, repo_root};
+use thunder_torch as ltorch;
+use thunder_torch::prelude::*;
 
 const NAMES: [&str; 13] = [
     "x", "y", "w1", "b1", "g1", "be1", "rm", "rv", "w2", "g2", "be2", "w3", "b3",

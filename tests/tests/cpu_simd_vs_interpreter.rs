@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use thunder_core::host::Config;
 use thunder_core::{Array, DType, PluginHost};
 use thunder_tests::{close, fixture_cases, interpreter_host, interpreter_library, repo_root};
+use thunder_torch::prelude::*;
 
 /// Cases where the interpreter deliberately differs from PyTorch (see ops_vs_pytorch.rs);
 /// cpu-simd follows the interpreter there.
@@ -95,7 +96,7 @@ fn every_op_case_matches_the_interpreter_and_pytorch() {
         let inputs: Vec<Array> = case.arrays("inputs");
         let torch: Vec<Array> = case.arrays("outputs");
         let run = |host: &PluginHost| {
-            thunder_core::text::parse_trace(&program)
+            thunder_torch::parse_trace(&program)
                 .and_then(|t| thunder_core::compile_trace(host, t))
                 .and_then(|(traces, compiled)| Ok((traces, compiled.run(&inputs)?)))
         };
@@ -207,7 +208,7 @@ fn train(host: Arc<PluginHost>) -> (Vec<f32>, Vec<Array>, Vec<String>) {
     });
     let sgd = thunder_core::jit_with(host, |xs: &[thunder_core::Tensor]| {
         let (p, bufs) =
-            thunder_core::optim::sgd(&xs[0..6], &xs[6..12], &xs[12..18], 0.05, 0.9, 0.0)?;
+            thunder_torch::optim::sgd(&xs[0..6], &xs[6..12], &xs[12..18], 0.05, 0.9, 0.0)?;
         thunder_core::Result::Ok(p.into_iter().chain(bufs).collect::<Vec<_>>())
     });
     let mut params = init_params();

@@ -8,6 +8,7 @@ use thunder_core::host::Config;
 use thunder_core::ir::Arg;
 use thunder_core::{jit_with, Array, DType, PluginHost, Tensor};
 use thunder_tests::{interpreter_library, target_dir};
+use thunder_torch::prelude::*;
 
 fn host(claim: bool) -> Arc<PluginHost> {
     let lib = target_dir().join(format!(
@@ -26,13 +27,15 @@ fn host(claim: bool) -> Arc<PluginHost> {
         lib.display(),
         interpreter_library().display()
     );
+    // The plugin's decompositions call ltorch ops: the library is registered before they parse.
+    thunder_torch::register();
     let host = PluginHost::load(&Config::parse(&text, "t.toml".as_ref()).unwrap(), &[]);
     assert!(host.issues().is_empty(), "{:?}", host.issues());
     Arc::new(host)
 }
 
 fn rms_norm(x: &Tensor, w: &Tensor) -> thunder_core::Result<Tensor> {
-    let mut out = thunder_core::ltorch::custom(
+    let mut out = thunder_torch::custom(
         "mylib.rms_norm",
         vec![Arg::Value(x.value()), Arg::Value(w.value())],
     )?;
@@ -132,14 +135,14 @@ fn unclaimed_op_runs_through_its_decomposition() {
 fn trace_text_calls_plugin_ops_and_round_trips() {
     let _h = host(true);
     let text = "def computation(x, w):\n  # x: \"cpu f32[3, 4]\"\n  # w: \"cpu f32[4]\"\n  y = mylib.rms_norm(x, w)\n  z = mylib.opaque_square(y)\n  return (z,)\n";
-    let t = thunder_core::text::parse_trace(text).unwrap();
+    let t = thunder_torch::parse_trace(text).unwrap();
     let printed = thunder_core::text::print_trace(&t);
     assert!(
         printed.contains("y = mylib.rms_norm(x, w)  # y: \"cpu f32[3, 4]\""),
         "{printed}"
     );
     assert_eq!(
-        thunder_core::text::print_trace(&thunder_core::text::parse_trace(&printed).unwrap()),
+        thunder_core::text::print_trace(&thunder_torch::parse_trace(&printed).unwrap()),
         printed
     );
 }
@@ -176,9 +179,8 @@ fn gradients_flow_through_the_decomposition() {
 #[test]
 fn op_without_decomposition_has_no_gradient_and_needs_a_claim() {
     let square = |xs: &[Tensor]| -> thunder_core::Result<Vec<Tensor>> {
-        let y =
-            thunder_core::ltorch::custom("mylib.opaque_square", vec![Arg::Value(xs[0].value())])?
-                .remove(0);
+        let y = thunder_torch::custom("mylib.opaque_square", vec![Arg::Value(xs[0].value())])?
+            .remove(0);
         Ok(vec![y.sum(None, false)])
     };
     let x = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
@@ -234,7 +236,7 @@ fn bad_calls_name_the_op_and_plugin() {
         other => panic!("expected an op error, got {other:?}"),
     }
     let g = jit_with(host(true), |xs: &[Tensor]| {
-        thunder_core::ltorch::custom("mylib.nope", vec![Arg::Value(xs[0].value())])
+        thunder_torch::custom("mylib.nope", vec![Arg::Value(xs[0].value())])
     });
     let err = g
         .call(&[Array::random(&[2], DType::F32, 0).unwrap()])

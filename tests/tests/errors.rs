@@ -1,8 +1,9 @@
 //! Bad input gets a typed error naming the op, line, file or field, never a panic.
 
-use thunder_core::text::parse_trace;
 use thunder_core::{jit_with, Array, DType, Error, OpErrorKind};
 use thunder_tests::interpreter_host;
+use thunder_torch::parse_trace;
+use thunder_torch::prelude::*;
 
 /// The error of tracing `f` on `inputs`: the op the program called, and the error.
 fn traced_error(
@@ -65,11 +66,7 @@ fn errors_carry_the_path_through_decompositions_and_their_kind() {
         "{e}"
     );
     let (_, e) = traced_error(
-        |xs| {
-            vec![thunder_core::ltorch::add(&xs[0], &xs[1])
-                .unwrap()
-                .matmul(&xs[2])]
-        },
+        |xs| vec![thunder_torch::add(&xs[0], &xs[1]).unwrap().matmul(&xs[2])],
         &[arr(&[2, 3]), arr(&[2, 3]), arr(&[4, 4])],
     );
     assert_eq!(
@@ -320,7 +317,7 @@ fn prim_level_errors_of_sorts_and_index_reductions_name_the_argument() {
 
 #[test]
 fn indexing_and_joining_name_the_op_and_the_argument() {
-    use thunder_core::ltorch;
+    use thunder_torch as ltorch;
     let x = || arr(&[2, 3]);
     let idx = |v: &[i64]| Array::from_slice(v, &[v.len() as i64]).unwrap();
     expect_op_error(
@@ -589,9 +586,15 @@ fn out_of_range_indices_are_run_time_errors_naming_the_prim() {
 fn convolution_and_pooling_errors_name_the_op_and_the_argument() {
     let conv = |stride: i64, groups: i64| {
         move |xs: &[thunder_core::Tensor]| {
-            vec![thunder_core::trace_ctx::sticky(
-                thunder_core::ltorch::conv2d(&xs[0], &xs[1], None, &[stride], &[0], &[1], groups),
-            )]
+            vec![thunder_core::trace_ctx::sticky(thunder_torch::conv2d(
+                &xs[0],
+                &xs[1],
+                None,
+                &[stride],
+                &[0],
+                &[1],
+                groups,
+            ))]
         }
     };
     expect_op_error(
@@ -637,9 +640,13 @@ fn convolution_and_pooling_errors_name_the_op_and_the_argument() {
     );
     let pool = |kernel: i64, padding: i64| {
         move |xs: &[thunder_core::Tensor]| {
-            vec![thunder_core::trace_ctx::sticky(
-                thunder_core::ltorch::max_pool2d(&xs[0], &[kernel], None, &[padding], &[1]),
-            )]
+            vec![thunder_core::trace_ctx::sticky(thunder_torch::max_pool2d(
+                &xs[0],
+                &[kernel],
+                None,
+                &[padding],
+                &[1],
+            ))]
         }
     };
     expect_op_error(
@@ -672,7 +679,7 @@ fn convolution_and_pooling_errors_name_the_op_and_the_argument() {
 fn normalization_errors_name_the_op_and_the_argument() {
     let bn = |training: bool| {
         move |xs: &[thunder_core::Tensor]| {
-            let r = thunder_core::ltorch::batch_norm(
+            let r = thunder_torch::batch_norm(
                 &xs[0],
                 xs.get(1),
                 xs.get(2),
@@ -711,9 +718,9 @@ fn normalization_errors_name_the_op_and_the_argument() {
     );
     let gn = |groups: i64| {
         move |xs: &[thunder_core::Tensor]| {
-            vec![thunder_core::trace_ctx::sticky(
-                thunder_core::ltorch::group_norm(&xs[0], groups, None, None, 1e-5),
-            )]
+            vec![thunder_core::trace_ctx::sticky(thunder_torch::group_norm(
+                &xs[0], groups, None, None, 1e-5,
+            ))]
         }
     };
     expect_op_error(

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use thunder_core::host::exec_trace::ExecutionTrace;
 use thunder_core::host::Config;
-use thunder_core::text::parse_trace;
 use thunder_core::{compile_trace, jit_with, Array, Error, PluginHost};
 use thunder_tests::{close, interpreter_config, interpreter_host, interpreter_library, target_dir};
+use thunder_torch::parse_trace;
 
 /// A chain the faulty plugin can claim whole (neg, exp, add), then an op it cannot (mul).
 /// {0, 2} is not convex: `c` reads `a` directly and through `b`.
@@ -308,10 +308,10 @@ fn run_fallback_is_built_once_and_shown_in_last_traces() {
         log.display()
     )));
     let f = jit_with(Arc::new(host), |xs| {
-        let a = thunder_core::ltorch::neg(&xs[0])?;
-        let b = thunder_core::ltorch::exp(&a)?;
-        let c = thunder_core::ltorch::add(&a, &b)?;
-        let d = thunder_core::ltorch::mul(&c, &xs[1])?;
+        let a = thunder_torch::neg(&xs[0])?;
+        let b = thunder_torch::exp(&a)?;
+        let c = thunder_torch::add(&a, &b)?;
+        let d = thunder_torch::mul(&c, &xs[1])?;
         Ok(vec![c, d])
     });
     for _ in 0..3 {

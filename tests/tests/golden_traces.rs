@@ -10,8 +10,9 @@
 use std::path::PathBuf;
 use thunder_core::ir::Trace;
 use thunder_core::passes::default_passes;
-use thunder_core::text::{parse_trace, print_trace};
+use thunder_core::text::print_trace;
 use thunder_tests::{check_golden, default_cpu_host, interpreter_host, repo_root};
+use thunder_torch::parse_trace;
 
 fn section_header(name: &str) -> String {
     format!("==== {name} ====\n")

@@ -3,9 +3,11 @@
 //! cotangent.
 
 use thunder_core::autograd::value_and_grad;
-use thunder_core::{ltorch, Array, DType, Tensor};
+use thunder_core::{Array, DType, Tensor};
 use thunder_tests::finite_differences::{check, values};
 use thunder_tests::{interpreter_host, op};
+use thunder_torch as ltorch;
+use thunder_torch::prelude::*;
 
 #[test]
 fn unary_ops() {
@@ -105,19 +107,17 @@ fn activations_norms_losses_and_masks() {
     );
     check(
         "rms_norm",
-        op!(
-            |x| thunder_core::trace_ctx::sticky(thunder_core::ltorch::rms_norm(
-                &x[0],
-                &[3],
-                Some(&x[1]),
-                Some(1e-6)
-            ))
-        ),
+        op!(|x| thunder_core::trace_ctx::sticky(thunder_torch::rms_norm(
+            &x[0],
+            &[3],
+            Some(&x[1]),
+            Some(1e-6)
+        ))),
         vec![a(), w()],
     );
     check(
         "mse_loss",
-        op!(|x| thunder_core::trace_ctx::sticky(thunder_core::ltorch::mse_loss(&x[0], &x[1]))),
+        op!(|x| thunder_core::trace_ctx::sticky(thunder_torch::mse_loss(&x[0], &x[1]))),
         vec![a(), values(&[2, 3], 23, -1.0, 1.0)],
     );
     check(
@@ -127,7 +127,7 @@ fn activations_norms_losses_and_masks() {
     );
     check(
         "tril",
-        op!(|x| thunder_core::trace_ctx::sticky(thunder_core::ltorch::tril(&x[0], 0))),
+        op!(|x| thunder_core::trace_ctx::sticky(thunder_torch::tril(&x[0], 0))),
         vec![values(&[3, 3], 24, -1.0, 1.0)],
     );
     check("var", op!(|x| x[0].var(Some(&[1]), 1, false)), vec![a()]);
@@ -147,25 +147,21 @@ fn attention_losses_and_norms() {
     let v = || values(&[2, 5, 3], 33, -1.0, 1.0);
     check(
         "sdpa",
-        op!(
-            |x| sticky(thunder_core::ltorch::scaled_dot_product_attention(
-                &x[0], &x[1], &x[2], None, false, None
-            ))
-        ),
+        op!(|x| sticky(thunder_torch::scaled_dot_product_attention(
+            &x[0], &x[1], &x[2], None, false, None
+        ))),
         vec![q(), k(), v()],
     );
     check(
         "sdpa causal",
-        op!(
-            |x| sticky(thunder_core::ltorch::scaled_dot_product_attention(
-                &x[0],
-                &x[1],
-                &x[2],
-                None,
-                true,
-                Some(0.7)
-            ))
-        ),
+        op!(|x| sticky(thunder_torch::scaled_dot_product_attention(
+            &x[0],
+            &x[1],
+            &x[2],
+            None,
+            true,
+            Some(0.7)
+        ))),
         vec![
             q(),
             values(&[2, 3, 4], 34, -1.0, 1.0),
@@ -174,22 +170,22 @@ fn attention_losses_and_norms() {
     );
     check(
         "bmm",
-        op!(|x| sticky(thunder_core::ltorch::bmm(&x[0], &x[1]))),
+        op!(|x| sticky(thunder_torch::bmm(&x[0], &x[1]))),
         vec![q(), values(&[2, 4, 2], 36, -1.0, 1.0)],
     );
     check(
         "norm 2",
-        op!(|x| sticky(thunder_core::ltorch::norm(&x[0], 2.0, Some(&[1]), false))),
+        op!(|x| sticky(thunder_torch::norm(&x[0], 2.0, Some(&[1]), false))),
         vec![q()],
     );
     check(
         "norm 1",
-        op!(|x| sticky(thunder_core::ltorch::norm(&x[0], 1.0, None, false))),
+        op!(|x| sticky(thunder_torch::norm(&x[0], 1.0, None, false))),
         vec![q()],
     );
     check(
         "unflatten",
-        op!(|x| sticky(thunder_core::ltorch::unflatten(&x[0], 2, &[2, 2]))),
+        op!(|x| sticky(thunder_torch::unflatten(&x[0], 2, &[2, 2]))),
         vec![q()],
     );
 }
@@ -203,7 +199,7 @@ fn class_index_losses_with_ignore_and_smoothing() {
     let f = value_and_grad(
         Some(host),
         |x: &[Tensor]| -> thunder_core::Result<Vec<Tensor>> {
-            let ce = thunder_core::ltorch::cross_entropy_with(&x[0], &x[1], -100, 0.1)?;
+            let ce = thunder_torch::cross_entropy_with(&x[0], &x[1], -100, 0.1)?;
             Ok(vec![ce])
         },
     );
@@ -475,7 +471,7 @@ fn pow_gradient_at_zero_base_matches_torch() {
     let f = value_and_grad(
         Some(interpreter_host()),
         |x: &[Tensor]| -> thunder_core::Result<Vec<Tensor>> {
-            let zero_base = thunder_core::ltorch::pow(0.0, &x[1])?;
+            let zero_base = thunder_torch::pow(0.0, &x[1])?;
             Ok(vec![(x[0].pow(0.0) + zero_base).sum(None, false)])
         },
     );

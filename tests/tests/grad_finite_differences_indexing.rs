@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 use thunder_core::autograd::value_and_grad;
-use thunder_core::{ltorch, Array, Tensor};
+use thunder_core::{Array, Tensor};
 use thunder_tests::finite_differences::{check, check_indexed, loss_fn, values, Op};
 use thunder_tests::{interpreter_host, op};
+use thunder_torch as ltorch;
+use thunder_torch::prelude::*;
 
 #[test]
 fn products_extrema_statistics_scans_and_sorts() {

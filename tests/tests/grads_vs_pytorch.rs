@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use thunder_core::autograd::value_and_grad;
 use thunder_core::{Array, Tensor};
 use thunder_tests::{close, fixture_cases, interpreter_host, repo_root};
+use thunder_torch::prelude::*;
 
 /// The number of cases `scripts/gen_grad_fixtures.py` generates; the test fails if fewer ran.
 const EXPECTED_CASES: usize = 346;
@@ -26,7 +27,7 @@ fn run_case(
     rtol: f64,
     atol: f64,
 ) -> Vec<String> {
-    let trace = match thunder_core::text::parse_trace(program) {
+    let trace = match thunder_torch::parse_trace(program) {
         Ok(t) => t,
         Err(e) => return vec![format!("parse error: {e}")],
     };

@@ -2,9 +2,9 @@
 //! interior and negative padding together, strided slices of several dims, scatters into ints
 //! and bools), checked against values worked out by hand.
 
-use thunder_core::text::parse_trace;
 use thunder_core::{compile_trace, Array};
 use thunder_tests::interpreter_host;
+use thunder_torch::parse_trace;
 
 /// Runs `t0 = <line>` on `inputs` (named a, b, c, ...) and returns t0's values as f64.
 fn run(line: &str, inputs: &[Array]) -> (Vec<i64>, Vec<f64>) {

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use thunder_core::{jit_with, Array, DType};
 use thunder_tests::interpreter_host;
+use thunder_torch::prelude::*;
 
 #[test]
 fn traces_once_per_signature() {

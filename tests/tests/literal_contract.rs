@@ -6,6 +6,7 @@ use std::sync::Arc;
 use thunder_core::host::Config;
 use thunder_core::{jit_with, Array, PluginHost, Tensor};
 use thunder_tests::{interpreter_host, interpreter_library, target_dir};
+use thunder_torch::prelude::*;
 
 fn cpu_simd_host() -> Arc<PluginHost> {
     let lib = target_dir().join(format!(

@@ -11,6 +11,7 @@ use thunder_core::device::Device;
 use thunder_core::runtime::pool;
 use thunder_core::{jit_with, Array, DType, Tensor};
 use thunder_tests::interpreter_host;
+use thunder_torch::prelude::*;
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());

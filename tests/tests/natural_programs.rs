@@ -71,7 +71,7 @@ fn natural_programs_match_pytorch() {
             .iter()
             .map(|(n, a)| (n.clone(), a.ty().clone()))
             .collect();
-        let result = thunder_core::text::parse_trace_with(text, &types).and_then(|trace| {
+        let result = thunder_torch::parse_trace_with(text, &types).and_then(|trace| {
             let ordered: Vec<Array> = trace
                 .input_names()
                 .iter()
@@ -149,7 +149,7 @@ fn ops_called_by_keyword() -> BTreeSet<String> {
 #[test]
 fn every_ltorch_op_is_called_by_keyword() {
     let called = ops_called_by_keyword();
-    let missing: Vec<&str> = thunder_core::ltorch::symbols()
+    let missing: Vec<&str> = thunder_torch::symbols()
         .iter()
         .map(|s| s.id)
         .filter(|id| !called.contains(*id))
@@ -179,7 +179,7 @@ fn nested_calls_run_first_and_print_as_flat_statements() {
         ("x".to_string(), f32(&[2, 3])),
         ("w".to_string(), f32(&[4, 3])),
     ]);
-    let trace = thunder_core::text::parse_trace_with(text, &types).expect("nested calls parse");
+    let trace = thunder_torch::parse_trace_with(text, &types).expect("nested calls parse");
     let printed = thunder_core::text::print_trace(&trace);
     // One statement per call, inner calls first, and the text parses back to the same trace.
     let calls: Vec<&str> = printed
@@ -207,14 +207,14 @@ fn nested_calls_run_first_and_print_as_flat_statements() {
         calls.iter().all(|l| l.matches("ltorch.").count() == 1),
         "{printed}"
     );
-    let again = thunder_core::text::parse_trace(&printed).expect("printed trace parses");
+    let again = thunder_torch::parse_trace(&printed).expect("printed trace parses");
     assert_eq!(thunder_core::text::print_trace(&again), printed);
 }
 
 #[test]
 fn return_of_a_literal_is_an_error_naming_it() {
     let text = "def f(x):\n  # x: \"cpu f32[2]\"\n  return 3\n";
-    let err = thunder_core::text::parse_trace(text).expect_err("return 3 is refused");
+    let err = thunder_torch::parse_trace(text).expect_err("return 3 is refused");
     let msg = err.to_string();
     assert!(
         msg.contains("line 3") && msg.contains("`return` takes names or calls"),

@@ -161,3 +161,65 @@ fn a_truncated_file_is_an_error_naming_it() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `--device cuda:0` moves the imported program and its weights to the GPU; on a machine
+/// without CUDA that is an error saying so (the GPU run is checked by scripts/gpu/onnx_cuda.sh).
+#[test]
+fn run_on_a_cuda_device_without_cuda_says_so() {
+    if thunder_core::cuda::device_count().is_ok() {
+        return; // a CUDA machine: the interpreter-only config here cannot run it.
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture("bert_tiny");
+    let model = f.join("model.onnx");
+    let ids = format!("input_ids={}", f.join("case1.in.input_ids.npy").display());
+    let mask = format!(
+        "attention_mask={}",
+        f.join("case1.in.attention_mask.npy").display()
+    );
+    let o = thunder(
+        dir.path(),
+        &[
+            "run",
+            model.to_str().unwrap(),
+            "-i",
+            &ids,
+            "-i",
+            &mask,
+            "--device",
+            "cuda:0",
+        ],
+    );
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("no CUDA driver"), "{stderr}");
+}
+
+/// `thunder bench model.onnx` imports the model for the given inputs and profiles it like a
+/// trace program: first call, steady state and the regions with their executors.
+#[test]
+fn bench_profiles_an_onnx_model_by_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture("resnet_tiny");
+    let model = f.join("model.onnx");
+    let pixels = format!("pixels={}", f.join("case0.in.pixels.npy").display());
+    let o = thunder(
+        dir.path(),
+        &["bench", model.to_str().unwrap(), "-i", &pixels, "--json"],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    let regions = report["regions"].as_array().expect("regions");
+    assert!(!regions.is_empty(), "{report}");
+    assert!(
+        regions.iter().all(|r| r["executor"] == "interpreter"),
+        "{report}"
+    );
+    let o = thunder(
+        dir.path(),
+        &["bench", model.to_str().unwrap(), "-i", &pixels, "--grad"],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--grad is not supported for ONNX"));
+}

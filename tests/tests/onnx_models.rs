@@ -121,6 +121,8 @@ model_tests! {
     cnn_small => "cnn_small";
     cnn_small_external_data => "cnn_small_external";
     op_mix => "opmix";
+    vit_tiny_legacy_exporter => "vit_tiny";
+    vit_tiny_dynamo_exporter => "vit_tiny_dynamo";
 }
 
 /// Single-node models (scalar and empty shapes, broadcasting, each dtype ONNX Runtime has a

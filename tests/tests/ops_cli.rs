@@ -83,7 +83,7 @@ fn ops_json_lists_every_symbol_with_layer_dtypes_and_claims() {
     let symbols = json["symbols"].as_array().expect("symbols");
     let count = |layer: &str| symbols.iter().filter(|s| s["layer"] == layer).count();
     assert_eq!(count("prims"), thunder_core::prims::Prim::ALL.len());
-    assert_eq!(count("ltorch"), thunder_core::ltorch::symbols().len());
+    assert_eq!(count("ltorch"), thunder_torch::symbols().len());
     assert!(json["clang"]
         .as_str()
         .is_some_and(|s| s.contains("no symbols")));

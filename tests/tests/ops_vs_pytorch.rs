@@ -39,7 +39,7 @@ fn every_op_matches_pytorch() {
             case.json["atol"].as_f64().unwrap_or(0.0),
         );
         let equal_nan = case.json["equal_nan"].as_bool().unwrap_or(false);
-        let result = thunder_core::text::parse_trace(&program)
+        let result = thunder_torch::parse_trace(&program)
             .and_then(|t| thunder_core::compile_trace(&host, t))
             .and_then(|(_, compiled)| compiled.run(&inputs));
         let actual = match result {

@@ -2,9 +2,9 @@
 //! torch.optim trajectories stored by `scripts/gen_optim_fixtures.py`.
 
 use safetensors::SafeTensors;
-use thunder_core::optim::{adamw, sgd, AdamWConfig};
 use thunder_core::{jit_with, Array, Tensor};
 use thunder_tests::{interpreter_host, repo_root};
+use thunder_torch::optim::{adamw, sgd, AdamWConfig};
 
 fn load(st: &SafeTensors, name: &str) -> Array {
     let t = st.tensor(name).unwrap();

@@ -48,7 +48,7 @@ fn version_requirement_and_disabling() {
     );
     let host = PluginHost::load(&Config::parse(&text, "t.toml".as_ref()).unwrap(), &[]);
     assert!(!host.entries()[0].is_active());
-    let t = thunder_core::text::parse_trace(
+    let t = thunder_torch::parse_trace(
         "def computation(x):\n  # x: \"cpu f32[2]\"\n  y = ltorch.neg(x)\n  return (y,)\n",
     )
     .unwrap();

@@ -10,6 +10,7 @@ use thunder_core::trace_ctx::trace_with;
 use thunder_core::{compile_trace, Array, Tensor};
 use thunder_tests::finite_differences::values;
 use thunder_tests::interpreter_host;
+use thunder_torch::prelude::*;
 
 fn layer(xs: &[Tensor]) -> Vec<Tensor> {
     // A linear layer on a 3-D input: the weight is transposed and broadcast over the batch.

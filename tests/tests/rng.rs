@@ -3,8 +3,9 @@
 //! counter mapping, and dropout.
 
 use thunder_core::trace_ctx::sticky;
-use thunder_core::{jit_with, ltorch, Array, DType, Device, Tensor};
+use thunder_core::{jit_with, Array, DType, Device, Tensor};
 use thunder_tests::interpreter_host;
+use thunder_torch as ltorch;
 
 fn run(f: impl Fn(&[Tensor]) -> Vec<Tensor> + Send + Sync + 'static, inputs: &[Array]) -> Vec<f64> {
     let j = jit_with(interpreter_host(), f);
@@ -148,9 +149,7 @@ fn bad_arguments_name_the_op_and_the_argument() {
         "{err}"
     );
     let text = "def computation():\n  t0 = prims.uniform([2], 1.0, 0.0, 0, 0, devices.cpu, dtypes.f32)\n  return (t0,)\n";
-    let err = thunder_core::text::parse_trace(text)
-        .unwrap_err()
-        .to_string();
+    let err = thunder_torch::parse_trace(text).unwrap_err().to_string();
     assert!(
         err.contains("prims.uniform") && err.contains("argument 1 (low = 1)"),
         "{err}"

@@ -152,7 +152,7 @@ fn out_of_tree_template_plugin_builds_loads_from_a_plugin_folder_claims_ops_and_
     assert_eq!(t.symbols, ["prims.neg", "prims.mul"]);
 
     // It claims its ops: the f32 neg and muls; the interpreter takes the rest.
-    let trace = thunder_core::text::parse_trace(PROGRAM).unwrap();
+    let trace = thunder_torch::parse_trace(PROGRAM).unwrap();
     let part = partition(&host, &trace, &Default::default()).unwrap();
     let mut claims: BTreeSet<(String, Vec<String>)> = BTreeSet::new();
     for r in &part.regions {

@@ -1,7 +1,7 @@
 //! Bad trace text gets a typed error naming the line and column, never a panic.
 
-use thunder_core::text::parse_trace;
 use thunder_core::Error;
+use thunder_torch::parse_trace;
 
 fn parse_error(text: &str) -> (usize, usize, String) {
     match parse_trace(text) {

@@ -4,9 +4,9 @@
 //! On a machine with a driver these tests say so and check nothing: scripts/gpu/triton_check.sh
 //! covers that side.
 
-use thunder_core::text::parse_trace;
 use thunder_core::{Array, DType};
 use thunder_tests::{interpreter_library, target_dir};
+use thunder_torch::parse_trace;
 
 fn triton_library() -> std::path::PathBuf {
     let lib = target_dir().join(format!(

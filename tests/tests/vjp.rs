@@ -13,6 +13,7 @@ use thunder_core::trace_ctx::trace_with;
 use thunder_core::{compile_trace, Array, DType, Device, Tensor};
 use thunder_tests::finite_differences::values;
 use thunder_tests::interpreter_host;
+use thunder_torch::prelude::*;
 
 fn f(xs: &[Tensor]) -> Vec<Tensor> {
     let (x, w) = (&xs[0], &xs[1]);

@@ -185,6 +185,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Trace text, `thunder ops` and the OpInfo tables name ltorch ops: register them first.
+    thunder_torch::register();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("THUNDER_LOG")

@@ -47,7 +47,7 @@ impl InputArgs {
             .collect();
         let text = std::fs::read_to_string(program)
             .with_context(|| format!("{}: cannot read", program.display()))?;
-        let trace = thunder_core::text::parse_trace_with(&text, &types)
+        let trace = thunder_torch::parse_trace_with(&text, &types)
             .with_context(|| format!("{}", program.display()))?;
         Ok((trace, given))
     }

@@ -369,3 +369,39 @@ pub fn reduce(prim: Prim, a: &Tensor, dims: &[i64], keepdim: bool) -> Result<Ten
         .collect();
     reshape(&out, kept)
 }
+
+impl From<&Tensor> for Operand {
+    fn from(t: &Tensor) -> Self {
+        Operand::Tensor(t.clone())
+    }
+}
+impl From<Tensor> for Operand {
+    fn from(t: Tensor) -> Self {
+        Operand::Tensor(t)
+    }
+}
+impl From<f64> for Operand {
+    fn from(x: f64) -> Self {
+        Operand::Float(x)
+    }
+}
+impl From<f32> for Operand {
+    fn from(x: f32) -> Self {
+        Operand::Float(x as f64)
+    }
+}
+impl From<i64> for Operand {
+    fn from(x: i64) -> Self {
+        Operand::Int(x)
+    }
+}
+impl From<i32> for Operand {
+    fn from(x: i32) -> Self {
+        Operand::Int(x as i64)
+    }
+}
+impl From<bool> for Operand {
+    fn from(x: bool) -> Self {
+        Operand::Bool(x)
+    }
+}

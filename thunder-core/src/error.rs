@@ -91,7 +91,7 @@ pub enum Error {
     Call {
         line: usize,
         column: usize,
-        error: Box<crate::ltorch::CallError>,
+        error: Box<crate::ir::CallError>,
     },
 
     #[error("input `{name}`: {message}")]
@@ -201,9 +201,22 @@ impl Error {
     }
 }
 
+/// Returns an op error: `bail_op!("ltorch.foo", "what went wrong {x}")`.
+#[macro_export]
 macro_rules! bail_op {
     ($op:expr, $($fmt:tt)*) => {
         return Err($crate::error::Error::op($op, format!($($fmt)*)))
     };
 }
-pub(crate) use bail_op;
+pub use crate::bail_op;
+
+impl From<thunder_cuda_runtime::CudaError> for Error {
+    fn from(e: thunder_cuda_runtime::CudaError) -> Self {
+        use thunder_cuda_runtime::CudaError;
+        match e {
+            CudaError::NoCudaDriver { reason } => Error::NoCudaDriver { reason },
+            CudaError::Cuda { call, message } => Error::Cuda { call, message },
+            CudaError::Usage(message) => Error::Usage(message),
+        }
+    }
+}

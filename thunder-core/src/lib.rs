@@ -6,19 +6,19 @@
 
 pub mod autograd;
 pub mod clang;
-pub mod cuda;
+/// The host's CUDA runtime (its own crate, `thunder-cuda-runtime`).
+pub use thunder_cuda_runtime as cuda;
 pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod host;
 pub mod ir;
 pub mod jit;
-pub mod ltorch;
-pub mod optim;
 pub mod passes;
 pub mod prims;
 pub mod runtime;
 pub mod tensor;
+mod tensor_ops;
 pub mod text;
 pub mod trace_ctx;
 

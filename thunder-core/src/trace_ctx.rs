@@ -194,7 +194,7 @@ pub fn bind(sym: &'static Symbol, args: Vec<Arg>) -> Result<Vec<Tensor>> {
             bind_leaf(sym, args, out_types)
         }
         SymbolKind::Composite(decompose) => bind_decomposed(sym, args, |args| {
-            decompose(&crate::ltorch::CallArgs { op: sym.id, args })
+            decompose(&crate::ir::CallArgs { op: sym.id, args })
         }),
         SymbolKind::Custom(op) => {
             let out_types = with_builder(|b| {
@@ -371,7 +371,7 @@ pub(crate) fn scope_len() -> Result<usize> {
 }
 
 /// A proxy for a value of the trace being built.
-pub(crate) fn tensor_of(v: Value) -> Result<Tensor> {
+pub fn tensor_of(v: Value) -> Result<Tensor> {
     with_builder(|b| Ok(Tensor::new(v, Arc::new(b.ty(v)?.clone()))))
 }
 

@@ -3,7 +3,8 @@
 //!
 //! cargo run --release -p thunder-onnx --example onnx_bench -- MODEL.onnx REPS NAME=FILE.npy...
 //! Plugins come from THUNDER_CONFIG / ./plugins.toml, as for `thunder run`; RAYON_NUM_THREADS
-//! sets the CPU executors' threads.
+//! sets the CPU executors' threads; ONNX_BENCH_DEVICE=cuda:0 runs on a GPU (inputs are copied
+//! there on every call, as a caller holding host arrays would; outputs stay there).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -27,7 +28,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = OnnxModel::load(Path::new(model_path))?;
     let load = t0.elapsed();
     let host = Arc::new(thunder_core::PluginHost::from_env()?);
-    let session = OnnxSession::new(model, host);
+    let device = match std::env::var("ONNX_BENCH_DEVICE") {
+        Ok(d) => thunder_core::Device::parse(&d)
+            .ok_or_else(|| format!("ONNX_BENCH_DEVICE={d}: expected cpu or cuda:N"))?,
+        Err(_) => thunder_core::Device::Cpu,
+    };
+    let session = OnnxSession::new(model, host).with_device(device);
     let t1 = Instant::now();
     let outputs = session.run_named(named.clone())?;
     let first = t1.elapsed() + load;
@@ -48,7 +54,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .chars()
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
                 .collect();
-            thunder_core::runtime::npy::write_npy(&Path::new(&dir).join(format!("{safe}.npy")), a)?;
+            thunder_core::runtime::npy::write_npy(
+                &Path::new(&dir).join(format!("{safe}.npy")),
+                &a.to(thunder_core::Device::Cpu)?,
+            )?;
         }
     }
     println!(

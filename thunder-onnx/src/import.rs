@@ -128,7 +128,7 @@ fn run_graph(model: &OnnxModel, inputs: &[Tensor], weights: &mut Weights) -> Res
                     Some(t) => t.clone(),
                     None => {
                         weights.missing.push((c.name.clone(), c.array.clone()));
-                        thunder_core::ltorch::zeros(
+                        thunder_torch::zeros(
                             c.array.shape(),
                             thunder_core::Device::Cpu,
                             c.array.dtype(),

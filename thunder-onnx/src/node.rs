@@ -8,7 +8,8 @@ use crate::value::{Const, HostArr, Val};
 use std::collections::HashMap;
 use std::sync::Arc;
 use thunder_core::clang::Operand;
-use thunder_core::{ltorch, Array, DType, Device, Tensor};
+use thunder_core::{Array, DType, Device, Tensor};
+use thunder_torch as ltorch;
 
 /// State shared by every node of one import: the weight inputs declared for this trace and
 /// the constants found missing (declared on the next attempt).

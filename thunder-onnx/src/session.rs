@@ -33,6 +33,9 @@ pub struct Specialization {
 pub struct OnnxSession {
     model: OnnxModel,
     host: Arc<PluginHost>,
+    /// Where the program runs: weights are copied there once per specialisation, inputs on
+    /// each call; outputs stay there.
+    device: Device,
     cache: RwLock<Vec<Arc<Specialization>>>,
     last: Mutex<Option<Arc<Specialization>>>,
 }
@@ -42,9 +45,21 @@ impl OnnxSession {
         OnnxSession {
             model,
             host,
+            device: Device::Cpu,
             cache: RwLock::new(Vec::new()),
             last: Mutex::new(None),
         }
+    }
+
+    /// The same session running on `device` (`cuda:0`): the graph is imported as on the CPU
+    /// (constant folding reads host arrays), then the trace and its weights move there.
+    pub fn with_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
     }
 
     pub fn model(&self) -> &OnnxModel {
@@ -119,7 +134,15 @@ impl OnnxSession {
         }
         self.check_inputs(types)?;
         let t0 = Instant::now();
-        let imported = import(&self.model, types)?;
+        let mut imported = import(&self.model, types)?;
+        if self.device != Device::Cpu {
+            imported.trace = imported.trace.on_device(self.device);
+            imported.weights = imported
+                .weights
+                .iter()
+                .map(|w| w.to(self.device).map(Arc::new))
+                .collect::<thunder_core::Result<Vec<_>>>()?;
+        }
         let translate = t0.elapsed();
         let t1 = Instant::now();
         let (traces, program) = compile_trace(&self.host, imported.trace.clone())?;
@@ -146,15 +169,18 @@ impl OnnxSession {
         Ok(s)
     }
 
-    /// Runs the model on the graph's inputs, in the graph's order; outputs in the graph's
-    /// output order.
+    /// Runs the model on the graph's inputs, in the graph's order (on any device: they are
+    /// copied to the session's); outputs in the graph's output order, on the session's device.
     pub fn run(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         let types: Vec<TensorType> = inputs
             .iter()
             .map(|a| TensorType::new(a.shape().to_vec(), a.dtype(), Device::Cpu))
             .collect();
         let s = self.specialize(&types)?;
-        let mut all: Vec<Array> = inputs.to_vec();
+        let mut all: Vec<Array> = inputs
+            .iter()
+            .map(|a| a.to(self.device))
+            .collect::<thunder_core::Result<Vec<_>>>()?;
         all.extend(s.imported.weights.iter().map(|w| (**w).clone()));
         let out = s.program.run(&all)?;
         if let Ok(mut last) = self.last.lock() {

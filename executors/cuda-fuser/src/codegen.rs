@@ -13,16 +13,14 @@
 //!   enough) or the threads of one column of a 2-D tile (column reductions such as a bias
 //!   gradient, sums over transposed inputs); see `reduce_layout`.
 
-use crate::plan::{contiguous_strides, Fold, Kernel, Level, NodeId, NodeKind, Operand};
-use crate::reduce_layout::{self, Team};
-use std::collections::HashSet;
+use crate::plan::{contiguous_strides, Kernel, Level, NodeId, NodeKind, Operand};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use thunder_abi::prims::CudaSpelling;
 use thunder_abi::DTypeCode;
 
 use crate::c_types::{
-    convert, ctype, float_literal, in_bounds, is_double, literal, load_expr, rounded, storage,
-    store_expr,
+    convert, ctype, in_bounds, is_double, literal, load_expr, rounded, storage, store_expr,
 };
 
 /// How a kernel is launched; the grid size is picked at run time from the device.
@@ -32,6 +30,18 @@ pub enum Launch {
     Pointwise { numel: u64, vec: u32, block: u32 },
     /// One block of `block` threads per row.
     BlockPerRow { rows: u64, block: u32 },
+    /// `splits` blocks of `block` threads per row, which combine their partials through a
+    /// device scratch buffer of `scratch` bytes (the kernel's last parameter) whose `rows`
+    /// 4-byte counters from byte `counters` on must be zero at launch.
+    SplitRows {
+        rows: u64,
+        block: u32,
+        splits: u32,
+        scratch: u64,
+        counters: u64,
+    },
+    /// Blocks of 32 x 8 threads over `tiles` 32 x 32 tiles of a transposing pointwise kernel.
+    Tiles { tiles: u64, block: u32 },
     /// Blocks of `block = tile * team` threads, each over `tile` consecutive rows with
     /// `team` threads per row.
     ColumnTiles { rows: u64, tile: u32, block: u32 },
@@ -84,7 +94,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
 "#;
 
 /// The C type a value of `dtype` is computed in.
-fn device_functions(k: &Kernel) -> String {
+pub(crate) fn device_functions(k: &Kernel) -> String {
     let mut sources: Vec<&str> = Vec::new();
     for n in &k.nodes {
         if let NodeKind::Unary(m, _) | NodeKind::Binary(m, _, _) = &n.kind {
@@ -99,20 +109,25 @@ fn device_functions(k: &Kernel) -> String {
 }
 
 /// Whether the element's full-level coordinates `i_d` are all in `[lo_d, hi_d)`.
-struct Emitter<'k> {
-    k: &'k Kernel,
-    out: String,
+pub(crate) struct Emitter<'k> {
+    pub(crate) k: &'k Kernel,
+    pub(crate) out: String,
     /// Nodes already defined in the current scope (row scope, or one loop body).
-    defined: HashSet<NodeId>,
+    pub(crate) defined: HashSet<NodeId>,
     /// Row-level nodes defined in the row scope (visible in every loop).
-    row_defined: HashSet<NodeId>,
+    pub(crate) row_defined: HashSet<NodeId>,
     /// How to read a contiguous full-level input at the current element, when vectorized.
-    vector_inputs: bool,
-    indent: usize,
+    pub(crate) vector_inputs: bool,
+    /// Loads read 16 bytes at a time at the top of a row kernel's vector loop: the element
+    /// expression of each (`e_n<node>[j]`).
+    pub(crate) vector_nodes: HashMap<NodeId, String>,
+    /// Row-cached vector loads already read from memory in an earlier pass of this row.
+    pub(crate) cache_loaded: HashSet<NodeId>,
+    pub(crate) indent: usize,
 }
 
 impl Emitter<'_> {
-    fn line(&mut self, text: &str) {
+    pub(crate) fn line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.out.push_str("  ");
         }
@@ -120,7 +135,7 @@ impl Emitter<'_> {
         self.out.push('\n');
     }
 
-    fn name(n: NodeId) -> String {
+    pub(crate) fn name(n: NodeId) -> String {
         format!("v{n}")
     }
 
@@ -142,7 +157,7 @@ impl Emitter<'_> {
     }
 
     /// Offset expression of a load at the current element.
-    fn offset(&self, level: Level, base: i64, strides: &[i64]) -> String {
+    pub(crate) fn offset(&self, level: Level, base: i64, strides: &[i64]) -> String {
         let dims: Vec<usize> = match level {
             Level::Full => (0..self.k.full_shape.len()).collect(),
             Level::Row => (0..self.k.full_shape.len())
@@ -172,7 +187,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn define(&mut self, n: NodeId) {
+    pub(crate) fn define(&mut self, n: NodeId) {
         if self.defined.contains(&n) || self.row_defined.contains(&n) {
             return;
         }
@@ -200,6 +215,12 @@ impl Emitter<'_> {
                 guard: None,
             } => {
                 let d = self.k.inputs[*input].dtype;
+                if let Some(x) = self.vector_nodes.get(&n) {
+                    let e = load_expr(d, x);
+                    self.line(&format!("const {ty} {} = {e};", Self::name(n)));
+                    self.defined.insert(n);
+                    return;
+                }
                 let contiguous =
                     *base == 0 && *strides == contiguous_strides(&self.k.level_shape(node.level));
                 if self.vector_inputs && contiguous && node.level == Level::Full {
@@ -273,7 +294,7 @@ impl Emitter<'_> {
     }
 }
 
-fn signature(k: &Kernel, name: &str, block: u32) -> String {
+pub(crate) fn signature(k: &Kernel, name: &str, block: u32, scratch: bool) -> String {
     let mut params = Vec::new();
     for (i, input) in k.inputs.iter().enumerate() {
         params.push(format!(
@@ -287,6 +308,9 @@ fn signature(k: &Kernel, name: &str, block: u32) -> String {
             storage(k.nodes[o.node].dtype)
         ));
     }
+    if scratch {
+        params.push("unsigned char* __restrict__ split_scratch".into());
+    }
     format!(
         "extern \"C\" __global__ void __launch_bounds__({block}) {name}({})",
         params.join(", ")
@@ -294,7 +318,7 @@ fn signature(k: &Kernel, name: &str, block: u32) -> String {
 }
 
 /// Coordinates `i<d>` of `dims` (row-major over their sizes) from the linear index `var`.
-fn coordinates(k: &Kernel, dims: &[usize], var: &str) -> Vec<String> {
+pub(crate) fn coordinates(k: &Kernel, dims: &[usize], var: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut div = 1i64;
     for &d in dims.iter().rev() {
@@ -326,7 +350,7 @@ fn vector_width(k: &Kernel) -> u32 {
     (16 / widest.max(1)) as u32
 }
 
-fn raw_type(bytes: usize) -> &'static str {
+pub(crate) fn raw_type(bytes: usize) -> &'static str {
     match bytes {
         16 => "uint4",
         8 => "uint2",
@@ -340,11 +364,11 @@ pub fn generate(k: &Kernel, name: &str) -> Generated {
     if k.reduced.is_empty() {
         pointwise(k, name)
     } else {
-        rows(k, name)
+        crate::row_kernel::rows(k, name)
     }
 }
 
-fn header(k: &Kernel) -> String {
+pub(crate) fn header(k: &Kernel) -> String {
     let shape: Vec<String> = k.full_shape.iter().map(i64::to_string).collect();
     let mut h = format!("// thunder cuda-fuser kernel over [{}]", shape.join(", "));
     if !k.reduced.is_empty() {
@@ -355,6 +379,9 @@ fn header(k: &Kernel) -> String {
 }
 
 fn pointwise(k: &Kernel, name: &str) -> Generated {
+    if let Some(t) = crate::tiled::plan(k) {
+        return crate::tiled::generate(k, name, &t);
+    }
     const BLOCK: u32 = 256;
     let numel: i64 = k.full_shape.iter().map(|&d| d.max(0)).product();
     let vec = vector_width(k);
@@ -396,12 +423,14 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
         defined: HashSet::new(),
         row_defined: HashSet::new(),
         vector_inputs: true,
+        vector_nodes: HashMap::new(),
+        cache_loaded: HashSet::new(),
         indent: 0,
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     em.out.push_str(&device_functions(k));
-    em.line(&format!("{} {{", signature(k, name, BLOCK)));
+    em.line(&format!("{} {{", signature(k, name, BLOCK, false)));
     em.indent = 1;
     em.line(&format!("const i64_t n = {numel}LL;"));
     em.line("const i64_t step = (i64_t)gridDim.x * blockDim.x;");
@@ -479,265 +508,16 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     }
 }
 
-/// Reductions of one loop: a reduction's depth is one more than the deepest reduction its
-/// input reads, so independent reductions (a sum and a sum of squares) share a pass.
-fn reduction_depths(k: &Kernel) -> Vec<usize> {
-    let mut depth = vec![0usize; k.nodes.len()];
-    for (i, n) in k.nodes.iter().enumerate() {
-        let deps: Vec<NodeId> = match &n.kind {
-            NodeKind::Load { .. } | NodeKind::Iota { .. } | NodeKind::InBounds(_) => vec![],
-            NodeKind::Unary(_, a) | NodeKind::Convert(a) => node_of(a).into_iter().collect(),
-            NodeKind::Binary(_, a, b) => node_of(a).into_iter().chain(node_of(b)).collect(),
-            NodeKind::Where(p, a, b) => node_of(p)
-                .into_iter()
-                .chain(node_of(a))
-                .chain(node_of(b))
-                .collect(),
-            NodeKind::Reduce { input, .. } => vec![*input],
-        };
-        let d = deps.iter().map(|&x| depth[x]).max().unwrap_or(0);
-        depth[i] = if matches!(n.kind, NodeKind::Reduce { .. }) {
-            d + 1
-        } else {
-            d
-        };
-    }
-    depth
-}
-
-fn node_of(o: &Operand) -> Option<NodeId> {
-    match o {
-        Operand::Node(n) => Some(*n),
-        Operand::Literal(_) => None,
-    }
-}
-
-/// The accumulator's start value and the block-reduce functor of a reduction prim.
-fn reduction_identity(fold: Fold, double: bool) -> (String, &'static str) {
-    match fold {
-        Fold::Max => (
-            format!("-{}", float_literal(f64::INFINITY, double)),
-            "MaxOp()",
-        ),
-        Fold::Min => (float_literal(f64::INFINITY, double), "MinOp()"),
-        Fold::Sum => (float_literal(0.0, double), "SumOp()"),
-    }
-}
-
-/// The kernel's outputs at `level`, as (parameter index, node).
-fn outputs_at(k: &Kernel, level: Level) -> Vec<(usize, NodeId)> {
-    k.outputs
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| k.nodes[o.node].level == level)
-        .map(|(i, o)| (i, o.node))
-        .collect()
-}
-
-/// Opens the loop over a row's elements and defines its coordinates and flat index `e`.
-fn open_column_loop(em: &mut Emitter, full_strides: &[i64], unroll: bool) {
-    if unroll {
-        // Several elements' loads in flight per thread.
-        em.line("#pragma unroll 4");
-    }
-    em.line("for (i64_t c = lane; c < cols; c += team) {");
-    em.indent += 1;
-    for l in coordinates(em.k, &em.k.reduced, "c") {
-        em.line(&l);
-    }
-    let e = em.offset(Level::Full, 0, full_strides);
-    em.line(&format!("const i64_t e = {e};"));
-    em.defined.clear();
-}
-
 /// Defines each output node and stores it: `out{i}[{index}] = ...` (or into a staging array).
-fn store_outputs(em: &mut Emitter, outputs: &[(usize, NodeId)], dest: impl Fn(usize) -> String) {
+pub(crate) fn store_outputs(
+    em: &mut Emitter,
+    outputs: &[(usize, NodeId)],
+    dest: impl Fn(usize) -> String,
+) {
     for &(i, n) in outputs {
         em.define(n);
         let v = Emitter::name(n);
         let value = store_expr(em.k.nodes[n].dtype, &v);
         em.line(&format!("{} = {value};", dest(i)));
-    }
-}
-
-fn rows(k: &Kernel, name: &str) -> Generated {
-    let rows_n: i64 = k.row_shape().iter().map(|&d| d.max(0)).product();
-    let cols_n: i64 = k.reduced.iter().map(|&d| k.full_shape[d].max(0)).product();
-    let layout = reduce_layout::choose(k);
-    let (block_team, block) = match layout {
-        Team::Block { block } => (true, block),
-        Team::Columns { tile, team } => (false, tile * team),
-    };
-    let kept: Vec<usize> = (0..k.full_shape.len())
-        .filter(|d| !k.reduced.contains(d))
-        .collect();
-    let depths = reduction_depths(k);
-    let max_depth = k.reductions.iter().map(|&r| depths[r]).max().unwrap_or(0);
-    let full_strides = contiguous_strides(&k.full_shape);
-    let mut em = Emitter {
-        k,
-        out: String::new(),
-        defined: HashSet::new(),
-        row_defined: HashSet::new(),
-        vector_inputs: false,
-        indent: 0,
-    };
-    em.out.push_str(&header(k));
-    em.out.push_str(PRELUDE);
-    if !block_team {
-        em.out.push_str(reduce_layout::TEAM_REDUCE);
-    }
-    em.out.push_str(&device_functions(k));
-    em.line(&format!("{} {{", signature(k, name, block)));
-    em.indent = 1;
-    em.line(&format!(
-        "const i64_t rows = {rows_n}LL, cols = {cols_n}LL;"
-    ));
-    if block_team {
-        em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
-        em.line("for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {");
-    } else if let Team::Columns { tile, team } = layout {
-        // Every thread of the block runs every tile (team_reduce synchronizes the block): a
-        // thread past the last row computes the last row again and stores nothing.
-        em.line(&format!(
-            "const i64_t lane = threadIdx.x / {tile}, team = {team};"
-        ));
-        em.line(&format!(
-            "for (i64_t r0 = (i64_t)blockIdx.x * {tile}; r0 < rows; r0 += (i64_t)gridDim.x * {tile}) {{"
-        ));
-        em.indent = 2;
-        em.line(&format!(
-            "const bool live = r0 + threadIdx.x % {tile} < rows;"
-        ));
-        em.line(&format!(
-            "const i64_t r = live ? r0 + threadIdx.x % {tile} : rows - 1;"
-        ));
-    }
-    em.indent = 2;
-    for l in coordinates(k, &kept, "r") {
-        em.line(&l);
-    }
-    // Row values that need no reduction.
-    let emit_ready_rows = |em: &mut Emitter, done_depth: usize| {
-        for (i, n) in k.nodes.iter().enumerate() {
-            if n.level == Level::Row
-                && !matches!(n.kind, NodeKind::Reduce { .. })
-                && depths[i] <= done_depth
-                && !em.row_defined.contains(&i)
-            {
-                em.defined.clear();
-                em.define(i);
-                em.row_defined.extend(em.defined.drain());
-            }
-        }
-    };
-    emit_ready_rows(&mut em, 0);
-    for depth in 1..=max_depth {
-        let stage: Vec<NodeId> = k
-            .reductions
-            .iter()
-            .copied()
-            .filter(|&r| depths[r] == depth)
-            .collect();
-        for &r in &stage {
-            let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
-                continue;
-            };
-            let acc_ty = ctype(k.nodes[*input].dtype);
-            let (identity, _) = reduction_identity(*fold, acc_ty == "double");
-            em.line(&format!("{acc_ty} acc{r} = {identity};"));
-        }
-        open_column_loop(&mut em, &full_strides, !block_team);
-        for &r in &stage {
-            let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
-                continue;
-            };
-            em.define(*input);
-            let v = Emitter::name(*input);
-            match fold {
-                Fold::Max => em.line(&format!("acc{r} = nan_max(acc{r}, {v});")),
-                Fold::Min => em.line(&format!("acc{r} = nan_min(acc{r}, {v});")),
-                Fold::Sum => em.line(&format!("acc{r} += {v};")),
-            }
-        }
-        em.indent = 2;
-        em.line("}");
-        for &r in &stage {
-            let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
-                continue;
-            };
-            let acc_ty = ctype(k.nodes[*input].dtype);
-            let (identity, op) = reduction_identity(*fold, acc_ty == "double");
-            match layout {
-                Team::Block { .. } => em.line(&format!(
-                    "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
-                )),
-                Team::Columns { tile, team } if team > 1 => em.line(&format!(
-                    "acc{r} = team_reduce<{acc_ty}, {tile}, {team}>(acc{r}, {op});"
-                )),
-                Team::Columns { .. } => {}
-            }
-            let dtype = k.nodes[r].dtype;
-            em.line(&format!(
-                "const {} {} = {};",
-                ctype(dtype),
-                Emitter::name(r),
-                rounded(
-                    dtype,
-                    convert(k.nodes[*input].dtype, dtype, &format!("acc{r}"))
-                )
-            ));
-            em.row_defined.insert(r);
-        }
-        emit_ready_rows(&mut em, depth);
-    }
-    // Full outputs: one more pass over the row.
-    let full_outputs = outputs_at(k, Level::Full);
-    if !full_outputs.is_empty() {
-        if !block_team {
-            em.line("if (live) {");
-            em.indent = 3;
-        }
-        let depth = em.indent;
-        open_column_loop(&mut em, &full_strides, false);
-        store_outputs(&mut em, &full_outputs, |i| format!("out{i}[e]"));
-        em.indent = depth;
-        em.line("}");
-        if !block_team {
-            em.indent = 2;
-            em.line("}");
-        }
-    }
-    let row_outputs = outputs_at(k, Level::Row);
-    if !row_outputs.is_empty() {
-        em.line(if block_team {
-            "if (lane == 0) {"
-        } else {
-            "if (lane == 0 && live) {"
-        });
-        em.indent = 3;
-        // Row values are defined already: this only stores them.
-        store_outputs(&mut em, &row_outputs, |i| format!("out{i}[r]"));
-        em.indent = 2;
-        em.line("}");
-    }
-    em.indent = 1;
-    em.line("}");
-    em.indent = 0;
-    em.line("}");
-    Generated {
-        name: name.to_string(),
-        source: em.out,
-        launch: match layout {
-            Team::Block { block } => Launch::BlockPerRow {
-                rows: rows_n as u64,
-                block,
-            },
-            Team::Columns { tile, .. } => Launch::ColumnTiles {
-                rows: rows_n as u64,
-                tile,
-                block,
-            },
-        },
     }
 }

@@ -36,6 +36,16 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
             (items.div_ceil(u64::from(block)).clamp(1, cap) as u32, block)
         }
         Launch::BlockPerRow { rows, block } => (rows.clamp(1, cap) as u32, block),
+        Launch::Tiles { tiles, block } => (tiles.clamp(1, cap) as u32, block),
+        Launch::SplitRows {
+            rows,
+            block,
+            splits,
+            ..
+        } => (
+            rows.saturating_mul(u64::from(splits)).clamp(1, cap) as u32,
+            block,
+        ),
         Launch::ColumnTiles { rows, tile, block } => (
             rows.div_ceil(u64::from(tile.max(1))).clamp(1, cap) as u32,
             block,
@@ -46,7 +56,10 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
 fn has_work(launch: Launch) -> bool {
     match launch {
         Launch::Pointwise { numel, .. } => numel > 0,
-        Launch::BlockPerRow { rows, .. } | Launch::ColumnTiles { rows, .. } => rows > 0,
+        Launch::BlockPerRow { rows, .. }
+        | Launch::ColumnTiles { rows, .. }
+        | Launch::SplitRows { rows, .. } => rows > 0,
+        Launch::Tiles { tiles, .. } => tiles > 0,
     }
 }
 
@@ -160,6 +173,31 @@ impl thunder_abi::export::CompiledRegion for FusedRegion {
                     PluginError::internal(format!("cuda-fuser: t{v} has no buffer"))
                 })?);
             }
+            if let Launch::SplitRows {
+                scratch: bytes,
+                counters,
+                ..
+            } = k.generated.launch
+            {
+                // The partials and the row counters, which must start at zero.
+                let p = scratch.alloc(bytes as usize)?;
+                // SAFETY: `p` holds `bytes` bytes and the counters end at its end.
+                unsafe {
+                    cudarc::driver::result::memset_d8_async(
+                        p + counters,
+                        0,
+                        (bytes - counters) as usize,
+                        ctx.stream as cudarc::driver::sys::CUstream,
+                    )
+                }
+                .map_err(|e| {
+                    PluginError::internal(format!(
+                        "cuda-fuser: {}: clearing the split counters: {e:?}",
+                        k.generated.name
+                    ))
+                })?;
+                args.push(p);
+            }
             if has_work(k.generated.launch) {
                 let (g, b) = grid(k.generated.launch, self.sm_count);
                 device::launch(k.function, g, b, ctx.stream, &args).map_err(|e| {
@@ -211,6 +249,14 @@ mod tests {
             block: 1024,
         };
         assert_eq!(grid(l, 132), (63, 1024));
+        let l = Launch::SplitRows {
+            rows: 2,
+            block: 1024,
+            splits: 384,
+            scratch: 2 * 384 * 8 + 8,
+            counters: 2 * 384 * 8,
+        };
+        assert_eq!(grid(l, 132), (768, 1024));
         assert!(!has_work(Launch::Pointwise {
             numel: 0,
             vec: 4,

@@ -10,7 +10,9 @@
 //!   reason and claims nothing.
 //!
 //! Options (plugins.toml): `cache_dir = "path"` (default `~/.cache/thunder/cuda-fuser`),
-//! `disk_cache = false` to keep kernels in memory only.
+//! `disk_cache = false` to keep kernels in memory only, `dump_dir = "path"` to write each
+//! generated kernel's source (with its launch as a first comment line) there as
+//! `<kernel>-<key>.cu`, for reading what a region became on the device.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 mod c_types;
@@ -19,7 +21,10 @@ mod compiled;
 pub mod emulate;
 pub mod plan;
 mod reduce_layout;
+mod row_kernel;
+mod row_vector;
 pub mod support;
+mod tiled;
 
 // The driver/NVRTC helpers live in `thunder-cuda-common`, shared with `cuda-kernels`.
 use thunder_cuda_common::device;
@@ -58,6 +63,7 @@ pub struct CudaFuser {
     services: HostServices,
     log: HostLogger,
     compiler: nvrtc::Compiler,
+    dump_dir: Option<PathBuf>,
 }
 
 impl CudaFuser {
@@ -66,9 +72,9 @@ impl CudaFuser {
         options: &[(String, OptionValue)],
     ) -> Result<Self, PluginError> {
         for (key, _) in options {
-            if key != "cache_dir" && key != "disk_cache" {
+            if key != "cache_dir" && key != "disk_cache" && key != "dump_dir" {
                 return Err(PluginError::invalid(format!(
-                    "{NAME}: unknown option `{key}` (expected cache_dir or disk_cache)"
+                    "{NAME}: unknown option `{key}` (expected cache_dir, disk_cache or dump_dir)"
                 )));
             }
         }
@@ -82,6 +88,15 @@ impl CudaFuser {
             }
         };
         let disk = option_bool(options, "disk_cache")?.unwrap_or(true);
+        let dump_dir = match options.iter().find(|(k, _)| k == "dump_dir") {
+            None => None,
+            Some((_, OptionValue::Str(s))) => Some(PathBuf::from(s.as_str())),
+            Some((_, other)) => {
+                return Err(PluginError::invalid(format!(
+                    "{NAME}: option `dump_dir`: expected a path string, got {other:?}"
+                )))
+            }
+        };
         Ok(CudaFuser {
             services,
             log: HostLogger {
@@ -89,6 +104,7 @@ impl CudaFuser {
                 plugin: NAME,
             },
             compiler: nvrtc::Compiler::new(if disk { cache_dir } else { None }),
+            dump_dir,
         })
     }
 
@@ -154,6 +170,18 @@ impl Executor for CudaFuser {
                 LogLevel::Debug,
                 &format!("{}: {:?} ({})", generated.name, origin, key.0),
             );
+            if let Some(dir) = &self.dump_dir {
+                let path = dir.join(format!("{}-{}.cu", generated.name, key.0));
+                let text = format!("// launch: {:?}\n{}", generated.launch, generated.source);
+                if let Err(e) =
+                    std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text))
+                {
+                    self.log.log(
+                        LogLevel::Warn,
+                        &format!("{NAME}: dump_dir: {}: {e}", path.display()),
+                    );
+                }
+            }
             let function = device::load(&image, &generated.name).map_err(PluginError::internal)?;
             for v in k
                 .inputs

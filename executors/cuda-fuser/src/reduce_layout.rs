@@ -4,6 +4,14 @@
 //! - **Block per row**: the reduced dims are trailing and long, and the inputs are laid out
 //!   along them (layer_norm, softmax): a block walks one row, consecutive threads reading
 //!   consecutive elements, and `block_reduce` combines the threads' partials.
+//! - **Split rows**: a block-per-row reduction with few rows and long ones (a loss's `mean`
+//!   over all 6.3M elements of a GPT-2 activation: one row) would leave all but a few SMs
+//!   idle (one block of 1024 threads took 3.7 ms on an H100). Such a row is shared by
+//!   [`splits`] blocks: each reduces its share and writes a partial to a scratch buffer, and
+//!   the last block of the row to finish (an atomic counter per row) combines the partials in
+//!   a fixed order and finishes the row, so results stay deterministic. Only single-stage
+//!   kernels with no full-level outputs are split (a multi-stage row such as softmax would
+//!   need a grid-wide barrier between its stages).
 //! - **Column tiles**: everything else, above all reductions over a *leading* dim such as a
 //!   bias gradient (sum over the 8192 rows of `[8192, 3072]`) and sums over a transposed
 //!   input. A block of `tile x team` threads owns `tile` consecutive rows (so a warp reads
@@ -31,6 +39,24 @@ const MAX_BLOCK: u32 = 1024;
 /// Column-tile blocks the planner aims for before it narrows the tile (about one per SM of
 /// a large GPU; the grid is capped at run time).
 const TARGET_BLOCKS: i64 = 128;
+
+/// Blocks a split reduction runs at most, over all its rows.
+const MAX_SPLIT_BLOCKS: i64 = 1024;
+/// Rows above which a reduction is never split (there are blocks enough already).
+const MAX_SPLIT_ROWS: i64 = 64;
+/// Elements a block of a split row reduces at least, per thread.
+const SPLIT_ELEMENTS_PER_THREAD: i64 = 16;
+
+/// How many blocks share each row of a block-per-row reduction of `rows` rows of `cols`
+/// elements with `block` threads a block (1: not split).
+pub fn splits(rows: i64, cols: i64, block: u32) -> u32 {
+    if rows <= 0 || rows > MAX_SPLIT_ROWS {
+        return 1;
+    }
+    let per_block = i64::from(block) * SPLIT_ELEMENTS_PER_THREAD;
+    let s = (cols / per_block).min(MAX_SPLIT_BLOCKS / rows).max(1);
+    u32::try_from(s).unwrap_or(1)
+}
 
 fn block_size(cols: i64) -> u32 {
     match cols {
@@ -188,6 +214,20 @@ mod tests {
         // sum(x.T, 1) for x of [8192, 3072]: F = [3072, 8192], read with strides [1, 3072].
         let k = sum_kernel(&[3072, 8192], &[1], &[1, 3072]);
         assert_eq!(choose(&k), Team::Columns { tile: 16, team: 64 });
+    }
+
+    #[test]
+    fn few_long_rows_are_split_between_blocks() {
+        // mean over a [8, 1024, 768] activation: one row of 6.3M elements.
+        assert_eq!(splits(1, 8 * 1024 * 768, 1024), 384);
+        // Capped at MAX_SPLIT_BLOCKS blocks in all.
+        assert_eq!(splits(1, 1 << 30, 1024), 1024);
+        assert_eq!(splits(64, 1 << 24, 1024), 16);
+        // Many rows, short rows, empty shapes: one block per row.
+        assert_eq!(splits(8192, 768, 256), 1);
+        assert_eq!(splits(1, 768, 256), 1);
+        assert_eq!(splits(1, 0, 256), 1);
+        assert_eq!(splits(0, 1 << 24, 1024), 1);
     }
 
     #[test]

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use thunder_core::host::view::trace_view;
 use thunder_core::host::Config;
 use thunder_core::ir::BoundSymbol;
-use thunder_core::text::parse_trace;
 use thunder_core::{Array, Device, PluginHost};
 use thunder_cuda_fuser::{emulate, plan, support};
+use thunder_torch::parse_trace;
 
 fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
     if b.subsymbols.is_empty() {

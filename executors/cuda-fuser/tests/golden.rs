@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use thunder_abi::TraceView;
 use thunder_core::host::view::trace_view;
 use thunder_core::ir::BoundSymbol;
-use thunder_core::text::parse_trace;
 use thunder_cuda_fuser::{codegen, plan, support};
+use thunder_torch::parse_trace;
 
 fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
     if b.subsymbols.is_empty() {
@@ -110,6 +110,11 @@ fn bf16_layer_norm_is_one_kernel_computed_in_f32() {
     assert_eq!(kernels.len(), 1, "{text}");
     assert!(text.contains("bf16_to_f32("), "{text}");
     assert!(text.contains("f32_to_bf16("), "{text}");
+    // 16-byte loads, a block of 96 threads (768 / 8), and the row read from memory once:
+    // the mean and variance passes take it from registers.
+    assert!(text.contains("__launch_bounds__(96)"), "{text}");
+    assert_eq!(text.matches("cache_n0[it] = r_n0;").count(), 1, "{text}");
+    assert_eq!(text.matches("= cache_n0[it];").count(), 2, "{text}");
     check_golden("layer_norm_bf16", &text);
 }
 
@@ -287,4 +292,78 @@ fn digamma_brings_its_device_function() {
     );
     assert!(text.contains("thunder_digammaf("), "{text}");
     check_golden("digamma", &text);
+}
+
+const LOSS_MEAN_BF16: &str = r#"def computation(y, r):
+  # y: "cuda:0 bf16[8, 1024, 768]"
+  # r: "cuda:0 bf16[8, 1024, 768]"
+  t0 = ltorch.mul(y, r)
+  t1 = ltorch.mean(t0)
+  return (t1,)
+"#;
+
+#[test]
+fn a_loss_mean_over_one_long_row_is_split_between_blocks() {
+    let (kernels, text) = generate(LOSS_MEAN_BF16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    let rows = 8 * 1024 * 768 / (1024 * 16);
+    assert_eq!(
+        codegen::generate(&kernels[0], "k").launch,
+        codegen::Launch::SplitRows {
+            rows: 1,
+            block: 1024,
+            splits: rows,
+            scratch: 8 * u64::from(rows) + 4,
+            counters: 8 * u64::from(rows),
+        }
+    );
+    assert!(text.contains("atomicAdd("), "{text}");
+    assert!(text.contains("split_scratch"), "{text}");
+    check_golden("loss_mean_split", &text);
+}
+
+const TRANSPOSE_BF16: &str = r#"def computation(x, y):
+  # x: "cuda:0 bf16[4, 384, 256]"
+  # y: "cuda:0 bf16[4, 256, 384]"
+  t0 = prims.transpose(x, [0, 2, 1])
+  t1 = ltorch.add(t0, y)
+  return (t1,)
+"#;
+
+#[test]
+fn a_transposed_read_is_staged_through_shared_memory_tiles() {
+    let (kernels, text) = generate(TRANSPOSE_BF16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert_eq!(
+        codegen::generate(&kernels[0], "k").launch,
+        codegen::Launch::Tiles {
+            tiles: 4 * 8 * 12,
+            block: 256
+        }
+    );
+    // x is staged (read along its dim 1), y read in place along the last dim.
+    assert!(text.contains("__shared__ u16_t tile"), "{text}");
+    assert!(text.contains("in1[e]") || text.contains("in1[i0"), "{text}");
+    check_golden("transpose_tiles", &text);
+}
+
+const LOG_SOFTMAX_VOCAB_BF16: &str = r#"def computation(x):
+  # x: "cuda:0 bf16[4, 50257]"
+  t0 = ltorch.log_softmax(x, -1)
+  return (t0,)
+"#;
+
+#[test]
+fn odd_length_rows_peel_a_scalar_head_and_tail_off_vector_loops() {
+    let (kernels, text) = generate(LOG_SOFTMAX_VOCAB_BF16);
+    assert_eq!(kernels.len(), 1, "{text}");
+    // Rows of 50,257 start at every alignment: a head up to the 16-byte boundary, 8-wide
+    // vectors, then the tail, in each of the three passes.
+    assert!(
+        text.contains("const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL"),
+        "{text}"
+    );
+    assert_eq!(text.matches("c0 < body_end").count(), 3, "{text}");
+    assert_eq!(text.matches("c = body_end + lane").count(), 3, "{text}");
+    check_golden("log_softmax_vocab_bf16", &text);
 }

@@ -4,8 +4,8 @@
 use thunder_abi::export::Executor;
 use thunder_abi::RegionSpec;
 use thunder_core::host::view::trace_view;
-use thunder_core::text::parse_trace;
 use thunder_cuda_fuser::CudaFuser;
+use thunder_torch::parse_trace;
 
 #[test]
 fn without_a_driver_nothing_is_claimed_and_compile_says_why() {

@@ -5,8 +5,8 @@ use thunder_abi::export::Executor;
 use thunder_abi::prims::Prim;
 use thunder_abi::RegionSpec;
 use thunder_core::host::view::trace_view;
-use thunder_core::text::parse_trace;
 use thunder_cuda_kernels::{accepts, claims, plugin_info, spec, CudaKernels};
+use thunder_torch::parse_trace;
 
 const DTYPES: [&str; 10] = [
     "b8", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64",

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use thunder_abi::TraceView;
 use thunder_core::host::view::trace_view;
-use thunder_core::text::parse_trace;
 use thunder_cuda_kernels::codegen::{self, Launch, Param};
 use thunder_cuda_kernels::spec;
+use thunder_torch::parse_trace;
 
 fn view_of(text: &str) -> TraceView {
     let trace = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 use thunder_core::host::config::Config;
-use thunder_core::text::parse_trace;
 use thunder_core::{Array, DType, Device, PluginHost};
+use thunder_torch::parse_trace;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

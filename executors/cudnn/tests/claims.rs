@@ -4,9 +4,9 @@
 use thunder_abi::export::Executor;
 use thunder_abi::{DTypeCode, TraceView};
 use thunder_core::host::view::trace_view;
-use thunder_core::text::parse_trace;
 use thunder_cudnn::shape::{conv_of, Work};
 use thunder_cudnn::{claims, Cudnn};
+use thunder_torch::parse_trace;
 
 fn view(text: &str) -> TraceView {
     let t = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));

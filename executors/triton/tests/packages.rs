@@ -5,7 +5,7 @@
 use std::path::Path;
 use thunder_abi::{OpView, TraceView};
 use thunder_core::host::view::trace_view;
-use thunder_core::text::parse_trace;
+use thunder_torch::parse_trace;
 use thunder_triton::bind::{self, LaunchPlan, Param};
 use thunder_triton::package::{self, Package, ParamType};
 use thunder_triton::{check_arch, BUNDLED_DIR};

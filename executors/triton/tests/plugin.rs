@@ -6,7 +6,7 @@ use thunder_abi::export::Executor;
 use thunder_abi::{OptionValue, RegionSpec};
 use thunder_core::host::services::host_services;
 use thunder_core::host::view::trace_view;
-use thunder_core::text::parse_trace;
+use thunder_torch::parse_trace;
 use thunder_triton::Triton;
 
 #[test]

@@ -233,6 +233,8 @@ impl OpInfo {
 pub fn table() -> &'static [OpInfo] {
     static TABLE: OnceLock<Vec<OpInfo>> = OnceLock::new();
     TABLE.get_or_init(|| {
+        // Samples bind ltorch symbols by id: the library is registered before any is built.
+        thunder_torch::register();
         let mut t = prim_ops::entries();
         t.extend(ltorch_ops::entries());
         t.extend(ltorch_indexing::entries());
@@ -251,7 +253,7 @@ pub fn symbol_ids() -> Vec<&'static str> {
     thunder_core::prims::Prim::ALL
         .iter()
         .map(|p| p.id())
-        .chain(thunder_core::ltorch::symbols().iter().map(|s| s.id))
+        .chain(thunder_torch::symbols().iter().map(|s| s.id))
         .collect()
 }
 
@@ -309,6 +311,7 @@ fn bind1(id: &str, args: Vec<Arg>) -> Result<Tensor> {
 /// Traces `op` applied to `args` into a program whose inputs are the sample's tensors (views
 /// are applied in the program, in front of the op).
 pub fn build(op: &str, args: &[SArg]) -> Result<Built> {
+    thunder_torch::register();
     let sym = lookup_symbol(op).ok_or_else(|| Error::Usage(format!("unknown symbol {op}")))?;
     let tensors: Vec<(&Array, &View)> = args
         .iter()

@@ -1,4 +1,4 @@
-//! OpInfo rows for the ltorch ops (`thunder-core/src/ltorch/mod.rs`, `ltorch_table!`), in
+//! OpInfo rows for the ltorch ops (`thunder-torch/src/lib.rs`, `ltorch_table!`), in
 //! families. A row is the op's name, its dtypes, its sample generator (mostly a shared one)
 //! and its error generator.
 
@@ -6,9 +6,9 @@ use crate::families::*;
 use crate::lit::*;
 use crate::{Domain, ErrorCase, ErrorFn, Gen, OpInfo, SArg, Sample, SampleFn, Tol};
 use thunder_core::clang::Promotion;
-use thunder_core::ltorch::{prim_ops, PrimOp, PrimOpForm};
 use thunder_core::prims::{BinaryPrim, UnaryPrim};
 use thunder_core::DType;
+use thunder_torch::{prim_ops, PrimOp, PrimOpForm};
 
 pub(crate) fn s(note: &str, args: Vec<SArg>) -> Sample {
     Sample::new(note, args)
@@ -27,7 +27,7 @@ pub(crate) fn id(name: &str) -> String {
 }
 
 /// Unary ops that are not one prim: `(name, dtypes, domain, tolerance)`. The one-prim ops come
-/// from their rows (`thunder_core::ltorch::prim_ops`), see `prim_op_entries`.
+/// from their rows (`thunder_torch::prim_ops`), see `prim_op_entries`.
 const UNARY: &[(&str, &[DType], Domain, Tol)] = &[
     ("sign", ALL, Domain::Any, Tol::Default),
     ("signbit", ALL, Domain::Any, Tol::Default),

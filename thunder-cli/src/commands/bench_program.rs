@@ -1,7 +1,8 @@
 //! `thunder bench PROGRAM -i NAME=SPEC ... [--device D] [--grad] [--json]`: times one program
 //! as `trtexec` times an engine. The first call (parse, passes, claims, compile, run) is timed
 //! on its own; then warm-up calls, then timed calls (median, min, samples); then profiled
-//! calls time each region, so the report says which executor's region takes the time.
+//! calls time each region, so the report says which executor's region takes the time. An ONNX
+//! file is imported for the given inputs (parse = load + translate) and benched the same way.
 //! `docs/bench-json.md` describes the `--json` output.
 
 use crate::host_args::HostArgs;
@@ -140,6 +141,28 @@ pub fn run(
     opts: &ProgramBenchOptions,
 ) -> Result<()> {
     let device = io.device()?;
+    if super::onnx::is_onnx(program) {
+        if opts.grad {
+            anyhow::bail!(
+                "{}: --grad is not supported for ONNX models",
+                program.display()
+            );
+        }
+        let start = Instant::now();
+        let b = super::onnx::prepare_bench(args, program, io)?;
+        let (spec, arrays) = (b.spec, b.arrays);
+        let report = forward_report(
+            start,
+            b.load_and_translate,
+            spec.timings.compile.as_secs_f64(),
+            &spec.traces.execution,
+            |a| spec.program.run(a),
+            |a| spec.program.run_profiled(a),
+            &arrays,
+            opts,
+        )?;
+        return emit(program, device, opts, &report);
+    }
     let host = args.host()?;
     let start = Instant::now();
     let (trace, given) = io.load(program)?;
@@ -167,35 +190,67 @@ pub fn run(
         let t = Instant::now();
         let (traces, compiled) = thunder_core::compile_trace(&host, trace)?;
         let compile = t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        compiled.run(&arrays)?;
-        let first_run = t.elapsed().as_secs_f64();
-        let first_total = start.elapsed().as_secs_f64();
-        let steady = steady(opts, || {
-            compiled.run(&arrays).map(|_| ()).map_err(Into::into)
-        })?;
-        let runs = (0..PROFILED_CALLS)
-            .map(|_| compiled.run_profiled(&arrays).map(|(_, s)| s))
-            .collect::<thunder_core::Result<Vec<_>>>()?;
-        Report {
-            first_total,
+        forward_report(
+            start,
             parse,
-            compile: Some(compile),
-            first_run: Some(first_run),
-            steady,
-            regions: regions("forward", &traces.execution, &runs),
-        }
+            compile,
+            &traces.execution,
+            |a| compiled.run(a),
+            |a| compiled.run_profiled(a),
+            &arrays,
+            opts,
+        )?
     };
+    emit(program, device, opts, &report)
+}
+
+fn emit(
+    program: &Path,
+    device: Option<thunder_core::Device>,
+    opts: &ProgramBenchOptions,
+    report: &Report,
+) -> Result<()> {
     let device_name = device.map_or("cpu".to_string(), |d| d.to_string());
     if opts.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&to_json(program, &device_name, opts.grad, &report))?
+            serde_json::to_string_pretty(&to_json(program, &device_name, opts.grad, report))?
         );
     } else {
-        print_report(program, &device_name, opts.grad, &report);
+        print_report(program, &device_name, opts.grad, report);
     }
     Ok(())
+}
+
+/// The first run, the steady state and the per-region profile of a compiled forward program
+/// (a trace program's, or an ONNX model's specialisation).
+#[allow(clippy::too_many_arguments)]
+fn forward_report(
+    start: Instant,
+    parse: f64,
+    compile: f64,
+    execution: &ExecutionTrace,
+    run: impl Fn(&[Array]) -> thunder_core::Result<Vec<Array>>,
+    run_profiled: impl Fn(&[Array]) -> thunder_core::Result<(Vec<Array>, Vec<StepTime>)>,
+    arrays: &[Array],
+    opts: &ProgramBenchOptions,
+) -> Result<Report> {
+    let t = Instant::now();
+    run(arrays)?;
+    let first_run = t.elapsed().as_secs_f64();
+    let first_total = start.elapsed().as_secs_f64();
+    let steady = steady(opts, || run(arrays).map(|_| ()).map_err(Into::into))?;
+    let runs = (0..PROFILED_CALLS)
+        .map(|_| run_profiled(arrays).map(|(_, s)| s))
+        .collect::<thunder_core::Result<Vec<_>>>()?;
+    Ok(Report {
+        first_total,
+        parse,
+        compile: Some(compile),
+        first_run: Some(first_run),
+        steady,
+        regions: regions("forward", execution, &runs),
+    })
 }
 
 fn bench_grad(

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use std::time::Instant;
 use thunder_core::ir::Trace;
 use thunder_core::prims::{BinaryPrim, UnaryPrim};
-use thunder_core::text::parse_trace;
 use thunder_core::{Array, DType, Device, PluginHost};
+use thunder_torch::parse_trace;
 
 const DEV: Device = Device::Cuda(0);
 
@@ -31,6 +31,7 @@ fn layer_of(name: &str) -> &'static str {
 }
 
 fn samples() -> Vec<Sample> {
+    thunder_torch::register();
     // Every elementwise row of the table with a CUDA spelling (what cuda-fuser claims), plus
     // composites that fuse; a new row is sampled here with no edit.
     let mut unary: Vec<&str> = UnaryPrim::ALL

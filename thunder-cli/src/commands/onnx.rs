@@ -43,15 +43,10 @@ fn load(program: &Path) -> Result<(OnnxModel, f64)> {
     Ok((model, t0.elapsed().as_secs_f64() * 1e3))
 }
 
-/// ONNX models run on the CPU for now: `--device cuda` is refused rather than ignored.
-fn cpu_only(program: &Path, io: &InputArgs) -> Result<()> {
-    match io.device()? {
-        Some(d) if d != Device::Cpu => bail!(
-            "{}: --device {d}: ONNX models run on the CPU for now",
-            program.display()
-        ),
-        _ => Ok(()),
-    }
+/// A session on `--device` (the CPU when none is given).
+fn session(args: &HostArgs, model: OnnxModel, io: &InputArgs) -> Result<OnnxSession> {
+    let device = io.device()?.unwrap_or(Device::Cpu);
+    Ok(OnnxSession::new(model, Arc::new(args.host()?)).with_device(device))
 }
 
 pub fn run(
@@ -67,10 +62,9 @@ pub fn run(
             program.display()
         );
     }
-    cpu_only(program, io)?;
     let (model, load_ms) = load(program)?;
     let given: HashMap<String, Array> = io.arrays()?.into_iter().collect();
-    let session = OnnxSession::new(model, Arc::new(args.host()?));
+    let session = session(args, model, io)?;
     let t0 = Instant::now();
     let outputs = session
         .run_named(given)
@@ -80,7 +74,7 @@ pub fn run(
         .with_context(|| format!("{}: cannot create the output folder", out.display()))?;
     for (name, a) in &outputs {
         let path = out.join(format!("out_{}.npy", file_safe(name)));
-        write_npy(&path, a)?;
+        write_npy(&path, &a.to(Device::Cpu)?)?;
         println!("{}: {}", path.display(), a.ty());
     }
     if let Some(s) = session.last() {
@@ -127,7 +121,6 @@ fn example_types(model: &OnnxModel, inputs: &[String]) -> Result<Option<Vec<Tens
 }
 
 pub fn examine(args: &HostArgs, program: &Path, io: &InputArgs) -> Result<()> {
-    cpu_only(program, io)?;
     let inputs = &io.inputs;
     let (model, load_ms) = load(program)?;
     let mut opsets: Vec<String> = model
@@ -174,7 +167,7 @@ pub fn examine(args: &HostArgs, program: &Path, io: &InputArgs) -> Result<()> {
         println!("(pass --input for every input to import and compile it)");
         return Ok(());
     };
-    let session = OnnxSession::new(model, Arc::new(args.host()?));
+    let session = session(args, model, io)?;
     let s = session
         .specialize(&types)
         .map_err(|e| anyhow!("{}: {e}", program.display()))?;
@@ -188,4 +181,50 @@ pub fn examine(args: &HostArgs, program: &Path, io: &InputArgs) -> Result<()> {
     );
     print!("{}", s.traces.execution.print());
     Ok(())
+}
+
+/// An ONNX model specialised for `thunder bench`: its compiled program and all its inputs (the
+/// graph's, then the weights), on the session's device.
+pub struct OnnxBench {
+    pub spec: Arc<thunder_onnx::Specialization>,
+    pub arrays: Vec<Array>,
+    /// Seconds to load the file and import the graph.
+    pub load_and_translate: f64,
+}
+
+pub fn prepare_bench(args: &HostArgs, program: &Path, io: &InputArgs) -> Result<OnnxBench> {
+    let (model, load_ms) = load(program)?;
+    let mut given: HashMap<String, Array> = io.arrays()?.into_iter().collect();
+    let session = session(args, model, io)?;
+    let mut inputs = Vec::new();
+    for spec in &session.model().inputs {
+        let a = given.remove(&spec.name).ok_or_else(|| {
+            anyhow!(
+                "{}: input `{}`: missing (expected {spec})",
+                program.display(),
+                spec.name
+            )
+        })?;
+        inputs.push(a.to(session.device())?);
+    }
+    if let Some(extra) = given.keys().next() {
+        bail!(
+            "{}: `{extra}` is not an input of the graph",
+            program.display()
+        );
+    }
+    let types: Vec<TensorType> = inputs
+        .iter()
+        .map(|a| TensorType::new(a.shape().to_vec(), a.dtype(), Device::Cpu))
+        .collect();
+    let spec = session
+        .specialize(&types)
+        .map_err(|e| anyhow!("{}: {e}", program.display()))?;
+    let mut arrays = inputs;
+    arrays.extend(spec.imported.weights.iter().map(|w| (**w).clone()));
+    Ok(OnnxBench {
+        load_and_translate: load_ms / 1e3 + spec.timings.translate.as_secs_f64(),
+        spec,
+        arrays,
+    })
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use thunder_core::autograd::value_and_grad;
 use thunder_core::ir::{TensorType, Trace};
 use thunder_core::{Array, DType, Device, Error, PluginHost, Tensor};
+use thunder_torch::prelude::*;
 
 /// One gradient case, loaded.
 pub struct GradCase {
@@ -114,7 +115,7 @@ pub fn load_cases(dir: &Path) -> Result<Vec<GradCase>> {
                 inputs.len()
             );
         }
-        let program = thunder_core::text::parse_trace(&field("program")?)
+        let program = thunder_torch::parse_trace(&field("program")?)
             .map_err(|e| anyhow!("{key}: the program does not parse: {e}"))?;
         cases.push(GradCase {
             cot: array(&st, &field("cot")?, &path)?,

@@ -120,7 +120,7 @@ fn layer_of(id: &str) -> &'static str {
 
 /// The op's declared signature (ltorch ops; prims take positional arguments only).
 fn signature_text(id: &str) -> Option<String> {
-    thunder_core::ltorch::signature(id).map(|s| s.to_string())
+    thunder_torch::signature(id).map(|s| s.to_string())
 }
 
 fn short(id: &str) -> &str {

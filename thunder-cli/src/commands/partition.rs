@@ -296,7 +296,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use thunder_core::text::parse_trace;
+    use thunder_torch::parse_trace;
 
     fn step(executor: &str, ops: &[usize], inputs: &[u32], outputs: &[u32]) -> ExecStep {
         ExecStep {

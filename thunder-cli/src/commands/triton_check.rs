@@ -14,8 +14,8 @@ use super::gpu_common::{program, report, time_ms, ty, Sample};
 use crate::host_args::HostArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
-use thunder_core::text::parse_trace;
 use thunder_core::{Array, DType, Device, PluginHost};
+use thunder_torch::parse_trace;
 
 const DEV: Device = Device::Cuda(0);
 

@@ -24,7 +24,7 @@ use crate::prims::{prim1, Prim};
 use crate::tensor::Tensor;
 use crate::trace_ctx::{flatten_scope_from, scope_len, take_error, tensor_of};
 use std::collections::{HashMap, HashSet};
-use vjp::{composite_vjp, has_composite_vjp, prim_vjp};
+use vjp::prim_vjp;
 
 /// What [`value_and_grad_in_trace`] recorded.
 pub struct GradResult {
@@ -92,7 +92,7 @@ where
     }
     let outputs = outputs?;
     let mut grads: HashMap<Value, Tensor> = HashMap::new();
-    let tape = flatten_scope_from(start, &|s| has_composite_vjp(s.id))?;
+    let tape = flatten_scope_from(start, &|s| s.vjp.is_some())?;
     // Everything recorded so far is the forward; the seed below already belongs to the backward.
     let forward_len = scope_len()?;
     match cotangents {
@@ -160,12 +160,16 @@ where
         let out_t = tensor_of(out)?;
         let cots = match b.sym.prim() {
             Some(p) => prim_vjp(p, &b.args, &out_t, &g)?,
-            None => composite_vjp(b.sym.id, &b.args, &out_t, &g).ok_or_else(|| {
-                Error::op(
-                    b.sym.id,
-                    "has no grad rule and no decomposition to differentiate through",
-                )
-            })??,
+            None => b
+                .sym
+                .vjp
+                .map(|rule| rule(&b.args, &out_t, &g))
+                .ok_or_else(|| {
+                    Error::op(
+                        b.sym.id,
+                        "has no grad rule and no decomposition to differentiate through",
+                    )
+                })??,
         };
         accumulate(&mut grads, &b.args, cots)?;
     }

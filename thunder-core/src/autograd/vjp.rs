@@ -521,34 +521,3 @@ pub fn prim_vjp(prim: Prim, args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Ve
         Prim::Full | Prim::Iota => Ok(vec![None; args.len()]),
     }
 }
-
-/// Composites with their own rule: differentiating through their decomposition would not
-/// give torch's gradient (relu is `maximum(x, 0)`, whose tie rule would send half the
-/// cotangent through at 0; torch sends none).
-pub fn composite_vjp(
-    id: &str,
-    args: &[Arg],
-    out: &Tensor,
-    g: &Tensor,
-) -> Option<Result<Vec<Option<Tensor>>>> {
-    match id {
-        "ltorch.relu" => Some((|| {
-            let x = diff_tensor(&args[0])?;
-            Ok(vec![match x {
-                Some(_) => Some(p2(
-                    Prim::Mul,
-                    v(g),
-                    v(&mask(Prim::Gt, v(out), Arg::Float(0.0), g)?),
-                )?),
-                None => None,
-            }])
-        })()),
-        "ltorch.embedding" => Some(crate::ltorch::embedding_vjp(args, g)),
-        _ => None,
-    }
-}
-
-/// Whether a composite keeps its own rule (and is not flattened for differentiation).
-pub fn has_composite_vjp(id: &str) -> bool {
-    matches!(id, "ltorch.relu" | "ltorch.embedding")
-}

@@ -1,14 +1,18 @@
 //! The trace IR: values, arguments, symbols, bound symbols and traces.
 
 mod bsym;
+mod call_args;
 mod retarget;
+pub mod signature;
 mod symbol;
 mod trace;
 
 pub use bsym::BoundSymbol;
+pub use call_args::CallArgs;
+pub use signature::{CallError, Given, Signature};
 pub use symbol::{
-    lookup_symbol, prim_symbol, register_custom_op, symbol_ids, CustomMetaFn, CustomOp,
-    Decomposition, Symbol, SymbolKind, Tag,
+    lookup_symbol, prim_symbol, register_custom_op, register_library, symbol_ids, CompositeVjp,
+    CustomMetaFn, CustomOp, Decomposition, Symbol, SymbolKind, Tag,
 };
 pub use trace::{Trace, ValueInfo};
 
@@ -150,5 +154,21 @@ impl Arg {
             Arg::Value(v) => Some(*v),
             _ => None,
         }
+    }
+}
+
+impl From<f64> for Arg {
+    fn from(x: f64) -> Self {
+        Arg::Float(x)
+    }
+}
+impl From<i64> for Arg {
+    fn from(x: i64) -> Self {
+        Arg::Int(x)
+    }
+}
+impl From<bool> for Arg {
+    fn from(x: bool) -> Self {
+        Arg::Bool(x)
     }
 }

@@ -37,7 +37,7 @@ mod tests {
     #[test]
     fn every_value_and_device_literal_moves() {
         let t = parse_trace(
-            "def computation(a):\n  # a: \"cpu f32[2]\"\n  t0 = ltorch.full([2], 1.0, devices.cpu, dtypes.f32)\n  t1 = ltorch.add(a, t0)\n  return (t1,)\n",
+            "def computation(a):\n  # a: \"cpu f32[2]\"\n  t0 = prims.full([2], 1.0, devices.cpu, dtypes.f32)\n  t1 = prims.add(a, t0)\n  return (t1,)\n",
         )
         .expect("parses");
         let moved = t.on_device(Device::Cuda(0));

@@ -2,6 +2,7 @@
 //! from `prims::meta`; composites from tracing their decomposition.
 
 use crate::error::Result;
+use crate::ir::{Arg, Signature};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
@@ -10,7 +11,12 @@ use thunder_abi::prims::{Prim, PrimClass};
 use thunder_abi::{ArgView, PluginError, ValueMeta};
 
 /// Traces the composite's body on proxies; what it records becomes the subsymbols.
-pub type Decomposition = fn(&crate::ltorch::CallArgs<'_>) -> Result<Vec<Tensor>>;
+pub type Decomposition = fn(&crate::ir::CallArgs<'_>) -> Result<Vec<Tensor>>;
+
+/// A composite's own gradient rule, given its arguments, its output and the output's cotangent:
+/// one cotangent (or `None`) per argument. Composites without one are differentiated through
+/// their decomposition.
+pub type CompositeVjp = fn(args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>>;
 
 #[derive(Clone, Copy)]
 pub enum SymbolKind {
@@ -49,6 +55,10 @@ pub struct Symbol {
     pub id: &'static str,
     pub kind: SymbolKind,
     pub tags: &'static [Tag],
+    /// How callers name its arguments (an op library declares it; prims have none).
+    pub signature: Option<&'static Signature>,
+    /// Its own VJP, where differentiating its decomposition would not give torch's gradient.
+    pub vjp: Option<CompositeVjp>,
 }
 
 impl Symbol {
@@ -102,6 +112,8 @@ fn prim_symbols() -> &'static [Symbol] {
                 id: p.id(),
                 kind: SymbolKind::Prim(p),
                 tags: prim_tags(p),
+                signature: None,
+                vjp: None,
             })
             .collect()
     })
@@ -151,39 +163,74 @@ pub fn register_custom_op(id: &str, op: CustomOp) -> Result<&'static Symbol, Str
         id: Box::leak(id.to_string().into_boxed_str()),
         kind: SymbolKind::Custom(op),
         tags: &[],
+        signature: None,
+        vjp: None,
     }));
     table.insert(id.to_string(), sym);
     Ok(sym)
 }
 
-/// Finds a symbol by its stable id (`prims.add`, `ltorch.softmax`, a plugin's `mylib.op`).
-/// Every symbol id known now: prims, ltorch ops and the ops plugins declared.
+/// The registered libraries' symbols, by id and in registration order (listings follow the
+/// libraries' own tables).
+#[derive(Default)]
+struct Library {
+    by_id: HashMap<&'static str, &'static Symbol>,
+    order: Vec<&'static Symbol>,
+}
+
+fn library_symbols() -> &'static RwLock<Library> {
+    static LIBRARY: OnceLock<RwLock<Library>> = OnceLock::new();
+    LIBRARY.get_or_init(|| RwLock::new(Library::default()))
+}
+
+/// Adds an op library's composites (the ltorch library registers itself this way) to the
+/// language. Registering the same symbols again is harmless; an id that a prim or another
+/// library already took is refused.
+pub fn register_library(symbols: &'static [Symbol]) -> Result<(), String> {
+    let mut table = library_symbols()
+        .write()
+        .map_err(|_| "the op registry is poisoned".to_string())?;
+    for sym in symbols {
+        if prim_symbols().iter().any(|p| p.id == sym.id) {
+            return Err(format!("`{}` is a prim", sym.id));
+        }
+        match table.by_id.get(sym.id) {
+            Some(existing) if !std::ptr::eq(*existing, sym) => {
+                return Err(format!("`{}` is already registered", sym.id))
+            }
+            _ => {}
+        }
+    }
+    for sym in symbols {
+        if table.by_id.insert(sym.id, sym).is_none() {
+            table.order.push(sym);
+        }
+    }
+    Ok(())
+}
+
+/// Every symbol id known now: prims, the registered libraries' ops and the ops plugins declared.
 pub fn symbol_ids() -> Vec<String> {
-    let mut ids: Vec<String> = prim_symbols()
-        .iter()
-        .chain(crate::ltorch::symbols().iter())
-        .map(|s| s.id.to_string())
-        .collect();
+    let mut ids: Vec<String> = prim_symbols().iter().map(|s| s.id.to_string()).collect();
+    if let Ok(library) = library_symbols().read() {
+        ids.extend(library.order.iter().map(|s| s.id.to_string()));
+    }
     if let Ok(custom) = custom_symbols().read() {
         ids.extend(custom.keys().cloned());
     }
     ids
 }
 
+/// Finds a symbol by its stable id (`prims.add`, `ltorch.softmax`, a plugin's `mylib.op`).
 pub fn lookup_symbol(id: &str) -> Option<&'static Symbol> {
     builtin_symbol(id).or_else(|| custom_symbols().read().ok()?.get(id).copied())
 }
 
 fn builtin_symbol(id: &str) -> Option<&'static Symbol> {
-    static TABLE: OnceLock<HashMap<&'static str, &'static Symbol>> = OnceLock::new();
-    TABLE
-        .get_or_init(|| {
-            prim_symbols()
-                .iter()
-                .chain(crate::ltorch::symbols().iter())
-                .map(|s| (s.id, s))
-                .collect()
-        })
+    static PRIMS: OnceLock<HashMap<&'static str, &'static Symbol>> = OnceLock::new();
+    PRIMS
+        .get_or_init(|| prim_symbols().iter().map(|s| (s.id, s)).collect())
         .get(id)
         .copied()
+        .or_else(|| library_symbols().read().ok()?.by_id.get(id).copied())
 }

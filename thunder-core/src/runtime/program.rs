@@ -484,7 +484,7 @@ impl CompiledProgram {
             }
             let context = match step.device {
                 Device::Cpu => ExecContext::CPU,
-                Device::Cuda(ordinal) => cuda::exec_context(ordinal)?,
+                Device::Cuda(ordinal) => cuda::exec_context(ordinal).map_err(Error::from)?,
             };
             // Not cleared: plugins write every element of their outputs (see `Array::reused`).
             let mut outs = Vec::with_capacity(step.outputs.len());
@@ -508,7 +508,7 @@ impl CompiledProgram {
                 .map_err(|error| RunFailure::Step { step: k, error })?;
             if let Some(times) = times.as_deref_mut() {
                 if let Device::Cuda(ordinal) = step.device {
-                    cuda::synchronize(ordinal)?;
+                    cuda::synchronize(ordinal).map_err(Error::from)?;
                 }
                 times.push(start.elapsed().as_secs_f64());
             }

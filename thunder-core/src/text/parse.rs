@@ -8,9 +8,9 @@ use super::syntax::{
     parse_annotations, parse_call, parse_literal_or_name, parse_return, perr, ArgExpr, Call, Cursor,
 };
 use crate::error::{Error, Result};
+use crate::ir::signature::suggest;
 use crate::ir::{lookup_symbol, symbol_ids, Arg, BoundSymbol, TensorType, Trace, Value};
-use crate::ltorch::signature::suggest;
-use crate::ltorch::{CallError, Given};
+use crate::ir::{CallError, Given};
 use crate::tensor::Tensor;
 use crate::trace_ctx::{self, bind, trace_with};
 use std::collections::{HashMap, HashSet};
@@ -257,7 +257,7 @@ fn call_args(call: &Call, env: &HashMap<String, Tensor>) -> Result<Vec<Arg>> {
         column,
         error: Box::new(error),
     };
-    let Some(sig) = crate::ltorch::signature(&call.symbol) else {
+    let Some(sig) = crate::ir::lookup_symbol(&call.symbol).and_then(|s| s.signature) else {
         if let Some((_, col, _, _)) = call.keywords.first() {
             return Err(call_err(
                 *col,

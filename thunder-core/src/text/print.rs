@@ -63,7 +63,8 @@ fn annotations(trace: &Trace, bsym: &BoundSymbol) -> String {
 /// `name=value`, tensor lists in brackets), otherwise positionally.
 pub fn format_call_args(trace: &Trace, id: &str, args: &[Arg]) -> String {
     let fmt = |a: &Arg| format_arg(trace, a);
-    crate::ltorch::signature(id)
+    crate::ir::lookup_symbol(id)
+        .and_then(|s| s.signature)
         .and_then(|s| s.format_args(args, &fmt))
         .unwrap_or_else(|| args.iter().map(fmt).collect::<Vec<_>>().join(", "))
 }

@@ -7,7 +7,8 @@ use crate::node::NodeCtx;
 use crate::tensor::{dtype_of, onnx_type_name};
 use crate::value::Val;
 use thunder_core::clang::Operand;
-use thunder_core::{ltorch, DType, Tensor};
+use thunder_core::{DType, Tensor};
+use thunder_torch as ltorch;
 
 type Traced = fn(Operand, Operand) -> thunder_core::Result<Tensor>;
 

@@ -5,7 +5,8 @@
 
 use crate::error::Result;
 use thunder_core::clang::Operand;
-use thunder_core::{ltorch, Tensor};
+use thunder_core::Tensor;
+use thunder_torch as ltorch;
 
 /// The `kh x kw` strided windows of `x` ([N, C, H, W], already padded), each [N, C, OH, OW].
 fn taps(x: &Tensor, kernel: &[i64], strides: &[i64], dilations: &[i64]) -> Result<Vec<Tensor>> {

@@ -3,7 +3,8 @@
 use crate::error::Result;
 use crate::node::NodeCtx;
 use crate::value::Val;
-use thunder_core::{ltorch, Tensor};
+use thunder_core::Tensor;
+use thunder_torch as ltorch;
 
 pub fn matmul(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
     let a = ctx.tensor(0)?;

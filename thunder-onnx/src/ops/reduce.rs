@@ -3,7 +3,8 @@
 use crate::error::Result;
 use crate::node::NodeCtx;
 use crate::value::Val;
-use thunder_core::{ltorch, Tensor};
+use thunder_core::Tensor;
+use thunder_torch as ltorch;
 
 /// The reduced axes: input 1 from `since` on, else the `axes` attribute; `None` is all axes
 /// (or none at all with `noop_with_empty_axes`, signalled by `Some(vec![])`).

@@ -5,7 +5,8 @@ use super::fold::{self, broadcast, clamp_slice};
 use crate::error::Result;
 use crate::node::{literal, NodeCtx, FOLD_LIMIT};
 use crate::value::{HostArr, Val};
-use thunder_core::{ltorch, DType, Device, Tensor};
+use thunder_core::{DType, Device, Tensor};
+use thunder_torch as ltorch;
 
 fn numel(shape: &[i64]) -> usize {
     shape.iter().map(|&d| d.max(0) as usize).product()

@@ -41,46 +41,78 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
   const i64_t lane = threadIdx.x, team = blockDim.x;
   for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const i64_t i0 = r;
+    uint4 cache_n0[1];
     const i64_t v15 = in1[i0];
     const bool v16 = (v15 != ((i64_t)-100LL));
     const float v17 = ((float)v16);
     float acc1 = -__int_as_float(0x7f800000);
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 1000LL + i1;
-      const float v0 = in0[e];
-      acc1 = nan_max(acc1, v0);
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 1000LL + c0);
+        cache_n0[it] = r_n0;
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 1000LL + i1;
+          const float v0 = e_n0[j];
+          acc1 = nan_max(acc1, v0);
+        }
+      }
     }
     acc1 = block_reduce<float>(acc1, MaxOp(), (float)(-__int_as_float(0x7f800000)));
     const float v1 = acc1;
     float acc5 = 0.0f;
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 1000LL + i1;
-      const float v0 = in0[e];
-      const float v2 = v1;
-      const float v3 = (v0 - v2);
-      const float v4 = expf(v3);
-      acc5 += v4;
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = cache_n0[it];
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 1000LL + i1;
+          const float v0 = e_n0[j];
+          const float v2 = v1;
+          const float v3 = (v0 - v2);
+          const float v4 = expf(v3);
+          acc5 += v4;
+        }
+      }
     }
     acc5 = block_reduce<float>(acc5, SumOp(), (float)(0.0f));
     const float v5 = acc5;
     const float v6 = logf(v5);
     float acc14 = 0.0f;
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 1000LL + i1;
-      const i64_t v9 = in1[i0];
-      const i64_t v10 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i1));
-      const bool v11 = (v9 == v10);
-      const float v12 = ((float)v11);
-      const float v0 = in0[e];
-      const float v2 = v1;
-      const float v3 = (v0 - v2);
-      const float v7 = v6;
-      const float v8 = (v3 - v7);
-      const float v13 = (v12 * v8);
-      acc14 += v13;
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = cache_n0[it];
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 1000LL + i1;
+          const i64_t v9 = in1[i0];
+          const i64_t v10 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i1));
+          const bool v11 = (v9 == v10);
+          const float v12 = ((float)v11);
+          const float v0 = e_n0[j];
+          const float v2 = v1;
+          const float v3 = (v0 - v2);
+          const float v7 = v6;
+          const float v8 = (v3 - v7);
+          const float v13 = (v12 * v8);
+          acc14 += v13;
+        }
+      }
     }
     acc14 = block_reduce<float>(acc14, SumOp(), (float)(0.0f));
     const float v14 = acc14;
@@ -164,8 +196,8 @@ extern "C" __global__ void __launch_bounds__(4) thunder_fused_1(const float* __r
       acc3 += v2;
     }
     acc1 = team_reduce<float, 1, 4>(acc1, SumOp());
-    const float v1 = acc1;
     acc3 = team_reduce<float, 1, 4>(acc3, SumOp());
+    const float v1 = acc1;
     const float v3 = acc3;
     const float v4 = (v1 / v3);
     if (lane == 0 && live) {

@@ -1,4 +1,4 @@
-// launch: BlockPerRow { rows: 8, block: 256 }
+// launch: BlockPerRow { rows: 8, block: 96 }
 // thunder cuda-fuser kernel over [8, 768], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -36,55 +36,93 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
+extern "C" __global__ void __launch_bounds__(96) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
   const i64_t rows = 8LL, cols = 768LL;
   const i64_t lane = threadIdx.x, team = blockDim.x;
   for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const i64_t i0 = r;
+    uint4 cache_n0[1];
     float acc2 = 0.0f;
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 768LL + i1;
-      const float v0 = bf16_to_f32(in0[e]);
-      const float v1 = ((float)v0);
-      acc2 += v1;
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768LL + c0);
+        cache_n0[it] = r_n0;
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 768LL + i1;
+          const float v0 = bf16_to_f32(e_n0[j]);
+          const float v1 = ((float)v0);
+          acc2 += v1;
+        }
+      }
     }
     acc2 = block_reduce<float>(acc2, SumOp(), (float)(0.0f));
     const float v2 = acc2;
     const float v3 = (v2 * 0.0013020834f);
     float acc7 = 0.0f;
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 768LL + i1;
-      const float v0 = bf16_to_f32(in0[e]);
-      const float v1 = ((float)v0);
-      const float v4 = v3;
-      const float v5 = (v1 - v4);
-      const float v6 = (v5 * v5);
-      acc7 += v6;
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = cache_n0[it];
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 768LL + i1;
+          const float v0 = bf16_to_f32(e_n0[j]);
+          const float v1 = ((float)v0);
+          const float v4 = v3;
+          const float v5 = (v1 - v4);
+          const float v6 = (v5 * v5);
+          acc7 += v6;
+        }
+      }
     }
     acc7 = block_reduce<float>(acc7, SumOp(), (float)(0.0f));
     const float v7 = acc7;
     const float v8 = (v7 * 0.0013020834f);
     const float v9 = (v8 + 1e-5f);
     const float v10 = (1.0f / sqrtf(v9));
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 768LL + i1;
-      const float v0 = bf16_to_f32(in0[e]);
-      const float v1 = ((float)v0);
-      const float v4 = v3;
-      const float v5 = (v1 - v4);
-      const float v11 = v10;
-      const float v12 = (v5 * v11);
-      const float v13 = bf16_to_f32(in1[i1]);
-      const float v14 = ((float)v13);
-      const float v15 = (v12 * v14);
-      const float v16 = bf16_to_f32(in2[i1]);
-      const float v17 = ((float)v16);
-      const float v18 = (v15 + v17);
-      const float v19 = round_bf16((float)v18);
-      out0[e] = f32_to_bf16(v19);
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = cache_n0[it];
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        const uint4 r_n13 = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
+        const u16_t* e_n13 = reinterpret_cast<const u16_t*>(&r_n13);
+        const uint4 r_n16 = *reinterpret_cast<const uint4*>(in2 + 0 + c0);
+        const u16_t* e_n16 = reinterpret_cast<const u16_t*>(&r_n16);
+        __align__(16) u16_t s_out0[8];
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 768LL + i1;
+          const float v0 = bf16_to_f32(e_n0[j]);
+          const float v1 = ((float)v0);
+          const float v4 = v3;
+          const float v5 = (v1 - v4);
+          const float v11 = v10;
+          const float v12 = (v5 * v11);
+          const float v13 = bf16_to_f32(e_n13[j]);
+          const float v14 = ((float)v13);
+          const float v15 = (v12 * v14);
+          const float v16 = bf16_to_f32(e_n16[j]);
+          const float v17 = ((float)v16);
+          const float v18 = (v15 + v17);
+          const float v19 = round_bf16((float)v18);
+          s_out0[j] = f32_to_bf16(v19);
+        }
+        *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
+      }
     }
   }
 }

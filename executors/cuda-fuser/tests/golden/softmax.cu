@@ -41,37 +41,71 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const float* _
   const i64_t lane = threadIdx.x, team = blockDim.x;
   for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const i64_t i0 = r;
+    uint4 cache_n0[2];
     float acc1 = -__int_as_float(0x7f800000);
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 4096LL + i1;
-      const float v0 = in0[e];
-      acc1 = nan_max(acc1, v0);
+    #pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 4096LL + c0);
+        cache_n0[it] = r_n0;
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 4096LL + i1;
+          const float v0 = e_n0[j];
+          acc1 = nan_max(acc1, v0);
+        }
+      }
     }
     acc1 = block_reduce<float>(acc1, MaxOp(), (float)(-__int_as_float(0x7f800000)));
     const float v1 = acc1;
     float acc5 = 0.0f;
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 4096LL + i1;
-      const float v0 = in0[e];
-      const float v2 = v1;
-      const float v3 = (v0 - v2);
-      const float v4 = expf(v3);
-      acc5 += v4;
+    #pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = cache_n0[it];
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 4096LL + i1;
+          const float v0 = e_n0[j];
+          const float v2 = v1;
+          const float v3 = (v0 - v2);
+          const float v4 = expf(v3);
+          acc5 += v4;
+        }
+      }
     }
     acc5 = block_reduce<float>(acc5, SumOp(), (float)(0.0f));
     const float v5 = acc5;
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 4096LL + i1;
-      const float v0 = in0[e];
-      const float v2 = v1;
-      const float v3 = (v0 - v2);
-      const float v4 = expf(v3);
-      const float v6 = v5;
-      const float v7 = (v4 / v6);
-      out0[e] = v7;
+    #pragma unroll
+    for (int it = 0; it < 2; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = cache_n0[it];
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+        __align__(16) float s_out0[4];
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 4096LL + i1;
+          const float v0 = e_n0[j];
+          const float v2 = v1;
+          const float v3 = (v0 - v2);
+          const float v4 = expf(v3);
+          const float v6 = v5;
+          const float v7 = (v4 / v6);
+          s_out0[j] = v7;
+        }
+        *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
+      }
     }
   }
 }

@@ -3,6 +3,7 @@
 use anyhow::Result;
 use rand::{Rng, SeedableRng};
 use thunder_core::{Array, Tensor};
+use thunder_torch::prelude::*;
 
 pub const LAYERS: [(i64, i64); 3] = [(64, 128), (128, 128), (128, 10)];
 pub const PARAM_NAMES: [&str; 6] = ["w1", "b1", "w2", "b2", "w3", "b3"];

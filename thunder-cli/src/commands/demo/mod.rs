@@ -15,7 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 use thunder_core::autograd::value_and_grad;
-use thunder_core::{jit_with, optim, Array, Device, Tensor};
+use thunder_core::{jit_with, Array, Device, Tensor};
+use thunder_torch::optim;
+use thunder_torch::prelude::*;
 
 pub struct DemoOptions<'a> {
     pub data: &'a Path,

@@ -1,0 +1,89 @@
+// launch: SplitRows { rows: 1, block: 1024, splits: 384, scratch: 3076, counters: 3072 }
+// thunder cuda-fuser kernel over [8, 1024, 768], reducing dims [0, 1, 2]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+struct MinOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_min(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0, unsigned char* __restrict__ split_scratch) {
+  const i64_t rows = 1LL, cols = 6291456LL;
+  const i64_t splits = 384LL;
+  __shared__ bool split_last;
+  for (i64_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {
+    const i64_t r = rb / splits, part = rb % splits;
+    const i64_t lane = part * blockDim.x + threadIdx.x, team = (i64_t)blockDim.x * splits;
+    float acc7 = 0.0f;
+    for (i64_t c0 = lane * 8LL; c0 < cols; c0 += team * 8LL) {
+      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + 0 + c0);
+      const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+      const uint4 r_n2 = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
+      const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const i64_t c = c0 + j;
+        const i64_t i0 = (c / 786432LL);
+        const i64_t i1 = (c / 768LL) % 1024LL;
+        const i64_t i2 = c % 768LL;
+        const i64_t e = i0 * 786432LL + i1 * 768LL + i2;
+        const float v0 = bf16_to_f32(e_n0[j]);
+        const float v1 = ((float)v0);
+        const float v2 = bf16_to_f32(e_n2[j]);
+        const float v3 = ((float)v2);
+        const float v4 = (v1 * v3);
+        const float v5 = round_bf16((float)v4);
+        const float v6 = ((float)v5);
+        acc7 += v6;
+      }
+    }
+    acc7 = block_reduce<float>(acc7, SumOp(), (float)(0.0f));
+    if (threadIdx.x == 0) {
+      reinterpret_cast<float*>(split_scratch)[(0LL * rows + r) * splits + part] = acc7;
+      __threadfence();
+      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 3072LL) + r, 1u) == (unsigned)(splits - 1);
+    }
+    __syncthreads();
+    if (!split_last) continue;
+    __threadfence();
+    acc7 = 0.0f;
+    for (i64_t p = threadIdx.x; p < splits; p += blockDim.x) acc7 = SumOp()(acc7, reinterpret_cast<volatile float*>(split_scratch)[(0LL * rows + r) * splits + p]);
+    acc7 = block_reduce<float>(acc7, SumOp(), (float)(0.0f));
+    const float v7 = acc7;
+    const float v8 = (v7 / 6291456.0f);
+    const float v9 = round_bf16((float)v8);
+    if (threadIdx.x == 0) {
+      out0[r] = f32_to_bf16(v9);
+    }
+  }
+}
+

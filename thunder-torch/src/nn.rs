@@ -1,0 +1,348 @@
+//! Neural-network functions: log_softmax, cross_entropy, nll_loss, mse_loss, layer_norm, SDPA.
+
+use crate::elementwise::{div, exp, log, mul, ne, neg, require_float, rsqrt, sub, to, upcast};
+use crate::{call1, CallArgs};
+use thunder_core::clang;
+use thunder_core::dtype::{self, DType};
+use thunder_core::error::{bail_op, Result};
+use thunder_core::ir::{Arg, ShapeDisplay};
+use thunder_core::prims::Prim;
+use thunder_core::tensor::Tensor;
+
+/// `x - max - log(sum(exp(x - max)))` over `dim`, in f32 for f16/bf16.
+fn log_softmax_impl(op: &str, a: &Tensor, dim: i64) -> Result<Tensor> {
+    require_float(op, a)?;
+    let d = clang::canonical_dim(op, dim, a.rank())?;
+    if a.numel() == 0 {
+        return Ok(a.clone());
+    }
+    let dims: Vec<i64> = if a.rank() == 0 {
+        vec![]
+    } else {
+        vec![d as i64]
+    };
+    let x = upcast(a)?;
+    let max = clang::reduce(Prim::Amax, &x, &dims, true)?;
+    let shifted = sub(&x, &max)?;
+    let total = clang::reduce(Prim::Sum, &exp(&shifted)?, &dims, true)?;
+    to(&sub(&shifted, log(&total)?)?, a.dtype())
+}
+
+pub(crate) fn log_softmax_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    Ok(vec![log_softmax_impl(c.op, &c.tensor(0)?, c.int(1)?)?])
+}
+
+pub fn log_softmax(a: &Tensor, dim: i64) -> Result<Tensor> {
+    call1(
+        "ltorch.log_softmax",
+        vec![Arg::Value(a.value()), Arg::Int(dim)],
+    )
+}
+
+/// A one-hot encoding of class indices `target: [N]` over `classes`, in `dtype`. Indices
+/// outside `0..classes` give all-zero rows.
+fn one_hot(target: &Tensor, classes: i64, dtype: DType) -> Result<Tensor> {
+    let n = target.shape()[0];
+    let iota = clang::iota(classes, target.device())?;
+    let idx = clang::reshape(&clang::convert(target, DType::I64)?, vec![n, 1])?;
+    let hot = crate::elementwise::eq(&idx, &iota)?;
+    clang::convert(&hot, dtype)
+}
+
+fn check_logits(op: &str, logits: &Tensor) -> Result<(i64, i64)> {
+    require_float(op, logits)?;
+    if logits.rank() != 2 {
+        bail_op!(
+            op,
+            "expected input of shape [N, C], got {}",
+            ShapeDisplay(logits.shape())
+        );
+    }
+    Ok((logits.shape()[0], logits.shape()[1]))
+}
+
+fn check_index_target(op: &str, target: &Tensor, n: i64) -> Result<()> {
+    if dtype::is_float(target.dtype()) || target.dtype() == DType::Bool || target.shape() != [n] {
+        bail_op!(
+            op,
+            "class-index targets must be integers of shape [{n}], got {}",
+            target.ty()
+        );
+    }
+    Ok(())
+}
+
+/// Mean over the rows whose target is not `ignore_index` of
+/// `(1 - eps) * -logp[target] + eps * -mean(logp)`, as torch's cross_entropy and nll_loss.
+fn class_index_loss(logp: &Tensor, target: &Tensor, ignore_index: i64, eps: f64) -> Result<Tensor> {
+    let classes = logp.shape()[1];
+    let kept = clang::convert(&ne(target, ignore_index)?, logp.dtype())?;
+    // Masked by `kept`: an ignore_index inside 0..C would otherwise still pick a class.
+    let picked = clang::reduce(
+        Prim::Sum,
+        &mul(&one_hot(target, classes, logp.dtype())?, logp)?,
+        &[1],
+        false,
+    )?;
+    let picked = mul(&picked, &kept)?;
+    let mut per_row = neg(&mul(&picked, 1.0 - eps)?)?;
+    if eps != 0.0 {
+        let uniform = clang::reduce(Prim::Sum, logp, &[1], false)?;
+        per_row = sub(
+            &per_row,
+            &mul(&mul(&uniform, eps / classes as f64)?, &kept)?,
+        )?;
+    }
+    let total = clang::reduce(Prim::Sum, &per_row, &[0], false)?;
+    let count = clang::reduce(Prim::Sum, &kept, &[0], false)?;
+    div(&total, &count)
+}
+
+/// `cross_entropy(logits [N, C], target[, ignore_index, label_smoothing])`, mean over the
+/// batch. `target` holds class indices (`[N]`, integer) or class probabilities (`[N, C]`).
+pub(crate) fn cross_entropy_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    if c.args.len() != 2 {
+        c.expect(4)?;
+    }
+    let (logits, target) = (c.tensor(0)?, c.tensor(1)?);
+    let (n, classes) = check_logits(c.op, &logits)?;
+    let (ignore_index, eps) = if c.args.len() == 4 {
+        let eps = match c.args.get(3) {
+            Some(Arg::Float(e)) if (0.0..=1.0).contains(e) => *e,
+            other => bail_op!(
+                c.op,
+                "label_smoothing must be a float in [0, 1], got {other:?}"
+            ),
+        };
+        (c.int(2)?, eps)
+    } else {
+        (-100, 0.0)
+    };
+    let logp = log_softmax_impl(c.op, &logits, 1)?;
+    let loss = if dtype::is_float(target.dtype()) {
+        if target.shape() != logits.shape() {
+            bail_op!(
+                c.op,
+                "probability targets must have the logits' shape {}, got {}",
+                ShapeDisplay(logits.shape()),
+                ShapeDisplay(target.shape())
+            );
+        }
+        let mut probs = clang::convert(&target, logp.dtype())?;
+        if eps != 0.0 {
+            probs = crate::elementwise::add(&mul(&probs, 1.0 - eps)?, eps / classes as f64)?;
+        }
+        let per_row = clang::reduce(Prim::Sum, &mul(&probs, &logp)?, &[1], false)?;
+        let total = clang::reduce(Prim::Sum, &per_row, &[0], false)?;
+        neg(&mul(&total, 1.0 / n.max(1) as f64)?)?
+    } else {
+        check_index_target(c.op, &target, n)?;
+        class_index_loss(&logp, &target, ignore_index, eps)?
+    };
+    Ok(vec![to(&loss, logits.dtype())?])
+}
+
+/// `nll_loss(logp [N, C], target [N], ignore_index)`, mean over the kept rows.
+pub(crate) fn nll_loss_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(3)?;
+    let (logp, target) = (c.tensor(0)?, c.tensor(1)?);
+    let (n, _) = check_logits(c.op, &logp)?;
+    check_index_target(c.op, &target, n)?;
+    let x = upcast(&logp)?;
+    Ok(vec![to(
+        &class_index_loss(&x, &target, c.int(2)?, 0.0)?,
+        logp.dtype(),
+    )?])
+}
+
+pub fn nll_loss(logp: &Tensor, target: &Tensor, ignore_index: i64) -> Result<Tensor> {
+    call1(
+        "ltorch.nll_loss",
+        vec![
+            Arg::Value(logp.value()),
+            Arg::Value(target.value()),
+            Arg::Int(ignore_index),
+        ],
+    )
+}
+
+/// `scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)`: the softmax of
+/// `q kᵀ · scale` plus the mask, times `v`. torch's defaults: scale 1/sqrt(E), a causal mask
+/// aligned top-left, a bool mask keeps where true, a float mask is added.
+pub(crate) fn sdpa_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(6)?;
+    let (q, k, v) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
+    require_float(c.op, &q)?;
+    if q.rank() < 2 || k.rank() < 2 || v.rank() < 2 {
+        bail_op!(
+            c.op,
+            "q, k and v need at least 2 dims, got {}, {} and {}",
+            ShapeDisplay(q.shape()),
+            ShapeDisplay(k.shape()),
+            ShapeDisplay(v.shape())
+        );
+    }
+    let mask = c.opt_tensor(3)?;
+    let causal = c.bool(4)?;
+    if causal && mask.is_some() {
+        bail_op!(c.op, "attn_mask and is_causal cannot both be set");
+    }
+    let e = q.shape()[q.rank() - 1];
+    let scale = match c.args.get(5) {
+        Some(Arg::None) => 1.0 / (e as f64).sqrt(),
+        Some(Arg::Float(s)) => *s,
+        other => bail_op!(c.op, "scale must be a float or None, got {other:?}"),
+    };
+    let kt = crate::shape::transpose(&k, -2, -1)?;
+    let mut scores = mul(&crate::linalg::matmul(&q, &kt)?, scale)?;
+    let (l, s) = (q.shape()[q.rank() - 2], k.shape()[k.rank() - 2]);
+    let keep = if causal {
+        let (rows, cols) = clang::index_grid(l, s, q.device())?;
+        Some(crate::elementwise::le(&cols, &rows)?)
+    } else {
+        match &mask {
+            Some(m) if m.dtype() == DType::Bool => Some(m.clone()),
+            Some(m) => {
+                scores = crate::elementwise::add(&scores, m)?;
+                None
+            }
+            None => None,
+        }
+    };
+    if let Some(keep) = keep {
+        scores = crate::elementwise::where_(&keep, &scores, f64::NEG_INFINITY)?;
+    }
+    let attn = crate::reduction::softmax(&scores, -1)?;
+    Ok(vec![crate::linalg::matmul(&attn, &v)?])
+}
+
+pub fn scaled_dot_product_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    call1(
+        "ltorch.scaled_dot_product_attention",
+        vec![
+            Arg::Value(q.value()),
+            Arg::Value(k.value()),
+            Arg::Value(v.value()),
+            attn_mask.map_or(Arg::None, |m| Arg::Value(m.value())),
+            Arg::Bool(is_causal),
+            scale.map_or(Arg::None, Arg::Float),
+        ],
+    )
+}
+
+/// `cross_entropy` with `ignore_index` and `label_smoothing` (torch's defaults are -100, 0.0).
+pub fn cross_entropy_with(
+    logits: &Tensor,
+    target: &Tensor,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    call1(
+        "ltorch.cross_entropy",
+        vec![
+            Arg::Value(logits.value()),
+            Arg::Value(target.value()),
+            Arg::Int(ignore_index),
+            Arg::Float(label_smoothing),
+        ],
+    )
+}
+
+pub fn cross_entropy(logits: &Tensor, target: &Tensor) -> Result<Tensor> {
+    call1(
+        "ltorch.cross_entropy",
+        vec![Arg::Value(logits.value()), Arg::Value(target.value())],
+    )
+}
+
+/// Argument 1 of layer_norm and rms_norm: the trailing `normalized_shape`, checked against
+/// `a`, and the dims it covers.
+pub(crate) fn normalized_dims(c: &CallArgs, a: &Tensor) -> Result<(Vec<i64>, Vec<i64>)> {
+    let norm = c.ints(1)?;
+    let r = a.rank();
+    if norm.len() > r || a.shape()[r - norm.len()..] != norm[..] {
+        bail_op!(
+            c.op,
+            "normalized_shape {} does not match the trailing dims of {}",
+            ShapeDisplay(&norm),
+            ShapeDisplay(a.shape())
+        );
+    }
+    Ok((norm.clone(), ((r - norm.len()) as i64..r as i64).collect()))
+}
+
+/// Layer norm over the trailing `normalized_shape` dims (biased variance, as torch).
+pub(crate) fn layer_norm_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(5)?;
+    let a = c.tensor(0)?;
+    require_float(c.op, &a)?;
+    let (norm, dims) = normalized_dims(c, &a)?;
+    let eps = match c.args.get(4) {
+        Some(Arg::Float(e)) => *e,
+        other => bail_op!(c.op, "argument 4 (eps) must be a float, got {other:?}"),
+    };
+    let count: i64 = norm.iter().product();
+    let x = upcast(&a)?;
+    let mean = mul(
+        &clang::reduce(Prim::Sum, &x, &dims, true)?,
+        1.0 / count.max(1) as f64,
+    )?;
+    let centered = sub(&x, &mean)?;
+    let var = mul(
+        &clang::reduce(Prim::Sum, &mul(&centered, &centered)?, &dims, true)?,
+        1.0 / count.max(1) as f64,
+    )?;
+    let mut y = mul(&centered, rsqrt(&crate::elementwise::add(&var, eps)?)?)?;
+    if let Some(w) = c.opt_tensor(2)? {
+        y = mul(&y, &w)?;
+    }
+    if let Some(b) = c.opt_tensor(3)? {
+        y = crate::elementwise::add(&y, &b)?;
+    }
+    Ok(vec![to(&y, a.dtype())?])
+}
+
+pub fn layer_norm(
+    a: &Tensor,
+    normalized_shape: &[i64],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let opt = |t: Option<&Tensor>| t.map_or(Arg::None, |t| Arg::Value(t.value()));
+    call1(
+        "ltorch.layer_norm",
+        vec![
+            Arg::Value(a.value()),
+            Arg::Ints(normalized_shape.to_vec()),
+            opt(weight),
+            opt(bias),
+            Arg::Float(eps),
+        ],
+    )
+}
+
+/// Mean squared error over all elements.
+pub(crate) fn mse_loss_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
+    c.expect(2)?;
+    let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+    require_float(c.op, &a)?;
+    let d = sub(&a, &b)?;
+    let sq = mul(&d, &d)?;
+    Ok(vec![crate::reduction::mean(&sq, None, false)?])
+}
+
+pub fn mse_loss(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    call1(
+        "ltorch.mse_loss",
+        vec![Arg::Value(a.value()), Arg::Value(b.value())],
+    )
+}
