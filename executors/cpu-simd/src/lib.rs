@@ -12,6 +12,8 @@
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+mod attn;
+mod attn_match;
 mod chain;
 mod conv;
 mod decode;
@@ -21,6 +23,7 @@ mod group;
 mod kernels;
 mod layout;
 mod math;
+mod movement;
 mod ops;
 mod plan;
 mod plan_ops;

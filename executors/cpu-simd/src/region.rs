@@ -42,11 +42,29 @@ impl Region {
         let inputs = metas(view, &region.inputs)?;
         let outputs = metas(view, &region.outputs)?;
         let mut planner = Planner::new(&inputs, &region.outputs);
-        for &i in region.ops.iter() {
-            let op = view.ops.get(i as usize).ok_or_else(|| {
-                PluginError::invalid(format!("cpu-simd: op {i} is not in the trace"))
-            })?;
-            planner.add(&decode(view, op)?)?;
+        let decoded = region
+            .ops
+            .iter()
+            .map(|&i| {
+                let op = view.ops.get(i as usize).ok_or_else(|| {
+                    PluginError::invalid(format!("cpu-simd: op {i} is not in the trace"))
+                })?;
+                decode(view, op)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Attention chains run fused: their ops are skipped and the kernel's stage takes the
+        // place of the final product.
+        let attention = if fuse_attention() {
+            crate::attn_match::find(&decoded, &region.outputs)
+        } else {
+            Vec::new()
+        };
+        for (pos, d) in decoded.iter().enumerate() {
+            match attention.iter().find(|m| m.ops.contains(&pos)) {
+                Some(m) if m.at == pos => planner.add_attention(m, d)?,
+                Some(_) => {}
+                None => planner.add(d)?,
+            }
         }
         planner.finish_outputs(&region.outputs)?;
         let scratch = std::mem::take(&mut planner.scratch);
@@ -60,6 +78,15 @@ impl Region {
         })
     }
 
+    /// Number of fused attention stages (for tests).
+    #[cfg(test)]
+    pub(crate) fn attention_stages(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|s| matches!(s, Stage::Attn(_)))
+            .count()
+    }
+
     /// Number of stages, and how many of them are fused groups (for tests and logs).
     pub(crate) fn stage_counts(&self) -> (usize, usize) {
         let groups = self
@@ -69,6 +96,12 @@ impl Region {
             .count();
         (self.stages.len(), groups)
     }
+}
+
+/// Whether attention chains are fused (`THUNDER_CPU_SIMD_ATTN=0` turns it off, for A/B runs
+/// and to check the kernel against the unfused stages).
+fn fuse_attention() -> bool {
+    std::env::var("THUNDER_CPU_SIMD_ATTN").map_or(true, |v| v != "0")
 }
 
 /// Checks a host tensor and returns its first element's address.

@@ -18,6 +18,8 @@ pub(crate) enum Stage {
     Gemm(GemmPlan),
     Iota(IotaPlan),
     Conv(crate::conv::ConvPlan),
+    Pad(crate::movement::PadPlan),
+    Attn(crate::attn::AttnPlan),
 }
 
 /// `out[b] = a[b] @ b[b]` for every batch index `b`; `a` is `[..., m, k]`, `b` is `[..., k, n]`
@@ -95,6 +97,8 @@ impl Stage {
             Stage::Gemm(g) => run_gemm(g, bufs),
             Stage::Iota(i) => run_iota(i, bufs),
             Stage::Conv(c) => crate::conv::run(c, bufs),
+            Stage::Pad(p) => crate::movement::run(p, bufs),
+            Stage::Attn(a) => crate::attn::run(a, bufs),
             // `finish` lowered every group before the region was handed out.
             Stage::Group(_) => {}
         }

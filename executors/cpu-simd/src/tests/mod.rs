@@ -1,9 +1,11 @@
 //! Unit tests that need no host: traces are built by hand, compiled and run on host-like
 //! services backed by the global allocator.
 
+mod attn;
 mod gemm_fold;
 mod layout;
 mod math;
+mod movement;
 mod region;
 
 use crate::region::Region;
