@@ -80,7 +80,7 @@ pub(crate) fn find(ops: &[Decoded], outputs: &[u32]) -> Vec<AttnMatch> {
     found
 }
 
-fn inputs_of(op: &Op) -> Vec<u32> {
+pub(crate) fn inputs_of(op: &Op) -> Vec<u32> {
     let val = |o: &Operand| match o {
         Operand::Val(v) => Some(*v),
         Operand::Lit(_) => None,

@@ -19,6 +19,7 @@ mod conv;
 mod decode;
 mod decode_shape;
 mod exec;
+mod gemm_sum;
 mod group;
 mod kernels;
 mod layout;

@@ -189,6 +189,7 @@ impl Planner {
                         m: ashape[r - 2],
                         k: ashape[r - 1],
                         n: bshape[r - 1],
+                        accumulate: false,
                     }
                     .fold_broadcast_batches(),
                 ));

@@ -5,6 +5,7 @@ use crate::decode::{decode, value_meta, Ty};
 use crate::exec::Bufs;
 use crate::plan::Planner;
 use crate::stages::Stage;
+use std::collections::HashMap;
 use thunder_abi::export::CompiledRegion;
 use thunder_abi::{
     DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, RegionSpec, TensorDesc,
@@ -59,11 +60,18 @@ impl Region {
         } else {
             Vec::new()
         };
+        // A batched product summed over its batch runs at the sum's place as one GEMM.
+        let summed = crate::gemm_sum::find(&decoded, &region.outputs);
+        let sum_of: HashMap<usize, usize> = summed.iter().map(|(&mm, &s)| (s, mm)).collect();
         for (pos, d) in decoded.iter().enumerate() {
             match attention.iter().find(|m| m.ops.contains(&pos)) {
                 Some(m) if m.at == pos => planner.add_attention(m, d)?,
                 Some(_) => {}
-                None => planner.add(d)?,
+                None if summed.contains_key(&pos) => {}
+                None => match sum_of.get(&pos) {
+                    Some(&mm) => planner.add_gemm_sum(&decoded[mm], d)?,
+                    None => planner.add(d)?,
+                },
             }
         }
         planner.finish_outputs(&region.outputs)?;

@@ -3,6 +3,7 @@
 
 mod attn;
 mod gemm_fold;
+mod gemm_sum;
 mod layout;
 mod math;
 mod movement;
