@@ -101,7 +101,7 @@ pub(crate) fn inputs_of(op: &Op) -> Vec<u32> {
             .into_iter()
             .flatten()
             .collect(),
-        Op::Matmul { a, b } => vec![*a, *b],
+        Op::Matmul { a, b } | Op::Take { a, index: b, .. } => vec![*a, *b],
         Op::Conv { a, w, bias, .. } => [Some(*a), Some(*w), *bias].into_iter().flatten().collect(),
         Op::Full { .. } | Op::Iota { .. } => vec![],
     }

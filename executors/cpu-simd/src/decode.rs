@@ -95,6 +95,12 @@ pub(crate) enum Op {
         start: Vec<usize>,
         step: Vec<usize>,
     },
+    /// Rows `index[j]` of dim `dim` (an i64 `index`, checked when run).
+    Take {
+        a: u32,
+        index: u32,
+        dim: usize,
+    },
     /// `(low, high, interior)` padding per dim (low/high may be negative: a crop).
     Pad {
         a: u32,
@@ -206,12 +212,13 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
             ShapePrim::Reshape => cx.reshape(),
             ShapePrim::Transpose => cx.transpose(),
         },
-        // Slices are views and pads a strided copy; gathers and scatters stay with the
-        // interpreter (its index checks).
+        // Slices are views, pads a strided copy, takes a row gather; the other gathers and
+        // scatters stay with the interpreter.
         PrimKind::Indexing(p) => match p {
             IndexingPrim::Slice => cx.slice(),
             IndexingPrim::Pad => cx.pad(),
-            _ => not_here("gathers, scatters, cat and flip"),
+            IndexingPrim::Take => cx.take(),
+            _ => not_here("scatters, take_along_axis, cat and flip"),
         },
         PrimKind::Reduction(p) => match p {
             ReductionPrim::Sum => cx.reduce(ReduceOp::Sum),

@@ -119,6 +119,30 @@ impl Cx<'_> {
         })
     }
 
+    /// `take(a, index, dim)`: `index` a 1-D i64 tensor; its values are checked when run.
+    pub(crate) fn take(&self) -> R<Op> {
+        self.arity(3)?;
+        let (a, ty, in_shape) = self.tensor(0)?;
+        let (index, ity, ishape) = self.tensor(1)?;
+        let dim = match self.args.get(2) {
+            Some(ArgView::Int(d)) => usize::try_from(*d)
+                .ok()
+                .filter(|&d| d < in_shape.len())
+                .ok_or_else(|| format!("dim {d} is not in [0, {})", in_shape.len()))?,
+            other => return fail(format!("argument 2 must be an int dim, got {other:?}")),
+        };
+        let &[len] = ishape.as_slice() else {
+            return fail(format!("index must be 1-D, got {ishape:?}"));
+        };
+        if ity != Ty::I64 {
+            return fail(format!("index must be i64, got {ity:?}"));
+        }
+        let mut shape = in_shape;
+        shape[dim] = len;
+        self.expect_out(ty, &shape)?;
+        Ok(Op::Take { a, index, dim })
+    }
+
     /// `pad(a, value, config)` with `(low, high, interior)` per dim, as the interpreter.
     pub(crate) fn pad(&self) -> R<Op> {
         self.arity(3)?;

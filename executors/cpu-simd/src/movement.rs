@@ -1,11 +1,14 @@
-//! `prims.pad` as a stage: the output is filled with the padding value, then every input
-//! element that lands inside it is copied to `low + i * (interior + 1)` of each dim (a
-//! negative `low`/`high` crops). Slices need no stage: they are views (`plan_ops.rs`).
+//! Data movement stages. `prims.pad`: the output is filled with the padding value, then every
+//! input element that lands inside it is copied to `low + i * (interior + 1)` of each dim (a
+//! negative `low`/`high` crops). `prims.take`: rows of one dim picked by an i64 index (an
+//! embedding lookup), every index checked first. Slices need no stage: they are views
+//! (`plan_ops.rs`).
 
 use crate::decode::{Lit, Ty};
 use crate::exec::Bufs;
 use crate::group::BufId;
 use crate::layout::{row_major, Layout};
+use thunder_abi::PluginError;
 
 #[derive(Debug, Clone)]
 pub(crate) struct PadPlan {
@@ -106,6 +109,92 @@ unsafe fn pad<T: Copy>(p: &PadPlan, src: *mut u8, out: *mut u8, value: T) {
                     break;
                 }
                 idx[d] = 0;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TakePlan {
+    pub(crate) ty: Ty,
+    pub(crate) src: (BufId, Layout),
+    pub(crate) in_shape: Vec<usize>,
+    /// A 1-D i64 view.
+    pub(crate) index: (BufId, Layout),
+    pub(crate) dim: usize,
+    /// Contiguous: `in_shape` with `len` at `dim`.
+    pub(crate) out: BufId,
+    pub(crate) len: usize,
+}
+
+pub(crate) fn run_take(p: &TakePlan, bufs: &Bufs) -> Result<(), PluginError> {
+    let size = p.in_shape[p.dim];
+    let (ib, il) = (&p.index.0, &p.index.1);
+    let ip = bufs.ptr(*ib) as *const i64;
+    // SAFETY: the index view addresses `len` i64 elements of its buffer.
+    let rows: Vec<usize> = (0..p.len)
+        .map(|j| unsafe { *ip.offset((il.offset + j as i64 * il.strides[0]) as isize) })
+        .map(|i| {
+            usize::try_from(i)
+                .ok()
+                .filter(|&u| u < size)
+                .ok_or_else(|| {
+                    PluginError::invalid(format!(
+                        "prims.take: index {i} is out of bounds for dim {} with size {size}",
+                        p.dim
+                    ))
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    let (src, out) = (bufs.ptr(p.src.0), bufs.ptr(p.out));
+    // SAFETY: every row index is checked; the source view addresses `in_shape`, the output
+    // holds the gathered shape.
+    unsafe {
+        match p.ty {
+            Ty::F32 => take::<f32>(p, &rows, src, out),
+            Ty::F64 => take::<f64>(p, &rows, src, out),
+            Ty::I64 => take::<i64>(p, &rows, src, out),
+            Ty::B8 => take::<u8>(p, &rows, src, out),
+        }
+    }
+    Ok(())
+}
+
+/// # Safety
+/// As in [`run_take`]: `rows` are in range for dim `p.dim`.
+unsafe fn take<T: Copy>(p: &TakePlan, rows: &[usize], src: *mut u8, out: *mut u8) {
+    let (d, st) = (p.dim, &p.src.1.strides);
+    let outer: usize = p.in_shape[..d].iter().product();
+    let inner: usize = p.in_shape[d + 1..].iter().product();
+    let (src, out) = (src as *const T, out as *mut T);
+    // The inner dims as one run when the source steps through them contiguously.
+    let inner_contiguous =
+        Layout::contiguous(&p.in_shape[d + 1..]).strides == st[d + 1..] || inner <= 1;
+    let inner_shape = &p.in_shape[d + 1..];
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        for o in 0..outer {
+            // Source offset of outer index `o` (row-major over the dims before `d`).
+            let (mut rem, mut base) = (o, p.src.1.offset);
+            for k in (0..d).rev() {
+                base += (rem % p.in_shape[k]) as i64 * st[k];
+                rem /= p.in_shape[k];
+            }
+            for (j, &r) in rows.iter().enumerate() {
+                let s = src.offset((base + r as i64 * st[d]) as isize);
+                let o_ptr = out.add((o * rows.len() + j) * inner);
+                if inner_contiguous {
+                    std::ptr::copy_nonoverlapping(s, o_ptr, inner);
+                } else {
+                    for e in 0..inner {
+                        let (mut rem, mut off) = (e, 0i64);
+                        for k in (0..inner_shape.len()).rev() {
+                            off += (rem % inner_shape[k]) as i64 * st[d + 1 + k];
+                            rem /= inner_shape[k];
+                        }
+                        *o_ptr.add(e) = *s.offset(off as isize);
+                    }
+                }
             }
         }
     }

@@ -5,7 +5,7 @@
 use crate::decode::{Decoded, Lit, Op, Operand, Ty};
 use crate::group::{GroupBuilder, Ins};
 use crate::layout::{row_major, Layout};
-use crate::movement::PadPlan;
+use crate::movement::{PadPlan, TakePlan};
 use crate::ops::Real;
 use crate::plan::{internal, numel, Planner};
 use crate::stages::{GemmPlan, IotaPlan, Stage};
@@ -167,6 +167,23 @@ impl Planner {
                     out_shape: d.shape.clone(),
                     config: config.clone(),
                     value: *value,
+                }));
+                self.producer.insert(out, self.stages.len() - 1);
+                self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
+            }
+            Op::Take { a, index, dim } => {
+                let in_shape = self.val(*a)?.shape.clone();
+                let src = self.materialize(*a)?;
+                let index = self.materialize(*index)?;
+                let out = self.new_buf(d.out, d.ty, numel(&d.shape));
+                self.stages.push(Stage::Take(TakePlan {
+                    ty: d.ty,
+                    src,
+                    in_shape,
+                    index,
+                    dim: *dim,
+                    out,
+                    len: d.shape[*dim],
                 }));
                 self.producer.insert(out, self.stages.len() - 1);
                 self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);

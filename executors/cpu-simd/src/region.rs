@@ -197,6 +197,7 @@ impl CompiledRegion for Region {
             .enumerate()
             .map(|(j, (d, m))| check(&format!("output {j}"), d, m))
             .collect::<Result<Vec<_>, _>>()?;
+        let started = std::time::Instant::now();
         let mut scratch = Scratch {
             services: self.services,
             blocks: Vec::with_capacity(self.scratch.len()),
@@ -216,8 +217,19 @@ impl CompiledRegion for Region {
             outputs: outs,
             scratch: scratch.blocks.iter().map(|&(p, _)| p).collect(),
         };
+        let allocated = started.elapsed();
         for stage in &self.stages {
-            stage.run(&bufs);
+            stage.run(&bufs)?;
+        }
+        if crate::exec::trace() {
+            eprintln!(
+                "cpu-simd region: {:>8.1} us, {} stages, scratch {} buffers {:.1} MB allocated in {:.1} us",
+                started.elapsed().as_secs_f64() * 1e6,
+                self.stages.len(),
+                self.scratch.len(),
+                self.scratch.iter().map(|&(t, n)| n * size_of(t)).sum::<usize>() as f64 / 1e6,
+                allocated.as_secs_f64() * 1e6
+            );
         }
         Ok(())
     }

@@ -20,6 +20,7 @@ pub(crate) enum Stage {
     Conv(crate::conv::ConvPlan),
     Pad(crate::movement::PadPlan),
     Attn(crate::attn::AttnPlan),
+    Take(crate::movement::TakePlan),
 }
 
 /// `out[b] = a[b] @ b[b]` for every batch index `b`; `a` is `[..., m, k]`, `b` is `[..., k, n]`
@@ -122,8 +123,10 @@ impl Stage {
         }
     }
 
-    pub(crate) fn run(&self, bufs: &Bufs) {
+    /// Runs the stage; only a take can fail (an index out of range).
+    pub(crate) fn run(&self, bufs: &Bufs) -> Result<(), thunder_abi::PluginError> {
         match self {
+            Stage::Take(t) => return crate::movement::run_take(t, bufs),
             Stage::Ready(g) => exec::run_group(g, bufs),
             Stage::Gemm(g) => run_gemm(g, bufs),
             Stage::Iota(i) => run_iota(i, bufs),
@@ -133,6 +136,7 @@ impl Stage {
             // `finish` lowered every group before the region was handed out.
             Stage::Group(_) => {}
         }
+        Ok(())
     }
 }
 

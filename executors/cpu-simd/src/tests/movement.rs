@@ -220,3 +220,107 @@ fn stepped_slice_is_a_view() {
     let neg: Vec<f64> = want.iter().map(|w| -w).collect();
     assert_close(&got[1], &neg, 0.0, 0.0, "neg of slice");
 }
+
+/// `iota(len, start, step)` as i64 indices.
+fn iota(t: &mut Tb, len: i64, start: i64, step: i64) -> u32 {
+    t.op(
+        "iota",
+        vec![
+            ArgView::Int(len),
+            ArgView::Int(start),
+            ArgView::Int(step),
+            ArgView::Device(thunder_abi::DeviceDesc::CPU),
+            ArgView::DType(thunder_abi::DTypeCode::I64),
+        ],
+        thunder_abi::DTypeCode::I64,
+        &[len],
+    )
+}
+
+/// `take(a, index, dim)` against the definition, on a contiguous and a transposed source,
+/// with repeated and descending indices.
+#[test]
+fn take_gathers_rows_of_one_dim() {
+    // Rows 5, 4, 3, 2 of a [6, 5] table (an embedding lookup).
+    let mut t = Tb::default();
+    let a = t.value(F32, &[6, 5]);
+    let idx = iota(&mut t, 4, 5, -1);
+    let g = t.op(
+        "take",
+        vec![ArgView::Value(a), ArgView::Value(idx), ArgView::Int(0)],
+        F32,
+        &[4, 5],
+    );
+    let da = data(30, 1);
+    let got = t.run(&[(a, da.clone())], &[g]);
+    let want: Vec<f64> = [5usize, 4, 3, 2]
+        .iter()
+        .flat_map(|&r| da[r * 5..r * 5 + 5].iter().map(|&x| x as f64))
+        .collect();
+    assert_close(&got[0], &want, 0.0, 0.0, "take dim 0");
+
+    // Dim 1 (rows 1, 3, 5) of a transposed [2, 6, 3] view of a [2, 3, 6] input, and dim 2
+    // with one index repeated five times.
+    let mut t = Tb::default();
+    let a = t.value(F32, &[2, 3, 6]);
+    let at = t.op(
+        "transpose",
+        vec![ArgView::Value(a), ints(&[0, 2, 1])],
+        F32,
+        &[2, 6, 3],
+    );
+    let i1 = iota(&mut t, 3, 1, 2);
+    let g1 = t.op(
+        "take",
+        vec![ArgView::Value(at), ArgView::Value(i1), ArgView::Int(1)],
+        F32,
+        &[2, 3, 3],
+    );
+    let i2 = iota(&mut t, 5, 2, 0);
+    let g2 = t.op(
+        "take",
+        vec![ArgView::Value(at), ArgView::Value(i2), ArgView::Int(2)],
+        F32,
+        &[2, 6, 5],
+    );
+    let da = data(36, 2);
+    let got = t.run(&[(a, da.clone())], &[g1, g2]);
+    // at[b][i][j] = a[b][j][i]
+    let at_ = |b: usize, i: usize, j: usize| da[(b * 3 + j) * 6 + i] as f64;
+    let want1: Vec<f64> = (0..2)
+        .flat_map(|b| [1usize, 3, 5].map(move |r| (b, r)))
+        .flat_map(|(b, r)| (0..3).map(move |j| at_(b, r, j)))
+        .collect();
+    assert_close(&got[0], &want1, 0.0, 0.0, "take dim 1 of a transpose");
+    let want2: Vec<f64> = (0..2)
+        .flat_map(|b| (0..6).map(move |i| (b, i)))
+        .flat_map(|(b, i)| (0..5).map(move |_| at_(b, i, 2)))
+        .collect();
+    assert_close(&got[1], &want2, 0.0, 0.0, "take dim 2, one index repeated");
+}
+
+#[test]
+fn take_refuses_an_index_out_of_range() {
+    for start in [6, -1] {
+        let mut t = Tb::default();
+        let a = t.value(F32, &[6, 2]);
+        let idx = iota(&mut t, 2, start, 0);
+        let g = t.op(
+            "take",
+            vec![ArgView::Value(a), ArgView::Value(idx), ArgView::Int(0)],
+            F32,
+            &[2, 2],
+        );
+        let err = t
+            .try_run(&[(a, data(12, 3))], &[g])
+            .expect_err("an index out of range");
+        let text = format!("{err:?}");
+        assert!(
+            text.contains("prims.take")
+                && text.contains(&format!(
+                    "index {start} is out of bounds for dim 0 with size 6"
+                )),
+            "{text}"
+        );
+    }
+}
