@@ -3,7 +3,7 @@
 //! drops an executor from the whole trace when one of its regions fails to compile.
 
 use crate::ops::{BinaryOp, CompareOp, ReduceOp, UnaryOp};
-use thunder_abi::prims::{FactoryPrim, Prim, PrimKind, ReductionPrim, ShapePrim};
+use thunder_abi::prims::{FactoryPrim, IndexingPrim, Prim, PrimKind, ReductionPrim, ShapePrim};
 use thunder_abi::{ArgView, DTypeCode, DeviceKind, OpView, PluginError, TraceView};
 
 /// Element types this executor computes in; everything else is left to other executors.
@@ -88,6 +88,24 @@ pub(crate) enum Op {
     Transpose {
         a: u32,
         perm: Vec<usize>,
+    },
+    /// Elements `start[d] + i * step[d]` of each dim.
+    Slice {
+        a: u32,
+        start: Vec<usize>,
+        step: Vec<usize>,
+    },
+    /// Rows `index[j]` of dim `dim` (an i64 `index`, checked when run).
+    Take {
+        a: u32,
+        index: u32,
+        dim: usize,
+    },
+    /// `(low, high, interior)` padding per dim (low/high may be negative: a crop).
+    Pad {
+        a: u32,
+        value: Lit,
+        config: Vec<(i64, i64, i64)>,
     },
     Reduce {
         op: ReduceOp,
@@ -194,8 +212,14 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
             ShapePrim::Reshape => cx.reshape(),
             ShapePrim::Transpose => cx.transpose(),
         },
-        // Data movement stays with the interpreter: nothing to fuse, and its index checks.
-        PrimKind::Indexing(_) => not_here("data movement"),
+        // Slices are views, pads a strided copy, takes a row gather; the other gathers and
+        // scatters stay with the interpreter.
+        PrimKind::Indexing(p) => match p {
+            IndexingPrim::Slice => cx.slice(),
+            IndexingPrim::Pad => cx.pad(),
+            IndexingPrim::Take => cx.take(),
+            _ => not_here("scatters, take_along_axis, cat and flip"),
+        },
         PrimKind::Reduction(p) => match p {
             ReductionPrim::Sum => cx.reduce(ReduceOp::Sum),
             ReductionPrim::Amax => cx.reduce(ReduceOp::Amax),
@@ -396,7 +420,7 @@ impl Cx<'_> {
 /// A literal operand of a float op, rounded to the op's float type first (the prim contract, as
 /// torch casts a Python scalar to the tensor's dtype). f32 arithmetic with it then gives the
 /// reference interpreter's result bit for bit.
-fn float_lit(o: Operand, ty: Ty) -> Operand {
+pub(crate) fn float_lit(o: Operand, ty: Ty) -> Operand {
     let v = match o {
         Operand::Lit(Lit::F(v)) => v,
         Operand::Lit(Lit::I(v)) => v as f64,

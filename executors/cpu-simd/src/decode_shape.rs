@@ -1,6 +1,6 @@
 //! Decoding of the shape, reduction, matmul and factory prims (see `decode.rs`).
 
-use crate::decode::{fail, Cx, Lit, Op, Ty, R};
+use crate::decode::{fail, float_lit, Cx, Lit, Op, Operand, Ty, R};
 use crate::ops::ReduceOp;
 use thunder_abi::{ArgView, DeviceKind};
 
@@ -80,6 +80,112 @@ impl Cx<'_> {
         let shape: Vec<usize> = perm.iter().map(|&p| in_shape[p]).collect();
         self.expect_out(ty, &shape)?;
         Ok(Op::Transpose { a, perm })
+    }
+
+    /// `slice(a, start, end, strides)`: a view, as the interpreter checks it.
+    pub(crate) fn slice(&self) -> R<Op> {
+        self.arity(4)?;
+        let (a, ty, in_shape) = self.tensor(0)?;
+        let rank = in_shape.len();
+        let (start, end, step) = (self.ints(1)?, self.ints(2)?, self.ints(3)?);
+        if start.len() != rank || end.len() != rank || step.len() != rank {
+            return fail(format!(
+                "start, end and strides need {rank} entries each, got {}, {} and {}",
+                start.len(),
+                end.len(),
+                step.len()
+            ));
+        }
+        let mut shape = Vec::with_capacity(rank);
+        for d in 0..rank {
+            let (s, e, st) = (start[d], end[d], step[d]);
+            if st < 1 || s < 0 || s > e || e > in_shape[d] as i64 {
+                return fail(format!(
+                    "dim {d}: start {s}, end {e}, stride {st} do not fit size {}",
+                    in_shape[d]
+                ));
+            }
+            shape.push(if e == s {
+                0
+            } else {
+                ((e - s - 1) / st + 1) as usize
+            });
+        }
+        self.expect_out(ty, &shape)?;
+        Ok(Op::Slice {
+            a,
+            start: start.iter().map(|&s| s as usize).collect(),
+            step: step.iter().map(|&s| s as usize).collect(),
+        })
+    }
+
+    /// `take(a, index, dim)`: `index` a 1-D i64 tensor; its values are checked when run.
+    pub(crate) fn take(&self) -> R<Op> {
+        self.arity(3)?;
+        let (a, ty, in_shape) = self.tensor(0)?;
+        let (index, ity, ishape) = self.tensor(1)?;
+        let dim = match self.args.get(2) {
+            Some(ArgView::Int(d)) => usize::try_from(*d)
+                .ok()
+                .filter(|&d| d < in_shape.len())
+                .ok_or_else(|| format!("dim {d} is not in [0, {})", in_shape.len()))?,
+            other => return fail(format!("argument 2 must be an int dim, got {other:?}")),
+        };
+        let &[len] = ishape.as_slice() else {
+            return fail(format!("index must be 1-D, got {ishape:?}"));
+        };
+        if ity != Ty::I64 {
+            return fail(format!("index must be i64, got {ity:?}"));
+        }
+        let mut shape = in_shape;
+        shape[dim] = len;
+        self.expect_out(ty, &shape)?;
+        Ok(Op::Take { a, index, dim })
+    }
+
+    /// `pad(a, value, config)` with `(low, high, interior)` per dim, as the interpreter.
+    pub(crate) fn pad(&self) -> R<Op> {
+        self.arity(3)?;
+        let (a, ty, in_shape) = self.tensor(0)?;
+        let value = match (self.args.get(1), ty) {
+            (Some(ArgView::Float(v)), Ty::F32 | Ty::F64) => Lit::F(*v),
+            (Some(ArgView::Int(v)), Ty::F32 | Ty::F64) => Lit::F(*v as f64),
+            (Some(ArgView::Bool(v)), Ty::F32 | Ty::F64) => Lit::F(f64::from(u8::from(*v))),
+            (Some(ArgView::Int(v)), Ty::I64) => Lit::I(*v),
+            (Some(ArgView::Bool(v)), Ty::B8) => Lit::B(*v),
+            (other, ty) => return fail(format!("padding value {other:?} for {ty:?}")),
+        };
+        let value = match float_lit(Operand::Lit(value), ty) {
+            Operand::Lit(l) if ty.is_float() => l,
+            _ => value,
+        };
+        let config = self.ints(2)?;
+        if config.len() != 3 * in_shape.len() {
+            return fail(format!(
+                "config needs 3 entries per dim ({}), got {}",
+                3 * in_shape.len(),
+                config.len()
+            ));
+        }
+        let mut shape = Vec::with_capacity(in_shape.len());
+        let mut triples = Vec::with_capacity(in_shape.len());
+        for (c, &size) in config.chunks(3).zip(&in_shape) {
+            let (lo, hi, interior) = (c[0], c[1], c[2]);
+            let size = size as i128;
+            let n =
+                i128::from(lo) + i128::from(hi) + size + (size - 1).max(0) * i128::from(interior);
+            if interior < 0 || n < 0 || n > i128::from(i64::MAX) {
+                return fail(format!("config {config:?} does not fit {in_shape:?}"));
+            }
+            shape.push(n as usize);
+            triples.push((lo, hi, interior));
+        }
+        self.expect_out(ty, &shape)?;
+        Ok(Op::Pad {
+            a,
+            value,
+            config: triples,
+        })
     }
 
     pub(crate) fn reduce(&self, op: ReduceOp) -> R<Op> {

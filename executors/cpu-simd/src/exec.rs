@@ -103,7 +103,7 @@ unsafe impl Sync for Ctx<'_> {}
 
 /// Whether `THUNDER_CPU_SIMD_TRACE` is set: each group run then prints its loop nest, access
 /// strides, instruction count and time to stderr (for profiling).
-fn trace() -> bool {
+pub(crate) fn trace() -> bool {
     static TRACE: OnceLock<bool> = OnceLock::new();
     *TRACE.get_or_init(|| std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some())
 }

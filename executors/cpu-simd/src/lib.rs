@@ -7,20 +7,29 @@
 //!   intermediate buffers, SIMD kernels picked at run time (AVX-512, AVX2+FMA, or plain) and
 //!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`);
 //! - **GEMM** for `prims.matmul` through the `gemm` crate, with transposes folded into the
-//!   operands' strides (`stages.rs`).
+//!   operands' strides (`stages.rs`); a product summed over its batch dims (a weight
+//!   gradient) is one GEMM into the sum (`gemm_sum.rs`);
+//! - **attention**: the decomposition of `scaled_dot_product_attention` (or attention written
+//!   out) runs as one online-softmax kernel blocked over keys, without the `[..., L, S]`
+//!   scores, when no intermediate is needed elsewhere (`attn_match.rs`, `attn.rs`);
+//! - **slices** as views of their input and **pads** as a strided copy (`movement.rs`).
 //!
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+mod attn;
+mod attn_match;
 mod chain;
 mod conv;
 mod decode;
 mod decode_shape;
 mod exec;
+mod gemm_sum;
 mod group;
 mod kernels;
 mod layout;
 mod math;
+mod movement;
 mod ops;
 mod plan;
 mod plan_ops;

@@ -5,6 +5,7 @@
 use crate::decode::{Decoded, Lit, Op, Operand, Ty};
 use crate::group::{GroupBuilder, Ins};
 use crate::layout::{row_major, Layout};
+use crate::movement::{PadPlan, TakePlan};
 use crate::ops::Real;
 use crate::plan::{internal, numel, Planner};
 use crate::stages::{GemmPlan, IotaPlan, Stage};
@@ -133,6 +134,60 @@ impl Planner {
                 let (buf, layout) = self.materialize(*a)?;
                 self.define(d, None, Some((buf, layout.transpose(perm))), None);
             }
+            Op::Slice { a, start, step } => {
+                let st = self.val(*a)?.clone();
+                if let Some(l) = st.konst {
+                    self.define(d, None, None, Some(l));
+                    return Ok(());
+                }
+                let (buf, layout) = self.materialize(*a)?;
+                let offset = layout.offset
+                    + start
+                        .iter()
+                        .zip(&layout.strides)
+                        .map(|(&s, &stride)| s as i64 * stride)
+                        .sum::<i64>();
+                let strides = layout
+                    .strides
+                    .iter()
+                    .zip(step)
+                    .map(|(&stride, &k)| stride * k as i64)
+                    .collect();
+                self.define(d, None, Some((buf, Layout { offset, strides })), None);
+            }
+            Op::Pad { a, value, config } => {
+                let in_shape = self.val(*a)?.shape.clone();
+                let src = self.materialize(*a)?;
+                let out = self.new_buf(d.out, d.ty, numel(&d.shape));
+                self.stages.push(Stage::Pad(PadPlan {
+                    ty: d.ty,
+                    src,
+                    in_shape,
+                    out,
+                    out_shape: d.shape.clone(),
+                    config: config.clone(),
+                    value: *value,
+                }));
+                self.producer.insert(out, self.stages.len() - 1);
+                self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
+            }
+            Op::Take { a, index, dim } => {
+                let in_shape = self.val(*a)?.shape.clone();
+                let src = self.materialize(*a)?;
+                let index = self.materialize(*index)?;
+                let out = self.new_buf(d.out, d.ty, numel(&d.shape));
+                self.stages.push(Stage::Take(TakePlan {
+                    ty: d.ty,
+                    src,
+                    in_shape,
+                    index,
+                    dim: *dim,
+                    out,
+                    len: d.shape[*dim],
+                }));
+                self.producer.insert(out, self.stages.len() - 1);
+                self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
+            }
             Op::Reduce { op, a, dims } => self.reduce(d, *op, *a, dims)?,
             Op::Matmul { a, b } => {
                 let (abuf, alay) = self.materialize(*a)?;
@@ -151,6 +206,7 @@ impl Planner {
                         m: ashape[r - 2],
                         k: ashape[r - 1],
                         n: bshape[r - 1],
+                        accumulate: false,
                     }
                     .fold_broadcast_batches(),
                 ));

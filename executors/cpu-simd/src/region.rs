@@ -5,6 +5,7 @@ use crate::decode::{decode, value_meta, Ty};
 use crate::exec::Bufs;
 use crate::plan::Planner;
 use crate::stages::Stage;
+use std::collections::HashMap;
 use thunder_abi::export::CompiledRegion;
 use thunder_abi::{
     DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, RegionSpec, TensorDesc,
@@ -42,11 +43,36 @@ impl Region {
         let inputs = metas(view, &region.inputs)?;
         let outputs = metas(view, &region.outputs)?;
         let mut planner = Planner::new(&inputs, &region.outputs);
-        for &i in region.ops.iter() {
-            let op = view.ops.get(i as usize).ok_or_else(|| {
-                PluginError::invalid(format!("cpu-simd: op {i} is not in the trace"))
-            })?;
-            planner.add(&decode(view, op)?)?;
+        let decoded = region
+            .ops
+            .iter()
+            .map(|&i| {
+                let op = view.ops.get(i as usize).ok_or_else(|| {
+                    PluginError::invalid(format!("cpu-simd: op {i} is not in the trace"))
+                })?;
+                decode(view, op)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Attention chains run fused: their ops are skipped and the kernel's stage takes the
+        // place of the final product.
+        let attention = if fuse_attention() {
+            crate::attn_match::find(&decoded, &region.outputs)
+        } else {
+            Vec::new()
+        };
+        // A batched product summed over its batch runs at the sum's place as one GEMM.
+        let summed = crate::gemm_sum::find(&decoded, &region.outputs);
+        let sum_of: HashMap<usize, usize> = summed.iter().map(|(&mm, &s)| (s, mm)).collect();
+        for (pos, d) in decoded.iter().enumerate() {
+            match attention.iter().find(|m| m.ops.contains(&pos)) {
+                Some(m) if m.at == pos => planner.add_attention(m, d)?,
+                Some(_) => {}
+                None if summed.contains_key(&pos) => {}
+                None => match sum_of.get(&pos) {
+                    Some(&mm) => planner.add_gemm_sum(&decoded[mm], d)?,
+                    None => planner.add(d)?,
+                },
+            }
         }
         planner.finish_outputs(&region.outputs)?;
         let scratch = std::mem::take(&mut planner.scratch);
@@ -60,6 +86,15 @@ impl Region {
         })
     }
 
+    /// Number of fused attention stages (for tests).
+    #[cfg(test)]
+    pub(crate) fn attention_stages(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|s| matches!(s, Stage::Attn(_)))
+            .count()
+    }
+
     /// Number of stages, and how many of them are fused groups (for tests and logs).
     pub(crate) fn stage_counts(&self) -> (usize, usize) {
         let groups = self
@@ -69,6 +104,12 @@ impl Region {
             .count();
         (self.stages.len(), groups)
     }
+}
+
+/// Whether attention chains are fused (`THUNDER_CPU_SIMD_ATTN=0` turns it off, for A/B runs
+/// and to check the kernel against the unfused stages).
+fn fuse_attention() -> bool {
+    std::env::var("THUNDER_CPU_SIMD_ATTN").map_or(true, |v| v != "0")
 }
 
 /// Checks a host tensor and returns its first element's address.
@@ -156,6 +197,7 @@ impl CompiledRegion for Region {
             .enumerate()
             .map(|(j, (d, m))| check(&format!("output {j}"), d, m))
             .collect::<Result<Vec<_>, _>>()?;
+        let started = std::time::Instant::now();
         let mut scratch = Scratch {
             services: self.services,
             blocks: Vec::with_capacity(self.scratch.len()),
@@ -175,8 +217,19 @@ impl CompiledRegion for Region {
             outputs: outs,
             scratch: scratch.blocks.iter().map(|&(p, _)| p).collect(),
         };
+        let allocated = started.elapsed();
         for stage in &self.stages {
-            stage.run(&bufs);
+            stage.run(&bufs)?;
+        }
+        if crate::exec::trace() {
+            eprintln!(
+                "cpu-simd region: {:>8.1} us, {} stages, scratch {} buffers {:.1} MB allocated in {:.1} us",
+                started.elapsed().as_secs_f64() * 1e6,
+                self.stages.len(),
+                self.scratch.len(),
+                self.scratch.iter().map(|&(t, n)| n * size_of(t)).sum::<usize>() as f64 / 1e6,
+                allocated.as_secs_f64() * 1e6
+            );
         }
         Ok(())
     }

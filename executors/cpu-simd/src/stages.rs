@@ -18,6 +18,9 @@ pub(crate) enum Stage {
     Gemm(GemmPlan),
     Iota(IotaPlan),
     Conv(crate::conv::ConvPlan),
+    Pad(crate::movement::PadPlan),
+    Attn(crate::attn::AttnPlan),
+    Take(crate::movement::TakePlan),
 }
 
 /// `out[b] = a[b] @ b[b]` for every batch index `b`; `a` is `[..., m, k]`, `b` is `[..., k, n]`
@@ -32,6 +35,9 @@ pub(crate) struct GemmPlan {
     pub(crate) m: usize,
     pub(crate) k: usize,
     pub(crate) n: usize,
+    /// `out = Σ_b a[b] @ b[b]`: one `[m, n]` output summed over the batch (a weight
+    /// gradient followed by its sum over the batch dims; see `gemm_sum.rs`).
+    pub(crate) accumulate: bool,
 }
 
 impl GemmPlan {
@@ -69,6 +75,34 @@ impl GemmPlan {
         self.b.1.strides.drain(..r - 2);
         self
     }
+
+    /// A product summed over its batch dims (`accumulate`) is one GEMM with `k * batch`
+    /// when each batch dim steps both operands evenly along `k`: `Σ_b x_bᵀ g_b` is
+    /// `x_flatᵀ g_flat`, with no per-batch products and no sum pass.
+    pub(crate) fn fold_summed_batches(mut self) -> GemmPlan {
+        let r = self.batch.len() + 2;
+        if !self.accumulate || self.batch.is_empty() {
+            return self;
+        }
+        let (la, lb) = (&self.a.1, &self.b.1);
+        let (mut extent, mut sa, mut sb) = (self.k, la.strides[r - 1], lb.strides[r - 2]);
+        for (d, &size) in self.batch.iter().enumerate().rev() {
+            if size == 1 {
+                continue;
+            }
+            if la.strides[d] != sa * extent as i64 || lb.strides[d] != sb * extent as i64 {
+                return self;
+            }
+            (sa, sb, extent) = (la.strides[d], lb.strides[d], size);
+        }
+        // k's stride is now the innermost batch-free one: unchanged.
+        self.k *= self.batch.iter().product::<usize>();
+        self.batch.clear();
+        self.a.1.strides.drain(..r - 2);
+        self.b.1.strides.drain(..r - 2);
+        self.accumulate = false;
+        self
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -89,15 +123,20 @@ impl Stage {
         }
     }
 
-    pub(crate) fn run(&self, bufs: &Bufs) {
+    /// Runs the stage; only a take can fail (an index out of range).
+    pub(crate) fn run(&self, bufs: &Bufs) -> Result<(), thunder_abi::PluginError> {
         match self {
+            Stage::Take(t) => return crate::movement::run_take(t, bufs),
             Stage::Ready(g) => exec::run_group(g, bufs),
             Stage::Gemm(g) => run_gemm(g, bufs),
             Stage::Iota(i) => run_iota(i, bufs),
             Stage::Conv(c) => crate::conv::run(c, bufs),
+            Stage::Pad(p) => crate::movement::run(p, bufs),
+            Stage::Attn(a) => crate::attn::run(a, bufs),
             // `finish` lowered every group before the region was handed out.
             Stage::Group(_) => {}
         }
+        Ok(())
     }
 }
 
@@ -123,6 +162,19 @@ fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
 fn run_gemm_inner(g: &GemmPlan, bufs: &Bufs) {
     let (m, k, n) = (g.m, g.k, g.n);
     let batches: usize = g.batch.iter().product();
+    if g.accumulate && batches == 0 && m * n > 0 {
+        // A sum over no products.
+        let zero = |p: *mut u8, size: usize| {
+            // SAFETY: the output holds m * n elements of `size` bytes.
+            unsafe { std::ptr::write_bytes(p, 0, m * n * size) }
+        };
+        match g.ty {
+            Ty::F32 => zero(bufs.ptr(g.out), 4),
+            Ty::F64 => zero(bufs.ptr(g.out), 8),
+            Ty::B8 | Ty::I64 => {}
+        }
+        return;
+    }
     if m == 0 || n == 0 || batches == 0 {
         return;
     }
@@ -143,14 +195,19 @@ fn run_gemm_inner(g: &GemmPlan, bufs: &Bufs) {
             oa += i * la.strides[d];
             ob += i * lb.strides[d];
         }
-        let oo = (bi * m * n) as isize;
+        // Summed batches all land in the one output, each added to the ones before.
+        let (oo, read_dst) = if g.accumulate {
+            (0, bi > 0)
+        } else {
+            ((bi * m * n) as isize, false)
+        };
         let (ars, acs, brs, bcs) = (
             la.strides[r - 2] as isize,
             la.strides[r - 1] as isize,
             lb.strides[r - 2] as isize,
             lb.strides[r - 1] as isize,
         );
-        if k == 1 {
+        if k == 1 && !g.accumulate {
             // An outer product: one rounded product per element, as gemm computes it, without
             // gemm's per-call setup (which dominates when there are many small batches).
             // SAFETY: as for the gemm call below.
@@ -164,9 +221,9 @@ fn run_gemm_inner(g: &GemmPlan, bufs: &Bufs) {
             continue;
         }
         // SAFETY: the views address elements inside their buffers (checked when the region
-        // was compiled against the buffers' sizes), the output holds batches * m * n elements,
-        // and gemm reads the operands and writes only the output. `read_dst = false` makes it
-        // overwrite (and zero-fill when k = 0).
+        // was compiled against the buffers' sizes), the output holds batches * m * n elements
+        // (m * n when summed), and gemm reads the operands and writes only the output.
+        // `read_dst = false` makes it overwrite (and zero-fill when k = 0).
         unsafe {
             match g.ty {
                 Ty::F32 => gemm::gemm(
@@ -176,14 +233,14 @@ fn run_gemm_inner(g: &GemmPlan, bufs: &Bufs) {
                     (po as *mut f32).offset(oo),
                     1,
                     n as isize,
-                    false,
+                    read_dst,
                     (pa as *const f32).offset(oa as isize),
                     acs,
                     ars,
                     (pb as *const f32).offset(ob as isize),
                     bcs,
                     brs,
-                    0.0f32,
+                    if read_dst { 1.0f32 } else { 0.0f32 },
                     1.0f32,
                     false,
                     false,
@@ -197,14 +254,14 @@ fn run_gemm_inner(g: &GemmPlan, bufs: &Bufs) {
                     (po as *mut f64).offset(oo),
                     1,
                     n as isize,
-                    false,
+                    read_dst,
                     (pa as *const f64).offset(oa as isize),
                     acs,
                     ars,
                     (pb as *const f64).offset(ob as isize),
                     bcs,
                     brs,
-                    0.0f64,
+                    if read_dst { 1.0f64 } else { 0.0f64 },
                     1.0f64,
                     false,
                     false,

@@ -13,6 +13,7 @@ fn plan(a: Layout, b: Layout, batch: &[usize], (m, k, n): (usize, usize, usize))
         m,
         k,
         n,
+        accumulate: false,
     }
 }
 

@@ -1,9 +1,12 @@
 //! Unit tests that need no host: traces are built by hand, compiled and run on host-like
 //! services backed by the global allocator.
 
+mod attn;
 mod gemm_fold;
+mod gemm_sum;
 mod layout;
 mod math;
+mod movement;
 mod region;
 
 use crate::region::Region;
@@ -83,6 +86,15 @@ impl Tb {
 
     /// Compiles all ops as one region and runs it on f32 inputs; returns the f32 outputs.
     pub(crate) fn run(&self, inputs: &[(u32, Vec<f32>)], outputs: &[u32]) -> Vec<Vec<f32>> {
+        self.try_run(inputs, outputs).expect("run")
+    }
+
+    /// As [`Tb::run`], with the run's error.
+    pub(crate) fn try_run(
+        &self,
+        inputs: &[(u32, Vec<f32>)],
+        outputs: &[u32],
+    ) -> Result<Vec<Vec<f32>>, thunder_abi::PluginError> {
         let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
         let view = self.view(&ids, outputs);
         let spec = RegionSpec {
@@ -123,10 +135,8 @@ impl Tb {
             .zip(&shapes)
             .map(|(v, s)| desc(v.as_mut_ptr(), s))
             .collect();
-        region
-            .run(&in_descs, &out_descs, &ExecContext::CPU)
-            .expect("run");
-        outs
+        region.run(&in_descs, &out_descs, &ExecContext::CPU)?;
+        Ok(outs)
     }
 }
 

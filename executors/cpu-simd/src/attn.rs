@@ -1,0 +1,319 @@
+//! Fused attention (`attn_match.rs` finds it): `softmax(mask(scale · q kᵀ)) v` without the
+//! `[..., L, S]` score matrix. Each task takes one batch index and a block of query rows and
+//! walks the keys in blocks with an online softmax (FlashAttention's recurrence): per block,
+//! scores by GEMM into a cache-sized tile, the running row maximum `m` and sum `l` updated,
+//! the accumulator rescaled by `exp(m_old - m_new)` and `p · v_block` added by GEMM; at the
+//! end each row is divided by `l`. A row whose scores are all -inf comes out NaN, as the
+//! decomposition gives it.
+
+use crate::attn_match::MaskKind;
+use crate::exec::{isa_level, Bufs};
+use crate::group::BufId;
+use crate::layout::Layout;
+use crate::math;
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+/// Query rows and keys per tile.
+const BR: usize = 32;
+const BC: usize = 128;
+/// Below this many multiply-adds (both products) the tasks run on the calling thread.
+const PAR_MIN: usize = 1 << 18;
+
+#[derive(Debug, Clone)]
+pub(crate) struct AttnPlan {
+    /// `[..., L, D]`, `[..., D, S]`, `[..., S, Dv]` views; the batch dims are shared.
+    pub(crate) q: (BufId, Layout),
+    pub(crate) kt: (BufId, Layout),
+    pub(crate) v: (BufId, Layout),
+    /// A `[..., L, S]` view: b8 (keep where true, else the fill) or f32 (added).
+    pub(crate) mask: Option<(MaskKind, BufId, Layout)>,
+    /// Contiguous `[..., L, Dv]`.
+    pub(crate) out: BufId,
+    pub(crate) batch: Vec<usize>,
+    pub(crate) l: usize,
+    pub(crate) s: usize,
+    pub(crate) d: usize,
+    pub(crate) dv: usize,
+    /// The scores times `factor` (or divided by it when `.1`), rounded to f32 as the
+    /// decomposition's literal is.
+    pub(crate) scale: Option<(f32, bool)>,
+}
+
+/// Raw operand pointers at one batch index, with the row/column strides of the last dims.
+struct View {
+    p: *const u8,
+    rs: isize,
+    cs: isize,
+}
+
+impl AttnPlan {
+    fn batches(&self) -> usize {
+        self.batch.iter().product()
+    }
+
+    /// `layout`'s element offset at flat batch index `bi`.
+    fn offset(&self, layout: &Layout, bi: usize) -> isize {
+        let (mut off, mut rem) = (layout.offset, bi);
+        for d in (0..self.batch.len()).rev() {
+            off += (rem % self.batch[d]) as i64 * layout.strides[d];
+            rem /= self.batch[d];
+        }
+        off as isize
+    }
+
+    fn view(&self, bufs: &Bufs, (buf, layout): (BufId, &Layout), bi: usize, size: usize) -> View {
+        let r = layout.strides.len();
+        // SAFETY: the offset addresses an element of the buffer (views were checked at compile).
+        let p = unsafe {
+            bufs.ptr(buf)
+                .offset(self.offset(layout, bi) * size as isize)
+        };
+        View {
+            p,
+            rs: layout.strides[r - 2] as isize,
+            cs: layout.strides[r - 1] as isize,
+        }
+    }
+}
+
+struct Ptr(*mut u8);
+// SAFETY: tasks write disjoint rows of the output and only read the operands.
+unsafe impl Sync for Ptr {}
+unsafe impl Send for Ptr {}
+
+pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
+    let t = std::time::Instant::now();
+    let row_blocks = p.l.div_ceil(BR);
+    let tasks = p.batches() * row_blocks;
+    let out = Ptr(bufs.ptr(p.out));
+    let task = |t: usize| {
+        let (bi, rb) = (t / row_blocks, t % row_blocks);
+        let r0 = rb * BR;
+        let rows = BR.min(p.l - r0);
+        // SAFETY: rows r0..r0 + rows of batch bi are in range and written by this task only.
+        unsafe { block(p, bufs, &out, bi, r0, rows) };
+    };
+    if p.batches() * p.l * p.s * (p.d + p.dv) >= PAR_MIN && tasks > 1 {
+        (0..tasks).into_par_iter().for_each(task);
+    } else {
+        (0..tasks).for_each(task);
+    }
+    if std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some() {
+        eprintln!(
+            "cpu-simd attn:  {:>9.1} us batch {:?} L {} S {} D {} Dv {} mask {:?}",
+            t.elapsed().as_secs_f64() * 1e6,
+            p.batch,
+            p.l,
+            p.s,
+            p.d,
+            p.dv,
+            p.mask.as_ref().map(|m| m.0)
+        );
+    }
+}
+
+/// [`block_with`] compiled for the CPU's vector level.
+///
+/// # Safety
+/// As for [`block_with`].
+unsafe fn block(p: &AttnPlan, bufs: &Bufs, out: &Ptr, bi: usize, r0: usize, rows: usize) {
+    // SAFETY: forwarded; the level was detected at run time.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        match isa_level() {
+            2 => return block_avx512(p, bufs, out, bi, r0, rows),
+            1 => return block_avx2(p, bufs, out, bi, r0, rows),
+            _ => {}
+        }
+        block_with::<false>(p, bufs, out, bi, r0, rows)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn block_avx512(p: &AttnPlan, bufs: &Bufs, out: &Ptr, bi: usize, r0: usize, rows: usize) {
+    // SAFETY: forwarded.
+    unsafe { block_with::<true>(p, bufs, out, bi, r0, rows) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn block_avx2(p: &AttnPlan, bufs: &Bufs, out: &Ptr, bi: usize, r0: usize, rows: usize) {
+    // SAFETY: forwarded.
+    unsafe { block_with::<true>(p, bufs, out, bi, r0, rows) }
+}
+
+/// One batch index and `rows` query rows from `r0`.
+///
+/// # Safety
+/// The plan's views address their buffers for every index; `out` holds the output.
+#[inline(always)]
+unsafe fn block_with<const FMA: bool>(
+    p: &AttnPlan,
+    bufs: &Bufs,
+    out: &Ptr,
+    bi: usize,
+    r0: usize,
+    rows: usize,
+) {
+    let q = p.view(bufs, (p.q.0, &p.q.1), bi, 4);
+    let kt = p.view(bufs, (p.kt.0, &p.kt.1), bi, 4);
+    let v = p.view(bufs, (p.v.0, &p.v.1), bi, 4);
+    let mask = p.mask.as_ref().map(|(kind, buf, layout)| {
+        let size = if matches!(kind, MaskKind::Add) { 4 } else { 1 };
+        (*kind, p.view(bufs, (*buf, layout), bi, size))
+    });
+    let (dv, s) = (p.dv, p.s);
+    let mut tile = vec![0f32; BR * BC];
+    let mut acc = vec![0f32; rows * dv];
+    let mut m = vec![f32::NEG_INFINITY; rows];
+    let mut l = vec![0f32; rows];
+    let mut alpha = vec![0f32; rows];
+    // SAFETY (whole fn): every pointer below stays inside its operand's view.
+    unsafe {
+        let qp = (q.p as *const f32).offset(r0 as isize * q.rs);
+        for c0 in (0..s).step_by(BC) {
+            let cols = BC.min(s - c0);
+            if let Some((MaskKind::Keep(fill), mv)) = &mask {
+                // A tile the mask hides entirely adds exp(-inf) = 0 to every row: skip it
+                // (the causal mask's upper triangle).
+                let hidden = *fill == f64::NEG_INFINITY
+                    && (0..rows).all(|i| {
+                        let mp = mv.p.offset((r0 + i) as isize * mv.rs + c0 as isize * mv.cs);
+                        (0..cols).all(|j| *mp.offset(j as isize * mv.cs) == 0)
+                    });
+                if hidden {
+                    continue;
+                }
+            }
+            // tile[i][j] = q[r0 + i] · k[c0 + j]
+            gemm::gemm(
+                rows,
+                cols,
+                p.d,
+                tile.as_mut_ptr(),
+                1,
+                BC as isize,
+                false,
+                qp,
+                q.cs,
+                q.rs,
+                (kt.p as *const f32).offset(c0 as isize * kt.cs),
+                kt.cs,
+                kt.rs,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+            for i in 0..rows {
+                let row = &mut tile[i * BC..i * BC + cols];
+                if let Some((f, divide)) = p.scale {
+                    if divide {
+                        row.iter_mut().for_each(|x| *x /= f);
+                    } else {
+                        row.iter_mut().for_each(|x| *x *= f);
+                    }
+                }
+                if let Some((kind, mv)) = &mask {
+                    let base = (r0 + i) as isize * mv.rs + c0 as isize * mv.cs;
+                    match kind {
+                        MaskKind::Keep(fill) => {
+                            let mp = mv.p.offset(base);
+                            let fill = *fill as f32;
+                            for (j, x) in row.iter_mut().enumerate() {
+                                if *mp.offset(j as isize * mv.cs) == 0 {
+                                    *x = fill;
+                                }
+                            }
+                        }
+                        MaskKind::Add => {
+                            let mp = (mv.p as *const f32).offset(base);
+                            for (j, x) in row.iter_mut().enumerate() {
+                                *x += *mp.offset(j as isize * mv.cs);
+                            }
+                        }
+                    }
+                }
+            }
+            softmax_rows::<FMA>(&mut tile, cols, rows, &mut m, &mut l, &mut alpha);
+            for i in 0..rows {
+                let a = alpha[i];
+                if a != 1.0 {
+                    acc[i * dv..(i + 1) * dv].iter_mut().for_each(|x| *x *= a);
+                }
+            }
+            // acc += tile[:, :cols] @ v[c0..c0 + cols]
+            gemm::gemm(
+                rows,
+                dv,
+                cols,
+                acc.as_mut_ptr(),
+                1,
+                dv as isize,
+                true,
+                tile.as_ptr(),
+                1,
+                BC as isize,
+                (v.p as *const f32).offset(c0 as isize * v.rs),
+                v.cs,
+                v.rs,
+                1.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        }
+        let o = (out.0 as *mut f32).add((bi * p.l + r0) * dv);
+        for i in 0..rows {
+            let inv = if m[i] == f32::NEG_INFINITY {
+                f32::NAN
+            } else {
+                l[i]
+            };
+            for j in 0..dv {
+                *o.add(i * dv + j) = acc[i * dv + j] / inv;
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn softmax_rows<const FMA: bool>(
+    tile: &mut [f32],
+    cols: usize,
+    rows: usize,
+    m: &mut [f32],
+    l: &mut [f32],
+    alpha: &mut [f32],
+) {
+    for i in 0..rows {
+        let row = &mut tile[i * BC..i * BC + cols];
+        let mx = row.iter().fold(f32::NEG_INFINITY, |a, &x| a.max(x));
+        let m_new = m[i].max(mx);
+        if m_new == f32::NEG_INFINITY {
+            row.iter_mut().for_each(|x| *x = 0.0);
+            alpha[i] = 1.0;
+            continue;
+        }
+        alpha[i] = math::exp::<FMA>(m[i] - m_new);
+        row.iter_mut()
+            .for_each(|x| *x = math::exp::<FMA>(*x - m_new));
+        // Sixteen partial sums, so the loop vectorizes.
+        let mut lanes = [0.0f32; 16];
+        let mut chunks = row.chunks_exact(16);
+        for c in &mut chunks {
+            for (a, &x) in lanes.iter_mut().zip(c) {
+                *a += x;
+            }
+        }
+        let sum = lanes.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>();
+        l[i] = l[i] * alpha[i] + sum;
+        m[i] = m_new;
+    }
+}

@@ -1,0 +1,326 @@
+//! Slices (views) and pads (a stage) against naive references written from the prims'
+//! definitions: every output index mapped back to its input index.
+
+use super::{assert_close, data, ints, Tb};
+use thunder_abi::{ArgView, DTypeCode::F32};
+
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// The multi-index of flat position `flat` in `shape`.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = flat % shape[d];
+        flat /= shape[d];
+    }
+    idx
+}
+
+fn naive_pad(a: &[f32], shape: &[usize], value: f32, config: &[(i64, i64, i64)]) -> Vec<f64> {
+    let out_shape: Vec<usize> = shape
+        .iter()
+        .zip(config)
+        .map(|(&n, &(lo, hi, int))| {
+            (lo + hi + n as i64 + (n as i64 - 1).max(0) * int).max(0) as usize
+        })
+        .collect();
+    let st = strides(shape);
+    (0..out_shape.iter().product::<usize>())
+        .map(|flat| {
+            let o = unravel(flat, &out_shape);
+            let mut src = 0usize;
+            for d in 0..shape.len() {
+                let (lo, _, int) = config[d];
+                let rel = o[d] as i64 - lo;
+                if rel < 0 || rel % (int + 1) != 0 || rel / (int + 1) >= shape[d] as i64 {
+                    return value as f64;
+                }
+                src += (rel / (int + 1)) as usize * st[d];
+            }
+            a[src] as f64
+        })
+        .collect()
+}
+
+fn pad_case(shape: &[usize], value: f64, config: &[(i64, i64, i64)]) {
+    let mut t = Tb::default();
+    let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let a = t.value(F32, &dims);
+    let out_shape: Vec<i64> = shape
+        .iter()
+        .zip(config)
+        .map(|(&n, &(lo, hi, int))| lo + hi + n as i64 + (n as i64 - 1).max(0) * int)
+        .collect();
+    let flat: Vec<i64> = config.iter().flat_map(|&(l, h, i)| [l, h, i]).collect();
+    let p = t.op(
+        "pad",
+        vec![ArgView::Value(a), ArgView::Float(value), ints(&flat)],
+        F32,
+        &out_shape,
+    );
+    // A consumer in a fused loop, so the pad's buffer is read back by a group.
+    let y = t.op(
+        "mul",
+        vec![ArgView::Value(p), ArgView::Float(2.0)],
+        F32,
+        &out_shape,
+    );
+    let da = data(shape.iter().product(), 7);
+    let got = t.run(&[(a, da.clone())], &[p, y]);
+    let want = naive_pad(&da, shape, value as f32, config);
+    let what = format!("pad {shape:?} {config:?}");
+    assert_close(&got[0], &want, 0.0, 0.0, &what);
+    let twice: Vec<f64> = want.iter().map(|w| 2.0 * w).collect();
+    assert_close(&got[1], &twice, 0.0, 0.0, &what);
+}
+
+#[test]
+fn pad_matches_naive() {
+    pad_case(&[3, 4], 0.0, &[(1, 2, 0), (0, 3, 0)]);
+    pad_case(&[2, 3, 5], -1.5, &[(0, 0, 0), (2, 0, 0), (1, 1, 0)]);
+    // Negative low/high crop; interior padding spreads the elements.
+    pad_case(&[4, 6], 0.25, &[(-1, 2, 0), (1, -2, 1)]);
+    pad_case(&[5], 0.0, &[(-2, -3, 0)]);
+    pad_case(&[3, 2], 9.0, &[(0, 0, 2), (3, 0, 0)]);
+    // 0-d input, an empty input dim, and an empty output.
+    pad_case(&[], 1.0, &[]);
+    pad_case(&[0], 3.0, &[(2, 1, 0)]);
+    pad_case(&[2, 0], 3.0, &[(1, 0, 0), (0, 2, 0)]);
+    pad_case(&[3], 3.0, &[(-3, 0, 0)]);
+}
+
+/// The qkv split and its backward: three slices of the last dim feed a GEMM and a fused loop;
+/// three pads of their gradients are added back together.
+#[test]
+fn split_and_its_gradient_as_slices_and_pads() {
+    let (b, t_, c) = (2usize, 5usize, 4usize);
+    let mut t = Tb::default();
+    let qkv = t.value(F32, &[b as i64, t_ as i64, 3 * c as i64]);
+    let w = t.value(F32, &[c as i64, 3]);
+    let part = |t: &mut Tb, j: usize| {
+        t.op(
+            "slice",
+            vec![
+                ArgView::Value(qkv),
+                ints(&[0, 0, (j * c) as i64]),
+                ints(&[b as i64, t_ as i64, ((j + 1) * c) as i64]),
+                ints(&[1, 1, 1]),
+            ],
+            F32,
+            &[b as i64, t_ as i64, c as i64],
+        )
+    };
+    let (q, k, v) = (part(&mut t, 0), part(&mut t, 1), part(&mut t, 2));
+    let wb = t.op(
+        "broadcast_in_dim",
+        vec![
+            ArgView::Value(w),
+            ints(&[b as i64, c as i64, 3]),
+            ints(&[1, 2]),
+        ],
+        F32,
+        &[b as i64, c as i64, 3],
+    );
+    let qw = t.op(
+        "matmul",
+        vec![ArgView::Value(q), ArgView::Value(wb)],
+        F32,
+        &[b as i64, t_ as i64, 3],
+    );
+    let kv = t.op(
+        "mul",
+        vec![ArgView::Value(k), ArgView::Value(v)],
+        F32,
+        &[b as i64, t_ as i64, c as i64],
+    );
+    let full = [b as i64, t_ as i64, 3 * c as i64];
+    let pad = |t: &mut Tb, x: u32, j: usize| {
+        let (lo, hi) = ((j * c) as i64, ((2 - j) * c) as i64);
+        t.op(
+            "pad",
+            vec![
+                ArgView::Value(x),
+                ArgView::Float(0.0),
+                ints(&[0, 0, 0, 0, 0, 0, lo, hi, 0]),
+            ],
+            F32,
+            &full,
+        )
+    };
+    let (pq, pk, pv) = (pad(&mut t, q, 0), pad(&mut t, kv, 1), pad(&mut t, v, 2));
+    let s1 = t.op(
+        "add",
+        vec![ArgView::Value(pq), ArgView::Value(pk)],
+        F32,
+        &full,
+    );
+    let s2 = t.op(
+        "add",
+        vec![ArgView::Value(s1), ArgView::Value(pv)],
+        F32,
+        &full,
+    );
+    let (dx, dw) = (data(b * t_ * 3 * c, 3), data(c * 3, 4));
+    let got = t.run(&[(qkv, dx.clone()), (w, dw.clone())], &[qw, s2]);
+    let at = |bi: usize, ti: usize, j: usize| dx[(bi * t_ + ti) * 3 * c + j] as f64;
+    let mut want_qw = vec![0.0; b * t_ * 3];
+    let mut want_s = vec![0.0; b * t_ * 3 * c];
+    for bi in 0..b {
+        for ti in 0..t_ {
+            for n in 0..3 {
+                want_qw[(bi * t_ + ti) * 3 + n] =
+                    (0..c).map(|p| at(bi, ti, p) * dw[p * 3 + n] as f64).sum();
+            }
+            for j in 0..3 * c {
+                let x = at(bi, ti, j);
+                want_s[(bi * t_ + ti) * 3 * c + j] = if (c..2 * c).contains(&j) {
+                    (x as f32 * at(bi, ti, j + c) as f32) as f64
+                } else {
+                    x
+                };
+            }
+        }
+    }
+    assert_close(&got[0], &want_qw, 1e-5, 1e-6, "q @ w");
+    assert_close(&got[1], &want_s, 0.0, 0.0, "pads added");
+}
+
+/// A strided slice (every other row, a window of columns) read by a fused loop and as a
+/// region output.
+#[test]
+fn stepped_slice_is_a_view() {
+    let mut t = Tb::default();
+    let a = t.value(F32, &[7, 6]);
+    let s = t.op(
+        "slice",
+        vec![
+            ArgView::Value(a),
+            ints(&[1, 2]),
+            ints(&[7, 5]),
+            ints(&[2, 1]),
+        ],
+        F32,
+        &[3, 3],
+    );
+    let e = t.op("neg", vec![ArgView::Value(s)], F32, &[3, 3]);
+    let da = data(42, 9);
+    let got = t.run(&[(a, da.clone())], &[s, e]);
+    let want: Vec<f64> = [1usize, 3, 5]
+        .iter()
+        .flat_map(|&r| (2..5).map(move |col| (r, col)))
+        .map(|(r, col)| da[r * 6 + col] as f64)
+        .collect();
+    assert_close(&got[0], &want, 0.0, 0.0, "slice");
+    let neg: Vec<f64> = want.iter().map(|w| -w).collect();
+    assert_close(&got[1], &neg, 0.0, 0.0, "neg of slice");
+}
+
+/// `iota(len, start, step)` as i64 indices.
+fn iota(t: &mut Tb, len: i64, start: i64, step: i64) -> u32 {
+    t.op(
+        "iota",
+        vec![
+            ArgView::Int(len),
+            ArgView::Int(start),
+            ArgView::Int(step),
+            ArgView::Device(thunder_abi::DeviceDesc::CPU),
+            ArgView::DType(thunder_abi::DTypeCode::I64),
+        ],
+        thunder_abi::DTypeCode::I64,
+        &[len],
+    )
+}
+
+/// `take(a, index, dim)` against the definition, on a contiguous and a transposed source,
+/// with repeated and descending indices.
+#[test]
+fn take_gathers_rows_of_one_dim() {
+    // Rows 5, 4, 3, 2 of a [6, 5] table (an embedding lookup).
+    let mut t = Tb::default();
+    let a = t.value(F32, &[6, 5]);
+    let idx = iota(&mut t, 4, 5, -1);
+    let g = t.op(
+        "take",
+        vec![ArgView::Value(a), ArgView::Value(idx), ArgView::Int(0)],
+        F32,
+        &[4, 5],
+    );
+    let da = data(30, 1);
+    let got = t.run(&[(a, da.clone())], &[g]);
+    let want: Vec<f64> = [5usize, 4, 3, 2]
+        .iter()
+        .flat_map(|&r| da[r * 5..r * 5 + 5].iter().map(|&x| x as f64))
+        .collect();
+    assert_close(&got[0], &want, 0.0, 0.0, "take dim 0");
+
+    // Dim 1 (rows 1, 3, 5) of a transposed [2, 6, 3] view of a [2, 3, 6] input, and dim 2
+    // with one index repeated five times.
+    let mut t = Tb::default();
+    let a = t.value(F32, &[2, 3, 6]);
+    let at = t.op(
+        "transpose",
+        vec![ArgView::Value(a), ints(&[0, 2, 1])],
+        F32,
+        &[2, 6, 3],
+    );
+    let i1 = iota(&mut t, 3, 1, 2);
+    let g1 = t.op(
+        "take",
+        vec![ArgView::Value(at), ArgView::Value(i1), ArgView::Int(1)],
+        F32,
+        &[2, 3, 3],
+    );
+    let i2 = iota(&mut t, 5, 2, 0);
+    let g2 = t.op(
+        "take",
+        vec![ArgView::Value(at), ArgView::Value(i2), ArgView::Int(2)],
+        F32,
+        &[2, 6, 5],
+    );
+    let da = data(36, 2);
+    let got = t.run(&[(a, da.clone())], &[g1, g2]);
+    // at[b][i][j] = a[b][j][i]
+    let at_ = |b: usize, i: usize, j: usize| da[(b * 3 + j) * 6 + i] as f64;
+    let want1: Vec<f64> = (0..2)
+        .flat_map(|b| [1usize, 3, 5].map(move |r| (b, r)))
+        .flat_map(|(b, r)| (0..3).map(move |j| at_(b, r, j)))
+        .collect();
+    assert_close(&got[0], &want1, 0.0, 0.0, "take dim 1 of a transpose");
+    let want2: Vec<f64> = (0..2)
+        .flat_map(|b| (0..6).map(move |i| (b, i)))
+        .flat_map(|(b, i)| (0..5).map(move |_| at_(b, i, 2)))
+        .collect();
+    assert_close(&got[1], &want2, 0.0, 0.0, "take dim 2, one index repeated");
+}
+
+#[test]
+fn take_refuses_an_index_out_of_range() {
+    for start in [6, -1] {
+        let mut t = Tb::default();
+        let a = t.value(F32, &[6, 2]);
+        let idx = iota(&mut t, 2, start, 0);
+        let g = t.op(
+            "take",
+            vec![ArgView::Value(a), ArgView::Value(idx), ArgView::Int(0)],
+            F32,
+            &[2, 2],
+        );
+        let err = t
+            .try_run(&[(a, data(12, 3))], &[g])
+            .expect_err("an index out of range");
+        let text = format!("{err:?}");
+        assert!(
+            text.contains("prims.take")
+                && text.contains(&format!(
+                    "index {start} is out of bounds for dim 0 with size 6"
+                )),
+            "{text}"
+        );
+    }
+}
