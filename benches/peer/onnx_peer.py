@@ -105,7 +105,7 @@ def time_torch(module, feeds, device, reps):
     args = [torch.from_numpy(v).to(device) for v in feeds.values()]
     with torch.no_grad():
         t = time.perf_counter()
-        module(*args)
+        out = module(*args)
         torch.cuda.synchronize()
         first = (time.perf_counter() - t) * 1e3
         times = []
@@ -114,7 +114,8 @@ def time_torch(module, feeds, device, reps):
             module(*args)
             torch.cuda.synchronize()
             times.append((time.perf_counter() - t) * 1e3)
-    return first, statistics.median(times), min(times)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    return first, statistics.median(times), min(times), out.float().cpu().numpy()
 
 
 def time_thunder(path, feeds, threads, reps, work, device="cpu", bin_dir=None, config=None):
@@ -151,37 +152,45 @@ def main():
     torch.set_num_threads(a.threads)
     print(f"threads {a.threads}, ORT {ort.__version__}, device {a.device}, median of {a.reps} after a first call")
     rows = []
+    cuda = a.device.startswith("cuda")
     for name, path, feeds, module in models(a.work, a.only.split(",")):
+        row = dict(model=name, device=a.device)
+        ref = None
         try:
             o_first, o_med, o_min, o_out = time_ort(path, feeds, a.threads, a.reps, a.device)
+            ref = o_out[0]
+            row.update(ort_ms=o_med, ort_min_ms=o_min, ort_first_ms=o_first)
         except Exception as e:  # noqa: BLE001 (a missing provider is reported, not fatal)
             print(f"{name}: ORT failed: {e}", flush=True)
-            continue
-        if a.device.startswith("cuda"):
-            e_first, e_med, e_min = time_torch(module, feeds, a.device, a.reps)
+            if not cuda:
+                continue
+        if cuda:
+            e_first, e_med, e_min, e_out = time_torch(module, feeds, a.device, a.reps)
+            ref = e_out if ref is None else ref
+            row.update(torch_eager_ms=e_med, torch_eager_min_ms=e_min, torch_eager_first_ms=e_first)
             print(f"{name:16s} torch eager {e_med:9.2f} ms (min {e_min:.2f}, first {e_first:.1f})", flush=True)
         try:
             stats, t_out = time_thunder(path, feeds, a.threads, a.reps, a.work, a.device, a.bin, a.config)
         except RuntimeError as e:
             print(f"{name}: thunder failed: {e}", flush=True)
             continue
-        ref = o_out[0]
         err = float(np.abs(t_out - ref).max() / max(np.abs(ref).max(), 1e-30))
-        row = dict(model=name, ort_ms=o_med, thunder_ms=stats["median_ms"], ort_min_ms=o_min,
-                   thunder_min_ms=stats["min_ms"], min_ratio=stats["min_ms"] / o_min,
-                   ratio=stats["median_ms"] / o_med, ort_first_ms=o_first,
+        row.update(thunder_ms=stats["median_ms"], thunder_min_ms=stats["min_ms"],
                    thunder_first_ms=stats["first_call_ms"], translate_ms=stats["translate_ms"],
                    compile_ms=stats["compile_ms"], load_ms=stats["load_ms"], rel_err=err,
-                   device=a.device)
-        if a.device.startswith("cuda"):
-            row.update(torch_eager_ms=e_med, torch_eager_min_ms=e_min)
+                   err_against="ort" if "ort_ms" in row else "torch eager")
         rows.append(row)
-        print(f"{name:16s} ORT {o_med:9.2f} ms  thunder {stats['median_ms']:9.2f} ms  "
-              f"ratio {row['ratio']:5.2f}x (min {o_min:.1f} / {stats['min_ms']:.1f} ms: "
-              f"{row['min_ratio']:.2f}x)  first call: ORT {o_first:8.1f} ms, thunder "
-              f"{stats['first_call_ms']:8.1f} ms (load {stats['load_ms']:.0f}, translate "
-              f"{stats['translate_ms']:.0f}, compile {stats['compile_ms']:.0f})  "
-              f"rel err {err:.1e}", flush=True)
+        line = f"{name:16s} thunder {stats['median_ms']:9.2f} ms (min {stats['min_ms']:.2f})"
+        if "ort_ms" in row:
+            row.update(ratio=stats["median_ms"] / o_med, min_ratio=stats["min_ms"] / o_min)
+            line += f"  ORT {o_med:9.2f} ms  ratio {row['ratio']:5.2f}x (min ratio {row['min_ratio']:.2f}x)"
+        if cuda:
+            row.update(torch_ratio=stats["median_ms"] / e_med)
+            line += f"  torch eager {e_med:.2f} ms: {row['torch_ratio']:.2f}x"
+        line += (f"  first call: thunder {stats['first_call_ms']:.1f} ms (load {stats['load_ms']:.0f}, "
+                 f"translate {stats['translate_ms']:.0f}, compile {stats['compile_ms']:.0f})  "
+                 f"rel err {err:.1e} against {row['err_against']}")
+        print(line, flush=True)
     with open(os.path.join(a.work, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
 
