@@ -182,3 +182,14 @@ def test_stream_argument_is_accepted_and_ignored_on_the_cpu():
     (cap,), _ = prog.forward([_to_dlpack(x)], stream=None)
     torch.testing.assert_close(_from_dlpack(cap), x * 2 + 1)
     del _native
+
+
+def test_square_is_x_times_x():
+    x = torch.randn(3, 4, requires_grad=True)
+    f = thunder_rs.jit(lambda x: x.square().sum() + torch.square(x).mean())
+    out = f(x)
+    ref = x.square().sum() + torch.square(x).mean()
+    torch.testing.assert_close(out, ref)
+    (g,) = torch.autograd.grad(out, x)
+    (want,) = torch.autograd.grad(ref, x)
+    torch.testing.assert_close(g, want)

@@ -167,6 +167,9 @@ same_op("ltorch.split", torch.split, T.split, split_size="split_size_or_sections
 row(torch.rsub, sig="input, other, *, alpha=1")(
     lambda r, a: Generic("ltorch.sub", None, "torch.rsub")(r, (a["other"], a["input"]), {"alpha": a["alpha"]})
 )
+row(torch.square, T.square, sig="input")(
+    lambda r, a: Generic("ltorch.mul", None, "torch.square")(r, (a["input"], a["input"]), {})
+)
 # Tensor methods whose self is not the op's first parameter.
 TABLE[T.where] = lambda r, args, kw: Generic("ltorch.where", None, "Tensor.where")(
     r, (args[1], args[0], *args[2:]), kw)
