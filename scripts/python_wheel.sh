@@ -32,4 +32,7 @@ done
 
 rm -f "$out"/thunder_rs-*.whl
 "$maturin" build --release -m python/Cargo.toml -o "$out"
+# The extension is in the wheel now; left in target/release, where the default plugins.toml looks
+# for executors, every `thunder` run would warn that it cannot load it as a plugin.
+rm -f target/release/lib_native.so
 ls "$out"/thunder_rs-*.whl
