@@ -169,9 +169,9 @@ impl OnnxSession {
         Ok(s)
     }
 
-    /// Runs the model on the graph's inputs, in the graph's order (on any device: they are
-    /// copied to the session's); outputs in the graph's output order, on the session's device.
-    pub fn run(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+    /// The specialisation for the graph's inputs (in the graph's order, on any device) and every
+    /// input its program takes: those inputs copied to the session's device, then the weights.
+    pub fn prepare(&self, inputs: &[Array]) -> Result<(Arc<Specialization>, Vec<Array>)> {
         let types: Vec<TensorType> = inputs
             .iter()
             .map(|a| TensorType::new(a.shape().to_vec(), a.dtype(), Device::Cpu))
@@ -182,6 +182,13 @@ impl OnnxSession {
             .map(|a| a.to(self.device))
             .collect::<thunder_core::Result<Vec<_>>>()?;
         all.extend(s.imported.weights.iter().map(|w| (**w).clone()));
+        Ok((s, all))
+    }
+
+    /// Runs the model on the graph's inputs, in the graph's order (on any device: they are
+    /// copied to the session's); outputs in the graph's output order, on the session's device.
+    pub fn run(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        let (s, all) = self.prepare(inputs)?;
         let out = s.program.run(&all)?;
         if let Ok(mut last) = self.last.lock() {
             *last = Some(s);
@@ -189,8 +196,8 @@ impl OnnxSession {
         Ok(out)
     }
 
-    /// Runs on named inputs; returns the outputs with the graph's output names.
-    pub fn run_named(&self, mut named: HashMap<String, Array>) -> Result<Vec<(String, Array)>> {
+    /// Named inputs in the graph's order; a missing or unknown name is an error naming it.
+    pub fn ordered_inputs(&self, mut named: HashMap<String, Array>) -> Result<Vec<Array>> {
         let mut inputs = Vec::new();
         for spec in &self.model.inputs {
             let a = named.remove(&spec.name).ok_or_else(|| OnnxError::Input {
@@ -209,7 +216,12 @@ impl OnnxSession {
                 ),
             });
         }
-        let out = self.run(&inputs)?;
+        Ok(inputs)
+    }
+
+    /// Runs on named inputs; returns the outputs with the graph's output names.
+    pub fn run_named(&self, named: HashMap<String, Array>) -> Result<Vec<(String, Array)>> {
+        let out = self.run(&self.ordered_inputs(named)?)?;
         Ok(self.model.output_names.iter().cloned().zip(out).collect())
     }
 }

@@ -194,34 +194,11 @@ pub struct OnnxBench {
 
 pub fn prepare_bench(args: &HostArgs, program: &Path, io: &InputArgs) -> Result<OnnxBench> {
     let (model, load_ms) = load(program)?;
-    let mut given: HashMap<String, Array> = io.arrays()?.into_iter().collect();
+    let given: HashMap<String, Array> = io.arrays()?.into_iter().collect();
     let session = session(args, model, io)?;
-    let mut inputs = Vec::new();
-    for spec in &session.model().inputs {
-        let a = given.remove(&spec.name).ok_or_else(|| {
-            anyhow!(
-                "{}: input `{}`: missing (expected {spec})",
-                program.display(),
-                spec.name
-            )
-        })?;
-        inputs.push(a.to(session.device())?);
-    }
-    if let Some(extra) = given.keys().next() {
-        bail!(
-            "{}: `{extra}` is not an input of the graph",
-            program.display()
-        );
-    }
-    let types: Vec<TensorType> = inputs
-        .iter()
-        .map(|a| TensorType::new(a.shape().to_vec(), a.dtype(), Device::Cpu))
-        .collect();
-    let spec = session
-        .specialize(&types)
-        .map_err(|e| anyhow!("{}: {e}", program.display()))?;
-    let mut arrays = inputs;
-    arrays.extend(spec.imported.weights.iter().map(|w| (**w).clone()));
+    let in_program = |e: thunder_onnx::OnnxError| anyhow!("{}: {e}", program.display());
+    let inputs = session.ordered_inputs(given).map_err(in_program)?;
+    let (spec, arrays) = session.prepare(&inputs).map_err(in_program)?;
     Ok(OnnxBench {
         load_and_translate: load_ms / 1e3 + spec.timings.translate.as_secs_f64(),
         spec,
