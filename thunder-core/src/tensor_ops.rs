@@ -8,7 +8,7 @@ use crate::clang::Operand;
 use crate::error::{Error, Result};
 use crate::ir::{lookup_symbol, Arg};
 use crate::tensor::Tensor;
-use crate::trace_ctx::{bind, sticky};
+use crate::trace_ctx::{bind1, sticky};
 use std::ops;
 
 fn record(id: &'static str, args: Vec<Arg>) -> Result<Tensor> {
@@ -18,9 +18,7 @@ fn record(id: &'static str, args: Vec<Arg>) -> Result<Tensor> {
              call `thunder_torch::register()` (or any thunder_torch function) first"
         ))
     })?;
-    bind(sym, args)?
-        .pop()
-        .ok_or_else(|| Error::Bug(format!("{id} returned no output")))
+    bind1(sym, args)
 }
 
 fn binary(id: &'static str, a: Operand, b: Operand) -> Tensor {

@@ -175,6 +175,13 @@ fn arg_types(b: &Builder, args: &[Arg]) -> Result<Vec<Option<TensorType>>> {
         .collect()
 }
 
+/// [`bind`] of a one-output symbol.
+pub fn bind1(sym: &'static Symbol, args: Vec<Arg>) -> Result<Tensor> {
+    bind(sym, args)?
+        .pop()
+        .ok_or_else(|| Error::Bug(format!("{} returned no output", sym.id)))
+}
+
 /// Binds a symbol: a prim runs its meta; a composite traces its decomposition in a new scope,
 /// whose bound symbols become the subsymbols; a plugin's op runs the plugin's meta and, if it
 /// has a decomposition, is recorded like a composite.

@@ -303,9 +303,7 @@ fn input_name(i: usize) -> String {
 
 fn bind1(id: &str, args: Vec<Arg>) -> Result<Tensor> {
     let sym = lookup_symbol(id).ok_or_else(|| Error::Bug(format!("unknown symbol {id}")))?;
-    thunder_core::trace_ctx::bind(sym, args)?
-        .pop()
-        .ok_or_else(|| Error::Bug(format!("{id} returned no output")))
+    thunder_core::trace_ctx::bind1(sym, args)
 }
 
 /// Traces `op` applied to `args` into a program whose inputs are the sample's tensors (views

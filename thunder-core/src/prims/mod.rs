@@ -8,11 +8,9 @@ pub use thunder_abi::prims::*;
 use crate::error::Result;
 use crate::ir::{prim_symbol, Arg};
 use crate::tensor::Tensor;
-use crate::trace_ctx::bind;
+use crate::trace_ctx::bind1;
 
 /// Records a prim with one output in the current trace.
 pub fn prim1(prim: Prim, args: Vec<Arg>) -> Result<Tensor> {
-    let mut out = bind(prim_symbol(prim), args)?;
-    out.pop()
-        .ok_or_else(|| crate::error::Error::Bug(format!("{} returned no output", prim.id())))
+    bind1(prim_symbol(prim), args)
 }
