@@ -5,6 +5,11 @@
 //! the accumulator rescaled by `exp(m_old - m_new)` and `p · v_block` added by GEMM; at the
 //! end each row is divided by `l`. A row whose scores are all -inf comes out NaN, as the
 //! decomposition gives it.
+//!
+//! The same kernel runs `ltorch.sdpa_fwd_lse` (planned in `sdpa.rs`): a causal mask computed
+//! from the indices (key `j` visible to query `i` when `j <= i`, top-left aligned, key blocks
+//! past the diagonal skipped) and the row log-sum-exp `m + log(l)` written beside the output,
+//! which is all the backward (`attn_bwd.rs`) needs to recompute the probabilities.
 
 use crate::attn_match::MaskKind;
 use crate::exec::{isa_level, Bufs};
@@ -28,8 +33,12 @@ pub(crate) struct AttnPlan {
     pub(crate) v: (BufId, Layout),
     /// A `[..., L, S]` view: b8 (keep where true, else the fill) or f32 (added).
     pub(crate) mask: Option<(MaskKind, BufId, Layout)>,
+    /// Key `j` hidden from query `i` when `j > i`.
+    pub(crate) causal: bool,
     /// Contiguous `[..., L, Dv]`.
     pub(crate) out: BufId,
+    /// Contiguous f32 `[..., L]`: the log-sum-exp of each row's (scaled, masked) scores.
+    pub(crate) lse: Option<BufId>,
     pub(crate) batch: Vec<usize>,
     pub(crate) l: usize,
     pub(crate) s: usize,
@@ -41,10 +50,41 @@ pub(crate) struct AttnPlan {
 }
 
 /// Raw operand pointers at one batch index, with the row/column strides of the last dims.
-struct View {
-    p: *const u8,
-    rs: isize,
-    cs: isize,
+pub(crate) struct View {
+    pub(crate) p: *const u8,
+    pub(crate) rs: isize,
+    pub(crate) cs: isize,
+}
+
+/// `layout`'s element offset at flat batch index `bi` of `batch` (its leading dims).
+pub(crate) fn batch_offset(batch: &[usize], layout: &Layout, bi: usize) -> isize {
+    let (mut off, mut rem) = (layout.offset, bi);
+    for d in (0..batch.len()).rev() {
+        off += (rem % batch[d]) as i64 * layout.strides[d];
+        rem /= batch[d];
+    }
+    off as isize
+}
+
+/// The `[..., rows, cols]` view `(buf, layout)` at batch index `bi`, elements of `size` bytes.
+pub(crate) fn batch_view(
+    bufs: &Bufs,
+    batch: &[usize],
+    (buf, layout): (BufId, &Layout),
+    bi: usize,
+    size: usize,
+) -> View {
+    let r = layout.strides.len();
+    // SAFETY: the offset addresses an element of the buffer (views were checked at compile).
+    let p = unsafe {
+        bufs.ptr(buf)
+            .offset(batch_offset(batch, layout, bi) * size as isize)
+    };
+    View {
+        p,
+        rs: layout.strides[r - 2] as isize,
+        cs: layout.strides[r - 1] as isize,
+    }
 }
 
 impl AttnPlan {
@@ -52,33 +92,13 @@ impl AttnPlan {
         self.batch.iter().product()
     }
 
-    /// `layout`'s element offset at flat batch index `bi`.
-    fn offset(&self, layout: &Layout, bi: usize) -> isize {
-        let (mut off, mut rem) = (layout.offset, bi);
-        for d in (0..self.batch.len()).rev() {
-            off += (rem % self.batch[d]) as i64 * layout.strides[d];
-            rem /= self.batch[d];
-        }
-        off as isize
-    }
-
     fn view(&self, bufs: &Bufs, (buf, layout): (BufId, &Layout), bi: usize, size: usize) -> View {
-        let r = layout.strides.len();
-        // SAFETY: the offset addresses an element of the buffer (views were checked at compile).
-        let p = unsafe {
-            bufs.ptr(buf)
-                .offset(self.offset(layout, bi) * size as isize)
-        };
-        View {
-            p,
-            rs: layout.strides[r - 2] as isize,
-            cs: layout.strides[r - 1] as isize,
-        }
+        batch_view(bufs, &self.batch, (buf, layout), bi, size)
     }
 }
 
 struct Ptr(*mut u8);
-// SAFETY: tasks write disjoint rows of the output and only read the operands.
+// SAFETY: tasks write disjoint rows of the outputs and only read the operands.
 unsafe impl Sync for Ptr {}
 unsafe impl Send for Ptr {}
 
@@ -174,6 +194,10 @@ unsafe fn block_with<const FMA: bool>(
     unsafe {
         let qp = (q.p as *const f32).offset(r0 as isize * q.rs);
         for c0 in (0..s).step_by(BC) {
+            if p.causal && c0 > r0 + rows - 1 {
+                // Every later key is past every row's diagonal.
+                break;
+            }
             let cols = BC.min(s - c0);
             if let Some((MaskKind::Keep(fill), mv)) = &mask {
                 // A tile the mask hides entirely adds exp(-inf) = 0 to every row: skip it
@@ -217,6 +241,11 @@ unsafe fn block_with<const FMA: bool>(
                     } else {
                         row.iter_mut().for_each(|x| *x *= f);
                     }
+                }
+                if p.causal {
+                    // Keys c0 + j with j >= visible lie past row r0 + i's diagonal.
+                    let visible = (r0 + i + 1).saturating_sub(c0).min(cols);
+                    row[visible..].fill(f32::NEG_INFINITY);
                 }
                 if let Some((kind, mv)) = &mask {
                     let base = (r0 + i) as isize * mv.rs + c0 as isize * mv.cs;
@@ -278,6 +307,13 @@ unsafe fn block_with<const FMA: bool>(
             };
             for j in 0..dv {
                 *o.add(i * dv + j) = acc[i * dv + j] / inv;
+            }
+        }
+        if let Some(lse) = p.lse {
+            // -inf for a row that saw no key (log 0), as the decomposition gives it.
+            let dst = (bufs.ptr(lse) as *mut f32).add(bi * p.l + r0);
+            for i in 0..rows {
+                *dst.add(i) = m[i] + l[i].ln();
             }
         }
     }

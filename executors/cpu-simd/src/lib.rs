@@ -12,12 +12,16 @@
 //! - **attention**: the decomposition of `scaled_dot_product_attention` (or attention written
 //!   out) runs as one online-softmax kernel blocked over keys, without the `[..., L, S]`
 //!   scores, when no intermediate is needed elsewhere (`attn_match.rs`, `attn.rs`);
+//! - **attention for training**: the composites `ltorch.sdpa_fwd_lse` (the fused forward, also
+//!   writing the row log-sum-exp) and `ltorch.sdpa_bwd` (FlashAttention-2's backward, which
+//!   recomputes the probabilities tile by tile) are claimed whole (`sdpa.rs`, `attn_bwd.rs`);
 //! - **slices** as views of their input and **pads** as a strided copy (`movement.rs`).
 //!
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 mod attn;
+mod attn_bwd;
 mod attn_match;
 mod chain;
 mod conv;
@@ -34,6 +38,7 @@ mod ops;
 mod plan;
 mod plan_ops;
 mod region;
+mod sdpa;
 mod stages;
 mod tile;
 
@@ -58,7 +63,11 @@ pub fn plugin_info() -> PluginInfo {
         description: "fused elementwise/reduction loops (SIMD, threads) and GEMM on CPU f32/f64"
             .into(),
         devices: vec!["cpu".into()].into(),
-        symbols: Prim::ALL.iter().map(|p| p.id().into()).collect(),
+        symbols: Prim::ALL
+            .iter()
+            .map(|p| p.id().into())
+            .chain([sdpa::FWD.into(), sdpa::BWD.into()])
+            .collect(),
     }
 }
 
@@ -91,6 +100,10 @@ impl CpuSimd {
 /// Whether this executor claims `op`: exactly the ops `decode` accepts, so that a claimed
 /// region always compiles (a failed compile drops the executor from the whole trace).
 pub fn accepts(view: &TraceView, op: &thunder_abi::OpView) -> bool {
+    if sdpa::is_sdpa(&op.symbol) {
+        // The attention composites, claimed whole (`sdpa.rs`).
+        return sdpa::decode(view, op).is_ok();
+    }
     !op.composite && decode::decode(view, op).is_ok()
 }
 

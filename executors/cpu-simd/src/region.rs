@@ -12,6 +12,13 @@ use thunder_abi::{
     TraceView,
 };
 
+/// A region op in trace order: a decoded prim (its position among the prims) or an attention
+/// composite.
+enum Item {
+    Prim(usize),
+    Sdpa(crate::sdpa::SdpaOp),
+}
+
 pub(crate) struct Region {
     inputs: Vec<(u32, Ty, Vec<usize>)>,
     outputs: Vec<(u32, Ty, Vec<usize>)>,
@@ -43,27 +50,44 @@ impl Region {
         let inputs = metas(view, &region.inputs)?;
         let outputs = metas(view, &region.outputs)?;
         let mut planner = Planner::new(&inputs, &region.outputs);
-        let decoded = region
-            .ops
-            .iter()
-            .map(|&i| {
-                let op = view.ops.get(i as usize).ok_or_else(|| {
-                    PluginError::invalid(format!("cpu-simd: op {i} is not in the trace"))
-                })?;
-                decode(view, op)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        // Prims are decoded for the planner and the pattern finders; the attention
+        // composites (`sdpa.rs`) are stages of their own, and what they read counts as read
+        // outside any chain (like a region output).
+        let mut decoded = Vec::with_capacity(region.ops.len());
+        let mut order = Vec::with_capacity(region.ops.len());
+        let mut read_outside: Vec<u32> = region.outputs.to_vec();
+        for &i in region.ops.iter() {
+            let op = view.ops.get(i as usize).ok_or_else(|| {
+                PluginError::invalid(format!("cpu-simd: op {i} is not in the trace"))
+            })?;
+            if crate::sdpa::is_sdpa(&op.symbol) {
+                let s = crate::sdpa::decode(view, op)?;
+                read_outside.extend(&s.args);
+                order.push(Item::Sdpa(s));
+            } else {
+                decoded.push(decode(view, op)?);
+                order.push(Item::Prim(decoded.len() - 1));
+            }
+        }
         // Attention chains run fused: their ops are skipped and the kernel's stage takes the
         // place of the final product.
         let attention = if fuse_attention() {
-            crate::attn_match::find(&decoded, &region.outputs)
+            crate::attn_match::find(&decoded, &read_outside)
         } else {
             Vec::new()
         };
         // A batched product summed over its batch runs at the sum's place as one GEMM.
-        let summed = crate::gemm_sum::find(&decoded, &region.outputs);
+        let summed = crate::gemm_sum::find(&decoded, &read_outside);
         let sum_of: HashMap<usize, usize> = summed.iter().map(|(&mm, &s)| (s, mm)).collect();
-        for (pos, d) in decoded.iter().enumerate() {
+        for item in &order {
+            let pos = match item {
+                Item::Sdpa(s) => {
+                    planner.add_sdpa(s)?;
+                    continue;
+                }
+                Item::Prim(pos) => *pos,
+            };
+            let d = &decoded[pos];
             match attention.iter().find(|m| m.ops.contains(&pos)) {
                 Some(m) if m.at == pos => planner.add_attention(m, d)?,
                 Some(_) => {}
@@ -91,7 +115,7 @@ impl Region {
     pub(crate) fn attention_stages(&self) -> usize {
         self.stages
             .iter()
-            .filter(|s| matches!(s, Stage::Attn(_)))
+            .filter(|s| matches!(s, Stage::Attn(_) | Stage::AttnBwd(_)))
             .count()
     }
 

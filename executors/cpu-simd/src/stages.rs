@@ -20,6 +20,7 @@ pub(crate) enum Stage {
     Conv(crate::conv::ConvPlan),
     Pad(crate::movement::PadPlan),
     Attn(crate::attn::AttnPlan),
+    AttnBwd(crate::attn_bwd::AttnBwdPlan),
     Take(crate::movement::TakePlan),
 }
 
@@ -133,6 +134,7 @@ impl Stage {
             Stage::Conv(c) => crate::conv::run(c, bufs),
             Stage::Pad(p) => crate::movement::run(p, bufs),
             Stage::Attn(a) => crate::attn::run(a, bufs),
+            Stage::AttnBwd(a) => crate::attn_bwd::run(a, bufs),
             // `finish` lowered every group before the region was handed out.
             Stage::Group(_) => {}
         }

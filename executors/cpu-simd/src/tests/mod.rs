@@ -8,6 +8,7 @@ mod layout;
 mod math;
 mod movement;
 mod region;
+mod sdpa;
 
 use crate::region::Region;
 use std::ffi::c_void;
