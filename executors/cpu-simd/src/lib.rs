@@ -28,6 +28,7 @@ mod conv;
 mod decode;
 mod decode_shape;
 mod exec;
+mod ftz;
 mod gemm_sum;
 mod group;
 mod kernels;

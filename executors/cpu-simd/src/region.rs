@@ -47,6 +47,7 @@ impl Region {
         region: &RegionSpec,
         services: HostServices,
     ) -> Result<Region, PluginError> {
+        crate::ftz::init_pool();
         let inputs = metas(view, &region.inputs)?;
         let outputs = metas(view, &region.outputs)?;
         let mut planner = Planner::new(&inputs, &region.outputs);
@@ -242,6 +243,8 @@ impl CompiledRegion for Region {
             scratch: scratch.blocks.iter().map(|&(p, _)| p).collect(),
         };
         let allocated = started.elapsed();
+        // Subnormals flushed on this thread for the run, as on the workers (`ftz.rs`).
+        let _flush = crate::ftz::FlushGuard::new();
         for stage in &self.stages {
             stage.run(&bufs)?;
         }
