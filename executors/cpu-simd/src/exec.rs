@@ -221,9 +221,12 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
         if chunks == 1 {
             run_chunk(&ctx, 0..items);
         } else {
-            (0..chunks)
-                .into_par_iter()
-                .for_each(|c| run_chunk(&ctx, range(c)));
+            (0..chunks).into_par_iter().for_each(|c| {
+                // Workers flush subnormals for the products; fused loops keep IEEE
+                // semantics (`ftz.rs`).
+                let _ieee = crate::ftz::FlushGuard::ieee();
+                run_chunk(&ctx, range(c))
+            });
         }
     }
     for (red, acc) in plan.reductions.iter().zip(&accs) {

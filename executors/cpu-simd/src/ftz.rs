@@ -1,20 +1,24 @@
-//! Flush-to-zero and denormals-are-zero while cpu-simd computes.
+//! Flush-to-zero and denormals-are-zero in the products: GEMMs, convolutions and attention.
 //!
 //! Why: an x86 core takes a microcode assist (around a hundred cycles) for every subnormal
 //! operand or result of an SSE/AVX instruction. Softmax probabilities far below the row's
 //! maximum, and their gradients, are often subnormal; one training test spent 4-5x longer in its
 //! gradient GEMMs because of them. With MXCSR's FTZ (results) and DAZ (operands) bits set,
-//! those values are zero and the assists disappear. The cost is that values below 2^-126
-//! (about 1.2e-38 in f32, 2.2e-308 in f64) read and come out as zero, so a result can differ
-//! from the interpreter's (which keeps IEEE subnormals) by less than that: below every
-//! tolerance any test or user applies, and what oneDNN and MKL-based frameworks do by default.
+//! those values are zero and the assists disappear. In a sum of products that changes the
+//! result by less than 2^-126 (about 1.2e-38) per term in f32 (2.2e-308 in f64), below any
+//! tolerance a test or a user applies; oneDNN and MKL-based frameworks do the same.
+//!
+//! The fused elementwise loops keep IEEE subnormals: there the flush would change results
+//! outright (`sign` or `logical_not` of a subnormal, a subnormal quotient), and the loops must
+//! agree with the interpreter and PyTorch.
 //!
 //! The bits are per thread. Every rayon worker sets them once when it starts (this crate owns
-//! the global pool of its own copy of rayon: a `cdylib` links its own), and the host's thread
-//! that runs a region sets them for the run and restores its own state afterwards
-//! ([`FlushGuard`]), so the host's arithmetic is untouched and a region gives the same result
-//! on the calling thread and on the workers. `THUNDER_CPU_SIMD_FTZ=0` keeps IEEE subnormals
-//! everywhere (for A/B runs and bit-level comparisons).
+//! the global pool of its own copy of rayon: a `cdylib` links its own), which covers the
+//! threaded GEMMs inside the `gemm` crate and the attention tasks; a fused loop's chunk on a
+//! worker clears them for its duration, and the host's thread sets them only while it runs a
+//! product stage ([`FlushGuard`] restores its own state afterwards). So a region gives the same
+//! result on the calling thread and on the workers, and the host's arithmetic is untouched.
+//! `THUNDER_CPU_SIMD_FTZ=0` keeps IEEE subnormals everywhere (for A/B runs).
 
 use std::sync::OnceLock;
 
@@ -68,28 +72,50 @@ pub(crate) fn init_pool() {
     });
 }
 
-/// FTZ and DAZ on the current thread until dropped, then the thread's own MXCSR again.
+/// The current thread's FTZ and DAZ set (`flush`) or cleared until dropped, then the thread's
+/// own MXCSR again.
 pub(crate) struct FlushGuard {
     #[cfg(target_arch = "x86_64")]
     saved: Option<u32>,
 }
 
 impl FlushGuard {
-    pub(crate) fn new() -> FlushGuard {
+    /// Flushing for a product stage (a no-op when `THUNDER_CPU_SIMD_FTZ=0`).
+    pub(crate) fn flush() -> FlushGuard {
+        if !enabled() {
+            return FlushGuard {
+                #[cfg(target_arch = "x86_64")]
+                saved: None,
+            };
+        }
+        FlushGuard::set(true)
+    }
+
+    /// IEEE subnormals for a fused loop's chunk.
+    pub(crate) fn ieee() -> FlushGuard {
+        FlushGuard::set(false)
+    }
+
+    fn set(flush: bool) -> FlushGuard {
         #[cfg(target_arch = "x86_64")]
         {
-            if !enabled() {
+            let saved = read_csr();
+            let want = if flush {
+                saved | FTZ_DAZ
+            } else {
+                saved & !FTZ_DAZ
+            };
+            if want == saved {
                 return FlushGuard { saved: None };
             }
-            let saved = read_csr();
-            if saved & FTZ_DAZ != FTZ_DAZ {
-                write_csr(saved | FTZ_DAZ);
-                return FlushGuard { saved: Some(saved) };
-            }
-            FlushGuard { saved: None }
+            write_csr(want);
+            FlushGuard { saved: Some(saved) }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        FlushGuard {}
+        {
+            let _ = flush;
+            FlushGuard {}
+        }
     }
 }
 

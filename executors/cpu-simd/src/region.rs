@@ -243,8 +243,6 @@ impl CompiledRegion for Region {
             scratch: scratch.blocks.iter().map(|&(p, _)| p).collect(),
         };
         let allocated = started.elapsed();
-        // Subnormals flushed on this thread for the run, as on the workers (`ftz.rs`).
-        let _flush = crate::ftz::FlushGuard::new();
         for stage in &self.stages {
             stage.run(&bufs)?;
         }

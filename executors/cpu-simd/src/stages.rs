@@ -126,6 +126,12 @@ impl Stage {
 
     /// Runs the stage; only a take can fail (an index out of range).
     pub(crate) fn run(&self, bufs: &Bufs) -> Result<(), thunder_abi::PluginError> {
+        // Products flush subnormals on this thread as on the workers (`ftz.rs`).
+        let _flush = matches!(
+            self,
+            Stage::Gemm(_) | Stage::Conv(_) | Stage::Attn(_) | Stage::AttnBwd(_)
+        )
+        .then(crate::ftz::FlushGuard::flush);
         match self {
             Stage::Take(t) => return crate::movement::run_take(t, bufs),
             Stage::Ready(g) => exec::run_group(g, bufs),

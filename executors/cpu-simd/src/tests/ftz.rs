@@ -1,10 +1,10 @@
-//! Subnormals are flushed while a region runs (on the calling thread and on the workers), and
-//! the calling thread's own floating-point state is given back afterwards (`ftz.rs`).
+//! Products (GEMMs) flush subnormals, on the calling thread and on the workers; fused loops
+//! keep IEEE subnormals on both; the calling thread's own state is given back (`ftz.rs`).
 
-use super::Tb;
+use super::{ints, Tb};
 use thunder_abi::{ArgView, DTypeCode::F32};
 
-/// `x * 1e-30` on `n` elements of `x`: 1e-10 gives a subnormal (1e-40), 1.0 a normal 1e-30.
+/// `x * 1e-30` on the elements of `x`.
 fn scaled(xs: Vec<f32>) -> Vec<f32> {
     let mut t = Tb::default();
     let n = xs.len() as i64;
@@ -18,36 +18,57 @@ fn scaled(xs: Vec<f32>) -> Vec<f32> {
     t.run(&[(x, xs)], &[y]).remove(0)
 }
 
+/// `a[n, n] @ b[n, n]` with every element of `a` and `b` 1e-20: each product is 1e-40, a
+/// subnormal; their sum n * 1e-40 is not (n >= 128).
+fn tiny_products(n: usize) -> Vec<f32> {
+    let mut t = Tb::default();
+    let s = [n as i64, n as i64];
+    let a = t.value(F32, &s);
+    let b = t.value(F32, &s);
+    let bt = t.op("transpose", vec![ArgView::Value(b), ints(&[1, 0])], F32, &s);
+    let c = t.op(
+        "matmul",
+        vec![ArgView::Value(a), ArgView::Value(bt)],
+        F32,
+        &s,
+    );
+    t.run(&[(a, vec![1e-20; n * n]), (b, vec![1e-20; n * n])], &[c])
+        .remove(0)
+}
+
+fn host_product() -> f32 {
+    std::hint::black_box(1e-10f32) * std::hint::black_box(1e-30f32)
+}
+
 #[test]
-fn subnormal_results_are_flushed_and_the_caller_state_restored() {
-    // What the host thread computes before and after a run: IEEE subnormals.
-    let tiny = std::hint::black_box(1e-10f32);
-    let before = tiny * std::hint::black_box(1e-30f32);
+fn fused_loops_keep_subnormals_on_every_thread() {
+    let before = host_product();
     assert!(
         before > 0.0 && !before.is_normal(),
         "the host keeps subnormals"
     );
-
-    // Two elements (the calling thread) and 2^21 elements (the threaded path).
+    // Two elements run on the calling thread, 2^21 on the workers.
     for n in [2usize, 1 << 21] {
-        let mut xs = vec![1e-10f32; n];
-        xs[0] = 1.0;
-        let got = scaled(xs);
-        assert_eq!(got[0], 1.0f32 * 1e-30f32, "n {n}: a normal result is exact");
-        if n > 1 {
-            assert!(
-                got[1..].iter().all(|&v| v == 0.0),
-                "n {n}: subnormals flushed"
-            );
-        }
+        let got = scaled(vec![1e-10f32; n]);
+        assert!(got.iter().all(|&v| v == before), "n {n}: IEEE subnormals");
     }
-    let after = tiny * std::hint::black_box(1e-30f32);
-    assert_eq!(before, after, "the host's MXCSR is restored after the run");
+    assert_eq!(
+        scaled(vec![1e-40, 2.0]),
+        vec![1e-40f32 * 1e-30, 2.0 * 1e-30f32]
+    );
 }
 
 #[test]
-fn subnormal_inputs_read_as_zero() {
-    // 1e-40 is subnormal in f32; with DAZ it reads as 0, and 0 * 1e-30 = 0.
-    let got = scaled(vec![1e-40f32, 2.0]);
-    assert_eq!(got, vec![0.0, 2.0 * 1e-30f32]);
+fn products_flush_subnormals_and_the_caller_state_is_restored() {
+    let before = host_product();
+    // 8x8 runs on the calling thread, 256x256 on the workers (gemm's threads).
+    for n in [8usize, 256] {
+        let got = tiny_products(n);
+        assert!(got.iter().all(|&v| v == 0.0), "n {n}: flushed products");
+    }
+    assert_eq!(
+        host_product(),
+        before,
+        "the host's MXCSR is restored after the run"
+    );
 }
