@@ -25,7 +25,17 @@ use thunder_torch::prelude::*;
 const PYTORCH_DEVIATIONS: &[&str] = &["gelu/c9", "pow/c54", "polygamma/c24"];
 
 /// Ops whose results depend on summation order.
-const ORDER_DEPENDENT: &[&str] = &["sum", "amax", "mean", "matmul", "linear", "softmax"];
+const ORDER_DEPENDENT: &[&str] = &[
+    "sum",
+    "amax",
+    "mean",
+    "matmul",
+    "linear",
+    "softmax",
+    "scaled_dot_product_attention",
+    "sdpa_fwd_lse",
+    "sdpa_bwd",
+];
 
 fn cpu_simd_library() -> PathBuf {
     thunder_tests::plugin_library("thunder_cpu_simd")

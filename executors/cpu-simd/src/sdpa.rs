@@ -138,7 +138,8 @@ fn decode_inner(view: &TraceView, op: &OpView) -> R<SdpaOp> {
     let scale = match &args[last - 1] {
         ArgView::None => 1.0 / (e as f64).sqrt(),
         ArgView::Float(x) => *x,
-        other => return fail(format!("scale must be a float or None, got {other:?}")),
+        ArgView::Int(x) => *x as f64,
+        other => return fail(format!("scale must be a number or None, got {other:?}")),
     };
     let want_out: Vec<Vec<usize>> = match kind {
         SdpaKind::Fwd => vec![with(l, Some(ev)), with(l, None)],
