@@ -39,9 +39,10 @@ eager and with ``torch.compile`` (first call, compile included, and steady state
   kernel);
 * the cached call of the 10-op chain on f32[64] (per call);
 * the MLP train step (as section ``train``: eager, and with the model ``torch.compile``-d);
-* a GPT-2 block forward + backward, B 2, T 128, C 256, 4 heads (pre-norm, causal attention
-  written out as in thunder's ``gpt2_block``, GELU(tanh) MLP), loss ``mean(block(x)^2)``, with
-  gradients for ``x`` and the 12 weights.
+* a GPT-2 block forward + backward, B 2, T 128, C 256, 4 heads (pre-norm, causal
+  ``scaled_dot_product_attention`` as in thunder's ``gpt2_block``, GELU(tanh) MLP), loss
+  ``mean(block(x)^2)``, with gradients for ``x`` and the 12 weights; and in eager with the
+  attention written out (scores, masked softmax, product), as both sides spelled it before.
 
 Each is timed like ``thunder bench`` does: one warm call that sizes the loop (calls per sample
 for about 2 ms), then samples until ``--issue7-min-time`` seconds have passed and at least three
@@ -165,8 +166,11 @@ def tanh4(x):
 
 
 def gpt2_block(x, causal, ln1_w, ln1_b, w_qkv, b_qkv, w_proj, b_proj, ln2_w, ln2_b, w_fc, b_fc,
-               w_fc2, b_fc2):
-    """thunder_benches::gpt2_block: x + attn(ln1(x)), then x + mlp(ln2(x))."""
+               w_fc2, b_fc2, written_out=False):
+    """thunder_benches::gpt2_block: x + attn(ln1(x)), then x + mlp(ln2(x)). The attention is
+    ``F.scaled_dot_product_attention(is_causal=True)``, as nanoGPT and thunder's block call it;
+    ``written_out`` spells it as scores, masked softmax and product instead (what both sides
+    timed before thunder's block called SDPA)."""
     import torch.nn.functional as F
 
     b, t, c = x.shape
@@ -176,9 +180,12 @@ def gpt2_block(x, causal, ln1_w, ln1_b, w_qkv, b_qkv, w_proj, b_proj, ln2_w, ln2
     # [B, T, 3C] -> [B, T, 3, H, D] -> [3, B, H, T, D]: the same split as thunder's.
     qkv = F.linear(a, w_qkv, b_qkv).view(b, t, 3, h, d).permute(2, 0, 3, 1, 4)
     q, k, v = qkv[0], qkv[1], qkv[2]
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / d ** 0.5)
-    att = scores.masked_fill(~causal, float("-inf")).softmax(-1)
-    y = (att @ v).permute(0, 2, 1, 3).reshape(b, t, c)
+    if written_out:
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / d ** 0.5)
+        att = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v
+    else:
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    y = att.permute(0, 2, 1, 3).reshape(b, t, c)
     x = x + F.linear(y, w_proj, b_proj)
     a = F.layer_norm(x, (c,), ln2_w, ln2_b, 1e-5)
     return x + F.linear(F.gelu(F.linear(a, w_fc, b_fc), approximate="tanh"), w_fc2, b_fc2)
@@ -186,6 +193,11 @@ def gpt2_block(x, causal, ln1_w, ln1_b, w_qkv, b_qkv, w_proj, b_proj, ln2_w, ln2
 
 def gpt2_block_loss(x, causal, *params):
     y = gpt2_block(x, causal, *params)
+    return (y * y).mean()
+
+
+def gpt2_block_loss_written_out(x, causal, *params):
+    y = gpt2_block(x, causal, *params, written_out=True)
     return (y * y).mean()
 
 
@@ -344,6 +356,10 @@ def run_issue7(args) -> list[dict]:
     first, _ = timed_first(compiled_step)
     med, best, n = measure(compiled_step, min_time, reps)
     row("gpt2_block", "torch.compile", "ns", med, best, first, n)
+    written_out = fwd_bwd(gpt2_block_loss_written_out)
+    first, _ = timed_first(written_out)
+    med, best, n = measure(written_out, min_time, reps)
+    row("gpt2_block", "eager, attention written out", "ns", med, best, first, n)
     return rows
 
 

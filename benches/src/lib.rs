@@ -449,60 +449,38 @@ fn one_hot(ids: &Tensor, classes: i64) -> thunder_core::Result<Tensor> {
     Ok(ids.reshape(&shape).eq(&iota).to_dtype(DType::F32))
 }
 
-/// `t[..., i]` for a last dim of size `n`, as `t @ one_hot(i)`. Stands in for indexing (there
-/// is no slice/select prim yet) to split q, k, v out of the fused qkv projection.
-fn take_last(t: &Tensor, i: i64, n: i64) -> thunder_core::Result<Tensor> {
-    let iota = thunder_torch::arange(0, n, 1, Device::Cpu, DType::I64)?;
-    Ok(t.matmul(&iota.eq(i).to_dtype(DType::F32)))
-}
-
-/// Causal self-attention of one GPT-2 block on `x: [B, T, C]`; `causal[i, j]` is `j <= i`.
-fn gpt2_attention(
-    cfg: &Gpt2Config,
-    x: &Tensor,
-    p: &[Tensor],
-    causal: &Tensor,
-) -> thunder_core::Result<Tensor> {
+/// Causal self-attention of one GPT-2 block on `x: [B, T, C]`, as nanoGPT writes it: q, k and
+/// v split from one projection, heads moved before time, `scaled_dot_product_attention` with
+/// `is_causal` (which trains through `sdpa_fwd_lse`/`sdpa_bwd`, saving no T x T value).
+fn gpt2_attention(cfg: &Gpt2Config, x: &Tensor, p: &[Tensor]) -> thunder_core::Result<Tensor> {
     let (b, t, c, h) = (cfg.batch, cfg.seq, cfg.embd, cfg.heads);
-    let d = c / h;
-    // [B, T, 3C] -> [B, T, 3, H, D] -> [B, H, T, D, 3]; then q, k, v = [..., 0|1|2].
-    let qkv = x
-        .linear(&p[0], Some(&p[1]))
-        .reshape(&[b, t, 3, h, d])
-        .permute(&[0, 3, 1, 4, 2]);
-    let q = take_last(&qkv, 0, 3)?;
-    let k = take_last(&qkv, 1, 3)?;
-    let v = take_last(&qkv, 2, 3)?;
-    let scores = q.matmul(&k.transpose(-2, -1)) * (1.0 / (d as f64).sqrt());
-    let att = causal.select(&scores, f64::NEG_INFINITY).softmax(-1);
-    let y = att.matmul(&v).permute(&[0, 2, 1, 3]).reshape(&[b, t, c]);
+    let qkv = thunder_torch::split(&x.linear(&p[0], Some(&p[1])), c, 2)?;
+    let heads = |u: &Tensor| u.reshape(&[b, t, h, c / h]).transpose(1, 2);
+    let y = thunder_torch::scaled_dot_product_attention(
+        &heads(&qkv[0]),
+        &heads(&qkv[1]),
+        &heads(&qkv[2]),
+        None,
+        true,
+        None,
+    )?;
+    let y = y.transpose(1, 2).reshape(&[b, t, c]);
     Ok(y.linear(&p[2], Some(&p[3])))
 }
 
 /// One pre-norm GPT-2 block on `x: [B, T, C]`: `x + attn(ln1(x))`, then `x + mlp(ln2(x))`
 /// with `mlp = linear 4C, gelu(tanh), linear C`. `p` holds the 12 weights in
-/// [`GPT2_BLOCK_INPUT_NAMES`] order; `causal[i, j]` is `j <= i`.
-pub fn gpt2_block(
-    cfg: &Gpt2Config,
-    x: &Tensor,
-    p: &[Tensor],
-    causal: &Tensor,
-) -> thunder_core::Result<Tensor> {
+/// [`GPT2_BLOCK_INPUT_NAMES`] order.
+pub fn gpt2_block(cfg: &Gpt2Config, x: &Tensor, p: &[Tensor]) -> thunder_core::Result<Tensor> {
     let c = cfg.embd;
     let h = x.layer_norm(&[c], Some(&p[0]), Some(&p[1]), 1e-5);
-    let x = x + gpt2_attention(cfg, &h, &p[2..6], causal)?;
+    let x = x + gpt2_attention(cfg, &h, &p[2..6])?;
     let h = x.layer_norm(&[c], Some(&p[6]), Some(&p[7]), 1e-5);
     let mlp = h
         .linear(&p[8], Some(&p[9]))
         .gelu("tanh")
         .linear(&p[10], Some(&p[11]));
     Ok(x + mlp)
-}
-
-/// `causal[i, j] = j <= i` for `t` positions, as `bool[t, t]`.
-fn causal_mask(t: i64) -> thunder_core::Result<Tensor> {
-    let positions = thunder_torch::arange(0, t, 1, Device::Cpu, DType::I64)?;
-    Ok(positions.reshape(&[t, 1]).ge(&positions))
 }
 
 /// GPT-2 forward with the LM loss: token + position embeddings, `cfg.layers` pre-norm blocks
@@ -516,11 +494,10 @@ pub fn gpt2_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Te
     let tok_emb = one_hot(tokens, v)?.matmul(wte);
     let pos_emb = one_hot(&positions, cfg.seq)?.matmul(wpe);
     let mut x = tok_emb + pos_emb;
-    let causal = causal_mask(t)?;
     let n_block = GPT2_BLOCK_INPUT_NAMES.len();
     let blocks_end = GPT2_LEADING_INPUTS + cfg.layers * n_block;
     for p in xs[GPT2_LEADING_INPUTS..blocks_end].chunks(n_block) {
-        x = gpt2_block(cfg, &x, p, &causal)?;
+        x = gpt2_block(cfg, &x, p)?;
     }
     let (ln_w, ln_b) = (&xs[blocks_end], &xs[blocks_end + 1]);
     let x = x.layer_norm(&[c], Some(ln_w), Some(ln_b), 1e-5);
@@ -596,7 +573,6 @@ pub fn gpt2_block_inputs(cfg: &Gpt2Config, seed: u64, scale: f64) -> Vec<Array> 
 /// The loss of the GPT-2 block benchmark: `mean(block(x)^2)`; inputs as
 /// [`gpt2_block_input_types`].
 pub fn gpt2_block_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
-    let causal = causal_mask(cfg.seq)?;
-    let y = gpt2_block(cfg, &xs[0], &xs[1..13], &causal)?;
+    let y = gpt2_block(cfg, &xs[0], &xs[1..13])?;
     Ok(vec![(&y * &y).mean(None, false)])
 }

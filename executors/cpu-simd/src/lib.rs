@@ -8,7 +8,8 @@
 //!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`);
 //! - **GEMM** for `prims.matmul` through the `gemm` crate, with transposes folded into the
 //!   operands' strides (`stages.rs`); a product summed over its batch dims (a weight
-//!   gradient) is one GEMM into the sum (`gemm_sum.rs`);
+//!   gradient) is one GEMM into the sum (`gemm_sum.rs`), and a product read only by a
+//!   transpose is computed transposed (`gemm_t.rs`);
 //! - **attention**: the decomposition of `scaled_dot_product_attention` (or attention written
 //!   out) runs as one online-softmax kernel blocked over keys, without the `[..., L, S]`
 //!   scores, when no intermediate is needed elsewhere (`attn_match.rs`, `attn.rs`);
@@ -30,6 +31,7 @@ mod decode_shape;
 mod exec;
 mod ftz;
 mod gemm_sum;
+mod gemm_t;
 mod group;
 mod kernels;
 mod layout;
@@ -102,8 +104,9 @@ impl CpuSimd {
 /// region always compiles (a failed compile drops the executor from the whole trace).
 pub fn accepts(view: &TraceView, op: &thunder_abi::OpView) -> bool {
     if sdpa::is_sdpa(&op.symbol) {
-        // The attention composites, claimed whole (`sdpa.rs`).
-        return sdpa::decode(view, op).is_ok();
+        // The attention composites, claimed whole (`sdpa.rs`); `THUNDER_CPU_SIMD_ATTN=0`
+        // leaves them to their decompositions.
+        return region::fuse_attention() && sdpa::decode(view, op).is_ok();
     }
     !op.composite && decode::decode(view, op).is_ok()
 }

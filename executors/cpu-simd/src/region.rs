@@ -80,6 +80,11 @@ impl Region {
         // A batched product summed over its batch runs at the sum's place as one GEMM.
         let summed = crate::gemm_sum::find(&decoded, &read_outside);
         let sum_of: HashMap<usize, usize> = summed.iter().map(|(&mm, &s)| (s, mm)).collect();
+        // A product read only by a transpose runs transposed, at the transpose's place.
+        let mut transposed = crate::gemm_t::find(&decoded, &read_outside, &summed);
+        transposed.retain(|p, _| !attention.iter().any(|m| m.ops.contains(p)));
+        let transpose_of: HashMap<usize, usize> =
+            transposed.iter().map(|(&p, &t)| (t, p)).collect();
         for item in &order {
             let pos = match item {
                 Item::Sdpa(s) => {
@@ -89,10 +94,18 @@ impl Region {
                 Item::Prim(pos) => *pos,
             };
             let d = &decoded[pos];
+            if let Some(&p) = transpose_of.get(&pos) {
+                // p is a matmul, or the sum of a summed one.
+                match sum_of.get(&p) {
+                    Some(&mm) => planner.add_gemm_transposed(&decoded[mm], Some(&decoded[p]), d)?,
+                    None => planner.add_gemm_transposed(&decoded[p], None, d)?,
+                }
+                continue;
+            }
             match attention.iter().find(|m| m.ops.contains(&pos)) {
                 Some(m) if m.at == pos => planner.add_attention(m, d)?,
                 Some(_) => {}
-                None if summed.contains_key(&pos) => {}
+                None if summed.contains_key(&pos) || transposed.contains_key(&pos) => {}
                 None => match sum_of.get(&pos) {
                     Some(&mm) => planner.add_gemm_sum(&decoded[mm], d)?,
                     None => planner.add(d)?,
@@ -131,9 +144,10 @@ impl Region {
     }
 }
 
-/// Whether attention chains are fused (`THUNDER_CPU_SIMD_ATTN=0` turns it off, for A/B runs
-/// and to check the kernel against the unfused stages).
-fn fuse_attention() -> bool {
+/// Whether attention chains are fused and the attention composites claimed
+/// (`THUNDER_CPU_SIMD_ATTN=0` turns both off, for A/B runs and to check the kernels against the
+/// unfused stages).
+pub(crate) fn fuse_attention() -> bool {
     std::env::var("THUNDER_CPU_SIMD_ATTN").map_or(true, |v| v != "0")
 }
 

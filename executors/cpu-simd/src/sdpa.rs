@@ -12,6 +12,7 @@
 use crate::attn::AttnPlan;
 use crate::attn_bwd::AttnBwdPlan;
 use crate::decode::{fail, value_meta, Ty, R};
+use crate::gemm_t::swap_last_two;
 use crate::layout::Layout;
 use crate::plan::{numel, Planner, ValState};
 use crate::stages::Stage;
@@ -186,7 +187,7 @@ impl Planner {
                 let [q, k, v] = [ins[0].clone(), ins[1].clone(), ins[2].clone()];
                 Stage::Attn(AttnPlan {
                     q,
-                    kt: (k.0, transposed(&k.1)),
+                    kt: (k.0, swap_last_two(&k.1)),
                     v,
                     mask: None,
                     causal: op.causal,
@@ -236,12 +237,4 @@ impl Planner {
         }
         Ok(())
     }
-}
-
-/// `layout` with its last two dims swapped (`k` seen as `kᵀ`).
-fn transposed(layout: &Layout) -> Layout {
-    let mut l = layout.clone();
-    let r = l.strides.len();
-    l.strides.swap(r - 2, r - 1);
-    l
 }

@@ -5,6 +5,7 @@ mod attn;
 mod ftz;
 mod gemm_fold;
 mod gemm_sum;
+mod gemm_t;
 mod layout;
 mod math;
 mod movement;
