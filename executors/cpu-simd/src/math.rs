@@ -112,11 +112,37 @@ pub(crate) fn log<const FMA: bool>(x: f32) -> f32 {
     }
 }
 
+/// `e^y` for `y` in [0, 18.2] (tanh's range below): no clamping, no NaN or overflow handling,
+/// and `2^n` (n <= 27) added straight into the exponent bits, which is all `exp` spends beyond
+/// its polynomial.
+#[inline(always)]
+fn exp_tanh<const FMA: bool>(y: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    let t = y * std::f32::consts::LOG2_E + MAGIC;
+    let n = t - MAGIC;
+    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let r = fma::<FMA>(n, -LN2_LO, fma::<FMA>(n, -LN2_HI, y));
+    const P: [f32; 6] = [
+        1.987_569_1e-4,
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        1.666_666_5e-1,
+        5.000_000_1e-1,
+    ];
+    let p = fma::<FMA>(r * r, poly::<FMA, 6>(r, &P), r + 1.0);
+    f32::from_bits((p.to_bits() as i32).wrapping_add(ni << 23) as u32)
+}
+
 #[inline(always)]
 pub(crate) fn tanh<const FMA: bool>(x: f32) -> f32 {
     let z = x.abs();
-    // Large |x|: 1 - 2 / (e^2|x| + 1), which is exactly 1 once e^2|x| overflows.
-    let big = 1.0 - 2.0 / (exp::<FMA>(z + z) + 1.0);
+    // Large |x|: 1 - 2 / (e^2|x| + 1). Past 9.1 tanh rounds to 1 in f32, so |x| is clamped
+    // there and the exponential stays in range (`exp_tanh`); a NaN is replaced below.
+    let zc = z.min(9.1);
+    let big = 1.0 - 2.0 / (exp_tanh::<FMA>(zc + zc) + 1.0);
     let big = big.copysign(x);
     // Small |x|: x + x^3 P(x^2) (Cephes tanhf).
     const P: [f32; 5] = [
