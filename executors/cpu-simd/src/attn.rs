@@ -121,14 +121,16 @@ pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
     }
     if std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some() {
         eprintln!(
-            "cpu-simd attn:  {:>9.1} us batch {:?} L {} S {} D {} Dv {} mask {:?}",
+            "cpu-simd attn:  {:>9.1} us batch {:?} L {} S {} D {} Dv {} mask {:?} causal {} lse {}",
             t.elapsed().as_secs_f64() * 1e6,
             p.batch,
             p.l,
             p.s,
             p.d,
             p.dv,
-            p.mask.as_ref().map(|m| m.0)
+            p.mask.as_ref().map(|m| m.0),
+            p.causal,
+            p.lse.is_some()
         );
     }
 }
