@@ -27,6 +27,7 @@ mod metadata;
 pub mod package;
 
 use bind::{Param, Plan};
+pub use device::{DeviceProps, Runtime};
 use package::Package;
 use std::path::PathBuf;
 use thunder_abi::export::{option_bool, CompiledRegion, Executor, HostLogger};
@@ -161,7 +162,16 @@ impl Triton {
     /// folder order, so a user's folder listed in `kernel_dirs` comes after the bundled one;
     /// set `bundled = false` to prefer your own).
     fn find(&self, view: &TraceView, op: &thunder_abi::OpView) -> Result<&Package, String> {
-        let runtime = device::runtime()?;
+        self.find_on(device::runtime()?, view, op)
+    }
+
+    /// [`Self::find`] for a given driver and devices (pure: tests pass a described H100).
+    pub fn find_on(
+        &self,
+        runtime: &Runtime,
+        view: &TraceView,
+        op: &thunder_abi::OpView,
+    ) -> Result<&Package, String> {
         let mut why = Vec::new();
         for p in self
             .packages
@@ -181,6 +191,32 @@ impl Triton {
         } else {
             Err(why.join("; "))
         }
+    }
+
+    /// The regions [`Executor::claim`] returns on `runtime`: one op each, for every unclaimed
+    /// op some package covers; the others are logged with the reason and left to the host,
+    /// which decomposes them.
+    pub fn claim_on(&self, runtime: &Runtime, view: &TraceView) -> Vec<Vec<u32>> {
+        let mut claims = Vec::new();
+        for (i, op) in view.ops.iter().enumerate() {
+            if op.claimed || !self.packages.iter().any(|p| p.symbol == op.symbol.as_str()) {
+                continue;
+            }
+            match self.find_on(runtime, view, op) {
+                Ok(p) => {
+                    self.log.log(
+                        LogLevel::Debug,
+                        &format!("claiming op {i} ({}) with {}", op.symbol, p.name()),
+                    );
+                    claims.push(vec![i as u32]);
+                }
+                Err(why) => self.log.log(
+                    LogLevel::Debug,
+                    &format!("not claiming op {i} ({}): {why}", op.symbol),
+                ),
+            }
+        }
+        claims
     }
 }
 
@@ -245,29 +281,10 @@ impl Executor for Triton {
     }
 
     fn claim(&self, view: &TraceView) -> Result<Vec<Vec<u32>>, PluginError> {
-        if device::runtime().is_err() {
-            return Ok(Vec::new());
+        match device::runtime() {
+            Ok(runtime) => Ok(self.claim_on(runtime, view)),
+            Err(_) => Ok(Vec::new()),
         }
-        let mut claims = Vec::new();
-        for (i, op) in view.ops.iter().enumerate() {
-            if op.claimed || !self.packages.iter().any(|p| p.symbol == op.symbol.as_str()) {
-                continue;
-            }
-            match self.find(view, op) {
-                Ok(p) => {
-                    self.log.log(
-                        LogLevel::Debug,
-                        &format!("claiming op {i} ({}) with {}", op.symbol, p.name()),
-                    );
-                    claims.push(vec![i as u32]);
-                }
-                Err(why) => self.log.log(
-                    LogLevel::Debug,
-                    &format!("not claiming op {i} ({}): {why}", op.symbol),
-                ),
-            }
-        }
-        Ok(claims)
     }
 
     fn compile(
