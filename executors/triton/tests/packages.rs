@@ -118,6 +118,29 @@ fn every_committed_package_validates() {
     );
 }
 
+/// The attention cubins were compiled with Triton's 16-byte divisibility hints: their PTX moves
+/// tiles with vector loads and cp.async, not 16-bit scalar loads (what they did without hints).
+#[test]
+fn attention_kernels_load_vectors() {
+    for p in bundled().iter().filter(|p| p.name().starts_with("sdpa")) {
+        for k in &p.launches {
+            let ptx = std::fs::read_to_string(k.ptx.as_ref().expect("ptx")).expect("ptx");
+            assert!(
+                ptx.contains("ld.global.v4") || ptx.contains("cp.async.cg.shared.global"),
+                "{}: {} has no vector loads",
+                p.name(),
+                k.kernel
+            );
+            assert!(
+                !ptx.contains("ld.global.b16"),
+                "{}: {} loads 16-bit scalars",
+                p.name(),
+                k.kernel
+            );
+        }
+    }
+}
+
 fn walk_size(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .expect("readable")
