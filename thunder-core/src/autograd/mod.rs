@@ -243,6 +243,14 @@ pub fn split_forward_backward(
         &backward.outputs,
     );
     backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
+    let recompute = remat::elementwise_to_recompute(
+        joint,
+        forward_len,
+        n_outputs,
+        &backward.bsyms,
+        &backward.outputs,
+    );
+    backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
     let mut pruned = joint.clone();
     pruned.bsyms.truncate(forward_len);
     pruned.bsyms.extend(backward.bsyms.iter().cloned());
