@@ -152,43 +152,8 @@ const PREFETCH: usize = 4096;
 /// The CPU has AVX2 and FMA; the offsets and `len` address elements of the group's buffers
 /// (as for the tile path).
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn run(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
-    // SAFETY: forwarded; the level was detected at run time.
-    unsafe {
-        if crate::exec::isa_level() >= 2 {
-            run_avx512(ctx, chain, offs, len)
-        } else {
-            run_avx2(ctx, chain, offs, len)
-        }
-    }
-}
-
-/// [`run_with`] where the per-element steps (exp, tanh, erf, ...: the tile kernels) are
-/// compiled for AVX-512, sixteen lanes at a time; the chain's own steps stay 256-bit.
-///
-/// # Safety
-/// As for [`run`], on a CPU with AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run_avx512(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
-    // SAFETY: forwarded.
-    unsafe { run_with(ctx, chain, offs, len) }
-}
-
-/// # Safety
-/// As for [`run`].
-#[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_avx2(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
-    // SAFETY: forwarded.
-    unsafe { run_with(ctx, chain, offs, len) }
-}
-
-/// # Safety
-/// As for [`run`]; the caller enables AVX2 and FMA (at least).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn run_with(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
+pub(crate) unsafe fn run(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
     use std::arch::x86_64::*;
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
