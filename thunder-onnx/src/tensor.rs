@@ -159,7 +159,7 @@ pub fn to_array_mapped(
 /// the buffer alive); a copy otherwise. Protobuf does not align fields, so both happen.
 fn shared_array(bytes: &prost::bytes::Bytes, ty: TensorType) -> thunder_core::Result<Array> {
     let align = ty.dtype.size_bytes().max(1);
-    if bytes.is_empty() || (bytes.as_ptr() as usize) % align != 0 {
+    if bytes.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(align) {
         return Array::from_bytes(bytes, ty);
     }
     // SAFETY: `bytes` holds exactly `ty.size_bytes()` bytes (checked by the caller), aligned

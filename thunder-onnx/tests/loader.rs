@@ -260,7 +260,12 @@ fn initializer_data_must_fill_its_shape() {
 /// hold what decoding the same bytes from memory gives (external data included).
 #[test]
 fn mapped_weights_match_a_decode_from_memory() {
-    for name in ["cnn_small", "cnn_small_external", "resnet_tiny_bn", "gpt2_tiny"] {
+    for name in [
+        "cnn_small",
+        "cnn_small_external",
+        "resnet_tiny_bn",
+        "gpt2_tiny",
+    ] {
         let path = fixture(name);
         let mapped = OnnxModel::load(&path).unwrap();
         let bytes = std::fs::read(&path).unwrap();
