@@ -59,6 +59,9 @@ pub struct OnnxModel {
     pub initializers: HashMap<String, Arc<Array>>,
     /// Initializer names in the file's order (the graph keeps none of their data).
     pub initializer_names: Vec<String>,
+    /// Inference BatchNormalization nodes folded into the Conv before them at load (see
+    /// `fold_bn.rs`); the graph holds the folded Conv nodes.
+    pub batch_norms_folded: usize,
     pub producer: String,
 }
 
@@ -166,6 +169,8 @@ impl OnnxModel {
                 initializer_names.push(t.name);
             }
         }
+        let batch_norms_folded =
+            crate::fold_bn::fold_batch_norms(&mut graph, &mut initializers, &mut initializer_names);
         // Inputs that have an initializer are defaults the caller may not override here.
         let inputs = graph
             .input
@@ -188,6 +193,7 @@ impl OnnxModel {
             output_names,
             initializers,
             initializer_names,
+            batch_norms_folded,
             producer: format!("{} {}", model.producer_name, model.producer_version),
             graph,
         })
