@@ -1130,6 +1130,7 @@ def gen_nn():
     case(op, [g((2, 3, 4), "f32"), g((2, 5, 4), "f32"), g((2, 5, 4), "f32"), g((3, 5), "b8", "pos") & (g((3, 5), "b8") | torch.eye(3, 5, dtype=torch.bool)), False, 0.3], sdpa, "bool mask, scale 0.3")
     case(op, [g((2, 3, 4), "f64"), g((2, 5, 4), "f64"), g((2, 5, 4), "f64"), g((3, 5), "f64"), False, None], sdpa, "float mask added")
     case(op, [g((3, 4), "f32"), g((6, 4), "f32"), g((6, 2), "f32"), None, True, None], sdpa, "2-D, causal with more keys")
+    gen_flash_pair()
     op = "bmm"
     g = Gen(op)
     for dt in ["f32", "f64", "i64"]:
@@ -1148,6 +1149,59 @@ def gen_nn():
         case(op, [g((2, 3, 4), "f64"), p_, None, False], ref, "p=%s all dims" % p_)
         case(op, [g((2, 3), "f32"), p_, [0], True], ref, "p=%s keepdim" % p_)
 
+
+
+def _scores64(q, k, causal, scale):
+    scale = scale if scale is not None else q.shape[-1] ** -0.5
+    # f16/bf16 scores are rounded as torch's attention rounds them (matmul, then scale).
+    if q.dtype in (torch.float16, torch.bfloat16):
+        s = ((q @ k.transpose(-2, -1)) * scale).double()
+    else:
+        s = (q.double() @ k.double().transpose(-2, -1)) * scale
+    if causal:
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return s
+
+
+def _fwd_lse(q, k, v, causal, scale):
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+    return out, torch.logsumexp(_scores64(q, k, causal, scale), -1).to(acc)
+
+
+def _bwd(g, q, k, v, out, lse, causal, scale):
+    q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale).backward(g)
+    return q.grad, k.grad, v.grad
+
+
+def gen_flash_pair():
+    """sdpa_fwd_lse and sdpa_bwd: torch's attention, its log-sum-exp in f64 and its autograd."""
+    op = "sdpa_fwd_lse"
+    g = Gen(op)
+    shapes = [
+        ((2, 3, 4), (2, 5, 4), (2, 5, 6), False, None, "L != S, Ev != E"),
+        ((1, 2, 4, 8), (1, 2, 4, 8), (1, 2, 4, 8), True, None, "causal, heads"),
+        ((3, 4), (6, 4), (6, 2), True, 0.5, "2-D, causal with more keys, scale"),
+        ((1, 1, 4), (1, 1, 4), (1, 1, 4), False, None, "one key"),
+    ]
+    fwd_cases = []
+    for dt in FLOATS:
+        q, k, v = g((2, 3, 4), dt), g((2, 5, 4), dt), g((2, 5, 6), dt)
+        case(op, [q, k, v, False, None], _fwd_lse, "dtype sweep", loose="accum")
+        fwd_cases.append((q, k, v, False, None, "dtype sweep " + dt))
+    for sq, sk, sv, causal, scale, note in shapes:
+        q, k, v = g(sq, "f32"), g(sk, "f32"), g(sv, "f32")
+        case(op, [q, k, v, causal, scale], _fwd_lse, note)
+        fwd_cases.append((q, k, v, causal, scale, note))
+    op = "sdpa_bwd"
+    g = Gen(op)
+    for q, k, v, causal, scale, note in fwd_cases:
+        out, lse = _fwd_lse(q, k, v, causal, scale)
+        grad = g(tuple(out.shape), DTYPE_NAME[out.dtype])
+        loose = "accum" if q.dtype in (torch.float16, torch.bfloat16) else None
+        case(op, [grad, q, k, v, out, lse, causal, scale], _bwd, note, loose=loose)
 
 # ----------------------------------------------------------------------------
 # factories

@@ -14,4 +14,6 @@ def computation(q, k, v, mask, logits, tgt, probs, w, y):
   t9 = ltorch.matmul(input=q, other=kt)
   t10 = ltorch.bmm(q, mat2=kt)
   t11 = ltorch.linear(y, weight=w)
-  return (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11)
+  o, lse = ltorch.sdpa_fwd_lse(q, k, value=v, is_causal=True)
+  dq, dk, dv = ltorch.sdpa_bwd(t0, q, k, v, out=o, logsumexp=lse, is_causal=True)
+  return (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, o, lse, dq, dk, dv)

@@ -168,6 +168,21 @@ fn attention_losses_and_norms() {
             values(&[2, 3, 2], 35, -1.0, 1.0),
         ],
     );
+    // Both outputs of the flash forward get a cotangent: the lse's own term is checked too.
+    check(
+        "sdpa_fwd_lse, out and lse",
+        op!(|x| sticky(
+            thunder_torch::sdpa_fwd_lse(&x[0], &x[1], &x[2], true, None).and_then(|(o, lse)| {
+                let lse = thunder_torch::unsqueeze(&thunder_torch::mul(&lse, 0.7)?, -1)?;
+                thunder_torch::add(&o, &lse)
+            })
+        )),
+        vec![
+            values(&[2, 3, 4], 37, -1.0, 1.0),
+            values(&[2, 5, 4], 38, -1.0, 1.0),
+            values(&[2, 5, 3], 39, -1.0, 1.0),
+        ],
+    );
     check(
         "bmm",
         op!(|x| sticky(thunder_torch::bmm(&x[0], &x[1]))),
@@ -484,4 +499,42 @@ fn pow_gradient_at_zero_base_matches_torch() {
     let (_, g) = f.call(&[a, b]).unwrap();
     assert_eq!(g[0].to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
     assert_eq!(g[1].to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
+}
+
+/// Attention's forward under grad saves q, k, v, the output and the log-sum-exp, never an
+/// L x S matrix: the backward recomputes the probabilities inside `ltorch.sdpa_bwd`.
+#[test]
+fn attention_saves_the_log_sum_exp_not_the_probabilities() {
+    let (l, s) = (6, 7);
+    let f = value_and_grad(Some(interpreter_host()), move |x: &[Tensor]| {
+        vec![
+            thunder_torch::scaled_dot_product_attention(&x[0], &x[1], &x[2], None, true, None)
+                .and_then(|o| thunder_torch::sum(&o, None, false))
+                .unwrap_or_else(|e| panic!("{e}")),
+        ]
+    });
+    let input = |shape: &[i64], seed| values(shape, seed, -1.0, 1.0).with_requires_grad(true);
+    f.call(&[
+        input(&[2, l, 4], 41),
+        input(&[2, s, 4], 42),
+        input(&[2, s, 3], 43),
+    ])
+    .unwrap();
+    let t = f.last_traces().unwrap();
+    let bwd = t.backward.final_trace();
+    let saved: Vec<Vec<i64>> = bwd
+        .inputs
+        .iter()
+        .map(|&v| bwd.ty(v).shape.clone())
+        .collect();
+    assert!(
+        saved.iter().all(|shape| !shape.ends_with(&[l, s])),
+        "a saved value is L x S: {saved:?}"
+    );
+    assert!(
+        saved.contains(&vec![2, l]),
+        "the lse is not saved: {saved:?}"
+    );
+    let text = thunder_core::text::print_trace(bwd);
+    assert!(text.contains("ltorch.sdpa_bwd"), "{text}");
 }

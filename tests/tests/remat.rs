@@ -80,3 +80,49 @@ fn a_linear_layer_saves_its_weight_not_a_transposed_copy() {
         }
     }
 }
+
+/// Elementwise chains are recomputed in the backward from the GEMM output they started from:
+/// a tanh-GELU MLP saves its first linear's output once, not the GELU's f32 intermediates
+/// (tanh, products, the output), and its gradients still match finite differences.
+#[test]
+fn an_mlp_saves_the_gemm_output_not_the_gelu_chain() {
+    let (n, d, h) = (3, 4, 6);
+    fn mlp(xs: &[Tensor]) -> Tensor {
+        let hidden = xs[0].linear(&xs[1], None).gelu("tanh");
+        (&hidden.linear(&xs[2], None) * &xs[3]).sum(None, false)
+    }
+    let vg = value_and_grad(Some(interpreter_host()), move |xs: &[Tensor]| vec![mlp(xs)]);
+    let x = values(&[n, d], 11, -1.0, 1.0).with_requires_grad(true);
+    let w1 = values(&[h, d], 12, -1.0, 1.0).with_requires_grad(true);
+    let w2 = values(&[d, h], 13, -1.0, 1.0).with_requires_grad(true);
+    let c = values(&[n, d], 14, -1.0, 1.0);
+    vg.call(&[x, w1, w2, c]).unwrap();
+    let traces = vg.last_traces().unwrap();
+    let bwd = traces.backward.final_trace();
+    let hidden_sized: Vec<&str> = bwd
+        .inputs
+        .iter()
+        .filter(|&&v| bwd.ty(v).shape == [n, h])
+        .map(|&v| bwd.name(v))
+        .collect();
+    assert_eq!(
+        hidden_sized.len(),
+        1,
+        "saved [n, h] values: {hidden_sized:?} (only the first GEMM's output should be)"
+    );
+    let text = thunder_core::text::print_trace(bwd);
+    assert!(
+        text.contains("prims.tanh"),
+        "the backward recomputes tanh:\n{text}"
+    );
+    thunder_tests::finite_differences::check(
+        "mlp with recomputed gelu",
+        thunder_tests::op!(|x| mlp(x)),
+        vec![
+            values(&[n, d], 11, -1.0, 1.0),
+            values(&[h, d], 12, -1.0, 1.0),
+            values(&[d, h], 13, -1.0, 1.0),
+            values(&[n, d], 14, -1.0, 1.0),
+        ],
+    );
+}

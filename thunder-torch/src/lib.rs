@@ -10,6 +10,7 @@
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 mod activations;
+mod attention;
 mod conv;
 mod declaration;
 mod elementwise;
@@ -27,6 +28,7 @@ mod tensor_api;
 mod vjp;
 
 pub use activations::*;
+pub use attention::*;
 pub use conv::*;
 pub use elementwise::*;
 pub use factory::*;
@@ -55,10 +57,12 @@ pub mod prelude {
 
 /// Composites with their own rule: differentiating through their decomposition would not give
 /// torch's gradient (relu is `maximum(x, 0)`, whose tie rule would send half the cotangent
-/// through at 0; torch sends none), or would be wasteful (embedding's one-hot).
+/// through at 0; torch sends none), or would be wasteful (embedding's one-hot, attention's saved
+/// T x T probabilities).
 pub const OWN_VJPS: &[(&str, CompositeVjp)] = &[
     ("ltorch.relu", vjp::relu),
     ("ltorch.embedding", indexing::embedding_vjp),
+    ("ltorch.sdpa_fwd_lse", attention::sdpa_fwd_lse_vjp),
 ];
 
 /// Adds the ltorch ops to thunder-core's symbol registry, once per process. Every function of
@@ -244,7 +248,9 @@ ltorch_table! {
     "unflatten" => shape::unflatten_rule, "input: Tensor, dim: int, sizes: list[int]",
     "norm" => reduction::norm_rule, "input: Tensor, p: number = 2.0, dim: list[int]? = None, keepdim: bool = False",
     "nll_loss" => nn::nll_loss_rule, "input: Tensor, target: Tensor, *, ignore_index: int = -100",
-    "scaled_dot_product_attention" => nn::sdpa_rule, "query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor? = None, *, is_causal: bool = False, scale: float? = None",
+    "scaled_dot_product_attention" => attention::sdpa_rule, "query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor? = None, *, is_causal: bool = False, scale: float? = None",
+    "sdpa_fwd_lse" => attention::sdpa_fwd_lse_rule, "query: Tensor, key: Tensor, value: Tensor, *, is_causal: bool = False, scale: float? = None",
+    "sdpa_bwd" => attention::sdpa_bwd_rule, "grad_out: Tensor, query: Tensor, key: Tensor, value: Tensor, out: Tensor, logsumexp: Tensor, *, is_causal: bool = False, scale: float? = None",
     "matmul" => linalg::matmul_rule, "input: Tensor, other: Tensor",
     "linear" => linalg::linear_rule, "input: Tensor, weight: Tensor, bias: Tensor? = None",
     "full" => factory::full_rule, "size: list[int], fill_value: number, *, device: device = devices.cpu, dtype: dtype? = None",

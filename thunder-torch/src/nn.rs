@@ -1,4 +1,4 @@
-//! Neural-network functions: log_softmax, cross_entropy, nll_loss, mse_loss, layer_norm, SDPA.
+//! Neural-network functions: log_softmax, cross_entropy, nll_loss, mse_loss, layer_norm.
 
 use crate::elementwise::{div, exp, log, mul, ne, neg, require_float, rsqrt, sub, to, upcast};
 use crate::{call1, CallArgs};
@@ -163,77 +163,6 @@ pub fn nll_loss(logp: &Tensor, target: &Tensor, ignore_index: i64) -> Result<Ten
             Arg::Value(logp.value()),
             Arg::Value(target.value()),
             Arg::Int(ignore_index),
-        ],
-    )
-}
-
-/// `scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale)`: the softmax of
-/// `q kᵀ · scale` plus the mask, times `v`. torch's defaults: scale 1/sqrt(E), a causal mask
-/// aligned top-left, a bool mask keeps where true, a float mask is added.
-pub(crate) fn sdpa_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
-    c.expect(6)?;
-    let (q, k, v) = (c.tensor(0)?, c.tensor(1)?, c.tensor(2)?);
-    require_float(c.op, &q)?;
-    if q.rank() < 2 || k.rank() < 2 || v.rank() < 2 {
-        bail_op!(
-            c.op,
-            "q, k and v need at least 2 dims, got {}, {} and {}",
-            ShapeDisplay(q.shape()),
-            ShapeDisplay(k.shape()),
-            ShapeDisplay(v.shape())
-        );
-    }
-    let mask = c.opt_tensor(3)?;
-    let causal = c.bool(4)?;
-    if causal && mask.is_some() {
-        bail_op!(c.op, "attn_mask and is_causal cannot both be set");
-    }
-    let e = q.shape()[q.rank() - 1];
-    let scale = match c.args.get(5) {
-        Some(Arg::None) => 1.0 / (e as f64).sqrt(),
-        Some(Arg::Float(s)) => *s,
-        other => bail_op!(c.op, "scale must be a float or None, got {other:?}"),
-    };
-    let kt = crate::shape::transpose(&k, -2, -1)?;
-    let mut scores = mul(&crate::linalg::matmul(&q, &kt)?, scale)?;
-    let (l, s) = (q.shape()[q.rank() - 2], k.shape()[k.rank() - 2]);
-    let keep = if causal {
-        let (rows, cols) = clang::index_grid(l, s, q.device())?;
-        Some(crate::elementwise::le(&cols, &rows)?)
-    } else {
-        match &mask {
-            Some(m) if m.dtype() == DType::Bool => Some(m.clone()),
-            Some(m) => {
-                scores = crate::elementwise::add(&scores, m)?;
-                None
-            }
-            None => None,
-        }
-    };
-    if let Some(keep) = keep {
-        scores = crate::elementwise::where_(&keep, &scores, f64::NEG_INFINITY)?;
-    }
-    let attn = crate::reduction::softmax(&scores, -1)?;
-    Ok(vec![crate::linalg::matmul(&attn, &v)?])
-}
-
-pub fn scaled_dot_product_attention(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    attn_mask: Option<&Tensor>,
-    is_causal: bool,
-    scale: Option<f64>,
-) -> Result<Tensor> {
-    call1(
-        "ltorch.scaled_dot_product_attention",
-        vec![
-            Arg::Value(q.value()),
-            Arg::Value(k.value()),
-            Arg::Value(v.value()),
-            attn_mask.map_or(Arg::None, |m| Arg::Value(m.value())),
-            Arg::Bool(is_causal),
-            scale.map_or(Arg::None, Arg::Float),
         ],
     )
 }

@@ -10,7 +10,14 @@ use thunder_core::tensor::Tensor;
 use thunder_core::trace_ctx::tensor_of;
 
 /// torch's relu gradient: the cotangent where the output is positive, none at the tie.
-pub(crate) fn relu(args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>> {
+pub(crate) fn relu(
+    args: &[Arg],
+    outs: &[Tensor],
+    cots: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>> {
+    let (Some(out), Some(Some(g))) = (outs.first(), cots.first()) else {
+        return Ok(vec![None; args.len()]);
+    };
     let differentiable = match args.first() {
         Some(Arg::Value(x)) => dtype::is_float(tensor_of(*x)?.dtype()),
         _ => false,

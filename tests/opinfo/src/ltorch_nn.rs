@@ -564,3 +564,109 @@ fn linalg(name: &'static str, dtypes: &[DType]) -> OpInfo {
         )]
     }))
 }
+
+/// `sdpa_fwd_lse` and `sdpa_bwd`, the pair attention's gradient goes through. The backward's
+/// `out` and `lse` are free inputs here: its math is a function of them whatever they hold.
+pub(crate) fn flash_pair() -> Vec<OpInfo> {
+    let lse_dtype = |d: DType| if d == DType::F64 { d } else { DType::F32 };
+    // (note, q shape, k shape, value's last dim, causal)
+    type Shape = (&'static str, [i64; 3], [i64; 3], i64, bool);
+    let shapes: [Shape; 3] = [
+        ("L != S, Ev != E", [2, 3, 4], [2, 5, 4], 6, false),
+        ("causal, more keys", [1, 4, 4], [1, 6, 4], 2, true),
+        ("one key", [1, 2, 4], [1, 1, 4], 4, false),
+    ];
+    vec![
+        OpInfo::new(
+            "ltorch.sdpa_fwd_lse",
+            FLOATS,
+            Box::new(move |g: &mut Gen, d| {
+                let mut v: Vec<_> = shapes
+                    .iter()
+                    .map(|(note, q, k, ev, causal)| {
+                        s(
+                            note,
+                            vec![
+                                g.t(q, d),
+                                g.t(k, d),
+                                g.t(&[k[0], k[1], *ev], d),
+                                boolean(*causal),
+                                none(),
+                            ],
+                        )
+                    })
+                    .collect();
+                v.push(s(
+                    "4-D, scale, transposed key",
+                    vec![
+                        g.t(&[1, 2, 3, 4], d),
+                        g.nc(&[1, 2, 3, 4], d),
+                        g.t(&[1, 2, 3, 4], d),
+                        boolean(true),
+                        float(0.5),
+                    ],
+                ));
+                v
+            }),
+        )
+        .tol(Tol::Accum)
+        .errors(Box::new(|g: &mut Gen| {
+            vec![e(
+                "batch dims differ",
+                vec![
+                    f32t(g, &[2, 3, 4]),
+                    f32t(g, &[1, 3, 4]),
+                    f32t(g, &[1, 3, 4]),
+                    boolean(false),
+                    none(),
+                ],
+                "same batch dims",
+            )]
+        })),
+        OpInfo::new(
+            "ltorch.sdpa_bwd",
+            FLOATS,
+            Box::new(move |g: &mut Gen, d| {
+                shapes
+                    .iter()
+                    .map(|(note, q, k, ev, causal)| {
+                        let out = [q[0], q[1], *ev];
+                        s(
+                            note,
+                            vec![
+                                g.t(&out, d),
+                                // Scores of at most 1.6 against a log-sum-exp of at least 1
+                                // keep the probabilities near 1, as consistent inputs would:
+                                // random ones make dS a cancelling sum no tolerance fits.
+                                g.td(q, d, Domain::Unit),
+                                g.td(k, d, Domain::Unit),
+                                g.t(&[k[0], k[1], *ev], d),
+                                g.t(&out, d),
+                                g.td(&q[..2], lse_dtype(d), Domain::Ge1),
+                                boolean(*causal),
+                                none(),
+                            ],
+                        )
+                    })
+                    .collect()
+            }),
+        )
+        .tol(Tol::Accum)
+        .errors(Box::new(|g: &mut Gen| {
+            vec![e(
+                "lse of the wrong shape",
+                vec![
+                    f32t(g, &[1, 3, 4]),
+                    f32t(g, &[1, 3, 4]),
+                    f32t(g, &[1, 3, 4]),
+                    f32t(g, &[1, 3, 4]),
+                    f32t(g, &[1, 3, 4]),
+                    f32t(g, &[1, 4]),
+                    boolean(false),
+                    none(),
+                ],
+                "lse must be f32 [1, 3]",
+            )]
+        })),
+    ]
+}

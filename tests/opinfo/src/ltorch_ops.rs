@@ -135,6 +135,7 @@ pub fn entries() -> Vec<OpInfo> {
     t.extend(shape_ops());
     t.extend(crate::ltorch_nn::reductions());
     t.extend(crate::ltorch_nn::nn_ops());
+    t.extend(crate::ltorch_nn::flash_pair());
     t.extend(factories());
     t
 }

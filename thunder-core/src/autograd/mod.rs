@@ -132,44 +132,27 @@ where
     }
 
     for b in tape.iter().rev() {
-        if b.outputs.len() > 1 {
-            // var_mean, topk, sort: a cotangent per output, absent where nothing reads it.
-            let gs: Vec<Option<Tensor>> = b.outputs.iter().map(|o| grads.get(o).cloned()).collect();
-            if gs.iter().all(Option::is_none) {
-                continue;
-            }
-            let outs = b
-                .outputs
-                .iter()
-                .map(|&o| tensor_of(o))
-                .collect::<Result<Vec<_>>>()?;
-            let prim = b.sym.prim().ok_or_else(|| {
-                Error::op(b.sym.id, "has several outputs and no grad rule for them")
-            })?;
-            let cots = vjp::multi_output_vjp(prim, &b.args, &outs, &gs)?;
-            accumulate(&mut grads, &b.args, cots)?;
+        // A cotangent per output, absent where nothing read it (var_mean, topk, sort, the
+        // attention forward's log-sum-exp).
+        let gs: Vec<Option<Tensor>> = b.outputs.iter().map(|o| grads.get(o).cloned()).collect();
+        if gs.iter().all(Option::is_none) {
             continue;
         }
-        // Every other prim and every composite with a rule has a single output.
-        let Some(&out) = b.outputs.first() else {
-            continue;
-        };
-        let Some(g) = grads.get(&out).cloned() else {
-            continue;
-        };
-        let out_t = tensor_of(out)?;
-        let cots = match b.sym.prim() {
-            Some(p) => prim_vjp(p, &b.args, &out_t, &g)?,
-            None => b
-                .sym
-                .vjp
-                .map(|rule| rule(&b.args, &out_t, &g))
-                .ok_or_else(|| {
-                    Error::op(
-                        b.sym.id,
-                        "has no grad rule and no decomposition to differentiate through",
-                    )
-                })??,
+        let outs = b
+            .outputs
+            .iter()
+            .map(|&o| tensor_of(o))
+            .collect::<Result<Vec<_>>>()?;
+        let cots = match (b.sym.prim(), b.sym.vjp, &outs[..], &gs[..]) {
+            (Some(p), _, [out], [Some(g)]) => prim_vjp(p, &b.args, out, g)?,
+            (Some(p), _, _, _) => vjp::multi_output_vjp(p, &b.args, &outs, &gs)?,
+            (None, Some(rule), _, _) => rule(&b.args, &outs, &gs)?,
+            (None, None, _, _) => {
+                return Err(Error::op(
+                    b.sym.id,
+                    "has no grad rule and no decomposition to differentiate through",
+                ))
+            }
         };
         accumulate(&mut grads, &b.args, cots)?;
     }
@@ -253,6 +236,14 @@ pub fn split_forward_backward(
     backward.outputs = joint.outputs[n_outputs..].to_vec();
     let mut backward = crate::passes::Dce.run(&backward)?;
     let recompute = remat::views_to_recompute(
+        joint,
+        forward_len,
+        n_outputs,
+        &backward.bsyms,
+        &backward.outputs,
+    );
+    backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
+    let recompute = remat::elementwise_to_recompute(
         joint,
         forward_len,
         n_outputs,

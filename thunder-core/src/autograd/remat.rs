@@ -11,7 +11,8 @@
 //! 50304x768 embedding alone took a third of the forward on the CPU).
 
 use crate::ir::{BoundSymbol, Tag, Trace, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use thunder_abi::prims::PrimClass;
 
 /// The forward's bound symbols that the backward (`backward`, already pruned) should
 /// recompute, in forward order: shape ops whose outputs the backward reads and the forward
@@ -104,4 +105,141 @@ pub(super) fn insert_before_use(
         emit(i, &mut pending, &by_output, &mut out);
     }
     out
+}
+
+/// Whether the backward may recompute `b` from its inputs: a one-output prim that is
+/// elementwise (converts included), a shape op, or a deterministic factory (iota, full).
+/// Random prims are never recomputed: a second draw would differ from the forward's.
+fn recomputable(b: &BoundSymbol) -> bool {
+    let Some(p) = b.sym.prim() else {
+        return false;
+    };
+    b.outputs.len() == 1
+        && (b.sym.tags.contains(&Tag::Elementwise)
+            || b.sym.tags.contains(&Tag::ShapeOp)
+            || p.class() == PrimClass::Factory)
+}
+
+/// The forward's cheap bound symbols (elementwise, shape and factory prims) that the backward
+/// should recompute instead of reading their outputs as residuals, in forward order.
+///
+/// Greedy, latest residual first, until nothing changes: a residual made by such a prim is
+/// recomputed from what its chain of such prims starts from when the values of that frontier
+/// not already kept cost fewer bytes than it does (or none at all). Inputs of the trace and the values the forward returns cost nothing: they are
+/// alive anyway. So an f32 chain (a GELU's tanh, a layer norm's centered input, the exp of a
+/// softmax over the vocabulary) collapses onto the bf16 GEMM output it started from, and the
+/// backward's fusions recompute it next to where they read it, as the forward's did.
+pub(super) fn elementwise_to_recompute(
+    joint: &Trace,
+    forward_len: usize,
+    n_outputs: usize,
+    backward: &[BoundSymbol],
+    backward_outputs: &[Value],
+) -> Vec<BoundSymbol> {
+    let forward = &joint.bsyms[..forward_len];
+    let mut producer: HashMap<Value, usize> = HashMap::new();
+    for (i, b) in forward.iter().enumerate() {
+        for &o in &b.outputs {
+            producer.insert(o, i);
+        }
+    }
+    let free: HashSet<Value> = joint
+        .inputs
+        .iter()
+        .chain(&joint.outputs[..n_outputs])
+        .copied()
+        .collect();
+    // The residuals as the backward stands: forward values it reads before making them.
+    let mut made: HashSet<Value> = HashSet::new();
+    let mut kept: BTreeMap<usize, Vec<Value>> = BTreeMap::new();
+    let keep = |v: Value, kept: &mut BTreeMap<usize, Vec<Value>>| {
+        if let Some(&i) = producer.get(&v) {
+            let slot = kept.entry(i).or_default();
+            if !slot.contains(&v) {
+                slot.push(v);
+            }
+        }
+    };
+    for b in backward {
+        for v in b.input_values() {
+            if !made.contains(&v) && !free.contains(&v) {
+                keep(v, &mut kept);
+            }
+        }
+        made.extend(b.outputs.iter().copied());
+    }
+    for &v in backward_outputs {
+        if !made.contains(&v) && !free.contains(&v) {
+            keep(v, &mut kept);
+        }
+    }
+    let bytes = |v: Value| joint.ty(v).size_bytes();
+    let mut chosen: BTreeSet<usize> = BTreeSet::new();
+    loop {
+        let mut changed = false;
+        let candidates: Vec<(usize, Value)> = kept
+            .iter()
+            .rev()
+            .flat_map(|(&i, vs)| vs.iter().map(move |&v| (i, v)))
+            .collect();
+        for (i, v) in candidates {
+            if chosen.contains(&i) || !recomputable(&forward[i]) {
+                continue;
+            }
+            let is_kept = |u: Value, kept: &BTreeMap<usize, Vec<Value>>| {
+                producer
+                    .get(&u)
+                    .is_some_and(|j| kept.get(j).is_some_and(|vs| vs.contains(&u)))
+            };
+            // Walk back through recomputable prims to what is kept, free or must be saved.
+            let budget = bytes(v);
+            let mut closure: Vec<usize> = Vec::new();
+            let mut frontier: Vec<Value> = Vec::new();
+            let mut cost = 0usize;
+            let mut seen: HashSet<Value> = HashSet::new();
+            let mut stack = vec![v];
+            let mut affordable = true;
+            while let Some(u) = stack.pop() {
+                if !seen.insert(u) || free.contains(&u) {
+                    continue;
+                }
+                if u != v && is_kept(u, &kept) {
+                    continue;
+                }
+                let Some(&j) = producer.get(&u) else { continue };
+                if chosen.contains(&j) {
+                    continue;
+                }
+                if recomputable(&forward[j]) {
+                    closure.push(j);
+                    stack.extend(forward[j].input_values());
+                } else {
+                    frontier.push(u);
+                    cost += bytes(u);
+                    if cost >= budget {
+                        affordable = false;
+                        break;
+                    }
+                }
+            }
+            if !affordable {
+                continue;
+            }
+            if let Some(vs) = kept.get_mut(&i) {
+                vs.retain(|&u| u != v);
+                if vs.is_empty() {
+                    kept.remove(&i);
+                }
+            }
+            chosen.extend(closure);
+            for u in frontier {
+                keep(u, &mut kept);
+            }
+            changed = true;
+        }
+        if !changed {
+            break;
+        }
+    }
+    chosen.into_iter().map(|i| forward[i].clone()).collect()
 }

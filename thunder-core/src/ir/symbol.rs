@@ -13,10 +13,11 @@ use thunder_abi::{ArgView, PluginError, ValueMeta};
 /// Traces the composite's body on proxies; what it records becomes the subsymbols.
 pub type Decomposition = fn(&crate::ir::CallArgs<'_>) -> Result<Vec<Tensor>>;
 
-/// A composite's own gradient rule, given its arguments, its output and the output's cotangent:
-/// one cotangent (or `None`) per argument. Composites without one are differentiated through
-/// their decomposition.
-pub type CompositeVjp = fn(args: &[Arg], out: &Tensor, g: &Tensor) -> Result<Vec<Option<Tensor>>>;
+/// A composite's own gradient rule, given its arguments, its outputs and their cotangents (`None`
+/// where nothing downstream read an output; at least one is present): one cotangent (or `None`)
+/// per argument. Composites without one are differentiated through their decomposition.
+pub type CompositeVjp =
+    fn(args: &[Arg], outs: &[Tensor], cots: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>;
 
 #[derive(Clone, Copy)]
 pub enum SymbolKind {
