@@ -256,6 +256,34 @@ fn initializer_data_must_fill_its_shape() {
     );
 }
 
+/// Einsum equations the importer cannot express are errors naming the node and the reason.
+#[test]
+fn bad_einsum_equations_are_named() {
+    let cases = [
+        ("ii->i", "a label repeated within operand `ii` (a diagonal)"),
+        ("ij,jk->ik", "has 2 operands, the node 1 inputs"),
+        ("ijk->i", "term `ijk` has 3 labels for an operand of rank 2"),
+        ("ij->iz", "output label `z` is in no operand"),
+        ("i1->i", "`1` in term `i1` is not a letter"),
+    ];
+    for (eq, want) in cases {
+        let mut n = node("e", "Einsum", "", &["x"], &["y"]);
+        n.attribute.push(AttributeProto {
+            name: "equation".into(),
+            r#type: 3,
+            s: eq.as_bytes().to_vec(),
+            ..Default::default()
+        });
+        let model = OnnxModel::from_bytes(&model_bytes(vec![n], "y"), Path::new("e.onnx")).unwrap();
+        let ty = TensorType::new(vec![2, 3], DType::F32, Device::Cpu);
+        let err = import(&model, &[ty]).unwrap_err().to_string();
+        assert!(
+            err.contains("node `e` (op Einsum") && err.contains(want),
+            "{eq}: {err}"
+        );
+    }
+}
+
 /// `load` memory-maps the file and shares aligned weights with the mapping; every weight must
 /// hold what decoding the same bytes from memory gives (external data included).
 #[test]
