@@ -187,10 +187,11 @@ pub(crate) fn find_epilogues(
             _ => None,
         }
     };
+    // `maximum(x, +0.0)` in either order (a `-0.0` literal would keep `-0.0` for negatives).
+    let plus_zero = |o: &Operand| matches!(o, Operand::Lit(Lit::F(z)) if z.to_bits() == 0);
     let is_relu = |d: &Decoded, v: u32| {
         matches!(&d.op, Op::Binary { op: BinaryOp::Maximum, a, b }
-            if (*a == Operand::Val(v) && *b == Operand::Lit(Lit::F(0.0)))
-                || (*b == Operand::Val(v) && *a == Operand::Lit(Lit::F(0.0))))
+            if (*a == Operand::Val(v) && plus_zero(b)) || (*b == Operand::Val(v) && plus_zero(a)))
     };
     let mut found = HashMap::new();
     let mut used: HashSet<usize> = HashSet::new();

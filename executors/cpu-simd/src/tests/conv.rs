@@ -378,3 +378,42 @@ fn relu_epilogue_keeps_nan_and_zeroes_negative_zero() {
     assert_eq!(got[0][1].to_bits(), 0.0f32.to_bits(), "-0.0 becomes +0.0");
     assert_eq!(got[0][2], 0.0);
 }
+
+#[test]
+fn maximum_with_negative_zero_is_not_a_relu_epilogue() {
+    // maximum(x, -0.0) keeps -0.0 for negative x, which the ReLU epilogue does not: it must
+    // stay a separate op (two stages) and give -0.0.
+    let mut tb = Tb::default();
+    let x = tb.value(F32, &[1, 1, 1, 2]);
+    let w = tb.value(F32, &[1, 1, 1, 1]);
+    let conv = tb.op(
+        "convolution",
+        vec![
+            ArgView::Value(x),
+            ArgView::Value(w),
+            ArgView::None,
+            ints(&[1, 1]),
+            ints(&[0, 0]),
+            ints(&[1, 1]),
+            ArgView::Int(1),
+        ],
+        F32,
+        &[1, 1, 1, 2],
+    );
+    let y = tb.op(
+        "maximum",
+        vec![ArgView::Value(conv), ArgView::Float(-0.0)],
+        F32,
+        &[1, 1, 1, 2],
+    );
+    let spec = RegionSpec {
+        ops: vec![0, 1].into(),
+        inputs: vec![x, w].into(),
+        outputs: vec![y].into(),
+    };
+    let region = Region::compile(&tb.view(&[x, w], &[y]), &spec, services()).expect("compile");
+    assert_eq!(region.stage_counts().0, 2);
+    let got = tb.run(&[(x, vec![-3.0, 2.0]), (w, vec![1.0])], &[y]);
+    assert_eq!(got[0][0].to_bits(), (-0.0f32).to_bits());
+    assert_eq!(got[0][1], 2.0);
+}
