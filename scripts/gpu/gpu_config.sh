@@ -5,11 +5,17 @@
 set -euo pipefail
 bin="$(cd "${1:?usage: gpu_config.sh BIN_DIR [CACHE_DIR]}" && pwd)"
 cache="${2:-${TMPDIR:-/tmp}/thunder-gpu-kernel-cache}"
+# The packages' path is baked into the plugin at build time (this machine's checkout); name the
+# copy in the checkout running this script.
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
 cat <<TOML
 plugin_dirs = ["$bin"]
 [[executor]]
 name = "triton"
 priority = 50
+[executor.options]
+bundled = false
+kernel_dirs = "$repo/executors/triton/kernels"
 [[executor]]
 name = "cublas"
 priority = 40

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 17's numbers in one time-boxed call (BUDGET seconds, default 540): attention's flash
-# pair on cuda:0 against the interpreter, the GPT-2 block fwd+bwd with its region breakdown,
+# pair on cuda:0 against the interpreter, the GPT-2 block fwd+bwd with its region breakdown and
+# the rest of GPT-2 (embedding, LM head, loss) with its own,
 # the GPT-2 small bf16 training step beside eager and torch.compile with peak memory, and the
 # step's first call with a cold kernel cache, then again with the cache warm (a fresh process).
 # Build as scripts/gpu/wave_check.sh says; on the device with carry [".gpu-bin"]:
@@ -38,6 +39,10 @@ fi
 stage "2. GPT-2 block fwd+bwd, bf16 B8 T1024 C768"
 timeout "$(cap 120)" python3 "$here/gpt2_block_peer.py" --bin "$bin" --config "$cfg" \
   --json "$out/gpt2_block_bench.json" || status=$?
+
+stage "2b. GPT-2 small outside the blocks: embedding, final norm, LM head, cross-entropy"
+timeout "$(cap 90)" python3 "$here/gpt2_head_peer.py" --bin "$bin" --config "$cfg" \
+  --json "$out/gpt2_head_bench.json" || status=$?
 
 stage "3. GPT-2 small training step, bf16 B8 T1024 (thunder first: cold kernel cache)"
 timeout "$(cap 200)" python3 "$here/gpt2_train_peer.py" --config small --batch 8 --seq 1024 \

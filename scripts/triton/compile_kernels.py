@@ -48,38 +48,64 @@ def main():
     if ptxas is not None and not os.environ.get("TRITON_PTXAS_BLACKWELL_PATH"):
         os.environ["TRITON_PTXAS_BLACKWELL_PATH"] = str(ptxas)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    # No line tables: they are most of a cubin's and a PTX's size and are only for profilers.
+    os.environ.setdefault("TRITON_DISABLE_LINE_INFO", "1")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     import attention
+    import attention_bwd
     import rms_norm
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s}
     target = GPUTarget("cuda", args.arch, 32)
-    for v in variants(attention, rms_norm):
+    for v in variants(attention, rms_norm, attention_bwd):
         if only and v["name"] not in only:
             continue
-        src = ASTSource(fn=v["fn"], signature=v["signature"], constexprs=v["constexprs"])
-        opts = dict(v["options"])
-        if ptxas is not None:
-            opts.setdefault("ptx_version", 88)  # the highest ISA CUDA 12.9's ptxas accepts
-        k = triton.compile(src, target=target, options=opts)
-        md = metadata_json(k.metadata)
-        name = md["name"]
         d = out / v["name"]
         if d.exists():
             shutil.rmtree(d)
         d.mkdir(parents=True)
-        (d / f"{name}.cubin").write_bytes(k.asm["cubin"])
-        (d / f"{name}.ptx").write_text(k.asm["ptx"])
-        (d / "metadata.json").write_text(json.dumps(md, indent=1, sort_keys=True) + "\n")
-        m = re.search(r"^\.version (\d+)\.(\d+)", k.asm["ptx"], re.MULTILINE)
-        ptx_isa = f"{m.group(1)}.{m.group(2)}" if m else "unknown"
-        (d / "kernel.toml").write_text(manifest(v, name, ptx_isa, md))
-        print(f"{d}: {name} warps={md['num_warps']} shared={md['shared']} "
-              f"cubin={len(k.asm['cubin'])}B ptx ISA {ptx_isa}")
+        # A variant is one kernel launch (the manifest's flat form, metadata.json) or several
+        # (`launches`: one `[[launch]]` table each, metadata in <kernel>.json).
+        multi = "launches" in v
+        built = []
+        for launch in (v["launches"] if multi else [v]):
+            src = ASTSource(fn=launch["fn"], signature=launch["signature"],
+                            constexprs=launch["constexprs"], attrs=divisibility(launch))
+            opts = dict(launch["options"])
+            if ptxas is not None:
+                opts.setdefault("ptx_version", 88)  # the highest ISA CUDA 12.9's ptxas accepts
+            k = triton.compile(src, target=target, options=opts)
+            md = metadata_json(k.metadata)
+            name = md["name"]
+            md_file = f"{name}.json" if multi else "metadata.json"
+            (d / f"{name}.cubin").write_bytes(k.asm["cubin"])
+            (d / f"{name}.ptx").write_text(k.asm["ptx"])
+            (d / md_file).write_text(json.dumps(md, indent=1, sort_keys=True) + "\n")
+            m = re.search(r"^\.version (\d+)\.(\d+)", k.asm["ptx"], re.MULTILINE)
+            ptx_isa = f"{m.group(1)}.{m.group(2)}" if m else "unknown"
+            built.append((launch, name, md_file, md))
+            print(f"{d}: {name} warps={md['num_warps']} shared={md['shared']} "
+                  f"cubin={len(k.asm['cubin'])}B ptx ISA {ptx_isa}")
+        text = multi_manifest(v, built, ptx_isa) if multi else manifest(v, built[0][1], ptx_isa, built[0][3])
+        (d / "kernel.toml").write_text(text)
+
+
+def divisibility(launch):
+    """Triton's `tt.divisibility` hints, as its JIT would specialize a call: every pointer is
+    16-byte aligned (the manifest's `pointer_align = 16`, which the plugin checks before each
+    launch), and the integers named in `divisible_by_16` are multiples of 16 (the variant's
+    constraints must imply it). Without them loads and stores are scalar, not vectorized."""
+    names = list(launch["signature"].keys())
+    attrs = {}
+    for i, (n, t) in enumerate(launch["signature"].items()):
+        if t.startswith("*") or n in launch.get("divisible_by_16", ()):
+            attrs[(i,)] = [["tt.divisibility", 16]]
+    assert all(n in names for n in launch.get("divisible_by_16", ())), launch.get("divisible_by_16")
+    return attrs
 
 
 def metadata_json(metadata):
@@ -106,6 +132,8 @@ def manifest(v, name, ptx_isa, md):
         f"ptx_isa = {json.dumps(ptx_isa)}",
         f"triton_version = {json.dumps(md.get('triton_version', ''))}",
         f"description = {json.dumps(v['description'])}",
+        "# Every tensor's address is a multiple of this many bytes (the cubin assumes it).",
+        "pointer_align = 16",
         "# The symbol's positional arguments, named for the expressions below.",
         f"args = {toml_str_list(v['args'])}",
         f"outputs = {toml_str_list(v['outputs'])}",
@@ -124,7 +152,149 @@ def manifest(v, name, ptx_isa, md):
     return "\n".join(lines) + "\n"
 
 
-def variants(attention, rms_norm):
+def multi_manifest(v, built, ptx_isa):
+    """The manifest of a package of several launches (docs/triton-kernels.md, "Several launches")."""
+    md0 = built[0][3]
+    lines = [
+        f"# Generated by scripts/triton/compile_kernels.py from {v['source']}; see docs/triton-kernels.md.",
+        f"symbol = {json.dumps(v['symbol'])}",
+        f"ptx_isa = {json.dumps(ptx_isa)}",
+        f"triton_version = {json.dumps(md0.get('triton_version', ''))}",
+        f"description = {json.dumps(v['description'])}",
+        "# Every tensor's address is a multiple of this many bytes (the cubin assumes it).",
+        "pointer_align = 16",
+        "# The symbol's positional arguments and outputs, named for the expressions below.",
+        f"args = {toml_str_list(v['args'])}",
+        f"outputs = {toml_str_list(v['outputs'])}",
+        "# Every condition must hold for the op to be claimed; otherwise it is decomposed.",
+        f"constraints = {toml_str_list(v['constraints'])}",
+        "",
+        "[dtypes]",
+    ]
+    lines += [f"{k} = {json.dumps(x)}" for k, x in v["dtypes"].items()]
+    if v.get("scratch"):
+        lines += ["", "# Buffers the launches share, from the host's pool for each run (uninitialized)."]
+        lines += ["[scratch]"]
+        lines += [f"{k} = {{ dtype = {json.dumps(x['dtype'])}, numel = {json.dumps(x['numel'])} }}"
+                  for k, x in v["scratch"].items()]
+    for launch, name, md_file, _ in built:
+        lines += [
+            "",
+            "# Launched in this order on the run's stream.",
+            "[[launch]]",
+            f"kernel = {json.dumps(name)}",
+            f"cubin = {json.dumps(name + '.cubin')}",
+            f"ptx = {json.dumps(name + '.ptx')}",
+            f"metadata = {json.dumps(md_file)}",
+            f"signature = {toml_str_list([t for t in launch['signature'].values() if t != 'constexpr'])}",
+            f"constexprs = {{ {', '.join(f'{k} = {json.dumps(x)}' for k, x in launch['constexprs'].items())} }}",
+            f"params = {toml_str_list(launch['params'])}",
+            f"grid = {toml_str_list(launch['grid'])}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def attention_train_variants(attention_bwd, dt, tri):
+    """sdpa_fwd_lse and sdpa_bwd packages for one dtype (interpret_check.py uses the same
+    block sizes)."""
+    t = f"*{tri[dt]}"
+    for d in [64, 128]:
+        for causal in [False, True]:
+            suffix = f"{dt}_d{d}{'_causal' if causal else ''}"
+            mode = "causal" if causal else "no mask"
+            shape_checks = [
+                "q.rank == 4", "k.rank == 4", "v.rank == 4",
+                f"q.shape[3] == {d}", f"k.shape[3] == {d}", f"v.shape[3] == {d}",
+                "k.shape[0] == q.shape[0]", "k.shape[1] == q.shape[1]",
+                "v.shape[0] == q.shape[0]", "v.shape[1] == q.shape[1]",
+                "v.shape[2] == k.shape[2]",
+                "q.shape[2] > 0", "k.shape[2] > 0",
+                "q.numel < 2147483648", "k.numel < 2147483648",
+                f"is_causal == {'true' if causal else 'false'}",
+            ]
+            scale = "default(scale, 1 / sqrt(q.shape[3]))"
+            bm, bn = 128, 64
+            yield {
+                "name": f"sdpa_fwd_lse_{suffix}",
+                "source": "scripts/triton/kernels/attention_bwd.py",
+                "symbol": "ltorch.sdpa_fwd_lse",
+                "description": f"flash attention forward saving the row log-sum-exp (f32, natural log), "
+                               f"{dt}, head_dim {d}, {mode}, BLOCK_M {bm}, BLOCK_N {bn}",
+                "args": ["q", "k", "v", "is_causal", "scale"],
+                "outputs": ["o", "lse"],
+                "dtypes": {"q": dt, "k": dt, "v": dt, "o": dt, "lse": "f32"},
+                "constraints": shape_checks + [f"q.shape[2] % {bm} == 0", f"k.shape[2] % {bn} == 0"],
+                "launches": [{
+                    "fn": attention_bwd.attn_fwd_lse,
+                    "signature": {"Q": t, "K": t, "V": t, "O": t, "LSE": "*fp32", "sm_scale": "fp32",
+                                  "L": "i32", "S": "i32", "HEAD_DIM": "constexpr",
+                                  "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "CAUSAL": "constexpr"},
+                    "constexprs": {"HEAD_DIM": d, "BLOCK_M": bm, "BLOCK_N": bn, "CAUSAL": causal},
+                    "options": {"num_warps": 4 if d == 64 else 8, "num_stages": 3},
+                    "params": ["q", "k", "v", "o", "lse", scale, "q.shape[2]", "k.shape[2]"],
+                    "divisible_by_16": ["L", "S"],
+                    "grid": [f"cdiv(q.shape[2], {bm})", "q.shape[0] * q.shape[1]", "1"],
+                }],
+            }
+            # Backward: as the tutorial, BLOCK_M1 = BLOCK_N2 = 32 and BLOCK_N1 = BLOCK_M2 = 128, so
+            # both L and S must be multiples of 128.
+            blocks = {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 32,
+                      "BLK_SLICE_FACTOR": 2}
+            pre = 128
+            yield {
+                "name": f"sdpa_bwd_{suffix}",
+                "source": "scripts/triton/kernels/attention_bwd.py",
+                "symbol": "ltorch.sdpa_bwd",
+                "description": f"flash attention backward (delta preprocess, then dK/dV and dQ in one kernel), "
+                               f"{dt}, head_dim {d}, {mode}",
+                "args": ["do", "q", "k", "v", "o", "lse", "is_causal", "scale"],
+                "outputs": ["dq", "dk", "dv"],
+                "dtypes": {"do": dt, "q": dt, "k": dt, "v": dt, "o": dt, "lse": "f32",
+                           "dq": dt, "dk": dt, "dv": dt},
+                "scratch": {"delta": {"dtype": "f32",
+                                      "numel": "q.shape[0] * q.shape[1] * q.shape[2]"}},
+                "constraints": shape_checks + [
+                    "do.rank == 4", "o.rank == 4", "lse.rank == 3",
+                    "do.shape[0] == q.shape[0]", "do.shape[1] == q.shape[1]",
+                    "do.shape[2] == q.shape[2]", "do.shape[3] == q.shape[3]",
+                    "o.shape[0] == q.shape[0]", "o.shape[1] == q.shape[1]",
+                    "o.shape[2] == q.shape[2]", "o.shape[3] == q.shape[3]",
+                    "lse.shape[0] == q.shape[0]", "lse.shape[1] == q.shape[1]",
+                    "lse.shape[2] == q.shape[2]",
+                    "q.shape[2] % 128 == 0", "k.shape[2] % 128 == 0",
+                ],
+                "launches": [
+                    {
+                        "fn": attention_bwd.attn_bwd_preprocess,
+                        "signature": {"O": t, "DO": t, "Delta": "*fp32", "L": "i32",
+                                      "HEAD_DIM": "constexpr", "BLOCK_M": "constexpr"},
+                        "constexprs": {"HEAD_DIM": d, "BLOCK_M": pre},
+                        "options": {"num_warps": 4},
+                        "params": ["o", "do", "delta", "q.shape[2]"],
+                        "divisible_by_16": ["L"],
+                        "grid": [f"cdiv(q.shape[2], {pre})", "q.shape[0] * q.shape[1]", "1"],
+                    },
+                    {
+                        "fn": attention_bwd.attn_bwd,
+                        "signature": {"Q": t, "K": t, "V": t, "DO": t, "M": "*fp32", "Delta": "*fp32",
+                                      "DQ": t, "DK": t, "DV": t, "sm_scale": "fp32", "L": "i32",
+                                      "S": "i32", "HEAD_DIM": "constexpr", "BLOCK_M1": "constexpr",
+                                      "BLOCK_N1": "constexpr", "BLOCK_M2": "constexpr",
+                                      "BLOCK_N2": "constexpr", "BLK_SLICE_FACTOR": "constexpr",
+                                      "CAUSAL": "constexpr"},
+                        "constexprs": {"HEAD_DIM": d, **blocks, "CAUSAL": causal},
+                        "options": {"num_warps": 4 if d == 64 else 8, "num_stages": 5 if d == 64 else 3},
+                        "params": ["q", "k", "v", "do", "lse", "delta", "dq", "dk", "dv", scale,
+                                   "q.shape[2]", "k.shape[2]"],
+                        "divisible_by_16": ["L", "S"],
+                        "grid": ["max(cdiv(k.shape[2], 128), cdiv(q.shape[2], 128))",
+                                 "q.shape[0] * q.shape[1]", "1"],
+                    },
+                ],
+            }
+
+
+def variants(attention, rms_norm, attention_bwd):
     short = {"float16": "f16", "bfloat16": "bf16", "float32": "f32"}
     tri = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
     for dt in ["f16", "bf16"]:
@@ -150,6 +320,7 @@ def variants(attention, rms_norm):
                     "dtypes": {"q": dt, "k": dt, "v": dt, "o": dt},
                     "params": ["q", "k", "v", "o", "default(scale, 1 / sqrt(q.shape[3]))",
                                "q.shape[2]", "k.shape[2]"],
+                    "divisible_by_16": ["L", "S"],
                     "constraints": [
                         "q.rank == 4", "k.rank == 4", "v.rank == 4",
                         "attn_mask == none", f"is_causal == {'true' if causal else 'false'}",
@@ -163,6 +334,8 @@ def variants(attention, rms_norm):
                     ],
                     "grid": [f"cdiv(q.shape[2], {bm})", "q.shape[0] * q.shape[1]", "1"],
                 }
+    for dt in ["f16", "bf16"]:
+        yield from attention_train_variants(attention_bwd, dt, tri)
     for dt in ["f16", "bf16", "f32"]:
         eps = {"f16": 9.765625e-4, "bf16": 7.8125e-3, "f32": 1.1920928955078125e-07}[dt]
         yield {

@@ -18,7 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "kernels"))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+import triton.language as tl  # noqa: E402
+from triton.runtime import interpreter as _interp  # noqa: E402
+
 import attention  # noqa: E402
+import attention_bwd  # noqa: E402
 import rms_norm  # noqa: E402
 
 
@@ -42,6 +46,71 @@ def check_attention(dtype, b, h, l, s, d, causal, scale=None):
     return ok
 
 
+def _patch_bf16_dot():
+    """Triton 3.9's interpreter stores bf16 as uint16 and its `create_dot` multiplies those bit
+    patterns as integers (fp8 is converted, bf16 is not), so every bf16 `tl.dot` is garbage under
+    TRITON_INTERPRET=1. Widen bf16 operands to f32 first: exact, and what the GPU's bf16 MMA
+    computes (products accumulated in f32)."""
+    original = _interp.InterpreterBuilder.create_dot
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        def widen(x):
+            if x.dtype.scalar == tl.bfloat16:
+                return self.cast_impl(x, tl.float32)
+            return x
+        return original(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+
+    _interp.InterpreterBuilder.create_dot = create_dot
+
+
+_patch_bf16_dot()
+
+
+def attention_reference(q, k, v, causal, scale):
+    """out and the natural-log lse in f64, by the definition (top-left causal mask)."""
+    s = (q.double() @ k.double().transpose(-1, -2)) * scale
+    if causal:
+        keep = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, -1) @ v.double(), torch.logsumexp(s, -1)
+
+
+def check_attention_train(dtype, b, h, l, s, d, causal, scale=None):
+    """sdpa_fwd_lse then sdpa_bwd as the packages launch them (the grids and block sizes of
+    compile_kernels.py), against torch autograd through the f64 math."""
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(b, h, n, d, generator=g).to(dtype) for n in (l, s, s))
+    do = torch.randn(b, h, l, d, generator=g).to(dtype)
+    sm_scale = scale if scale is not None else 1 / math.sqrt(d)
+    fwd, bwd = ATTN_FWD_LSE[d], ATTN_BWD[d]
+    o = torch.empty_like(q)
+    lse = torch.empty(b, h, l, dtype=torch.float32)
+    attention_bwd.attn_fwd_lse[(triton_cdiv(l, fwd["BLOCK_M"]), b * h, 1)](
+        q, k, v, o, lse, sm_scale, l, s, HEAD_DIM=d, CAUSAL=causal, **fwd)
+    delta = torch.empty(b, h, l, dtype=torch.float32)
+    attention_bwd.attn_bwd_preprocess[(triton_cdiv(l, PRE_BLOCK), b * h, 1)](
+        o, do, delta, l, HEAD_DIM=d, BLOCK_M=PRE_BLOCK)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    programs = max(triton_cdiv(s, bwd["BLOCK_N1"]), triton_cdiv(l, bwd["BLOCK_M2"]))
+    attention_bwd.attn_bwd[(programs, b * h, 1)](
+        q, k, v, do, lse, delta, dq, dk, dv, sm_scale, l, s, HEAD_DIM=d, CAUSAL=causal, **bwd)
+
+    qq, kk, vv = (t.double().requires_grad_() for t in (q, k, v))
+    want_o, want_lse = attention_reference(qq, kk, vv, causal, sm_scale)
+    want_o.backward(do.double())
+    tol = 2e-2 if dtype == torch.float16 else 6e-2
+    errs = {}
+    for name, got, want in [("out", o, want_o.detach()), ("lse", lse, want_lse.detach()),
+                            ("dq", dq, qq.grad), ("dk", dk, kk.grad), ("dv", dv, vv.grad)]:
+        # Relative to the reference's largest magnitude (gradients grow with the sizes).
+        errs[name] = (got.double() - want).abs().max().item() / max(want.abs().max().item(), 1.0)
+    ok = all(e < tol for e in errs.values())
+    shown = " ".join(f"{n} {e:.1e}" for n, e in errs.items())
+    print(f"attention fwd_lse+bwd {dtype} B{b} H{h} L{l} S{s} D{d} causal={causal}"
+          f"{'' if scale is None else f' scale={scale}'}: max err/max|ref| {shown} {'ok' if ok else 'FAIL'}")
+    return ok
+
+
 def check_rms(dtype, rows, n, eps):
     g = torch.Generator().manual_seed(1)
     x = torch.randn(rows, n, generator=g).to(dtype)
@@ -60,6 +129,13 @@ def triton_cdiv(a, b):
     return (a + b - 1) // b
 
 
+# As compile_kernels.py builds the packages.
+ATTN_FWD_LSE = {d: dict(BLOCK_M=128, BLOCK_N=64) for d in (64, 128)}
+ATTN_BWD = {d: dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2)
+            for d in (64, 128)}
+PRE_BLOCK = 128
+
+
 def main():
     results = [
         check_attention(torch.float16, 1, 2, 128, 128, 64, False),
@@ -70,6 +146,18 @@ def main():
         check_attention(torch.float16, 2, 1, 256, 128, 64, True),
         check_attention(torch.float16, 1, 1, 128, 128, 128, False),
         check_attention(torch.float32, 1, 1, 128, 64, 64, False),
+        check_attention(torch.bfloat16, 1, 2, 256, 192, 64, True),
+        check_attention_train(torch.float16, 1, 2, 128, 128, 64, False),
+        check_attention_train(torch.float16, 1, 2, 128, 128, 64, True),
+        check_attention_train(torch.bfloat16, 2, 1, 256, 256, 64, True),
+        check_attention_train(torch.bfloat16, 1, 1, 256, 256, 64, False),
+        check_attention_train(torch.float16, 1, 1, 256, 128, 64, True),
+        check_attention_train(torch.float16, 1, 1, 128, 384, 64, True, scale=0.3),
+        check_attention_train(torch.bfloat16, 1, 1, 384, 256, 64, False),
+        check_attention_train(torch.float16, 1, 1, 128, 256, 64, False),
+        check_attention_train(torch.float16, 1, 1, 256, 256, 128, True),
+        check_attention_train(torch.bfloat16, 1, 1, 128, 256, 128, False),
+        check_attention_train(torch.bfloat16, 1, 2, 384, 128, 128, True),
         check_rms(torch.float32, 3, 100, 1e-5),
         check_rms(torch.float16, 2, 2500, 9.765625e-4),
         check_rms(torch.float32, 2, 4096, 1e-6),

@@ -1,9 +1,10 @@
 //! Binding an op of the trace to a package: does the package cover it (dtypes, devices,
-//! constraints), and with which parameters and grid is its kernel launched. Pure functions of
-//! the view, so the claim, compile and tests all compute the same thing.
+//! constraints), and with which parameters and grids are its kernels launched, with how much
+//! scratch. Pure functions of the view, so the claim, compile and tests all compute the same
+//! thing.
 
-use crate::expr::{eval, Value};
-use crate::package::{Metadata, Package, ParamType};
+use crate::expr::{eval, Expr, Value};
+use crate::package::{Kernel, Metadata, Package, ParamType};
 use std::collections::HashMap;
 use thunder_abi::{ArgView, DeviceKind, OpView, TraceView, ValueMeta};
 
@@ -13,6 +14,8 @@ use thunder_abi::{ArgView, DeviceKind, OpView, TraceView, ValueMeta};
 pub enum Param {
     Input(usize),
     Output(usize),
+    /// One of the package's scratch buffers (an index into [`Plan::scratch`]).
+    Scratch(usize),
     I32(i32),
     I64(i64),
     U32(u32),
@@ -37,13 +40,28 @@ pub struct LaunchPlan {
     pub grid: [u32; 3],
     pub block: u32,
     pub shared: u32,
-    pub device: u32,
 }
 
 impl LaunchPlan {
     pub fn has_work(&self) -> bool {
         self.grid.iter().all(|&g| g > 0)
     }
+}
+
+/// A scratch buffer's size for this op, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScratchPlan {
+    pub bytes: u64,
+}
+
+/// Everything `run` needs for one op: its launches in order, the scratch buffers they share,
+/// the device and the alignment every tensor address must have.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub launches: Vec<LaunchPlan>,
+    pub scratch: Vec<ScratchPlan>,
+    pub device: u32,
+    pub pointer_align: u64,
 }
 
 /// Names bound to values for expression evaluation.
@@ -158,72 +176,114 @@ fn float_param(text: &str, v: &Value) -> Result<f64, String> {
     }
 }
 
-/// The kernel's parameters (Triton's trailing scratch pointers included) and launch grid for
-/// `op`, whose region reads `inputs` and writes `outputs` (value ids, in `run`'s order).
+/// The kernels' parameters (Triton's trailing scratch pointers included), launch grids and
+/// scratch sizes for `op`, whose region reads `inputs` and writes `outputs` (value ids, in
+/// `run`'s order).
 pub fn plan(
     pkg: &Package,
     view: &TraceView,
     op: &OpView,
     inputs: &[u32],
     outputs: &[u32],
-) -> Result<LaunchPlan, String> {
+) -> Result<Plan, String> {
     let device = covers(pkg, view, op)?;
     let (env, ids) = bindings(pkg, view, op)?;
-    let mut params = Vec::with_capacity(pkg.params.len() + pkg.meta.trailing_params());
-    for ((e, text), ty) in pkg.params.iter().zip(&pkg.param_text).zip(&pkg.signature) {
+    let mut scratch = Vec::with_capacity(pkg.scratch.len());
+    for s in &pkg.scratch {
+        let n = int_param(&s.numel_text, &eval(&s.numel, &env)?)?;
+        let bytes = u64::try_from(n)
+            .ok()
+            .and_then(|n| n.checked_mul(s.dtype.size_bytes() as u64))
+            .ok_or_else(|| format!("scratch `{}`: {} = {n} elements", s.name, s.numel_text))?;
+        scratch.push(ScratchPlan { bytes });
+    }
+    let launches = pkg
+        .launches
+        .iter()
+        .map(|k| plan_launch(pkg, k, &env, &ids, inputs, outputs))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Plan {
+        launches,
+        scratch,
+        device,
+        pointer_align: pkg.pointer_align,
+    })
+}
+
+fn plan_launch(
+    pkg: &Package,
+    k: &Kernel,
+    env: &Env,
+    ids: &[(String, u32)],
+    inputs: &[u32],
+    outputs: &[u32],
+) -> Result<LaunchPlan, String> {
+    let mut params = Vec::with_capacity(k.params.len() + k.meta.trailing_params());
+    for ((e, text), ty) in k.params.iter().zip(&k.param_text).zip(&k.signature) {
         let p = match ty {
             ParamType::Ptr(_) => {
-                // Validated at load: a pointer parameter is a tensor's bare name.
-                let id = ids
-                    .iter()
-                    .find(|(n, _)| n == text.trim())
-                    .map(|(_, id)| id)
-                    .ok_or_else(|| format!("`{text}` is not a tensor of this op"))?;
-                if let Some(i) = inputs.iter().position(|v| v == id) {
-                    Param::Input(i)
-                } else if let Some(i) = outputs.iter().position(|v| v == id) {
-                    Param::Output(i)
+                // Validated at load: a pointer parameter is a tensor's or a scratch buffer's
+                // bare name.
+                let name = match e {
+                    Expr::Name(n) => n.as_str(),
+                    _ => return Err(format!("`{text}` is not a tensor of this op")),
+                };
+                if let Some(i) = pkg.scratch.iter().position(|s| s.name == name) {
+                    Param::Scratch(i)
                 } else {
-                    return Err(format!(
-                        "`{text}` is neither an input nor an output of the region"
-                    ));
+                    let id = ids
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, id)| id)
+                        .ok_or_else(|| format!("`{text}` is not a tensor of this op"))?;
+                    if let Some(i) = inputs.iter().position(|v| v == id) {
+                        Param::Input(i)
+                    } else if let Some(i) = outputs.iter().position(|v| v == id) {
+                        Param::Output(i)
+                    } else {
+                        return Err(format!(
+                            "`{text}` is neither an input nor an output of the region"
+                        ));
+                    }
                 }
             }
             ParamType::I32 => {
-                let v = int_param(text, &eval(e, &env)?)?;
+                let v = int_param(text, &eval(e, env)?)?;
                 Param::I32(i32::try_from(v).map_err(|_| format!("`{text}` = {v} overflows i32"))?)
             }
             ParamType::U32 => {
-                let v = int_param(text, &eval(e, &env)?)?;
+                let v = int_param(text, &eval(e, env)?)?;
                 Param::U32(u32::try_from(v).map_err(|_| format!("`{text}` = {v} overflows u32"))?)
             }
-            ParamType::I64 => Param::I64(int_param(text, &eval(e, &env)?)?),
+            ParamType::I64 => Param::I64(int_param(text, &eval(e, env)?)?),
             ParamType::U64 => {
-                let v = int_param(text, &eval(e, &env)?)?;
+                let v = int_param(text, &eval(e, env)?)?;
                 Param::U64(u64::try_from(v).map_err(|_| format!("`{text}` = {v} is negative"))?)
             }
-            ParamType::F32 => Param::F32(float_param(text, &eval(e, &env)?)? as f32),
-            ParamType::F64 => Param::F64(float_param(text, &eval(e, &env)?)?),
+            ParamType::F32 => Param::F32(float_param(text, &eval(e, env)?)? as f32),
+            ParamType::F64 => Param::F64(float_param(text, &eval(e, env)?)?),
         };
         params.push(p);
     }
     let mut grid = [0u32; 3];
-    for (axis, e) in pkg.grid.iter().enumerate() {
-        let g = int_param("grid", &eval(e, &env)?)?;
+    for (axis, e) in k.grid.iter().enumerate() {
+        let g = int_param("grid", &eval(e, env)?)?;
         // CUDA's limits: x < 2^31, y and z < 2^16.
         let max: i64 = if axis == 0 { (1 << 31) - 1 } else { 65535 };
         if !(0..=max).contains(&g) {
-            return Err(format!("grid[{axis}] = {g} is outside 0..={max}"));
+            return Err(format!(
+                "{}: grid[{axis}] = {g} is outside 0..={max}",
+                k.kernel
+            ));
         }
         grid[axis] = g as u32;
     }
-    params.extend(trailing(&pkg.meta, grid));
+    params.extend(trailing(&k.meta, grid));
     Ok(LaunchPlan {
         params,
         grid,
-        block: pkg.meta.block(),
-        shared: pkg.meta.shared,
-        device,
+        block: k.meta.block(),
+        shared: k.meta.shared,
     })
 }
 
@@ -268,6 +328,7 @@ pub fn param_slots(params: &[Param], addrs: &[u64]) -> Vec<[u8; 8]> {
                 Param::F64(v) => s.copy_from_slice(&v.to_ne_bytes()),
                 Param::Input(_)
                 | Param::Output(_)
+                | Param::Scratch(_)
                 | Param::GlobalScratch { .. }
                 | Param::ProfileScratch { .. } => {
                     s.copy_from_slice(&addrs.get(i).copied().unwrap_or(0).to_ne_bytes())

@@ -22,9 +22,12 @@ pub mod binary;
 pub mod bind;
 mod device;
 pub mod expr;
+mod kernel;
+mod metadata;
 pub mod package;
 
-use bind::{LaunchPlan, Param};
+use bind::{Param, Plan};
+pub use device::{DeviceProps, Runtime};
 use package::Package;
 use std::path::PathBuf;
 use thunder_abi::export::{option_bool, CompiledRegion, Executor, HostLogger};
@@ -48,6 +51,8 @@ pub fn plugin_info() -> PluginInfo {
         devices: vec!["cuda".into()].into(),
         symbols: vec![
             "ltorch.scaled_dot_product_attention".into(),
+            "ltorch.sdpa_fwd_lse".into(),
+            "ltorch.sdpa_bwd".into(),
             "ltorch.rms_norm".into(),
         ]
         .into(),
@@ -157,7 +162,16 @@ impl Triton {
     /// folder order, so a user's folder listed in `kernel_dirs` comes after the bundled one;
     /// set `bundled = false` to prefer your own).
     fn find(&self, view: &TraceView, op: &thunder_abi::OpView) -> Result<&Package, String> {
-        let runtime = device::runtime()?;
+        self.find_on(device::runtime()?, view, op)
+    }
+
+    /// [`Self::find`] for a given driver and devices (pure: tests pass a described H100).
+    pub fn find_on(
+        &self,
+        runtime: &Runtime,
+        view: &TraceView,
+        op: &thunder_abi::OpView,
+    ) -> Result<&Package, String> {
         let mut why = Vec::new();
         for p in self
             .packages
@@ -178,6 +192,32 @@ impl Triton {
             Err(why.join("; "))
         }
     }
+
+    /// The regions [`Executor::claim`] returns on `runtime`: one op each, for every unclaimed
+    /// op some package covers; the others are logged with the reason and left to the host,
+    /// which decomposes them.
+    pub fn claim_on(&self, runtime: &Runtime, view: &TraceView) -> Vec<Vec<u32>> {
+        let mut claims = Vec::new();
+        for (i, op) in view.ops.iter().enumerate() {
+            if op.claimed || !self.packages.iter().any(|p| p.symbol == op.symbol.as_str()) {
+                continue;
+            }
+            match self.find_on(runtime, view, op) {
+                Ok(p) => {
+                    self.log.log(
+                        LogLevel::Debug,
+                        &format!("claiming op {i} ({}) with {}", op.symbol, p.name()),
+                    );
+                    claims.push(vec![i as u32]);
+                }
+                Err(why) => self.log.log(
+                    LogLevel::Debug,
+                    &format!("not claiming op {i} ({}): {why}", op.symbol),
+                ),
+            }
+        }
+        claims
+    }
 }
 
 /// Whether `pkg`'s cubin can run on device `ordinal`: a cubin runs only on the compute
@@ -195,10 +235,10 @@ pub fn compatible(pkg: &Package, runtime: &device::Runtime, ordinal: u32) -> Res
 
 /// The pure part of [`compatible`]: `arch` as major*10+minor, `driver` as cuDriverGetVersion.
 pub fn check_arch(pkg: &Package, arch: u32, driver: i32) -> Result<(), String> {
-    if pkg.meta.arch != arch {
+    if pkg.arch() != arch {
         return Err(format!(
             "built for sm_{} but the device is sm_{arch} (compute capability {}.{}): recompile with `scripts/triton/compile_kernels.py --arch {arch}`",
-            pkg.meta.arch,
+            pkg.arch(),
             arch / 10,
             arch % 10
         ));
@@ -227,8 +267,8 @@ impl Executor for Triton {
             });
         }
         let archs: Vec<u32> = runtime.devices.iter().map(|d| d.arch).collect();
-        if !self.packages.iter().any(|p| archs.contains(&p.meta.arch)) {
-            let mut built: Vec<u32> = self.packages.iter().map(|p| p.meta.arch).collect();
+        if !self.packages.iter().any(|p| archs.contains(&p.arch())) {
+            let mut built: Vec<u32> = self.packages.iter().map(Package::arch).collect();
             built.sort();
             built.dedup();
             return Err(format!(
@@ -241,29 +281,10 @@ impl Executor for Triton {
     }
 
     fn claim(&self, view: &TraceView) -> Result<Vec<Vec<u32>>, PluginError> {
-        if device::runtime().is_err() {
-            return Ok(Vec::new());
+        match device::runtime() {
+            Ok(runtime) => Ok(self.claim_on(runtime, view)),
+            Err(_) => Ok(Vec::new()),
         }
-        let mut claims = Vec::new();
-        for (i, op) in view.ops.iter().enumerate() {
-            if op.claimed || !self.packages.iter().any(|p| p.symbol == op.symbol.as_str()) {
-                continue;
-            }
-            match self.find(view, op) {
-                Ok(p) => {
-                    self.log.log(
-                        LogLevel::Debug,
-                        &format!("claiming op {i} ({}) with {}", op.symbol, p.name()),
-                    );
-                    claims.push(vec![i as u32]);
-                }
-                Err(why) => self.log.log(
-                    LogLevel::Debug,
-                    &format!("not claiming op {i} ({}): {why}", op.symbol),
-                ),
-            }
-        }
-        Ok(claims)
     }
 
     fn compile(
@@ -288,15 +309,21 @@ impl Executor for Triton {
         let plan = bind::plan(pkg, view, op, &region.inputs, &region.outputs)
             .map_err(|e| PluginError::invalid(format!("{NAME}: {}: {e}", pkg.name())))?;
         let props = runtime.devices[plan.device as usize];
-        let image = std::fs::read(&pkg.cubin)
-            .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", pkg.cubin.display())))?;
         device::make_current(plan.device).map_err(PluginError::internal)?;
-        let function = device::load(&image, &pkg.kernel, plan.shared, plan.block, props)
-            .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", pkg.name())))?;
+        let mut functions = Vec::with_capacity(pkg.launches.len());
+        for (k, lp) in pkg.launches.iter().zip(&plan.launches) {
+            let image = std::fs::read(&k.cubin).map_err(|e| {
+                PluginError::internal(format!("{NAME}: {}: {e}", k.cubin.display()))
+            })?;
+            functions.push(
+                device::load(&image, &k.kernel, lp.shared, lp.block, props)
+                    .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", pkg.name())))?,
+            );
+        }
         Ok(Box::new(Launch {
             name: pkg.name(),
             plan,
-            function,
+            functions,
             inputs: region.inputs.len(),
             outputs: region.outputs.len(),
             services: self.services,
@@ -304,18 +331,19 @@ impl Executor for Triton {
     }
 }
 
-/// One compiled op: a loaded kernel and its launch, fixed but for the tensors' addresses.
+/// One compiled op: its loaded kernels and their launches, fixed but for the tensors' and
+/// scratch buffers' addresses.
 struct Launch {
     name: String,
-    plan: LaunchPlan,
-    function: device::Function,
+    plan: Plan,
+    functions: Vec<device::Function>,
     inputs: usize,
     outputs: usize,
     services: HostServices,
 }
 
-/// Scratch buffers for one launch, returned to the host's pool when the launch is queued.
-/// Stream-ordered: the pool hands a block out again only to work queued after this kernel.
+/// Scratch buffers for one run, returned to the host's pool when the launches are queued.
+/// Stream-ordered: the pool hands a block out again only to work queued after these kernels.
 struct ScratchBuffers {
     services: HostServices,
     device: DeviceDesc,
@@ -346,6 +374,9 @@ impl Drop for ScratchBuffers {
     }
 }
 
+/// Scratch buffers shared by a package's launches are aligned for any vector access.
+const SHARED_SCRATCH_ALIGN: u64 = 256;
+
 impl CompiledRegion for Launch {
     fn run(
         &self,
@@ -372,13 +403,28 @@ impl CompiledRegion for Launch {
                 outputs.len()
             )));
         }
-        // The kernels index their tensors as contiguous arrays.
-        for d in inputs.iter().chain(outputs) {
+        // The kernels index their tensors as contiguous arrays, and were compiled assuming
+        // the package's pointer alignment (vector loads fault on a misaligned address).
+        let align = self.plan.pointer_align.max(1);
+        for (what, i, d) in inputs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| ("input", i, d))
+            .chain(outputs.iter().enumerate().map(|(i, d)| ("output", i, d)))
+        {
             if d.device.kind != DeviceKind::Cuda || !d.is_contiguous() {
-                return Err(fail("every tensor must be a contiguous CUDA tensor".into()));
+                return Err(fail(format!(
+                    "{what} {i}: every tensor must be a contiguous CUDA tensor"
+                )));
+            }
+            if d.numel() > 0 && !(d.base_ptr() as u64).is_multiple_of(align) {
+                return Err(fail(format!(
+                    "{what} {i}: address {:#x} is not a multiple of {align} bytes (the package's pointer_align)",
+                    d.base_ptr() as u64
+                )));
             }
         }
-        if !self.plan.has_work() {
+        if self.plan.launches.iter().all(|l| !l.has_work()) {
             return Ok(());
         }
         // SAFETY: the host passes the primary context of the region's device.
@@ -389,21 +435,35 @@ impl CompiledRegion for Launch {
             device: ctx.device,
             live: Vec::new(),
         };
-        // One address per parameter (0 for the scalars, which carry their own value).
-        let mut addrs = Vec::with_capacity(self.plan.params.len());
-        for p in &self.plan.params {
-            addrs.push(match *p {
-                Param::Input(i) => inputs[i].base_ptr() as u64,
-                Param::Output(i) => outputs[i].base_ptr() as u64,
-                Param::GlobalScratch { bytes, align } | Param::ProfileScratch { bytes, align } => {
-                    scratch.alloc(bytes, align).map_err(fail)?
-                }
-                _ => 0,
-            });
+        let shared: Vec<u64> = self
+            .plan
+            .scratch
+            .iter()
+            .map(|s| scratch.alloc(s.bytes, SHARED_SCRATCH_ALIGN))
+            .collect::<Result<_, _>>()
+            .map_err(fail)?;
+        for (plan, function) in self.plan.launches.iter().zip(&self.functions) {
+            if !plan.has_work() {
+                continue;
+            }
+            // One address per parameter (0 for the scalars, which carry their own value).
+            let mut addrs = Vec::with_capacity(plan.params.len());
+            for p in &plan.params {
+                addrs.push(match *p {
+                    Param::Input(i) => inputs[i].base_ptr() as u64,
+                    Param::Output(i) => outputs[i].base_ptr() as u64,
+                    Param::Scratch(i) => shared[i],
+                    Param::GlobalScratch { bytes, align }
+                    | Param::ProfileScratch { bytes, align } => {
+                        scratch.alloc(bytes, align).map_err(fail)?
+                    }
+                    _ => 0,
+                });
+            }
+            let slots = bind::param_slots(&plan.params, &addrs);
+            device::launch(*function, plan, ctx.stream, slots)
+                .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", self.name)))?;
         }
-        let slots = bind::param_slots(&self.plan.params, &addrs);
-        device::launch(self.function, &self.plan, ctx.stream, slots)
-            .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", self.name)))?;
         drop(scratch);
         Ok(())
     }

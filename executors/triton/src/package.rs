@@ -1,13 +1,18 @@
-//! Kernel packages: a folder holding `kernel.toml` (the manifest), the cubin (and PTX), and
-//! Triton's `metadata.json`. Loading validates everything a launch will rely on, so a broken
-//! package is reported once, naming the file and the field, and never claimed.
+//! Kernel packages: a folder holding `kernel.toml` (the manifest), the cubins (and PTX), and
+//! Triton's metadata. Loading validates everything a launch will rely on, so a broken package is
+//! reported once, naming the file and the field, and never claimed.
 //!
-//! The format is documented in `docs/triton-kernels.md`.
+//! A package implements one symbol with one kernel launch (the manifest's flat form) or several
+//! (`[[launch]]` tables, run in order on the same stream), which may share scratch buffers
+//! (`[scratch]`) allocated for each run. The format is documented in `docs/triton-kernels.md`.
 
 pub use crate::binary::{
     cubin_sm, ptx_isa_min_cuda, ptx_param_count, ptx_param_types, ptx_type_fits,
 };
 use crate::expr::{self, Expr};
+pub use crate::kernel::Kernel;
+use crate::kernel::{load_kernel, RawLaunch, Scope};
+pub use crate::metadata::{Metadata, Scratch};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +29,11 @@ pub struct PackageError {
     pub message: String,
 }
 
-fn err(file: &Path, field: impl Into<String>, message: impl Into<String>) -> PackageError {
+pub(crate) fn err(
+    file: &Path,
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> PackageError {
     PackageError {
         file: file.to_path_buf(),
         field: field.into(),
@@ -32,81 +41,103 @@ fn err(file: &Path, field: impl Into<String>, message: impl Into<String>) -> Pac
     }
 }
 
-/// `kernel.toml` as written.
+/// `kernel.toml` as written. The launch keys (`kernel` to `grid`) are the flat form of a
+/// single launch; a manifest gives either them or `[[launch]]` tables.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawManifest {
     symbol: String,
-    kernel: String,
-    cubin: String,
+    #[serde(default)]
+    kernel: Option<String>,
+    #[serde(default)]
+    cubin: Option<String>,
     #[serde(default)]
     ptx: Option<String>,
-    #[serde(default = "default_metadata")]
-    metadata: String,
+    #[serde(default)]
+    metadata: Option<String>,
     #[serde(default)]
     ptx_isa: Option<String>,
     #[serde(default)]
     triton_version: Option<String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    pointer_align: Option<u64>,
     args: Vec<String>,
     outputs: Vec<String>,
-    signature: Vec<String>,
     #[serde(default)]
-    constexprs: BTreeMap<String, toml::Value>,
-    params: Vec<String>,
+    signature: Option<Vec<String>>,
+    #[serde(default)]
+    constexprs: Option<BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    params: Option<Vec<String>>,
     #[serde(default)]
     constraints: Vec<String>,
-    grid: Vec<String>,
+    #[serde(default)]
+    grid: Option<Vec<String>>,
     dtypes: BTreeMap<String, String>,
+    #[serde(default)]
+    scratch: BTreeMap<String, RawScratch>,
+    #[serde(default)]
+    launch: Vec<RawLaunch>,
 }
 
-fn default_metadata() -> String {
-    "metadata.json".into()
+/// A `[scratch]` entry: `delta = { dtype = "f32", numel = "q.shape[0] * q.shape[2]" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScratch {
+    dtype: String,
+    numel: String,
 }
 
-/// The fields of Triton's metadata that launching depends on. Keys that Triton versions added
-/// over time are optional: their absence means the older behaviour (no scratch parameter).
-#[derive(Debug, Clone, Deserialize)]
-struct RawMetadata {
-    name: String,
-    num_warps: u32,
-    shared: u32,
-    target: RawTarget,
-    #[serde(default = "one")]
-    num_ctas: u32,
-    #[serde(default)]
-    global_scratch_size: Option<u64>,
-    #[serde(default)]
-    global_scratch_align: Option<u64>,
-    #[serde(default)]
-    profile_scratch_size: Option<u64>,
-    #[serde(default)]
-    profile_scratch_align: Option<u64>,
-    #[serde(default)]
-    launch_cooperative_grid: bool,
-    #[serde(default)]
-    launch_pdl: bool,
-    #[serde(default)]
-    tensordesc_meta: Option<serde_json::Value>,
-    #[serde(default)]
-    triton_version: Option<String>,
-}
-
-fn one() -> u32 {
-    1
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawTarget {
-    backend: String,
-    arch: serde_json::Value,
-    #[serde(default = "warp32")]
-    warp_size: u32,
-}
-
-fn warp32() -> u32 {
-    32
+impl RawManifest {
+    /// The launches, from `[[launch]]` tables or from the flat keys, with the field prefix their
+    /// errors use. Mixing the two forms is an error naming the stray key.
+    fn launches(&mut self, m: &Path) -> Result<Vec<(String, RawLaunch)>, PackageError> {
+        let flat = [
+            ("kernel", self.kernel.is_some()),
+            ("cubin", self.cubin.is_some()),
+            ("ptx", self.ptx.is_some()),
+            ("metadata", self.metadata.is_some()),
+            ("signature", self.signature.is_some()),
+            ("constexprs", self.constexprs.is_some()),
+            ("params", self.params.is_some()),
+            ("grid", self.grid.is_some()),
+        ];
+        if !self.launch.is_empty() {
+            if let Some((key, _)) = flat.iter().find(|(_, given)| *given) {
+                return Err(err(
+                    m,
+                    *key,
+                    "given beside [[launch]] tables: a manifest describes its launches either with top-level keys (one launch) or with [[launch]] tables",
+                ));
+            }
+            return Ok(std::mem::take(&mut self.launch)
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| (format!("launch[{i}]."), l))
+                .collect());
+        }
+        // The flat form: the same keys a [[launch]] table requires, missing ones named as serde
+        // would name them.
+        let missing = |k: &str| err(m, k, format!("missing field `{k}`"));
+        Ok(vec![(
+            String::new(),
+            RawLaunch {
+                kernel: self.kernel.take().ok_or_else(|| missing("kernel"))?,
+                cubin: self.cubin.take().ok_or_else(|| missing("cubin"))?,
+                ptx: self.ptx.take(),
+                metadata: self
+                    .metadata
+                    .take()
+                    .unwrap_or_else(crate::kernel::default_metadata),
+                signature: self.signature.take().ok_or_else(|| missing("signature"))?,
+                constexprs: self.constexprs.take().unwrap_or_default(),
+                params: self.params.take().ok_or_else(|| missing("params"))?,
+                grid: self.grid.take().ok_or_else(|| missing("grid"))?,
+            },
+        )])
+    }
 }
 
 /// A kernel parameter type from Triton's signature.
@@ -151,41 +182,15 @@ impl ParamType {
     }
 }
 
-/// Which scratch buffers the kernel's trailing parameters point at, as Triton's launcher
-/// (`backends/nvidia/driver.py`, `CudaLauncher`) passes them: after the kernel's own arguments
-/// come the global scratch pointer, then the profile scratch pointer, each null when its size
-/// is 0 and otherwise a buffer of `size * grid_x * grid_y * grid_z * num_ctas` bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scratch {
-    pub size: u64,
-    pub align: u64,
-}
-
-/// Triton's metadata, validated.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Metadata {
+/// A buffer the package's launches share, allocated from the host's pool for each run and
+/// returned when the launches are queued (uninitialized: a launch must write it before another
+/// reads it).
+#[derive(Debug, Clone)]
+pub struct ScratchBuffer {
     pub name: String,
-    pub num_warps: u32,
-    pub num_ctas: u32,
-    pub shared: u32,
-    /// Compute capability as major*10+minor (`target.arch`, 90 for sm_90).
-    pub arch: u32,
-    /// `None` when the Triton that built it had no such parameter (the PTX has one fewer).
-    pub global_scratch: Option<Scratch>,
-    pub profile_scratch: Option<Scratch>,
-    pub triton_version: Option<String>,
-}
-
-impl Metadata {
-    /// Threads per block: Triton's launcher uses `32 * num_warps`.
-    pub fn block(&self) -> u32 {
-        32 * self.num_warps
-    }
-
-    /// How many pointer parameters Triton appends after the kernel's own arguments.
-    pub fn trailing_params(&self) -> usize {
-        usize::from(self.global_scratch.is_some()) + usize::from(self.profile_scratch.is_some())
-    }
+    pub dtype: DTypeCode,
+    pub numel: Expr,
+    pub numel_text: String,
 }
 
 /// A validated package.
@@ -193,21 +198,20 @@ impl Metadata {
 pub struct Package {
     pub dir: PathBuf,
     pub symbol: String,
-    pub kernel: String,
-    pub cubin: PathBuf,
-    pub ptx: Option<PathBuf>,
     pub ptx_isa: Option<(u32, u32)>,
     pub description: String,
+    /// Every tensor's address must be a multiple of this (the cubins were compiled assuming
+    /// it); 1 when the manifest does not say.
+    pub pointer_align: u64,
     pub args: Vec<String>,
     pub outputs: Vec<String>,
-    pub signature: Vec<ParamType>,
-    pub params: Vec<Expr>,
-    pub param_text: Vec<String>,
     pub constraints: Vec<Expr>,
     pub constraint_text: Vec<String>,
-    pub grid: [Expr; 3],
+    /// The op's tensors' dtypes, then the scratch buffers'.
     pub dtypes: BTreeMap<String, DTypeCode>,
-    pub meta: Metadata,
+    pub scratch: Vec<ScratchBuffer>,
+    /// Run in this order on one stream.
+    pub launches: Vec<Kernel>,
 }
 
 impl Package {
@@ -224,6 +228,19 @@ impl Package {
     pub fn min_cuda(&self) -> Option<(u32, u32)> {
         self.ptx_isa.map(ptx_isa_min_cuda)
     }
+
+    /// The compute capability the cubins were built for (the same for every launch: checked
+    /// at load).
+    pub fn arch(&self) -> u32 {
+        self.launches.first().map_or(0, |k| k.meta.arch)
+    }
+}
+
+fn usable_name(n: &str) -> bool {
+    n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !matches!(n, "none" | "true" | "false")
+        && !expr::FUNCTIONS.contains(&n)
 }
 
 /// Reads the manifest of one package folder and everything it names.
@@ -231,8 +248,9 @@ pub fn load(dir: &Path) -> Result<Package, PackageError> {
     let mpath = dir.join(MANIFEST);
     let text = std::fs::read_to_string(&mpath)
         .map_err(|e| err(&mpath, "(file)", format!("cannot read: {e}")))?;
-    let raw: RawManifest = toml::from_str(&text).map_err(|e| toml_error(&mpath, &e))?;
+    let mut raw: RawManifest = toml::from_str(&text).map_err(|e| toml_error(&mpath, &e))?;
     let m = &mpath;
+    let launches = raw.launches(m)?;
 
     if !raw.symbol.contains('.') {
         return Err(err(
@@ -247,11 +265,7 @@ pub fn load(dir: &Path) -> Result<Package, PackageError> {
     let mut names: Vec<&str> = Vec::new();
     for (field, list) in [("args", &raw.args), ("outputs", &raw.outputs)] {
         for (i, n) in list.iter().enumerate() {
-            let ok = n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !matches!(n.as_str(), "none" | "true" | "false")
-                && !expr::FUNCTIONS.contains(&n.as_str());
-            if !ok {
+            if !usable_name(n) {
                 return Err(err(
                     m,
                     format!("{field}[{i}]"),
@@ -268,11 +282,15 @@ pub fn load(dir: &Path) -> Result<Package, PackageError> {
             names.push(n);
         }
     }
-    if raw.outputs.len() != 1 {
+    if raw.outputs.is_empty() {
+        return Err(err(m, "outputs", "at least one output must be named"));
+    }
+    let pointer_align = raw.pointer_align.unwrap_or(1);
+    if !pointer_align.is_power_of_two() {
         return Err(err(
             m,
-            "outputs",
-            format!("exactly one output is supported, got {}", raw.outputs.len()),
+            "pointer_align",
+            format!("{pointer_align} is not a power of two"),
         ));
     }
 
@@ -294,147 +312,102 @@ pub fn load(dir: &Path) -> Result<Package, PackageError> {
         })?;
         dtypes.insert(name.clone(), code);
     }
-    let out = &raw.outputs[0];
-    if !dtypes.contains_key(out) {
-        return Err(err(
-            m,
-            format!("dtypes.{out}"),
-            "the output's dtype must be given",
-        ));
-    }
-
-    let parse_list = |field: &str, list: &[String]| -> Result<Vec<Expr>, PackageError> {
-        list.iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let e = expr::parse(s)
-                    .map_err(|e| err(m, format!("{field}[{i}]"), format!("`{s}`: {e}")))?;
-                let mut refs = Vec::new();
-                e.names(&mut refs);
-                if let Some(bad) = refs.iter().find(|r| !names.contains(&r.as_str())) {
-                    return Err(err(
-                        m,
-                        format!("{field}[{i}]"),
-                        format!("`{s}`: `{bad}` is not one of `args` or `outputs`"),
-                    ));
-                }
-                Ok(e)
-            })
-            .collect()
-    };
-
-    let signature = raw
-        .signature
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            if s == "constexpr" {
-                return Err(err(
-                    m,
-                    format!("signature[{i}]"),
-                    "constexprs are baked into the cubin and are not parameters: list them under `constexprs`",
-                ));
-            }
-            ParamType::parse(s).ok_or_else(|| {
-                err(
-                    m,
-                    format!("signature[{i}]"),
-                    format!("unsupported type `{s}` (pointers *fp16, *bf16, *fp32, ...; scalars i32, i64, u32, u64, fp32, fp64)"),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let params = parse_list("params", &raw.params)?;
-    if params.len() != signature.len() {
-        return Err(err(
-            m,
-            "params",
-            format!(
-                "{} expressions for a signature of {} parameters",
-                params.len(),
-                signature.len()
-            ),
-        ));
-    }
-    for (i, (p, ty)) in params.iter().zip(&signature).enumerate() {
-        let field = format!("params[{i}]");
-        match (ty, p) {
-            (ParamType::Ptr(elem), Expr::Name(n)) => match dtypes.get(n) {
-                Some(d) if d == elem => {}
-                Some(d) => {
-                    return Err(err(
-                        m,
-                        field,
-                        format!(
-                            "`{n}` is {} but signature[{i}] points at {}",
-                            d.short_name(),
-                            elem.short_name()
-                        ),
-                    ))
-                }
-                None => {
-                    return Err(err(
-                        m,
-                        field,
-                        format!("pointer argument `{n}` needs an entry in `dtypes`"),
-                    ))
-                }
-            },
-            (ParamType::Ptr(_), _) => {
-                return Err(err(
-                    m,
-                    field,
-                    format!(
-                    "signature[{i}] is a pointer: the expression must be a tensor's name, got `{}`",
-                    raw.params[i]
-                ),
-                ))
-            }
-            (_, Expr::Name(n)) if dtypes.contains_key(n) => {
-                return Err(err(
-                    m,
-                    field,
-                    format!("`{n}` is a tensor but signature[{i}] is a scalar"),
-                ))
-            }
-            _ => {}
-        }
-    }
-    // Every tensor the kernel reads or writes through a pointer has a declared dtype; the
-    // output must be among them, or the kernel would never write it.
-    if !params
-        .iter()
-        .any(|p| matches!(p, Expr::Name(n) if n == out))
-    {
-        return Err(err(
-            m,
-            "params",
-            format!("the output `{out}` is not passed to the kernel"),
-        ));
-    }
-    let constraints = parse_list("constraints", &raw.constraints)?;
-    let grid_list = parse_list("grid", &raw.grid)?;
-    let grid: [Expr; 3] = match <[Expr; 3]>::try_from(grid_list) {
-        Ok(g) => g,
-        Err(v) => {
+    for out in &raw.outputs {
+        if !dtypes.contains_key(out) {
             return Err(err(
                 m,
-                "grid",
-                format!("needs 3 expressions (x, y, z), got {}", v.len()),
-            ))
-        }
-    };
-    for (k, v) in &raw.constexprs {
-        if !matches!(
-            v,
-            toml::Value::Integer(_) | toml::Value::Boolean(_) | toml::Value::Float(_)
-        ) {
-            return Err(err(
-                m,
-                format!("constexprs.{k}"),
-                "must be an integer, float or bool (informational: already baked in)",
+                format!("dtypes.{out}"),
+                "the output's dtype must be given",
             ));
         }
+    }
+    let scope_names = names.clone();
+    let mut scratch_names: Vec<&str> = Vec::new();
+    for (name, s) in &raw.scratch {
+        let field = format!("scratch.{name}");
+        if !usable_name(name) || names.contains(&name.as_str()) {
+            return Err(err(
+                m,
+                field,
+                format!("`{name}` is not a usable name or is already an argument or output"),
+            ));
+        }
+        let code = DTypeCode::from_short_name(&s.dtype).ok_or_else(|| {
+            err(
+                m,
+                format!("{field}.dtype"),
+                format!("unknown dtype `{}` (use f16, bf16, f32, ...)", s.dtype),
+            )
+        })?;
+        dtypes.insert(name.clone(), code);
+        scratch_names.push(name);
+    }
+    let scope = Scope {
+        manifest: m,
+        dir,
+        names: &scope_names,
+        dtypes: &dtypes,
+        scratch: &scratch_names,
+        triton_version: raw.triton_version.as_deref(),
+    };
+    let scratch = raw
+        .scratch
+        .iter()
+        .map(|(name, s)| {
+            Ok(ScratchBuffer {
+                name: name.clone(),
+                dtype: dtypes[name],
+                numel: scope.parse(&format!("scratch.{name}.numel"), &s.numel)?,
+                numel_text: s.numel.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, PackageError>>()?;
+    let constraints = scope.parse_list("constraints", &raw.constraints)?;
+    let kernels = launches
+        .iter()
+        .map(|(prefix, l)| load_kernel(&scope, prefix, l))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Every output is written and every scratch buffer used by some launch's pointer.
+    let passed = |n: &str| {
+        kernels.iter().any(|k| {
+            k.params
+                .iter()
+                .any(|p| matches!(p, Expr::Name(x) if x == n))
+        })
+    };
+    for out in &raw.outputs {
+        if !passed(out) {
+            let field = if kernels.len() == 1 {
+                "params"
+            } else {
+                "launch"
+            };
+            return Err(err(
+                m,
+                field,
+                format!("the output `{out}` is not passed to the kernel"),
+            ));
+        }
+    }
+    for s in &scratch {
+        if !passed(&s.name) {
+            return Err(err(
+                m,
+                format!("scratch.{}", s.name),
+                "no launch is passed this buffer",
+            ));
+        }
+    }
+    if let Some(k) = kernels.iter().find(|k| k.meta.arch != kernels[0].meta.arch) {
+        return Err(err(
+            m,
+            "launch",
+            format!(
+                "`{}` is built for sm_{} but `{}` for sm_{}: a package targets one arch",
+                k.kernel, k.meta.arch, kernels[0].kernel, kernels[0].meta.arch
+            ),
+        ));
     }
 
     let ptx_isa = match &raw.ptx_isa {
@@ -448,129 +421,19 @@ pub fn load(dir: &Path) -> Result<Package, PackageError> {
         })?),
     };
 
-    let file_in = |field: &str, name: &str| -> Result<PathBuf, PackageError> {
-        let p = dir.join(name);
-        if name.contains("..") || Path::new(name).is_absolute() {
-            return Err(err(
-                m,
-                field,
-                format!("`{name}` must be a file inside the package folder"),
-            ));
-        }
-        if !p.is_file() {
-            return Err(err(m, field, format!("`{}` does not exist", p.display())));
-        }
-        Ok(p)
-    };
-    let cubin = file_in("cubin", &raw.cubin)?;
-    let ptx = raw.ptx.as_deref().map(|p| file_in("ptx", p)).transpose()?;
-    let mdpath = file_in("metadata", &raw.metadata)?;
-    let meta = load_metadata(&mdpath)?;
-    if meta.name != raw.kernel {
-        return Err(err(
-            &mdpath,
-            "name",
-            format!(
-                "the kernel is `{}` but {MANIFEST} says `kernel = \"{}\"`",
-                meta.name, raw.kernel
-            ),
-        ));
-    }
-    if let (Some(a), Some(b)) = (&raw.triton_version, &meta.triton_version) {
-        if a != b {
-            return Err(err(
-                m,
-                "triton_version",
-                format!("`{a}` but metadata.json says `{b}`"),
-            ));
-        }
-    }
-    let cubin_bytes =
-        std::fs::read(&cubin).map_err(|e| err(m, "cubin", format!("cannot read: {e}")))?;
-    if !cubin_bytes.starts_with(b"\x7fELF") {
-        return Err(err(
-            m,
-            "cubin",
-            format!("`{}` is not an ELF cubin", cubin.display()),
-        ));
-    }
-    if let Some(sm) = cubin_sm(&cubin_bytes) {
-        if sm != meta.arch {
-            return Err(err(
-                m,
-                "cubin",
-                format!(
-                    "`{}` holds sm_{sm} code but metadata.json's target.arch is {}",
-                    cubin.display(),
-                    meta.arch
-                ),
-            ));
-        }
-    }
-    if let Some(ptx_path) = &ptx {
-        let text = std::fs::read_to_string(ptx_path)
-            .map_err(|e| err(m, "ptx", format!("cannot read: {e}")))?;
-        let types = ptx_param_types(&text, &raw.kernel).ok_or_else(|| {
-            err(
-                ptx_path,
-                "(entry)",
-                format!("no `.entry {}` in the PTX", raw.kernel),
-            )
-        })?;
-        let found = types.len();
-        let want = signature.len() + meta.trailing_params();
-        if found != want {
-            return Err(err(
-                ptx_path,
-                "(entry)",
-                format!(
-                    "`{}` takes {found} parameters, but the signature has {} and the metadata adds {} scratch pointer(s): {want}",
-                    raw.kernel,
-                    signature.len(),
-                    meta.trailing_params()
-                ),
-            ));
-        }
-        // The scratch pointers are 64-bit like any pointer.
-        let expected = signature
-            .iter()
-            .copied()
-            .chain(std::iter::repeat_n(ParamType::U64, meta.trailing_params()));
-        for (i, (ty, got)) in expected.zip(&types).enumerate() {
-            if !ptx_type_fits(ty, got) {
-                return Err(err(
-                    ptx_path,
-                    "(entry)",
-                    format!(
-                        "parameter {i} of `{}` is .{got}, which cannot carry {}",
-                        raw.kernel,
-                        raw.signature
-                            .get(i)
-                            .map_or("a scratch pointer", String::as_str)
-                    ),
-                ));
-            }
-        }
-    }
-
     Ok(Package {
         dir: dir.to_path_buf(),
         symbol: raw.symbol,
-        kernel: raw.kernel,
-        cubin,
-        ptx,
         ptx_isa,
         description: raw.description,
+        pointer_align,
         args: raw.args,
         outputs: raw.outputs,
-        signature,
-        params,
-        param_text: raw.params,
         constraints,
         constraint_text: raw.constraints,
-        grid,
         dtypes,
-        meta,
+        scratch,
+        launches: kernels,
     })
 }
 
@@ -603,130 +466,6 @@ fn toml_error(file: &Path, e: &toml::de::Error) -> PackageError {
         })
         .unwrap_or_else(|| "(toml)".into());
     err(file, field, msg.trim())
-}
-
-fn load_metadata(path: &Path) -> Result<Metadata, PackageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| err(path, "(file)", format!("cannot read: {e}")))?;
-    let raw: RawMetadata = serde_json::from_str(&text).map_err(|e| {
-        let msg = e.to_string();
-        let field = msg
-            .split_once("field `")
-            .and_then(|(_, r)| r.split_once('`'))
-            .map_or("(json)".to_string(), |(f, _)| f.to_string());
-        err(path, field, msg)
-    })?;
-    if raw.target.backend != "cuda" {
-        return Err(err(
-            path,
-            "target.backend",
-            format!("`{}`: only cuda kernels are supported", raw.target.backend),
-        ));
-    }
-    let arch = match &raw.target.arch {
-        serde_json::Value::Number(n) => n.as_u64().and_then(|a| u32::try_from(a).ok()),
-        // Older Triton wrote e.g. "sm90"; accept either.
-        serde_json::Value::String(s) => s
-            .trim_start_matches("sm_")
-            .trim_start_matches("sm")
-            .trim_end_matches('a')
-            .parse()
-            .ok(),
-        _ => None,
-    }
-    .ok_or_else(|| {
-        err(
-            path,
-            "target.arch",
-            format!(
-                "`{}` is not a compute capability such as 90",
-                raw.target.arch
-            ),
-        )
-    })?;
-    if raw.target.warp_size != 32 {
-        return Err(err(path, "target.warp_size", "must be 32"));
-    }
-    if raw.num_warps == 0 || raw.num_warps > 32 {
-        return Err(err(
-            path,
-            "num_warps",
-            format!("{} (1 to 32 warps: at most 1024 threads)", raw.num_warps),
-        ));
-    }
-    // Cluster launches, cooperative grids, programmatic dependent launch and TMA descriptors
-    // all need cuLaunchKernelEx attributes or host-built descriptors that this launcher does
-    // not implement; refuse the package rather than launch it wrongly.
-    if raw.num_ctas != 1 {
-        return Err(err(
-            path,
-            "num_ctas",
-            format!(
-                "{}: cluster launches are not supported (compile with num_ctas=1)",
-                raw.num_ctas
-            ),
-        ));
-    }
-    if raw.launch_cooperative_grid {
-        return Err(err(
-            path,
-            "launch_cooperative_grid",
-            "cooperative launches are not supported",
-        ));
-    }
-    if raw.launch_pdl {
-        return Err(err(
-            path,
-            "launch_pdl",
-            "programmatic dependent launch is not supported",
-        ));
-    }
-    if raw.tensordesc_meta.as_ref().is_some_and(|t| {
-        !matches!(t, serde_json::Value::Null) && t.as_array().is_none_or(|a| !a.is_empty())
-    }) {
-        return Err(err(
-            path,
-            "tensordesc_meta",
-            "TMA tensor descriptors are not supported",
-        ));
-    }
-    let scratch = |size: Option<u64>,
-                   align: Option<u64>,
-                   field: &str|
-     -> Result<Option<Scratch>, PackageError> {
-        match size {
-            None => Ok(None),
-            Some(size) => {
-                let align = align.unwrap_or(1).max(1);
-                if !align.is_power_of_two() {
-                    return Err(err(
-                        path,
-                        format!("{field}_align"),
-                        format!("{align} is not a power of two"),
-                    ));
-                }
-                Ok(Some(Scratch { size, align }))
-            }
-        }
-    };
-    Ok(Metadata {
-        name: raw.name,
-        num_warps: raw.num_warps,
-        num_ctas: raw.num_ctas,
-        shared: raw.shared,
-        arch,
-        global_scratch: scratch(
-            raw.global_scratch_size,
-            raw.global_scratch_align,
-            "global_scratch",
-        )?,
-        profile_scratch: scratch(
-            raw.profile_scratch_size,
-            raw.profile_scratch_align,
-            "profile_scratch",
-        )?,
-        triton_version: raw.triton_version,
-    })
 }
 
 /// Loads every package under `root`: `root` itself when it holds a manifest, otherwise each

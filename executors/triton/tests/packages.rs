@@ -6,7 +6,7 @@ use std::path::Path;
 use thunder_abi::{OpView, TraceView};
 use thunder_core::host::view::trace_view;
 use thunder_torch::parse_trace;
-use thunder_triton::bind::{self, LaunchPlan, Param};
+use thunder_triton::bind::{self, Param, Plan};
 use thunder_triton::package::{self, Package, ParamType};
 use thunder_triton::{check_arch, BUNDLED_DIR};
 
@@ -46,10 +46,29 @@ fn only_op(view: &TraceView) -> &OpView {
     &view.ops[0]
 }
 
-fn plan_of(pkg: &Package, view: &TraceView) -> Result<LaunchPlan, String> {
+fn plan_of(pkg: &Package, view: &TraceView) -> Result<Plan, String> {
     let op = only_op(view);
     let inputs: Vec<u32> = op.input_values().collect();
     bind::plan(pkg, view, op, &inputs, &op.outputs)
+}
+
+/// The shipped variants: every combination compile_kernels.py builds.
+fn expected_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for dt in ["f16", "bf16"] {
+        for d in [64, 128] {
+            for causal in ["", "_causal"] {
+                for kind in ["sdpa_fwd", "sdpa_fwd_lse", "sdpa_bwd"] {
+                    names.push(format!("{kind}_{dt}_d{d}{causal}"));
+                }
+            }
+        }
+    }
+    for dt in ["f16", "bf16", "f32"] {
+        names.push(format!("rms_norm_{dt}"));
+    }
+    names.sort();
+    names
 }
 
 #[test]
@@ -57,46 +76,69 @@ fn every_committed_package_validates() {
     let pkgs = bundled();
     let mut names: Vec<String> = pkgs.iter().map(Package::name).collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "rms_norm_bf16",
-            "rms_norm_f16",
-            "rms_norm_f32",
-            "sdpa_fwd_bf16_d128",
-            "sdpa_fwd_bf16_d128_causal",
-            "sdpa_fwd_bf16_d64",
-            "sdpa_fwd_bf16_d64_causal",
-            "sdpa_fwd_f16_d128",
-            "sdpa_fwd_f16_d128_causal",
-            "sdpa_fwd_f16_d64",
-            "sdpa_fwd_f16_d64_causal",
-        ]
-    );
+    assert_eq!(names, expected_names());
     for p in &pkgs {
-        assert_eq!(p.meta.arch, 90, "{}", p.name());
-        assert!(p.ptx.is_some(), "{}: ships its PTX", p.name());
-        // The ELF header agrees (so the cubin/metadata cross-check is active for these).
-        let elf = std::fs::read(&p.cubin).expect("cubin");
-        assert_eq!(package::cubin_sm(&elf), Some(90), "{}", p.name());
+        assert_eq!(p.arch(), 90, "{}", p.name());
+        assert_eq!(
+            p.pointer_align,
+            16,
+            "{}: compiled with 16-byte pointer hints",
+            p.name()
+        );
+        for k in &p.launches {
+            assert_eq!(k.meta.arch, 90, "{}", p.name());
+            assert!(k.ptx.is_some(), "{}: ships its PTX", p.name());
+            // The ELF header agrees (so the cubin/metadata cross-check is active for these).
+            let elf = std::fs::read(&k.cubin).expect("cubin");
+            assert_eq!(package::cubin_sm(&elf), Some(90), "{}", p.name());
+        }
         assert_eq!(
             p.ptx_isa,
             Some((8, 8)),
             "{}: built with the CUDA 12 ptxas",
             p.name()
         );
-        let expected_symbol = if p.name().starts_with("sdpa") {
-            "ltorch.scaled_dot_product_attention"
+        let name = p.name();
+        let (expected_symbol, launches) = if name.starts_with("sdpa_fwd_lse") {
+            ("ltorch.sdpa_fwd_lse", 1)
+        } else if name.starts_with("sdpa_bwd") {
+            ("ltorch.sdpa_bwd", 2)
+        } else if name.starts_with("sdpa_fwd") {
+            ("ltorch.scaled_dot_product_attention", 1)
         } else {
-            "ltorch.rms_norm"
+            ("ltorch.rms_norm", 1)
         };
         assert_eq!(p.symbol, expected_symbol);
+        assert_eq!(p.launches.len(), launches, "{name}");
     }
     let total: u64 = walk_size(Path::new(BUNDLED_DIR));
     assert!(
         total < 4 << 20,
         "kernel packages take {total} bytes; keep them small"
     );
+}
+
+/// The attention cubins were compiled with Triton's 16-byte divisibility hints: their PTX moves
+/// tiles with vector loads and cp.async, not 16-bit scalar loads (what they did without hints).
+#[test]
+fn attention_kernels_load_vectors() {
+    for p in bundled().iter().filter(|p| p.name().starts_with("sdpa")) {
+        for k in &p.launches {
+            let ptx = std::fs::read_to_string(k.ptx.as_ref().expect("ptx")).expect("ptx");
+            assert!(
+                ptx.contains("ld.global.v4") || ptx.contains("cp.async.cg.shared.global"),
+                "{}: {} has no vector loads",
+                p.name(),
+                k.kernel
+            );
+            assert!(
+                !ptx.contains("ld.global.b16"),
+                "{}: {} loads 16-bit scalars",
+                p.name(),
+                k.kernel
+            );
+        }
+    }
 }
 
 fn walk_size(dir: &Path) -> u64 {
@@ -120,41 +162,43 @@ fn walk_size(dir: &Path) -> u64 {
 #[test]
 fn launcher_parameters_match_the_ptx_entry_and_metadata() {
     for p in bundled() {
-        let ptx = std::fs::read_to_string(p.ptx.as_ref().expect("ptx")).expect("ptx readable");
-        let count = package::ptx_param_count(&ptx, &p.kernel).expect("entry present");
-        assert_eq!(p.meta.trailing_params(), 2, "{}", p.name());
-        assert_eq!(count, p.signature.len() + 2, "{}", p.name());
-        assert_eq!(
-            p.meta.global_scratch.map(|s| s.size),
-            Some(0),
-            "{}",
-            p.name()
-        );
-        assert_eq!(
-            p.meta.profile_scratch.map(|s| s.size),
-            Some(0),
-            "{}",
-            p.name()
-        );
-        assert_eq!(p.meta.block(), 32 * p.meta.num_warps);
-        // The signature's pointer dtypes agree with the manifest's dtypes, in PTX order.
-        let ptrs = p
-            .signature
-            .iter()
-            .filter(|t| matches!(t, ParamType::Ptr(_)))
-            .count();
-        let ptx_ptrs = ptx[ptx.find(".entry").expect("entry")..]
-            .split(')')
-            .next()
-            .expect("params")
-            .matches(".param .u64 .ptr")
-            .count();
-        assert_eq!(
-            ptx_ptrs,
-            ptrs + 2,
-            "{}: pointer params incl. scratch",
-            p.name()
-        );
+        for k in &p.launches {
+            let ptx = std::fs::read_to_string(k.ptx.as_ref().expect("ptx")).expect("ptx readable");
+            let count = package::ptx_param_count(&ptx, &k.kernel).expect("entry present");
+            assert_eq!(k.meta.trailing_params(), 2, "{}", p.name());
+            assert_eq!(count, k.signature.len() + 2, "{}", p.name());
+            assert_eq!(
+                k.meta.global_scratch.map(|s| s.size),
+                Some(0),
+                "{}",
+                p.name()
+            );
+            assert_eq!(
+                k.meta.profile_scratch.map(|s| s.size),
+                Some(0),
+                "{}",
+                p.name()
+            );
+            assert_eq!(k.meta.block(), 32 * k.meta.num_warps);
+            // The signature's pointer dtypes agree with the manifest's dtypes, in PTX order.
+            let ptrs = k
+                .signature
+                .iter()
+                .filter(|t| matches!(t, ParamType::Ptr(_)))
+                .count();
+            let ptx_ptrs = ptx[ptx.find(".entry").expect("entry")..]
+                .split(')')
+                .next()
+                .expect("params")
+                .matches(".param .u64 .ptr")
+                .count();
+            assert_eq!(
+                ptx_ptrs,
+                ptrs + 2,
+                "{}: pointer params incl. scratch",
+                p.name()
+            );
+        }
     }
 }
 
@@ -171,6 +215,10 @@ fn attention_parameters_and_grid_for_b8_h12_t1024_d64() {
     );
     let p = named(&pkgs, "sdpa_fwd_bf16_d64_causal");
     let plan = plan_of(&p, &view).expect("covered");
+    assert_eq!(plan.device, 0);
+    assert_eq!(plan.pointer_align, 16);
+    assert!(plan.scratch.is_empty());
+    let plan = &plan.launches[0];
     assert_eq!(
         plan.params,
         vec![
@@ -188,8 +236,8 @@ fn attention_parameters_and_grid_for_b8_h12_t1024_d64() {
     // cdiv(1024, BLOCK_M=128) query blocks, one per (batch, head).
     assert_eq!(plan.grid, [8, 96, 1]);
     assert_eq!(plan.block, 128);
-    assert_eq!(plan.shared, 24576);
-    assert_eq!(plan.device, 0);
+    // BLOCK_N x D bf16 tiles of k and v, in 3 pipeline stages, plus q.
+    assert_eq!(plan.shared, 65536);
     // The non-causal package refuses a causal op, and the other way round.
     let err = plan_err(&named(&pkgs, "sdpa_fwd_bf16_d64"), &view);
     assert!(err.contains("is_causal == false"), "{err}");
@@ -203,6 +251,7 @@ fn attention_parameters_and_grid_for_b8_h12_t1024_d64() {
         "0.5",
     );
     let plan = plan_of(&named(&pkgs, "sdpa_fwd_f16_d128"), &view).expect("covered");
+    let plan = &plan.launches[0];
     assert_eq!(
         plan.params[4..7],
         [Param::F32(0.5), Param::I32(256), Param::I32(512)]
@@ -277,6 +326,7 @@ fn rms_norm_parameters_and_grid() {
     let pkgs = bundled();
     let view = view_of("def computation(x, w):\n  # x: \"cuda:0 bf16[4, 8, 768]\"\n  # w: \"cuda:0 bf16[768]\"\n  t0 = ltorch.rms_norm(x, [768], w, None)\n  return (t0,)\n");
     let plan = plan_of(&named(&pkgs, "rms_norm_bf16"), &view).expect("covered");
+    let plan = &plan.launches[0];
     assert_eq!(
         plan.params,
         vec![
@@ -294,6 +344,7 @@ fn rms_norm_parameters_and_grid() {
     // An explicit eps; f32.
     let view = view_of("def computation(x, w):\n  # x: \"cuda:0 f32[3, 100]\"\n  # w: \"cuda:0 f32[100]\"\n  t0 = ltorch.rms_norm(x, [100], w, 1e-05)\n  return (t0,)\n");
     let plan = plan_of(&named(&pkgs, "rms_norm_f32"), &view).expect("covered");
+    let plan = &plan.launches[0];
     assert_eq!(plan.params[3..5], [Param::I32(100), Param::F32(1e-5)]);
     assert_eq!(plan.grid, [3, 1, 1]);
     // No weight, or a weight of another dtype, or a 2-D normalized_shape: decomposed instead.
@@ -314,7 +365,7 @@ fn rms_norm_parameters_and_grid() {
 
 #[test]
 fn scratch_is_sized_per_program_as_tritons_launcher_does() {
-    let mut meta = bundled()[0].meta.clone();
+    let mut meta = bundled()[0].launches[0].meta.clone();
     meta.global_scratch = Some(package::Scratch {
         size: 256,
         align: 128,

@@ -12,7 +12,7 @@ use thunder_triton::Triton;
 #[test]
 fn without_a_driver_it_is_unavailable_and_claims_nothing() {
     let plugin = Triton::create(host_services(), &[]).expect("created without a GPU");
-    assert_eq!(plugin.packages().len(), 11);
+    assert_eq!(plugin.packages().len(), 27);
     assert!(
         plugin.package_errors().is_empty(),
         "{:?}",
@@ -99,7 +99,7 @@ fn user_folders_are_loaded_and_their_errors_reported() {
     assert_eq!(plugin.package_errors().len(), 1);
     let e = &plugin.package_errors()[0];
     assert!(
-        e.contains("broken/kernel.toml") && e.contains("missing field `kernel`"),
+        e.contains("broken/kernel.toml") && e.contains("missing field `args`"),
         "{e}"
     );
 }

@@ -210,7 +210,10 @@ pub(super) fn elementwise_to_recompute(
                 if chosen.contains(&j) {
                     continue;
                 }
-                if recomputable(&forward[j]) {
+                // A value at most half the residual's size is worth keeping instead of walking
+                // past it (a layer norm's bf16 input rather than the residual stream behind it).
+                let cheap_to_keep = u != v && bytes(u) * 2 <= budget;
+                if recomputable(&forward[j]) && !cheap_to_keep {
                     closure.push(j);
                     stack.extend(forward[j].input_values());
                 } else {
