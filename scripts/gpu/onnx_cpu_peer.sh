@@ -32,7 +32,7 @@ TOML
   echo "== $bin on cores $cores (lscpu: $(lscpu | sed -n 's/^Model name: *//p'))"
   taskset -c "$cores" python3 benches/peer/onnx_peer.py --threads 2 --bin "$bin" --config "$cfg" \
     --only "${ONLY:-minilm,gpt2,resnet50}" --reps "${REPS:-10}" --work "$out/onnx_cpu_peer" || status=$?
-  cp "$out/onnx_cpu_peer/results.json" "$out/onnx_cpu_peer_$(basename "$bin").json" 2>/dev/null
+  cp "$out/onnx_cpu_peer/results.json" "$out/onnx_cpu_peer_$(basename "$bin" | sed "s/^[.]//").json" 2>/dev/null
 done
 rm -f "$out"/onnx_cpu_peer/*.onnx "$out"/onnx_cpu_peer/*.npy
 exit $status
