@@ -21,6 +21,7 @@ mod attn;
 mod attn_match;
 mod chain;
 mod conv;
+mod conv_run;
 mod decode;
 mod decode_shape;
 mod exec;

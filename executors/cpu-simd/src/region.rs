@@ -5,7 +5,7 @@ use crate::decode::{decode, value_meta, Ty};
 use crate::exec::Bufs;
 use crate::plan::Planner;
 use crate::stages::Stage;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use thunder_abi::export::CompiledRegion;
 use thunder_abi::{
     DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, RegionSpec, TensorDesc,
@@ -63,11 +63,28 @@ impl Region {
         // A batched product summed over its batch runs at the sum's place as one GEMM.
         let summed = crate::gemm_sum::find(&decoded, &region.outputs);
         let sum_of: HashMap<usize, usize> = summed.iter().map(|(&mm, &s)| (s, mm)).collect();
+        // A convolution read only by a residual add and/or a ReLU runs them as its epilogue.
+        let taken: HashSet<usize> = attention
+            .iter()
+            .flat_map(|m| m.ops.iter().copied())
+            .chain(summed.keys().copied())
+            .chain(summed.values().copied())
+            .collect();
+        let epilogues = crate::conv::find_epilogues(&decoded, &region.outputs, &taken);
+        let in_epilogue: HashSet<usize> = epilogues
+            .values()
+            .flat_map(|e| e.ops.iter().copied())
+            .collect();
         for (pos, d) in decoded.iter().enumerate() {
             match attention.iter().find(|m| m.ops.contains(&pos)) {
                 Some(m) if m.at == pos => planner.add_attention(m, d)?,
                 Some(_) => {}
-                None if summed.contains_key(&pos) => {}
+                None if summed.contains_key(&pos) || in_epilogue.contains(&pos) => {}
+                None if epilogues.contains_key(&pos) => {
+                    let epi = &epilogues[&pos];
+                    let last = epi.ops.last().map_or(d, |&j| &decoded[j]);
+                    planner.add_conv(d, Some(epi), last)?;
+                }
                 None => match sum_of.get(&pos) {
                     Some(&mm) => planner.add_gemm_sum(&decoded[mm], d)?,
                     None => planner.add(d)?,
