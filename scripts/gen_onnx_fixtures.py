@@ -92,10 +92,10 @@ def external_copy(src_folder, name):
 
 
 class Unsupported(torch.nn.Module):
-    """Ops the importer has no rule for (Einsum, CumSum), for `thunder examine`'s list."""
+    """Ops the importer has no rule for (TopK, CumSum), for `thunder examine`'s list."""
 
     def forward(self, x):
-        y = torch.einsum("bij,bjk->bik", x, x)
+        y = torch.topk(x, 2, dim=2).values
         return torch.cumsum(y, dim=1).relu()
 
 
@@ -126,8 +126,9 @@ def vit():
 
 
 def main():
-    if sys.argv[1:] == ["--only", "vit"]:
-        return vit()
+    only = {"vit": vit, "einsum": einsum_cases, "unsupported": unsupported}
+    if len(sys.argv) == 3 and sys.argv[1] == "--only" and sys.argv[2] in only:
+        return only[sys.argv[2]]()
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     vocab = 100
@@ -178,22 +179,83 @@ def main():
     external_copy(os.path.join(OUT, "cnn_small"), "cnn_small_external")
     unsupported()
     op_cases()
+    einsum_cases()
     vit()
 
 
-if __name__ == "__main__":
-    main()
+
+
+def case(name, op, inputs, attrs=None, consts=None, n_out=1, opset=17):
+    """One single-node model in fixtures/ops/<name>/ with ONNX Runtime's outputs."""
+    from onnx import TensorProto, helper
+
+    types = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+             np.int32: TensorProto.INT32, np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL}
+    folder = os.path.join(OUT, "ops", name)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    consts = consts or {}
+    names = [f"x{i}" for i in range(len(inputs))]
+    node_inputs = names + list(consts)
+    outs = [f"y{i}" for i in range(n_out)]
+    node = helper.make_node(op, node_inputs, outs, **(attrs or {}))
+    g_in = [helper.make_tensor_value_info(n, types[a.dtype.type], a.shape)
+            for n, a in zip(names, inputs)]
+    inits = [onnx.numpy_helper.from_array(v, k) for k, v in consts.items()]
+    g_out = [onnx.ValueInfoProto(name=o) for o in outs]
+    graph = helper.make_graph([node], name, g_in, g_out, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    path = os.path.join(folder, "model.onnx")
+    onnx.save_model(model, path)
+    feeds = dict(zip(names, inputs))
+    try:
+        outs = run_ort(path, feeds)
+    except Exception as e:  # no ONNX Runtime kernel for this dtype: no reference
+        print(f"  skipped {name}: {str(e).splitlines()[0][:100]}")
+        shutil.rmtree(folder)
+        return
+    save_case(folder, "case0", feeds, outs)
+
+
+def einsum_cases():
+    """Einsum in the forms BERT/ViT-style exports use (batched products, transposes, sums,
+    `...`, the implicit output), f32 and f64, against ONNX Runtime (fixtures/ops/einsum_*).
+    `gen_onnx_fixtures.py --only einsum` writes just these."""
+    rng = np.random.default_rng(7)
+
+    def arr(shape, dt=np.float32):
+        return rng.standard_normal(shape).astype(dt)
+
+    case("einsum_attention_scores", "Einsum", [arr((2, 3, 4, 5)), arr((2, 3, 6, 5))],
+         {"equation": "bhid,bhjd->bhij"}, opset=12)
+    case("einsum_attention_context", "Einsum", [arr((2, 3, 4, 6)), arr((2, 3, 6, 5))],
+         {"equation": "bhij,bhjd->bhid"}, opset=12)
+    case("einsum_heads_projection", "Einsum", [arr((2, 4, 3, 5)), arr((3, 5, 7))],
+         {"equation": "bsnh,nhd->bsd"}, opset=12)
+    case("einsum_linear_ellipsis", "Einsum", [arr((2, 3, 4)), arr((5, 4))],
+         {"equation": "...k,nk->...n"}, opset=12)
+    case("einsum_matmul_f64", "Einsum", [arr((3, 4), np.float64), arr((4, 2), np.float64)],
+         {"equation": "ij,jk->ik"}, opset=12)
+    case("einsum_implicit_output", "Einsum", [arr((3, 4)), arr((4, 2))],
+         {"equation": "ij,jk"}, opset=12)
+    case("einsum_transpose", "Einsum", [arr((2, 3, 4))], {"equation": "abc->cab"}, opset=12)
+    case("einsum_reduce", "Einsum", [arr((2, 3, 4))], {"equation": "abc->b"}, opset=12)
+    case("einsum_outer_and_sum", "Einsum", [arr((3,)), arr((4, 2))],
+         {"equation": "i,jk->ij"}, opset=12)
+    case("einsum_three_operands", "Einsum", [arr((2, 3)), arr((3, 4)), arr((4, 5))],
+         {"equation": "ab,bc,cd->ad"}, opset=12)
+    case("einsum_batch_dot", "Einsum", [arr((5, 3)), arr((5, 3))],
+         {"equation": "bi,bi->b"}, opset=12)
+    case("einsum_empty", "Einsum", [arr((0, 3)), arr((3, 2))], {"equation": "ij,jk->ik"}, opset=12)
+    case("einsum_scalar_out", "Einsum", [arr((3,)), arr((3,))], {"equation": "i,i->"}, opset=12)
 
 
 def op_cases():
     """Single-node models built with onnx.helper: scalar () and empty (0,) shapes,
     broadcasting and each dtype ONNX Runtime has a kernel for; outputs from ONNX Runtime.
     Written to fixtures/ops/<case>/ in the same layout as the models (one case each)."""
-    from onnx import TensorProto, helper
-
     rng = np.random.default_rng(1)
-    types = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-             np.int32: TensorProto.INT32, np.int64: TensorProto.INT64, np.bool_: TensorProto.BOOL}
 
     def arr(shape, dt):
         if dt == np.bool_:
@@ -201,33 +263,6 @@ def op_cases():
         if np.issubdtype(dt, np.integer):
             return rng.integers(-5, 6, size=shape).astype(dt)
         return rng.standard_normal(shape).astype(dt)
-
-    def case(name, op, inputs, attrs=None, consts=None, n_out=1, opset=17):
-        folder = os.path.join(OUT, "ops", name)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.makedirs(folder)
-        consts = consts or {}
-        names = [f"x{i}" for i in range(len(inputs))]
-        node_inputs = names + list(consts)
-        outs = [f"y{i}" for i in range(n_out)]
-        node = helper.make_node(op, node_inputs, outs, **(attrs or {}))
-        g_in = [helper.make_tensor_value_info(n, types[a.dtype.type], a.shape)
-                for n, a in zip(names, inputs)]
-        inits = [onnx.numpy_helper.from_array(v, k) for k, v in consts.items()]
-        g_out = [onnx.ValueInfoProto(name=o) for o in outs]
-        graph = helper.make_graph([node], name, g_in, g_out, inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        model.ir_version = 8
-        path = os.path.join(folder, "model.onnx")
-        onnx.save_model(model, path)
-        feeds = dict(zip(names, inputs))
-        try:
-            outs = run_ort(path, feeds)
-        except Exception as e:  # no ONNX Runtime kernel for this dtype: no reference
-            print(f"  skipped {name}: {str(e).splitlines()[0][:100]}")
-            shutil.rmtree(folder)
-            return
-        save_case(folder, "case0", feeds, outs)
 
     for dt in (np.float32, np.float64, np.int32, np.int64):
         tag = np.dtype(dt).name
@@ -284,3 +319,7 @@ def op_cases():
     case("argmax_keepdims", "ArgMax", [arr((3, 4), np.float32)], {"axis": 1, "keepdims": 1})
     case("range_fold", "Range", [], None, {"s": np.array(2, np.int64), "l": np.array(11, np.int64),
                                           "d": np.array(3, np.int64)})
+
+
+if __name__ == "__main__":
+    main()

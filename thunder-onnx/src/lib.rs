@@ -17,6 +17,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod error;
+mod fold_bn;
 mod import;
 pub mod model;
 mod node;

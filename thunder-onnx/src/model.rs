@@ -3,8 +3,9 @@
 
 use crate::error::{OnnxError, Result};
 use crate::proto::{GraphProto, ModelProto, ValueInfoProto};
-use crate::tensor::{dtype_of, onnx_type_name, to_array};
+use crate::tensor::{dtype_of, onnx_type_name, to_array_mapped};
 use prost::Message;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -58,6 +59,9 @@ pub struct OnnxModel {
     pub initializers: HashMap<String, Arc<Array>>,
     /// Initializer names in the file's order (the graph keeps none of their data).
     pub initializer_names: Vec<String>,
+    /// Inference BatchNormalization nodes folded into the Conv before them at load (see
+    /// `fold_bn.rs`); the graph holds the folded Conv nodes.
+    pub batch_norms_folded: usize,
     pub producer: String,
 }
 
@@ -97,12 +101,27 @@ fn input_spec(v: &ValueInfoProto) -> Result<InputSpec> {
 
 impl OnnxModel {
     /// Reads and decodes `path`; external tensor data is read relative to its folder.
+    ///
+    /// The file is memory-mapped (private, copy-on-write), and weights stored as aligned
+    /// `raw_data` are arrays over the mapping itself: nothing is copied, and pages are read as
+    /// the program first touches them. Like every mmap-based loader (ONNX Runtime, safetensors,
+    /// llama.cpp), this assumes the file is not truncated or rewritten while the model lives.
     pub fn load(path: &Path) -> Result<OnnxModel> {
-        let bytes = std::fs::read(path).map_err(|e| OnnxError::File {
+        let err = |e: std::io::Error| OnnxError::File {
             path: path.to_path_buf(),
             message: format!("cannot read: {e}"),
-        })?;
-        OnnxModel::from_buffer(prost::bytes::Bytes::from(bytes), path)
+        };
+        let file = std::fs::File::open(path).map_err(err)?;
+        let len = file.metadata().map_err(err)?.len();
+        if len == 0 {
+            // mmap refuses empty files; decoding reports what is wrong with one.
+            return OnnxModel::from_buffer(prost::bytes::Bytes::new(), path);
+        }
+        // SAFETY: a private copy-on-write mapping: writes through it (none are made) would not
+        // reach the file. Another process truncating the file while it is mapped is the one
+        // hazard, shared by every mmap-based loader and documented above.
+        let map = unsafe { memmap2::MmapOptions::new().map_copy(&file) }.map_err(err)?;
+        OnnxModel::from_buffer(prost::bytes::Bytes::from_owner(map), path)
     }
 
     /// Decodes a model held in memory; `path` names it in errors and locates external data.
@@ -110,8 +129,9 @@ impl OnnxModel {
         OnnxModel::from_buffer(prost::bytes::Bytes::copy_from_slice(bytes), path)
     }
 
-    /// Decodes a model from a shared buffer: tensor data is read from it without a copy per
-    /// tensor, then copied once into each weight's array.
+    /// Decodes a model from a shared buffer: tensor data is read from it without a copy, and
+    /// each weight whose bytes are aligned for its dtype is an array over the buffer (kept
+    /// alive by the array); others are copied once into their own array.
     pub fn from_buffer(bytes: prost::bytes::Bytes, path: &Path) -> Result<OnnxModel> {
         let file_err = |message: String| OnnxError::File {
             path: path.to_path_buf(),
@@ -131,15 +151,26 @@ impl OnnxModel {
             return Err(file_err("not an ONNX model: it imports no opset".into()));
         }
         let dir = path.parent();
+        // Weights are independent: read them on the threads (most are copies, since protobuf
+        // leaves raw data unaligned, and a copy of hundreds of megabytes is worth splitting).
+        let files = crate::tensor::ExternalFiles::default();
+        let tensors = std::mem::take(&mut graph.initializer);
+        let arrays: Vec<Result<Arc<Array>>> = tensors
+            .par_iter()
+            .map(|t| {
+                let what = format!("{}: initializer `{}`", path.display(), t.name);
+                to_array_mapped(t, dir, &what, &files).map(Arc::new)
+            })
+            .collect();
         let mut initializers = HashMap::new();
         let mut initializer_names = Vec::new();
-        for t in std::mem::take(&mut graph.initializer) {
-            let what = format!("{}: initializer `{}`", path.display(), t.name);
-            let array = Arc::new(to_array(&t, dir, &what)?);
-            if initializers.insert(t.name.clone(), array).is_none() {
+        for (t, array) in tensors.into_iter().zip(arrays) {
+            if initializers.insert(t.name.clone(), array?).is_none() {
                 initializer_names.push(t.name);
             }
         }
+        let batch_norms_folded =
+            crate::fold_bn::fold_batch_norms(&mut graph, &mut initializers, &mut initializer_names);
         // Inputs that have an initializer are defaults the caller may not override here.
         let inputs = graph
             .input
@@ -162,6 +193,7 @@ impl OnnxModel {
             output_names,
             initializers,
             initializer_names,
+            batch_norms_folded,
             producer: format!("{} {}", model.producer_name, model.producer_version),
             graph,
         })

@@ -3,8 +3,9 @@
 
 use crate::error::{OnnxError, Result};
 use crate::proto::TensorProto;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use thunder_core::ir::TensorType;
 use thunder_core::{Array, DType, Device};
 
@@ -69,6 +70,23 @@ fn shape_of(t: &TensorProto, what: &str) -> Result<Vec<i64>> {
 
 /// Reads a tensor's data, from the file next to `model_dir` when it is stored externally.
 pub fn to_array(t: &TensorProto, model_dir: Option<&Path>, what: &str) -> Result<Array> {
+    to_array_mapped(t, model_dir, what, &ExternalFiles::default())
+}
+
+/// External data files opened so far, memory-mapped once each and shared by their tensors
+/// (and by the threads reading them).
+#[derive(Default)]
+pub struct ExternalFiles {
+    maps: Mutex<HashMap<PathBuf, prost::bytes::Bytes>>,
+}
+
+/// As [`to_array`], with external data read from the mappings in `files`.
+pub fn to_array_mapped(
+    t: &TensorProto,
+    model_dir: Option<&Path>,
+    what: &str,
+    files: &ExternalFiles,
+) -> Result<Array> {
     let dtype = dtype_of(t.data_type).ok_or_else(|| {
         OnnxError::model(
             what,
@@ -89,8 +107,8 @@ pub fn to_array(t: &TensorProto, model_dir: Option<&Path>, what: &str) -> Result
         }
     };
     let array = if t.data_location == 1 {
-        let bytes = read_external(t, model_dir, ty.size_bytes(), what)?;
-        Array::from_bytes(&bytes, ty)
+        let bytes = read_external(t, model_dir, ty.size_bytes(), what, files)?;
+        shared_array(&bytes, ty)
     } else if !t.raw_data.is_empty() || n == 0 {
         if t.raw_data.len() != ty.size_bytes() {
             return Err(OnnxError::model(
@@ -103,7 +121,7 @@ pub fn to_array(t: &TensorProto, model_dir: Option<&Path>, what: &str) -> Result
                 ),
             ));
         }
-        Array::from_bytes(&t.raw_data, ty)
+        shared_array(&t.raw_data, ty)
     } else {
         match dtype {
             DType::F32 => {
@@ -137,12 +155,26 @@ pub fn to_array(t: &TensorProto, model_dir: Option<&Path>, what: &str) -> Result
     array.map_err(|e| OnnxError::model(what, e.to_string()))
 }
 
+/// An array over `bytes` without a copy when they are aligned for the dtype (the array keeps
+/// the buffer alive); a copy otherwise. Protobuf does not align fields, so both happen.
+fn shared_array(bytes: &prost::bytes::Bytes, ty: TensorType) -> thunder_core::Result<Array> {
+    let align = ty.dtype.size_bytes().max(1);
+    if bytes.is_empty() || !(bytes.as_ptr() as usize).is_multiple_of(align) {
+        return Array::from_bytes(bytes, ty);
+    }
+    // SAFETY: `bytes` holds exactly `ty.size_bytes()` bytes (checked by the caller), aligned
+    // for the dtype, row-major; `Bytes` is immutable and the clone moved into the array keeps
+    // the memory alive as long as the array.
+    Ok(unsafe { Array::from_external(bytes.as_ptr() as *mut u8, ty, Box::new(bytes.clone())) })
+}
+
 fn read_external(
     t: &TensorProto,
     model_dir: Option<&Path>,
     size: usize,
     what: &str,
-) -> Result<Vec<u8>> {
+    files: &ExternalFiles,
+) -> Result<prost::bytes::Bytes> {
     let field = |k: &str| {
         t.external_data
             .iter()
@@ -184,9 +216,38 @@ fn read_external(
         path: path.clone(),
         message: format!("external data of tensor `{}`: {e}", t.name),
     };
-    let mut file = std::fs::File::open(&path).map_err(io)?;
-    file.seek(SeekFrom::Start(offset)).map_err(io)?;
-    let mut bytes = vec![0u8; size];
-    file.read_exact(&mut bytes).map_err(io)?;
-    Ok(bytes)
+    let mut maps = files.maps.lock().unwrap_or_else(PoisonError::into_inner);
+    let map = match maps.get(&path) {
+        Some(m) => m.clone(),
+        None => {
+            let file = std::fs::File::open(&path).map_err(io)?;
+            let len = file.metadata().map_err(io)?.len();
+            let map = if len == 0 {
+                prost::bytes::Bytes::new()
+            } else {
+                // SAFETY: a private copy-on-write mapping, as for the model file (see
+                // `OnnxModel::load`).
+                let m = unsafe { memmap2::MmapOptions::new().map_copy(&file) }.map_err(io)?;
+                prost::bytes::Bytes::from_owner(m)
+            };
+            maps.insert(path.clone(), map.clone());
+            map
+        }
+    };
+    drop(maps);
+    let end = offset
+        .checked_add(size as u64)
+        .filter(|&e| e <= map.len() as u64);
+    match end {
+        Some(end) => Ok(map.slice(offset as usize..end as usize)),
+        None => Err(OnnxError::File {
+            path: path.clone(),
+            message: format!(
+                "external data of tensor `{}`: bytes {offset}..{} are past the file's end ({} bytes)",
+                t.name,
+                offset.saturating_add(size as u64),
+                map.len()
+            ),
+        }),
+    }
 }

@@ -255,3 +255,75 @@ fn initializer_data_must_fill_its_shape() {
         "{err}"
     );
 }
+
+/// Einsum equations the importer cannot express are errors naming the node and the reason.
+#[test]
+fn bad_einsum_equations_are_named() {
+    let cases = [
+        ("ii->i", "a label repeated within operand `ii` (a diagonal)"),
+        ("ij,jk->ik", "has 2 operands, the node 1 inputs"),
+        ("ijk->i", "term `ijk` has 3 labels for an operand of rank 2"),
+        ("ij->iz", "output label `z` is in no operand"),
+        ("i1->i", "`1` in term `i1` is not a letter"),
+    ];
+    for (eq, want) in cases {
+        let mut n = node("e", "Einsum", "", &["x"], &["y"]);
+        n.attribute.push(AttributeProto {
+            name: "equation".into(),
+            r#type: 3,
+            s: eq.as_bytes().to_vec(),
+            ..Default::default()
+        });
+        let model = OnnxModel::from_bytes(&model_bytes(vec![n], "y"), Path::new("e.onnx")).unwrap();
+        let ty = TensorType::new(vec![2, 3], DType::F32, Device::Cpu);
+        let err = import(&model, &[ty]).unwrap_err().to_string();
+        assert!(
+            err.contains("node `e` (op Einsum") && err.contains(want),
+            "{eq}: {err}"
+        );
+    }
+}
+
+/// `load` memory-maps the file and shares aligned weights with the mapping; every weight must
+/// hold what decoding the same bytes from memory gives (external data included).
+#[test]
+fn mapped_weights_match_a_decode_from_memory() {
+    for name in [
+        "cnn_small",
+        "cnn_small_external",
+        "resnet_tiny_bn",
+        "gpt2_tiny",
+    ] {
+        let path = fixture(name);
+        let mapped = OnnxModel::load(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let copied = OnnxModel::from_bytes(&bytes, &path).unwrap();
+        assert_eq!(mapped.initializer_names, copied.initializer_names, "{name}");
+        assert!(!mapped.initializers.is_empty(), "{name}: no weights");
+        for (w, a) in &mapped.initializers {
+            let b = &copied.initializers[w];
+            assert_eq!(a.ty(), b.ty(), "{name}: {w}");
+            let (va, vb) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
+            assert!(
+                va.iter().zip(&vb).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{name}: weight {w} differs"
+            );
+        }
+    }
+}
+
+/// External data cut short is an error naming the data file and the bytes it lacks.
+#[test]
+fn truncated_external_data_names_the_data_file() {
+    let src = fixture("cnn_small_external");
+    let dir = std::env::temp_dir().join(format!("thunder-onnx-trunc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("model.onnx");
+    std::fs::copy(&src, &model).unwrap();
+    let data = std::fs::read(src.with_file_name("weights.bin")).unwrap();
+    std::fs::write(dir.join("weights.bin"), &data[..data.len() / 2]).unwrap();
+    let err = OnnxModel::load(&model).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(err.contains("weights.bin"), "{err}");
+    assert!(err.contains("past the file's end"), "{err}");
+}

@@ -48,6 +48,9 @@ pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         b.clone()
     };
     let (ra, rb) = (a2.rank(), b2.rank());
+    if ra >= 3 && rb == 2 {
+        return Ok(vec![folded_matmul(&a2, &b, &b2)?]);
+    }
     let batch = clang::broadcast_shapes(c.op, &[&a2.shape()[..ra - 2], &b2.shape()[..rb - 2]])?;
     let with_batch = |t: &Tensor, r: usize| -> Result<Tensor> {
         let mut shape = batch.clone();
@@ -67,6 +70,27 @@ pub(crate) fn matmul_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
         shape.push(b.shape()[b.rank() - 1]);
     }
     Ok(vec![clang::reshape(&out, shape)?])
+}
+
+/// `a2 @ b2` with `a2` of rank 3 or more and `b2` a matrix, as torch does it: the batch dims
+/// fold into the rows of one GEMM. Broadcasting `b2` over the batch instead makes its gradient
+/// a batched product summed over the batch: a linear layer's weight gradient was 8 GEMMs of
+/// K 1024 writing 8 copies of the weight's shape and a reduction over them, not one GEMM of K
+/// 8192.
+fn folded_matmul(a2: &Tensor, b: &Tensor, b2: &Tensor) -> Result<Tensor> {
+    let ra = a2.rank();
+    let k = a2.shape()[ra - 1];
+    let rows: i64 = a2.shape()[..ra - 1].iter().product();
+    let flat = clang::reshape(a2, vec![rows, k])?;
+    let out = prim1(
+        Prim::Matmul,
+        vec![Arg::Value(flat.value()), Arg::Value(b2.value())],
+    )?;
+    let mut shape = a2.shape()[..ra - 1].to_vec();
+    if b.rank() > 1 {
+        shape.push(b2.shape()[1]);
+    }
+    clang::reshape(&out, shape)
 }
 
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {

@@ -1,17 +1,23 @@
 //! `prims.convolution` on the CPU as im2col and GEMM, the way PyTorch's CPU fallback and most
 //! inference engines lower it: per batch item and group, the input windows are unrolled into a
 //! `[C_in/G * K, S]` column matrix (zeros where a window reaches into the padding) and multiplied
-//! by the group's weights viewed as `[C_out/G, C_in/G * K]`; the bias is added after.
+//! by the group's weights viewed as `[C_out/G, C_in/G * K]` (blocked and threaded in
+//! `conv_run.rs`).
+//!
+//! This file decodes the prim and plans it. A convolution whose result is read only by a
+//! residual `add` and/or a ReLU (`maximum(x, 0.0)`), as in every ResNet block, takes those ops
+//! as its **epilogue**: they run on each output block right after its GEMM, while it is in
+//! cache, instead of as passes over the whole feature map.
 
-use crate::decode::{fail, Cx, Op, Ty, R};
+use crate::decode::{fail, Cx, Decoded, Lit, Op, Operand, Ty, R};
 use crate::exec::Bufs;
 use crate::group::BufId;
 use crate::layout::Layout;
-use gemm::Parallelism;
-use thunder_abi::ArgView;
-
-/// Below this many multiply-adds a GEMM runs on the calling thread (as in `stages.rs`).
-const PAR_MIN: usize = 1 << 23;
+use crate::ops::BinaryOp;
+use crate::plan::{numel, Planner};
+use crate::stages::Stage;
+use std::collections::{HashMap, HashSet};
+use thunder_abi::{ArgView, PluginError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ConvGeometry {
@@ -33,6 +39,28 @@ pub(crate) struct ConvPlan {
     pub(crate) w_shape: Vec<usize>,
     pub(crate) out_shape: Vec<usize>,
     pub(crate) geom: ConvGeometry,
+    pub(crate) epilogue: Epilogue,
+}
+
+/// What runs on each output block after its product (besides the bias).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Epilogue {
+    /// Added elementwise: a value of the output's shape.
+    pub(crate) residual: Option<(BufId, Layout)>,
+    /// The residual's spatial dims are one unit-stride run (read as a slice).
+    pub(crate) residual_flat: bool,
+    /// `maximum(x, 0.0)` last.
+    pub(crate) relu: bool,
+}
+
+/// A convolution's epilogue found in a region: the positions of the ops it takes over.
+#[derive(Debug, Clone)]
+pub(crate) struct ConvEpi {
+    /// The residual added (a value defined before the convolution).
+    pub(crate) residual: Option<u32>,
+    pub(crate) relu: bool,
+    /// Positions of the add and/or maximum, in order; the last one's output is the result.
+    pub(crate) ops: Vec<usize>,
 }
 
 impl Cx<'_> {
@@ -109,225 +137,156 @@ pub(crate) fn output_shape(a: &[usize], w: &[usize], g: &ConvGeometry) -> Vec<us
     out
 }
 
-trait Float: Copy + Default + 'static + std::ops::Add<Output = Self> {
-    fn one() -> Self;
-}
-impl Float for f32 {
-    fn one() -> Self {
-        1.0
-    }
-}
-impl Float for f64 {
-    fn one() -> Self {
-        1.0
+pub(crate) fn run(p: &ConvPlan, bufs: &Bufs) {
+    if crate::exec::trace() {
+        let t = std::time::Instant::now();
+        run_untraced(p, bufs);
+        eprintln!(
+            "cpu-simd conv:  {:>9.1} us in {:?} w {:?} out {:?} {:?} residual {} relu {}",
+            t.elapsed().as_secs_f64() * 1e6,
+            p.a_shape,
+            p.w_shape,
+            p.out_shape,
+            p.geom,
+            p.epilogue.residual.is_some(),
+            p.epilogue.relu,
+        );
+    } else {
+        run_untraced(p, bufs);
     }
 }
 
-pub(crate) fn run(p: &ConvPlan, bufs: &Bufs) {
+fn run_untraced(p: &ConvPlan, bufs: &Bufs) {
     match p.ty {
-        Ty::F32 => run_typed::<f32>(p, bufs),
-        Ty::F64 => run_typed::<f64>(p, bufs),
+        Ty::F32 => crate::conv_run::run_typed::<f32>(p, bufs),
+        Ty::F64 => crate::conv_run::run_typed::<f64>(p, bufs),
         // Refused by decode.
         Ty::B8 | Ty::I64 => {}
     }
 }
 
-fn run_typed<T: Float>(p: &ConvPlan, bufs: &Bufs) {
-    let (n, c_out) = (p.out_shape[0], p.out_shape[1]);
-    let s_out: usize = p.out_shape[2..].iter().product();
-    let g = p.geom.groups;
-    let (cg_in, cg_out) = (p.a_shape[1] / g, c_out / g);
-    let k: usize = p.w_shape[2..].iter().product();
-    let ck = cg_in * k;
-    let out = bufs.ptr(p.out) as *mut T;
-    if n * c_out * s_out == 0 {
-        return;
+/// The epilogue of each convolution (by position) that has one. `taken` are positions other
+/// fusions already own; `outputs` the region's outputs (an intermediate that is one stays).
+pub(crate) fn find_epilogues(
+    ops: &[Decoded],
+    outputs: &[u32],
+    taken: &HashSet<usize>,
+) -> HashMap<usize, ConvEpi> {
+    let mut reads: HashMap<u32, Vec<usize>> = HashMap::new();
+    let mut producer: HashMap<u32, usize> = HashMap::new();
+    for (j, d) in ops.iter().enumerate() {
+        producer.insert(d.out, j);
+        for v in crate::attn_match::inputs_of(&d.op) {
+            reads.entry(v).or_default().push(j);
+        }
     }
-    // SAFETY: the layouts address elements inside their buffers (checked when the region was
-    // compiled against the buffers' sizes) and the output holds N * C_out * S_out elements.
-    unsafe {
-        if ck == 0 {
-            for i in 0..n * c_out * s_out {
-                *out.add(i) = T::default();
-            }
-        } else {
-            // Weights are almost always contiguous (graph inputs): read them in place; a view
-            // is packed once per call.
-            let (wbuf, wlayout) = &p.w;
-            let packed;
-            let weights: *const T = if wlayout.strides == crate::layout::row_major(&p.w_shape) {
-                (bufs.ptr(*wbuf) as *const T).offset(wlayout.offset as isize)
-            } else {
-                packed = packed_weights::<T>(p, bufs);
-                packed.as_ptr()
-            };
-            let mut col = vec![T::default(); ck * s_out];
-            let par = if cg_out * s_out * ck >= PAR_MIN {
-                Parallelism::Rayon(0)
-            } else {
-                Parallelism::None
-            };
-            for b in 0..n {
-                for gi in 0..g {
-                    im2col(p, bufs, b, gi * cg_in, cg_in, &mut col);
-                    let dst = out.add((b * c_out + gi * cg_out) * s_out);
-                    gemm::gemm(
-                        cg_out,
-                        s_out,
-                        ck,
-                        dst,
-                        1,
-                        s_out as isize,
-                        false,
-                        weights.add(gi * cg_out * ck),
-                        1,
-                        ck as isize,
-                        col.as_ptr(),
-                        1,
-                        s_out as isize,
-                        T::default(),
-                        T::one(),
-                        false,
-                        false,
-                        false,
-                        par,
-                    );
+    // The one op reading `v`, when `v` is an intermediate read once.
+    let sole = |v: u32| -> Option<usize> {
+        match reads.get(&v).map(Vec::as_slice) {
+            Some(&[j]) if !outputs.contains(&v) && !taken.contains(&j) => Some(j),
+            _ => None,
+        }
+    };
+    // `maximum(x, +0.0)` in either order (a `-0.0` literal would keep `-0.0` for negatives).
+    let plus_zero = |o: &Operand| matches!(o, Operand::Lit(Lit::F(z)) if z.to_bits() == 0);
+    let is_relu = |d: &Decoded, v: u32| {
+        matches!(&d.op, Op::Binary { op: BinaryOp::Maximum, a, b }
+            if (*a == Operand::Val(v) && plus_zero(b)) || (*b == Operand::Val(v) && plus_zero(a)))
+    };
+    let mut found = HashMap::new();
+    let mut used: HashSet<usize> = HashSet::new();
+    for (i, d) in ops.iter().enumerate() {
+        if !matches!(d.op, Op::Conv { .. }) || taken.contains(&i) || used.contains(&i) {
+            continue;
+        }
+        let mut epi = ConvEpi {
+            residual: None,
+            relu: false,
+            ops: Vec::new(),
+        };
+        let mut cur = d.out;
+        if let Some(j) = sole(cur).filter(|j| !used.contains(j)) {
+            let next = &ops[j];
+            if let Op::Binary {
+                op: BinaryOp::Add,
+                a: Operand::Val(x),
+                b: Operand::Val(y),
+            } = next.op
+            {
+                let other = if x == cur { y } else { x };
+                // The residual must exist when the convolution runs (defined earlier, or a
+                // region input) and have the output's shape and type.
+                let early = producer.get(&other).is_none_or(|&p| p < i);
+                let fits = ops
+                    .iter()
+                    .find(|o| o.out == other)
+                    .is_none_or(|o| o.shape == d.shape && o.ty == d.ty);
+                if x != y && early && fits && next.shape == d.shape {
+                    epi.residual = Some(other);
+                    epi.ops.push(j);
+                    cur = next.out;
                 }
             }
         }
-        if let Some((buf, layout)) = &p.bias {
-            let bias = bufs.ptr(*buf) as *const T;
-            for b in 0..n {
-                for c in 0..c_out {
-                    let v = *bias.offset((layout.offset + c as i64 * layout.strides[0]) as isize);
-                    let row = out.add((b * c_out + c) * s_out);
-                    for s in 0..s_out {
-                        *row.add(s) = *row.add(s) + v;
-                    }
-                }
+        if let Some(j) = sole(cur).filter(|j| !used.contains(j)) {
+            if is_relu(&ops[j], cur) && ops[j].shape == d.shape {
+                epi.relu = true;
+                epi.ops.push(j);
             }
         }
+        if !epi.ops.is_empty() {
+            used.extend(epi.ops.iter().copied());
+            found.insert(i, epi);
+        }
     }
+    found
 }
 
-/// The weights as a contiguous `[C_out, C_in/G * K]` matrix.
-///
-/// # Safety
-/// As for `run_typed`.
-unsafe fn packed_weights<T: Float>(p: &ConvPlan, bufs: &Bufs) -> Vec<T> {
-    let (buf, layout) = &p.w;
-    let base = bufs.ptr(*buf) as *const T;
-    let total: usize = p.w_shape.iter().product();
-    let mut out = Vec::with_capacity(total);
-    let mut index = vec![0usize; p.w_shape.len()];
-    for _ in 0..total {
-        let off: i64 = layout.offset
-            + index
-                .iter()
-                .zip(&layout.strides)
-                .map(|(&i, &s)| i as i64 * s)
-                .sum::<i64>();
-        // SAFETY: forwarded from the caller.
-        out.push(unsafe { *base.offset(off as isize) });
-        for d in (0..index.len()).rev() {
-            index[d] += 1;
-            if index[d] < p.w_shape[d] {
-                break;
-            }
-            index[d] = 0;
-        }
-    }
-    out
-}
-
-/// Fills `col[(c * K + kernel index) * S_out + output index]` with the input element that
-/// kernel position sees from that output position (zero in the padding), for batch item `b`
-/// and input channels `c0..c0 + channels`. The last spatial dim is copied as a strided run
-/// between the bounds where the window is inside the input, so the per-element work is one
-/// load and one store.
-///
-/// # Safety
-/// As for `run_typed`.
-unsafe fn im2col<T: Float>(
-    p: &ConvPlan,
-    bufs: &Bufs,
-    b: usize,
-    c0: usize,
-    channels: usize,
-    col: &mut [T],
-) {
-    let (buf, layout) = &p.a;
-    let base = bufs.ptr(*buf) as *const T;
-    let spatial = p.a_shape.len() - 2;
-    let last = spatial - 1;
-    let kshape = &p.w_shape[2..];
-    let oshape = &p.out_shape[2..];
-    let k: usize = kshape.iter().product();
-    let s_out: usize = oshape.iter().product();
-    let width = oshape[last];
-    let outer: usize = oshape[..last].iter().product();
-    let (stride, dil, pad) = (&p.geom.stride, &p.geom.dilation, &p.geom.padding);
-    let in_last = p.a_shape[2 + last] as i64;
-    let step = stride[last] as i64 * layout.strides[2 + last];
-    let mut kidx = vec![0usize; spatial];
-    let mut oidx = vec![0usize; last];
-    for c in 0..channels {
-        let chan =
-            layout.offset + b as i64 * layout.strides[0] + (c0 + c) as i64 * layout.strides[1];
-        kidx.iter_mut().for_each(|x| *x = 0);
-        for kk in 0..k {
-            // Output positions o of the last dim whose input position o * stride + shift is
-            // inside [0, in_last).
-            let shift = (kidx[last] * dil[last]) as i64 - pad[last] as i64;
-            let s_last = stride[last] as i64;
-            let lo = if shift >= 0 {
-                0
-            } else {
-                (-shift + s_last - 1) / s_last
-            };
-            let hi = if in_last - shift <= 0 {
-                0
-            } else {
-                ((in_last - shift + s_last - 1) / s_last).min(width as i64)
-            };
-            let (lo, hi) = (lo.min(width as i64) as usize, hi.max(0) as usize);
-            let rows = &mut col[(c * k + kk) * s_out..(c * k + kk + 1) * s_out];
-            oidx.iter_mut().for_each(|x| *x = 0);
-            for row in rows.chunks_exact_mut(width.max(1)).take(outer) {
-                let mut off = chan + shift * layout.strides[2 + last];
-                let mut inside = true;
-                for d in 0..last {
-                    let pos = (oidx[d] * stride[d] + kidx[d] * dil[d]) as i64 - pad[d] as i64;
-                    inside &= pos >= 0 && pos < p.a_shape[d + 2] as i64;
-                    off += pos * layout.strides[d + 2];
-                }
-                if !inside || lo >= hi {
-                    row.iter_mut().for_each(|x| *x = T::default());
-                } else {
-                    row[..lo].iter_mut().for_each(|x| *x = T::default());
-                    row[hi..].iter_mut().for_each(|x| *x = T::default());
-                    let mut src = off + lo as i64 * step;
-                    for slot in &mut row[lo..hi] {
-                        // SAFETY: positions lo..hi of this row are inside the input.
-                        *slot = unsafe { *base.offset(src as isize) };
-                        src += step;
-                    }
-                }
-                for d in (0..last).rev() {
-                    oidx[d] += 1;
-                    if oidx[d] < oshape[d] {
-                        break;
-                    }
-                    oidx[d] = 0;
-                }
-            }
-            for d in (0..spatial).rev() {
-                kidx[d] += 1;
-                if kidx[d] < kshape[d] {
-                    break;
-                }
-                kidx[d] = 0;
+impl Planner {
+    /// Plans a convolution; with an epilogue, its result is `last`'s output.
+    pub(crate) fn add_conv(
+        &mut self,
+        d: &Decoded,
+        epi: Option<&ConvEpi>,
+        last: &Decoded,
+    ) -> Result<(), PluginError> {
+        let Op::Conv { a, w, bias, geom } = &d.op else {
+            return Err(crate::plan::internal("add_conv on another op"));
+        };
+        let a_shape = self.val(*a)?.shape.clone();
+        let w_shape = self.val(*w)?.shape.clone();
+        let a_mem = self.materialize(*a)?;
+        let w_mem = self.materialize(*w)?;
+        let bias = bias.map(|b| self.materialize(b)).transpose()?;
+        let mut epilogue = Epilogue::default();
+        if let Some(e) = epi {
+            epilogue.relu = e.relu;
+            if let Some(r) = e.residual {
+                let (shape, (buf, layout)) = (self.val(r)?.shape.clone(), self.materialize(r)?);
+                let spatial = crate::layout::row_major(&shape[2..]);
+                epilogue.residual_flat = layout.strides[2..]
+                    .iter()
+                    .zip(&spatial)
+                    .zip(&shape[2..])
+                    .all(|((&s, &want), &size)| size == 1 || s == want);
+                epilogue.residual = Some((buf, layout));
             }
         }
+        let out = self.new_buf(last.out, d.ty, numel(&d.shape));
+        self.stages.push(Stage::Conv(ConvPlan {
+            ty: d.ty,
+            a: a_mem,
+            w: w_mem,
+            bias,
+            out,
+            a_shape,
+            w_shape,
+            out_shape: d.shape.clone(),
+            geom: geom.clone(),
+            epilogue,
+        }));
+        self.producer.insert(out, self.stages.len() - 1);
+        self.define(last, None, Some((out, Layout::contiguous(&d.shape))), None);
+        Ok(())
     }
 }

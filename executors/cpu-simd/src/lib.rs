@@ -26,6 +26,7 @@ mod attn_bwd;
 mod attn_match;
 mod chain;
 mod conv;
+mod conv_run;
 mod decode;
 mod decode_shape;
 mod exec;

@@ -213,27 +213,7 @@ impl Planner {
                 self.producer.insert(out, self.stages.len() - 1);
                 self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
             }
-            Op::Conv { a, w, bias, geom } => {
-                let a_shape = self.val(*a)?.shape.clone();
-                let w_shape = self.val(*w)?.shape.clone();
-                let a_mem = self.materialize(*a)?;
-                let w_mem = self.materialize(*w)?;
-                let bias = bias.map(|b| self.materialize(b)).transpose()?;
-                let out = self.new_buf(d.out, d.ty, numel(&d.shape));
-                self.stages.push(Stage::Conv(crate::conv::ConvPlan {
-                    ty: d.ty,
-                    a: a_mem,
-                    w: w_mem,
-                    bias,
-                    out,
-                    a_shape,
-                    w_shape,
-                    out_shape: d.shape.clone(),
-                    geom: geom.clone(),
-                }));
-                self.producer.insert(out, self.stages.len() - 1);
-                self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
-            }
+            Op::Conv { .. } => self.add_conv(d, None, d)?,
             Op::Full { value } => {
                 let l = convert_lit(*value, d.ty);
                 self.define(d, None, None, Some(l));

@@ -5,7 +5,7 @@ use crate::decode::{decode, value_meta, Ty};
 use crate::exec::Bufs;
 use crate::plan::Planner;
 use crate::stages::Stage;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use thunder_abi::export::CompiledRegion;
 use thunder_abi::{
     DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, RegionSpec, TensorDesc,
@@ -85,6 +85,20 @@ impl Region {
         transposed.retain(|p, _| !attention.iter().any(|m| m.ops.contains(p)));
         let transpose_of: HashMap<usize, usize> =
             transposed.iter().map(|(&p, &t)| (t, p)).collect();
+        // A convolution read only by a residual add and/or a ReLU runs them as its epilogue.
+        let taken: HashSet<usize> = attention
+            .iter()
+            .flat_map(|m| m.ops.iter().copied())
+            .chain(summed.keys().copied())
+            .chain(summed.values().copied())
+            .chain(transposed.keys().copied())
+            .chain(transposed.values().copied())
+            .collect();
+        let epilogues = crate::conv::find_epilogues(&decoded, &read_outside, &taken);
+        let in_epilogue: HashSet<usize> = epilogues
+            .values()
+            .flat_map(|e| e.ops.iter().copied())
+            .collect();
         for item in &order {
             let pos = match item {
                 Item::Sdpa(s) => {
@@ -105,7 +119,14 @@ impl Region {
             match attention.iter().find(|m| m.ops.contains(&pos)) {
                 Some(m) if m.at == pos => planner.add_attention(m, d)?,
                 Some(_) => {}
-                None if summed.contains_key(&pos) || transposed.contains_key(&pos) => {}
+                None if summed.contains_key(&pos)
+                    || transposed.contains_key(&pos)
+                    || in_epilogue.contains(&pos) => {}
+                None if epilogues.contains_key(&pos) => {
+                    let epi = &epilogues[&pos];
+                    let last = epi.ops.last().map_or(d, |&j| &decoded[j]);
+                    planner.add_conv(d, Some(epi), last)?;
+                }
                 None => match sum_of.get(&pos) {
                     Some(&mm) => planner.add_gemm_sum(&decoded[mm], d)?,
                     None => planner.add(d)?,

@@ -150,6 +150,12 @@ pub fn examine(args: &HostArgs, program: &Path, io: &InputArgs) -> Result<()> {
     }
     let ops: Vec<String> = counts.iter().map(|(k, v)| format!("{k} x{v}")).collect();
     println!("  ops: {}", ops.join(", "));
+    if model.batch_norms_folded > 0 {
+        println!(
+            "  {} BatchNormalization nodes folded into their Conv at load",
+            model.batch_norms_folded
+        );
+    }
     let unsupported = thunder_onnx::unsupported_nodes(&model);
     if !unsupported.is_empty() {
         println!("{} unsupported nodes:", unsupported.len());

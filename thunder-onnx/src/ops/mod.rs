@@ -1,6 +1,7 @@
 //! The op table: one row per ONNX op type of the default domain, naming its import rule.
 //! `lookup` is what import and `examine` use, so an op is supported exactly when it has a row.
 
+mod einsum;
 mod elementwise;
 mod fold;
 mod lowering;
@@ -93,6 +94,7 @@ op_table! {
     "Softmax" => reduce::softmax,
     "LogSoftmax" => reduce::log_softmax,
     "MatMul" => nn::matmul,
+    "Einsum" => einsum::einsum,
     "Gemm" => nn::gemm,
     "LayerNormalization" => nn::layer_norm,
     "BatchNormalization" => nn::batch_norm,

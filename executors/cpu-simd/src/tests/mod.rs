@@ -2,6 +2,7 @@
 //! services backed by the global allocator.
 
 mod attn;
+mod conv;
 mod ftz;
 mod gemm_fold;
 mod gemm_sum;

@@ -1,0 +1,435 @@
+//! Running `prims.convolution` (see `conv.rs` for the plan): blocked im2col and GEMM, with the
+//! epilogue (bias, residual add, ReLU) applied to each output block while it is in cache.
+//!
+//! The output of one batch item and group is the `[C_out/G, S_out]` product of the group's
+//! weights `[C_out/G, C_in/G * K]` and the column matrix `[C_in/G * K, S_out]`. The columns are
+//! cut into blocks of whole output rows sized so a block's column matrix stays near the L2
+//! cache; each task unrolls its block (or, for a 1x1 stride-1 unpadded convolution, reads the
+//! input in place: the column matrix *is* the input), multiplies it with `gemm` on its own
+//! thread, and finishes the block. When there are too few blocks to feed the threads (small
+//! feature maps at batch 1), one block at a time is unrolled and its product is split over the
+//! output channels instead.
+
+use crate::conv::ConvPlan;
+use crate::exec::Bufs;
+use crate::ops::Real;
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+/// Bytes of column matrix a block aims at (about half a core's L2).
+const BLOCK_BYTES: usize = 1 << 20;
+/// Fewest columns in a block, so each GEMM stays wide enough for its micro-kernel.
+const MIN_BLOCK_COLS: usize = 64;
+
+/// A raw pointer shared by the tasks of one run (each writes disjoint elements).
+#[derive(Clone, Copy)]
+struct Ptr<T>(*mut T);
+// SAFETY: tasks write disjoint output blocks and only read the inputs; the buffers outlive
+// the run (see `Bufs`).
+unsafe impl<T> Sync for Ptr<T> {}
+unsafe impl<T> Send for Ptr<T> {}
+
+impl<T> Ptr<T> {
+    /// The pointer (a method, so closures capture the `Sync` wrapper, not the raw field).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// What `run_typed` derives once from the plan.
+struct Geo {
+    c_out: usize,
+    s_out: usize,
+    groups: usize,
+    cg_in: usize,
+    cg_out: usize,
+    k: usize,
+    /// `C_in/G * K`: the reduction length.
+    ck: usize,
+    /// Output rows (all spatial dims but the last, flattened) and their width.
+    rows: usize,
+    width: usize,
+    /// A 1x1, stride-1, unpadded convolution over a spatially contiguous input: the input's
+    /// channel rows are the column matrix.
+    direct: bool,
+}
+
+impl Geo {
+    fn of(p: &ConvPlan) -> Geo {
+        let c_out = p.out_shape[1];
+        let oshape = &p.out_shape[2..];
+        let s_out: usize = oshape.iter().product();
+        let groups = p.geom.groups;
+        let (cg_in, cg_out) = (p.a_shape[1] / groups, c_out / groups);
+        let k: usize = p.w_shape[2..].iter().product();
+        let last = oshape.len() - 1;
+        let a = &p.a.1;
+        // Spatial dims of the input flatten to one unit-stride run.
+        let mut expect = 1i64;
+        let mut flat = true;
+        for d in (2..p.a_shape.len()).rev() {
+            flat &= p.a_shape[d] == 1 || a.strides[d] == expect;
+            expect *= p.a_shape[d] as i64;
+        }
+        let direct = flat
+            && p.w_shape[2..].iter().all(|&x| x == 1)
+            && p.geom.stride.iter().all(|&s| s == 1)
+            && p.geom.padding.iter().all(|&x| x == 0);
+        Geo {
+            c_out,
+            s_out,
+            groups,
+            cg_in,
+            cg_out,
+            k,
+            ck: cg_in * k,
+            rows: oshape[..last].iter().product(),
+            width: oshape[last],
+            direct,
+        }
+    }
+
+    /// Output rows per column block.
+    fn rows_per_block(&self, size: usize) -> usize {
+        let want = (BLOCK_BYTES / (self.ck.max(1) * size)).max(MIN_BLOCK_COLS);
+        (want / self.width.max(1)).clamp(1, self.rows.max(1))
+    }
+}
+
+pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
+    let g = Geo::of(p);
+    let n = p.out_shape[0];
+    let out = Ptr(bufs.ptr(p.out) as *mut T);
+    if n * g.c_out * g.s_out == 0 {
+        return;
+    }
+    if g.ck == 0 {
+        // No inputs to sum: every output is the epilogue of zero.
+        for b in 0..n {
+            // SAFETY: the output holds N * C_out * S_out elements.
+            unsafe {
+                for i in 0..g.c_out * g.s_out {
+                    *out.get().add(b * g.c_out * g.s_out + i) = T::default();
+                }
+                epilogue(p, bufs, &g, out, b, 0..g.c_out, 0, g.s_out);
+            }
+        }
+        return;
+    }
+    // SAFETY (this block and the calls below): every layout addresses elements inside its
+    // buffer (checked when the region was compiled against the buffers' sizes); the output
+    // holds N * C_out * S_out elements; tasks write disjoint output blocks.
+    let (wbuf, wlayout) = &p.w;
+    let packed;
+    let weights: *const T = if wlayout.strides == crate::layout::row_major(&p.w_shape) {
+        unsafe { (bufs.ptr(*wbuf) as *const T).offset(wlayout.offset as isize) }
+    } else {
+        packed = unsafe { packed_weights::<T>(p, bufs) };
+        packed.as_ptr()
+    };
+    let weights = Ptr(weights as *mut T);
+    let per_block = g.rows_per_block(std::mem::size_of::<T>());
+    let blocks = g.rows.div_ceil(per_block);
+    let tasks = n * g.groups * blocks;
+    let threads = rayon::current_num_threads();
+    let task = |t: usize, col: &mut Vec<T>, m_range: std::ops::Range<usize>, par: bool| {
+        let (b, rest) = (t / (g.groups * blocks), t % (g.groups * blocks));
+        let (gi, blk) = (rest / blocks, rest % blocks);
+        let r0 = blk * per_block;
+        let r1 = (r0 + per_block).min(g.rows);
+        let (s0, cols) = (r0 * g.width, (r1 - r0) * g.width);
+        // The column matrix of this block: the input itself, or unrolled into `col`.
+        let (rhs, rhs_rs): (Ptr<T>, isize) = if g.direct {
+            let a = &p.a.1;
+            let off = a.offset + b as i64 * a.strides[0] + (gi * g.cg_in) as i64 * a.strides[1];
+            // SAFETY: see above; the direct path's columns are the input's spatial run.
+            let base = unsafe { (bufs.ptr(p.a.0) as *const T).offset(off as isize) };
+            (
+                Ptr(unsafe { base.add(s0) } as *mut T),
+                a.strides[1] as isize,
+            )
+        } else {
+            col.resize(g.ck * cols, T::default());
+            if par {
+                unroll_parallel(p, bufs, &g, b, gi * g.cg_in, r0, r1, col);
+            } else {
+                // SAFETY: see above.
+                unsafe { im2col(p, bufs, b, gi * g.cg_in, g.cg_in, r0, r1, col) };
+            }
+            (Ptr(col.as_mut_ptr()), cols as isize)
+        };
+        let run_rows = |m: std::ops::Range<usize>| {
+            let oc0 = gi * g.cg_out + m.start;
+            // SAFETY: see above; rows `m` of this block are written by this call only.
+            unsafe {
+                let dst = out.get().add((b * g.c_out + oc0) * g.s_out + s0);
+                gemm::gemm(
+                    m.len(),
+                    cols,
+                    g.ck,
+                    dst,
+                    1,
+                    g.s_out as isize,
+                    false,
+                    weights.get().add(oc0 * g.ck) as *const T,
+                    1,
+                    g.ck as isize,
+                    rhs.get() as *const T,
+                    1,
+                    rhs_rs,
+                    T::default(),
+                    T::from_f64(1.0),
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+                epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
+            }
+        };
+        if par {
+            // Output channels in chunks over the threads (multiples of 16 rows, the
+            // micro-kernel's height on AVX-512).
+            let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
+            let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
+            let starts: Vec<usize> = m_range.clone().step_by(step).collect();
+            starts
+                .into_par_iter()
+                .for_each(|m0| run_rows(m0..(m0 + step).min(m_range.end)));
+        } else {
+            run_rows(m_range);
+        }
+    };
+    let macs = g.cg_out * g.s_out * g.ck * n * g.groups;
+    if threads <= 1 || macs < (1 << 22) {
+        let mut col = Vec::new();
+        (0..tasks).for_each(|t| task(t, &mut col, 0..g.cg_out, false));
+    } else if tasks >= 2 * threads {
+        (0..tasks)
+            .into_par_iter()
+            .for_each_init(Vec::new, |col, t| task(t, col, 0..g.cg_out, false));
+    } else {
+        let mut col = Vec::new();
+        (0..tasks).for_each(|t| task(t, &mut col, 0..g.cg_out, true));
+    }
+}
+
+/// Unrolls a block with its channels split over the threads (each chunk of channels fills
+/// its own rows of `col`).
+#[allow(clippy::too_many_arguments)]
+fn unroll_parallel<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    g: &Geo,
+    b: usize,
+    c0: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    let per_channel = g.k * (r1 - r0) * g.width;
+    let chunk = g.cg_in.div_ceil(rayon::current_num_threads() * 2).max(1);
+    col.par_chunks_mut(chunk * per_channel.max(1))
+        .enumerate()
+        .for_each(|(i, part)| {
+            let channels = part.len() / per_channel.max(1);
+            // SAFETY: as for `run_typed`; `part` holds exactly these channels' rows.
+            unsafe { im2col(p, bufs, b, c0 + i * chunk, channels, r0, r1, part) };
+        });
+}
+
+/// Adds the bias and the residual and applies the ReLU, as the plan's epilogue says, to
+/// output channels `chans` of batch item `b`, columns `s0..s0 + cols`.
+///
+/// # Safety
+/// As for `run_typed`; the caller owns these output elements.
+#[allow(clippy::too_many_arguments)]
+unsafe fn epilogue<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    g: &Geo,
+    out: Ptr<T>,
+    b: usize,
+    chans: std::ops::Range<usize>,
+    s0: usize,
+    cols: usize,
+) {
+    let epi = &p.epilogue;
+    if p.bias.is_none() && epi.residual.is_none() && !epi.relu {
+        return;
+    }
+    let spatial = &p.out_shape[2..];
+    for c in chans {
+        let row =
+            std::slice::from_raw_parts_mut(out.get().add((b * g.c_out + c) * g.s_out + s0), cols);
+        if let Some((buf, layout)) = &p.bias {
+            let v = *(bufs.ptr(*buf) as *const T)
+                .offset((layout.offset + c as i64 * layout.strides[0]) as isize);
+            row.iter_mut().for_each(|x| *x = *x + v);
+        }
+        if let Some((buf, layout)) = &epi.residual {
+            let base = (bufs.ptr(*buf) as *const T).offset(
+                (layout.offset + b as i64 * layout.strides[0] + c as i64 * layout.strides[1])
+                    as isize,
+            );
+            if epi.residual_flat {
+                let src = std::slice::from_raw_parts(base.add(s0), cols);
+                row.iter_mut().zip(src).for_each(|(x, &r)| *x = *x + r);
+            } else {
+                for (j, x) in row.iter_mut().enumerate() {
+                    let (mut rem, mut off) = (s0 + j, 0i64);
+                    for d in (0..spatial.len()).rev() {
+                        off += (rem % spatial[d]) as i64 * layout.strides[d + 2];
+                        rem /= spatial[d];
+                    }
+                    *x = *x + *base.offset(off as isize);
+                }
+            }
+        }
+        if epi.relu {
+            // `prims.maximum(x, 0.0)`: NaN stays NaN, -0.0 and negatives become +0.0.
+            let zero = T::default();
+            row.iter_mut().for_each(|x| {
+                *x = if x.is_nan() {
+                    T::NAN
+                } else if *x > zero {
+                    *x
+                } else {
+                    zero
+                }
+            });
+        }
+    }
+}
+
+/// The weights as a contiguous `[C_out, C_in/G * K]` matrix.
+///
+/// # Safety
+/// As for `run_typed`.
+unsafe fn packed_weights<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) -> Vec<T> {
+    let (buf, layout) = &p.w;
+    let base = bufs.ptr(*buf) as *const T;
+    let total: usize = p.w_shape.iter().product();
+    let mut out = Vec::with_capacity(total);
+    let mut index = vec![0usize; p.w_shape.len()];
+    for _ in 0..total {
+        let off: i64 = layout.offset
+            + index
+                .iter()
+                .zip(&layout.strides)
+                .map(|(&i, &s)| i as i64 * s)
+                .sum::<i64>();
+        out.push(*base.offset(off as isize));
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < p.w_shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    out
+}
+
+/// Fills `col[(c * K + kernel index) * cols + j]` with the input element that kernel position
+/// sees from output position `r0 * width + j` (zero in the padding), for batch item `b`,
+/// input channels `c0..c0 + channels` and output rows `r0..r1` (`cols = (r1 - r0) * width`).
+/// The last spatial dim is copied as a strided run between the bounds where the window is
+/// inside the input, so the per-element work is one load and one store.
+///
+/// # Safety
+/// As for `run_typed`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    let (buf, layout) = &p.a;
+    let base = bufs.ptr(*buf) as *const T;
+    let spatial = p.a_shape.len() - 2;
+    let last = spatial - 1;
+    let kshape = &p.w_shape[2..];
+    let oshape = &p.out_shape[2..];
+    let k: usize = kshape.iter().product();
+    let width = oshape[last];
+    let cols = (r1 - r0) * width;
+    let (stride, dil, pad) = (&p.geom.stride, &p.geom.dilation, &p.geom.padding);
+    let in_last = p.a_shape[2 + last] as i64;
+    let step = stride[last] as i64 * layout.strides[2 + last];
+    let s_last = stride[last] as i64;
+    let mut kidx = vec![0usize; spatial];
+    let mut oidx = vec![0usize; last];
+    for c in 0..channels {
+        let chan =
+            layout.offset + b as i64 * layout.strides[0] + (c0 + c) as i64 * layout.strides[1];
+        kidx.iter_mut().for_each(|x| *x = 0);
+        for kk in 0..k {
+            // Output positions o of the last dim whose input position o * stride + shift is
+            // inside [0, in_last).
+            let shift = (kidx[last] * dil[last]) as i64 - pad[last] as i64;
+            let lo = if shift >= 0 {
+                0
+            } else {
+                (-shift + s_last - 1) / s_last
+            };
+            let hi = if in_last - shift <= 0 {
+                0
+            } else {
+                ((in_last - shift + s_last - 1) / s_last).min(width as i64)
+            };
+            let (lo, hi) = (lo.min(width as i64) as usize, hi.max(0) as usize);
+            let rows = &mut col[(c * k + kk) * cols..(c * k + kk + 1) * cols];
+            // The output row r0 as a multi-index over the dims before the last.
+            let mut rem = r0;
+            for d in (0..last).rev() {
+                oidx[d] = rem % oshape[d];
+                rem /= oshape[d];
+            }
+            for row in rows.chunks_exact_mut(width.max(1)) {
+                let mut off = chan + shift * layout.strides[2 + last];
+                let mut inside = true;
+                for d in 0..last {
+                    let pos = (oidx[d] * stride[d] + kidx[d] * dil[d]) as i64 - pad[d] as i64;
+                    inside &= pos >= 0 && pos < p.a_shape[d + 2] as i64;
+                    off += pos * layout.strides[d + 2];
+                }
+                if !inside || lo >= hi {
+                    row.iter_mut().for_each(|x| *x = T::default());
+                } else {
+                    row[..lo].iter_mut().for_each(|x| *x = T::default());
+                    row[hi..].iter_mut().for_each(|x| *x = T::default());
+                    let mut src = off + lo as i64 * step;
+                    if step == 1 {
+                        let from = std::slice::from_raw_parts(base.offset(src as isize), hi - lo);
+                        row[lo..hi].copy_from_slice(from);
+                    } else {
+                        for slot in &mut row[lo..hi] {
+                            *slot = *base.offset(src as isize);
+                            src += step;
+                        }
+                    }
+                }
+                for d in (0..last).rev() {
+                    oidx[d] += 1;
+                    if oidx[d] < oshape[d] {
+                        break;
+                    }
+                    oidx[d] = 0;
+                }
+            }
+            for d in (0..spatial).rev() {
+                kidx[d] += 1;
+                if kidx[d] < kshape[d] {
+                    break;
+                }
+                kidx[d] = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! `prims.convolution` (im2col blocks and GEMM, and the fused residual/ReLU epilogue) against a
+//! naive f64 convolution written from the definition: every output is the bias plus the sum
+//! over the group's input channels and kernel taps that land inside the input.
+
+use super::{assert_close, data, ints, services, Tb};
+use crate::region::Region;
+use thunder_abi::{ArgView, DTypeCode::F32, RegionSpec};
+
+/// One convolution: `[n, c_in, *spatial]` input, `[c_out, c_in/groups, *kernel]` weights.
+#[derive(Clone)]
+struct Case {
+    n: usize,
+    c_in: usize,
+    c_out: usize,
+    spatial: Vec<usize>,
+    kernel: Vec<usize>,
+    stride: Vec<usize>,
+    pad: Vec<usize>,
+    dil: Vec<usize>,
+    groups: usize,
+    bias: bool,
+}
+
+fn case(n: usize, c_in: usize, c_out: usize, spatial: &[usize], kernel: &[usize]) -> Case {
+    let r = spatial.len();
+    Case {
+        n,
+        c_in,
+        c_out,
+        spatial: spatial.to_vec(),
+        kernel: kernel.to_vec(),
+        stride: vec![1; r],
+        pad: vec![0; r],
+        dil: vec![1; r],
+        groups: 1,
+        bias: true,
+    }
+}
+
+impl Case {
+    fn stride(mut self, s: &[usize]) -> Case {
+        self.stride = s.to_vec();
+        self
+    }
+    fn pad(mut self, p: &[usize]) -> Case {
+        self.pad = p.to_vec();
+        self
+    }
+    fn dil(mut self, d: &[usize]) -> Case {
+        self.dil = d.to_vec();
+        self
+    }
+    fn groups(mut self, g: usize) -> Case {
+        self.groups = g;
+        self
+    }
+    fn no_bias(mut self) -> Case {
+        self.bias = false;
+        self
+    }
+
+    fn out_spatial(&self) -> Vec<usize> {
+        (0..self.spatial.len())
+            .map(|d| {
+                let span = self.dil[d] * (self.kernel[d] - 1) + 1;
+                (self.spatial[d] + 2 * self.pad[d] - span) / self.stride[d] + 1
+            })
+            .collect()
+    }
+
+    fn out_shape(&self) -> Vec<usize> {
+        let mut s = vec![self.n, self.c_out];
+        s.extend(self.out_spatial());
+        s
+    }
+
+    /// The naive f64 result.
+    fn naive(&self, x: &[f32], w: &[f32], b: &[f32]) -> Vec<f64> {
+        let os = self.out_spatial();
+        let (s_in, s_out): (usize, usize) = (self.spatial.iter().product(), os.iter().product());
+        let k: usize = self.kernel.iter().product();
+        let (cg_in, cg_out) = (self.c_in / self.groups, self.c_out / self.groups);
+        let r = self.spatial.len();
+        let mut out = vec![0.0f64; self.n * self.c_out * s_out];
+        for bi in 0..self.n {
+            for oc in 0..self.c_out {
+                let g = oc / cg_out;
+                for so in 0..s_out {
+                    let mut acc = if self.bias { b[oc] as f64 } else { 0.0 };
+                    let o = unravel(so, &os);
+                    for ci in 0..cg_in {
+                        for kk in 0..k {
+                            let kidx = unravel(kk, &self.kernel);
+                            let mut flat = 0usize;
+                            let mut inside = true;
+                            for d in 0..r {
+                                let pos = (o[d] * self.stride[d] + kidx[d] * self.dil[d]) as i64
+                                    - self.pad[d] as i64;
+                                inside &= pos >= 0 && pos < self.spatial[d] as i64;
+                                flat = flat * self.spatial[d] + pos.max(0) as usize;
+                            }
+                            if inside {
+                                let xv = x[(bi * self.c_in + g * cg_in + ci) * s_in + flat];
+                                let wv = w[(oc * cg_in + ci) * k + kk];
+                                acc += xv as f64 * wv as f64;
+                            }
+                        }
+                    }
+                    out[(bi * self.c_out + oc) * s_out + so] = acc;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = flat % shape[d];
+        flat /= shape[d];
+    }
+    idx
+}
+
+fn dims(v: &[usize]) -> Vec<i64> {
+    v.iter().map(|&d| d as i64).collect()
+}
+
+/// What follows the convolution in the region.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Tail {
+    None,
+    Relu,
+    /// `relu(conv + residual)`, the residual an input of the region.
+    AddRelu,
+    /// `conv + residual` with the convolution's result also a region output (no fusion).
+    AddKeepConv,
+}
+
+fn check(c: &Case, tail: Tail) {
+    let mut tb = Tb::default();
+    let mut xs = vec![c.n, c.c_in];
+    xs.extend(&c.spatial);
+    let mut ws = vec![c.c_out, c.c_in / c.groups];
+    ws.extend(&c.kernel);
+    let os = c.out_shape();
+    let x = tb.value(F32, &dims(&xs));
+    let w = tb.value(F32, &dims(&ws));
+    let b = tb.value(F32, &[c.c_out as i64]);
+    let res = tb.value(F32, &dims(&os));
+    let conv = tb.op(
+        "convolution",
+        vec![
+            ArgView::Value(x),
+            ArgView::Value(w),
+            if c.bias {
+                ArgView::Value(b)
+            } else {
+                ArgView::None
+            },
+            ints(&dims(&c.stride)),
+            ints(&dims(&c.pad)),
+            ints(&dims(&c.dil)),
+            ArgView::Int(c.groups as i64),
+        ],
+        F32,
+        &dims(&os),
+    );
+    let relu = |tb: &mut Tb, v: u32| {
+        tb.op(
+            "maximum",
+            vec![ArgView::Value(v), ArgView::Float(0.0)],
+            F32,
+            &dims(&os),
+        )
+    };
+    let add = |tb: &mut Tb, v: u32| {
+        tb.op(
+            "add",
+            vec![ArgView::Value(res), ArgView::Value(v)],
+            F32,
+            &dims(&os),
+        )
+    };
+    let outs = match tail {
+        Tail::None => vec![conv],
+        Tail::Relu => vec![relu(&mut tb, conv)],
+        Tail::AddRelu => {
+            let s = add(&mut tb, conv);
+            vec![relu(&mut tb, s)]
+        }
+        Tail::AddKeepConv => {
+            let s = add(&mut tb, conv);
+            vec![s, conv]
+        }
+    };
+    let n = |v: &[usize]| v.iter().product::<usize>();
+    let (dx, dw, db, dr) = (
+        data(n(&xs), 1),
+        data(n(&ws), 2),
+        data(c.c_out, 3),
+        data(n(&os), 4),
+    );
+    let mut inputs = vec![(x, dx.clone()), (w, dw.clone())];
+    if c.bias {
+        inputs.push((b, db.clone()));
+    }
+    if matches!(tail, Tail::AddRelu | Tail::AddKeepConv) {
+        inputs.push((res, dr.clone()));
+    }
+    // Fused tails leave the convolution as the region's only stage; an add whose input is
+    // also an output runs as a group of its own.
+    let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
+    let spec = RegionSpec {
+        ops: (0..tb.view(&ids, &outs).ops.len() as u32).collect(),
+        inputs: ids.clone().into(),
+        outputs: outs.clone().into(),
+    };
+    let region = Region::compile(&tb.view(&ids, &outs), &spec, services()).expect("compile");
+    let want_stages = if tail == Tail::AddKeepConv { 2 } else { 1 };
+    assert_eq!(region.stage_counts().0, want_stages, "stages of {tail:?}");
+    let got = tb.run(&inputs, &outs);
+    let conv_ref = c.naive(&dx, &dw, &db);
+    let relu_f = |v: f64| if v > 0.0 { v } else { 0.0 };
+    let want: Vec<Vec<f64>> = match tail {
+        Tail::None => vec![conv_ref],
+        Tail::Relu => vec![conv_ref.iter().map(|&v| relu_f(v)).collect()],
+        Tail::AddRelu => vec![conv_ref
+            .iter()
+            .zip(&dr)
+            .map(|(&v, &r)| relu_f(v + r as f64))
+            .collect()],
+        Tail::AddKeepConv => vec![
+            conv_ref
+                .iter()
+                .zip(&dr)
+                .map(|(&v, &r)| v + r as f64)
+                .collect(),
+            conv_ref,
+        ],
+    };
+    let what = format!(
+        "in {xs:?} w {ws:?} stride {:?} pad {:?} dil {:?} groups {} bias {} tail {tail:?}",
+        c.stride, c.pad, c.dil, c.groups, c.bias
+    );
+    for (g, w) in got.iter().zip(&want) {
+        assert_close(g, w, 1e-4, 1e-5, &what);
+    }
+}
+
+#[test]
+fn conv2d_geometry_against_naive() {
+    // 3x3 padded, strided, dilated; odd sizes; no bias.
+    check(&case(2, 3, 5, &[7, 9], &[3, 3]).pad(&[1, 1]), Tail::None);
+    check(
+        &case(1, 4, 6, &[11, 8], &[3, 2]).stride(&[2, 3]),
+        Tail::None,
+    );
+    check(
+        &case(2, 3, 4, &[9, 10], &[3, 3])
+            .dil(&[2, 1])
+            .pad(&[2, 0])
+            .no_bias(),
+        Tail::None,
+    );
+    // A 7x7 stride-2 stem, ResNet style, and a window larger than the unpadded input.
+    check(
+        &case(1, 3, 8, &[15, 15], &[7, 7])
+            .stride(&[2, 2])
+            .pad(&[3, 3]),
+        Tail::Relu,
+    );
+    check(&case(1, 2, 3, &[2, 2], &[3, 3]).pad(&[1, 1]), Tail::None);
+}
+
+#[test]
+fn pointwise_convolutions_read_the_input_in_place() {
+    // 1x1 stride 1 unpadded: the input is the column matrix; with stride 2 it is unrolled.
+    check(&case(3, 16, 8, &[5, 7], &[1, 1]), Tail::None);
+    check(
+        &case(2, 16, 8, &[6, 7], &[1, 1]).stride(&[2, 2]),
+        Tail::Relu,
+    );
+    check(&case(1, 6, 4, &[1, 1], &[1, 1]), Tail::Relu);
+}
+
+#[test]
+fn grouped_and_depthwise_convolutions() {
+    check(
+        &case(2, 6, 9, &[6, 5], &[3, 3]).groups(3).pad(&[1, 1]),
+        Tail::None,
+    );
+    // Depthwise: one input channel per group, two outputs each.
+    check(
+        &case(2, 8, 16, &[7, 7], &[3, 3])
+            .groups(8)
+            .pad(&[1, 1])
+            .stride(&[2, 2]),
+        Tail::Relu,
+    );
+}
+
+#[test]
+fn one_and_three_spatial_dims() {
+    check(
+        &case(2, 3, 4, &[13], &[5]).stride(&[2]).pad(&[2]),
+        Tail::None,
+    );
+    check(
+        &case(1, 2, 3, &[4, 5, 6], &[3, 2, 3])
+            .pad(&[1, 0, 1])
+            .stride(&[1, 2, 1]),
+        Tail::AddRelu,
+    );
+}
+
+#[test]
+fn empty_batch_and_empty_channels() {
+    check(&case(0, 3, 4, &[5, 5], &[3, 3]), Tail::AddRelu);
+    check(&case(2, 3, 0, &[5, 5], &[3, 3]), Tail::None);
+}
+
+#[test]
+fn residual_and_relu_epilogues() {
+    check(&case(2, 8, 8, &[9, 9], &[3, 3]).pad(&[1, 1]), Tail::AddRelu);
+    check(&case(2, 8, 8, &[9, 9], &[1, 1]), Tail::AddRelu);
+    // The convolution's own result is needed too: the add runs unfused.
+    check(
+        &case(2, 8, 8, &[9, 9], &[3, 3]).pad(&[1, 1]),
+        Tail::AddKeepConv,
+    );
+}
+
+#[test]
+fn large_convolutions_take_the_threaded_paths() {
+    // Many blocks (items x row blocks): tasks over the threads.
+    check(
+        &case(4, 32, 32, &[20, 20], &[3, 3]).pad(&[1, 1]),
+        Tail::AddRelu,
+    );
+    // One block (a small map at batch 1): the product split over output channels.
+    check(
+        &case(1, 128, 80, &[7, 7], &[3, 3]).pad(&[1, 1]),
+        Tail::AddRelu,
+    );
+    check(&case(1, 256, 96, &[7, 7], &[1, 1]), Tail::Relu);
+}
+
+#[test]
+fn relu_epilogue_keeps_nan_and_zeroes_negative_zero() {
+    // maximum(x, 0.0) as the interpreter computes it: NaN propagates, -0.0 becomes +0.0.
+    let mut tb = Tb::default();
+    let x = tb.value(F32, &[1, 1, 1, 3]);
+    let w = tb.value(F32, &[1, 1, 1, 1]);
+    let conv = tb.op(
+        "convolution",
+        vec![
+            ArgView::Value(x),
+            ArgView::Value(w),
+            ArgView::None,
+            ints(&[1, 1]),
+            ints(&[0, 0]),
+            ints(&[1, 1]),
+            ArgView::Int(1),
+        ],
+        F32,
+        &[1, 1, 1, 3],
+    );
+    let y = tb.op(
+        "maximum",
+        vec![ArgView::Value(conv), ArgView::Float(0.0)],
+        F32,
+        &[1, 1, 1, 3],
+    );
+    let got = tb.run(&[(x, vec![f32::NAN, -0.0, -2.0]), (w, vec![1.0])], &[y]);
+    assert!(got[0][0].is_nan(), "NaN: got {}", got[0][0]);
+    assert_eq!(got[0][1].to_bits(), 0.0f32.to_bits(), "-0.0 becomes +0.0");
+    assert_eq!(got[0][2], 0.0);
+}
+
+#[test]
+fn maximum_with_negative_zero_is_not_a_relu_epilogue() {
+    // maximum(x, -0.0) keeps -0.0 for negative x, which the ReLU epilogue does not: it must
+    // stay a separate op (two stages) and give -0.0.
+    let mut tb = Tb::default();
+    let x = tb.value(F32, &[1, 1, 1, 2]);
+    let w = tb.value(F32, &[1, 1, 1, 1]);
+    let conv = tb.op(
+        "convolution",
+        vec![
+            ArgView::Value(x),
+            ArgView::Value(w),
+            ArgView::None,
+            ints(&[1, 1]),
+            ints(&[0, 0]),
+            ints(&[1, 1]),
+            ArgView::Int(1),
+        ],
+        F32,
+        &[1, 1, 1, 2],
+    );
+    let y = tb.op(
+        "maximum",
+        vec![ArgView::Value(conv), ArgView::Float(-0.0)],
+        F32,
+        &[1, 1, 1, 2],
+    );
+    let spec = RegionSpec {
+        ops: vec![0, 1].into(),
+        inputs: vec![x, w].into(),
+        outputs: vec![y].into(),
+    };
+    let region = Region::compile(&tb.view(&[x, w], &[y]), &spec, services()).expect("compile");
+    assert_eq!(region.stage_counts().0, 2);
+    let got = tb.run(&[(x, vec![-3.0, 2.0]), (w, vec![1.0])], &[y]);
+    assert_eq!(got[0][0].to_bits(), (-0.0f32).to_bits());
+    assert_eq!(got[0][1], 2.0);
+}
