@@ -184,3 +184,45 @@ fn layer_norm_weight_and_bias_gradients_share_one_split_pass() {
         "{text}"
     );
 }
+
+const GELU_BWD_REGION_BF16: &str = r#"def computation(a, b, c):
+  # a: "cuda:0 bf16[8, 1024, 2304]"
+  # b: "cuda:0 bf16[8, 1024, 2304]"
+  # c: "cuda:0 bf16[8, 1024, 2304]"
+  t0 = ltorch.add(a, b)
+  t1 = ltorch.add(t0, c)
+  t2 = ltorch.sum(t1, [0, 1], False)
+  return (t1, t2)
+"#;
+
+#[test]
+fn the_gpt2_backward_sum_of_three_reads_each_input_once() {
+    // The shape of the H200 dump (`ColumnTiles { rows: 2304, tile: 16 }`, 144 blocks, the
+    // inputs read twice): now 36 tiles x 15 splits, one loop that sums and stores.
+    let (launches, text) = generate(GELU_BWD_REGION_BF16);
+    assert_eq!(
+        launches,
+        vec![Launch::SplitRows {
+            rows: 36,
+            block: 256,
+            splits: 15,
+            scratch: 8 * 15 * 2304 + 4 * 36,
+            counters: 8 * 15 * 2304,
+        }],
+        "{text}"
+    );
+    assert_eq!(text.matches("for (i64_t c = ").count(), 1, "{text}");
+    for i in 0..3 {
+        assert_eq!(
+            text.matches(&format!("reinterpret_cast<const uint4*>(in{i} + "))
+                .count(),
+            1,
+            "{text}"
+        );
+    }
+    assert_eq!(
+        text.matches("*reinterpret_cast<uint4*>(out0 + e0)").count(),
+        1,
+        "{text}"
+    );
+}
