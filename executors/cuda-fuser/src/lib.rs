@@ -17,6 +17,7 @@
 
 mod c_types;
 pub mod codegen;
+mod col_kernel;
 mod compiled;
 pub mod emulate;
 pub mod plan;

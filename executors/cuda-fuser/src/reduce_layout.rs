@@ -12,6 +12,9 @@
 //!   a fixed order and finishes the row, so results stay deterministic. Only single-stage
 //!   kernels with no full-level outputs are split (a multi-stage row such as softmax would
 //!   need a grid-wide barrier between its stages).
+//! - **Column kernels** (`col_kernel`): single-stage reductions over leading dims with the
+//!   last dim kept take precedence over the column tiles below (vectors along the kept dim,
+//!   one pass, the reduced dim split between blocks when tiles are few).
 //! - **Column tiles**: everything else, above all reductions over a *leading* dim such as a
 //!   bias gradient (sum over the 8192 rows of `[8192, 3072]`) and sums over a transposed
 //!   input. A block of `tile x team` threads owns `tile` consecutive rows (so a warp reads

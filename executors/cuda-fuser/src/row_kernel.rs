@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 /// Reductions of one loop: a reduction's depth is one more than the deepest reduction its
 /// input reads, so independent reductions (a sum and a sum of squares) share a pass.
-fn reduction_depths(k: &Kernel) -> Vec<usize> {
+pub(crate) fn reduction_depths(k: &Kernel) -> Vec<usize> {
     let mut depth = vec![0usize; k.nodes.len()];
     for (i, n) in k.nodes.iter().enumerate() {
         let deps: Vec<NodeId> = match &n.kind {
@@ -46,7 +46,7 @@ fn node_of(o: &Operand) -> Option<NodeId> {
 }
 
 /// The accumulator's start value and the block-reduce functor of a reduction prim.
-fn reduction_identity(fold: Fold, double: bool) -> (String, &'static str) {
+pub(crate) fn reduction_identity(fold: Fold, double: bool) -> (String, &'static str) {
     match fold {
         Fold::Max => (
             format!("-{}", float_literal(f64::INFINITY, double)),
@@ -58,7 +58,7 @@ fn reduction_identity(fold: Fold, double: bool) -> (String, &'static str) {
 }
 
 /// The kernel's outputs at `level`, as (parameter index, node).
-fn outputs_at(k: &Kernel, level: Level) -> Vec<(usize, NodeId)> {
+pub(crate) fn outputs_at(k: &Kernel, level: Level) -> Vec<(usize, NodeId)> {
     k.outputs
         .iter()
         .enumerate()
@@ -179,6 +179,11 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     let rows_n: i64 = k.row_shape().iter().map(|&d| d.max(0)).product();
     let cols_n: i64 = k.reduced.iter().map(|&d| k.full_shape[d].max(0)).product();
     let layout = reduce_layout::choose(k);
+    if let Team::Columns { .. } = layout {
+        if let Some(p) = crate::col_kernel::plan(k) {
+            return crate::col_kernel::generate(k, name, &p);
+        }
+    }
     let (block_team, block) = match layout {
         Team::Block { block } => (true, block),
         Team::Columns { tile, team } => (false, tile * team),

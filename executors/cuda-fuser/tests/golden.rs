@@ -130,13 +130,13 @@ fn a_column_sum_splits_each_column_over_a_team_of_a_tile() {
     assert_eq!(kernels.len(), 1);
     assert_eq!(
         codegen::generate(&kernels[0], "k").launch,
-        codegen::Launch::ColumnTiles {
-            rows: 512,
-            tile: 8,
+        // 16 tiles of 8 threads x 4 f32 columns (128 bytes); 256 rows are too few to split.
+        codegen::Launch::BlockPerRow {
+            rows: 16,
             block: 256
         }
     );
-    assert!(text.contains("team_reduce<float, 8, 32>"));
+    assert!(text.contains("team_reduce_v<float, 8, 32, 4>"), "{text}");
     check_golden("column_sum", &text);
 }
 

@@ -353,6 +353,7 @@ impl Planner<'_> {
     /// Closes the open kernel; every value it computed that is needed later becomes a kernel
     /// output, and so does every pending value of its shapes that is.
     fn close(&mut self, region_outputs: &[u32]) {
+        self.absorb_pending_outputs(region_outputs);
         let Some(mut k) = self.open.take() else {
             return;
         };

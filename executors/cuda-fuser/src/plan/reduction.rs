@@ -1,7 +1,7 @@
 //! Reductions in the planner: sum and amax over the kernel's reduced dims, fused with the
 //! elementwise work that feeds them and reads them.
 
-use super::{bad, new_kernel, Fold, Home, Level, NodeKind, Operand, Planner};
+use super::{bad, new_kernel, Fold, Home, KernelOutput, Level, NodeKind, Operand, Planner};
 use thunder_abi::{ArgView, OpView, PluginError};
 
 impl Planner<'_> {
@@ -54,5 +54,41 @@ impl Planner<'_> {
         }
         self.homes.insert(out, Home::Node(n));
         Ok(true)
+    }
+
+    /// A column reduction (reduced leading dims, last dim kept) also stores the pending
+    /// values of its full shape that are needed later (the elementwise product a bias
+    /// gradient sums, saved for another use): computed from the registers of the one pass that
+    /// reads the inputs for the sum (`col_kernel`), instead of a pointwise kernel of their
+    /// own that reads the inputs again. A pending value reads only values in memory, so it
+    /// never depends on this kernel's reductions.
+    pub(super) fn absorb_pending_outputs(&mut self, region_outputs: &[u32]) {
+        let Some(k) = self.open.as_ref() else {
+            return;
+        };
+        let nd = k.full_shape.len();
+        if k.reduced.is_empty() || nd == 0 || k.reduced.contains(&(nd - 1)) {
+            return;
+        }
+        let full = k.full_shape.clone();
+        let mut wanted: Vec<(u32, super::Expr)> = self
+            .homes
+            .iter()
+            .filter_map(|(&v, h)| match h {
+                Home::Pending(p) if p.shape == full && self.needed_later(v, region_outputs) => {
+                    Some((v, p.expr.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        wanted.sort_by_key(|(v, _)| *v);
+        for (v, expr) in wanted {
+            if let Some(Operand::Node(n)) = self.instantiate(&expr, Level::Full) {
+                if let Some(k) = self.open.as_mut() {
+                    k.outputs.push(KernelOutput { value: v, node: n });
+                }
+                self.homes.insert(v, Home::Memory);
+            }
+        }
     }
 }

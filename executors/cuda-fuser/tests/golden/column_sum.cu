@@ -1,4 +1,4 @@
-// launch: ColumnTiles { rows: 512, tile: 8, block: 256 }
+// launch: BlockPerRow { rows: 16, block: 256 }
 // thunder cuda-fuser kernel over [256, 512], reducing dims [0]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -36,39 +36,63 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-template <typename T, int TILE, int TEAM, typename Op>
-__device__ __forceinline__ T team_reduce(T v, Op op) {
-  __shared__ T scratch[TEAM][TILE + 1];
-  const int tx = threadIdx.x % TILE, ty = threadIdx.x / TILE;
+template <typename T, int TX, int TEAM, int V, typename Op>
+__device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
+  __shared__ T scratch[TEAM][TX * V + 1];
+  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
   __syncthreads();
-  scratch[ty][tx] = v;
+#pragma unroll
+  for (int j = 0; j < V; ++j) scratch[ty][tx * V + j] = v[j];
   __syncthreads();
 #pragma unroll
   for (int s = TEAM / 2; s > 0; s >>= 1) {
-    if (ty < s) scratch[ty][tx] = op(scratch[ty][tx], scratch[ty + s][tx]);
+    if (ty < s) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) scratch[ty][tx * V + j] = op(scratch[ty][tx * V + j], scratch[ty + s][tx * V + j]);
+    }
     __syncthreads();
   }
-  return scratch[0][tx];
+#pragma unroll
+  for (int j = 0; j < V; ++j) v[j] = scratch[0][tx * V + j];
 }
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
-  const i64_t rows = 512LL, cols = 256LL;
-  const i64_t lane = threadIdx.x / 8, team = 32;
-  for (i64_t r0 = (i64_t)blockIdx.x * 8; r0 < rows; r0 += (i64_t)gridDim.x * 8) {
-    const bool live = r0 + threadIdx.x % 8 < rows;
-    const i64_t r = live ? r0 + threadIdx.x % 8 : rows - 1;
-    const i64_t i1 = r;
-    float acc1 = 0.0f;
-    #pragma unroll 4
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i0 = c;
-      const i64_t e = i0 * 512LL + i1;
-      const float v0 = in0[e];
-      acc1 += v0;
+  const i64_t rows = 512LL, cols = 256LL, tiles = 16LL, splits = 1LL;
+  const i64_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
+  const i64_t chunk = (cols + splits - 1) / splits;
+  for (i64_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
+    const i64_t t = u / splits, part = u % splits;
+    const i64_t rv = t * 32LL + tx * 4LL;
+    const bool live = rv < rows;
+    const i64_t i1_0 = rv;
+    float acc1[4];
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) acc1[j] = 0.0f;
+    const i64_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
+    if (live) {
+      #pragma unroll 4
+      for (i64_t c = part * chunk + ty; c < c_end; c += 32LL) {
+        const i64_t i0 = c;
+        const i64_t e0 = i0 * 512LL + i1_0;
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 512LL + i1_0));
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const i64_t i1 = i1_0 + j;
+          const i64_t e = e0 + j;
+          const float v0 = e_n0[j];
+          acc1[j] += v0;
+        }
+      }
     }
-    acc1 = team_reduce<float, 8, 32>(acc1, SumOp());
-    const float v1 = acc1;
-    if (lane == 0 && live) {
-      out0[r] = v1;
+    team_reduce_v<float, 8, 32, 4>(acc1, SumOp());
+    if (ty == 0 && live) {
+      #pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const i64_t r = rv + j;
+        const i64_t i1 = i1_0 + j;
+        const float v1 = acc1[j];
+        out0[r] = v1;
+      }
     }
   }
 }

@@ -1,0 +1,228 @@
+//! Golden sources of column reductions (sums over leading dims: bias and layer_norm weight
+//! gradients), which `col_kernel` generates: vectors along the kept dim, one pass that also
+//! stores the fused elementwise outputs, and the reduced dim split between blocks where there
+//! are few column tiles. `THUNDER_BLESS=1` rewrites the files, as in `golden.rs`.
+
+use std::path::PathBuf;
+use thunder_abi::TraceView;
+use thunder_core::host::view::trace_view;
+use thunder_core::ir::BoundSymbol;
+use thunder_cuda_fuser::codegen::{self, Launch};
+use thunder_cuda_fuser::plan;
+use thunder_torch::parse_trace;
+
+fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
+    if b.subsymbols.is_empty() {
+        out.push(b.clone());
+    } else {
+        for s in &b.subsymbols {
+            leaves(s, out);
+        }
+    }
+}
+
+fn view_of(text: &str) -> TraceView {
+    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let mut flat = Vec::new();
+    for b in &trace.bsyms {
+        leaves(b, &mut flat);
+    }
+    trace_view(&trace, &flat)
+}
+
+/// Plans the whole trace as one region: its kernels, their launches and their source.
+fn generate(text: &str) -> (Vec<Launch>, String) {
+    let view = view_of(text);
+    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
+    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
+    let mut launches = Vec::new();
+    let mut source = String::new();
+    for (i, k) in kernels.iter().enumerate() {
+        let g = codegen::generate(k, &format!("thunder_fused_{i}"));
+        source.push_str(&format!("// launch: {:?}\n", g.launch));
+        source.push_str(&g.source);
+        source.push('\n');
+        launches.push(g.launch);
+    }
+    (launches, source)
+}
+
+fn check_golden(name: &str, text: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.cu"));
+    if let Err(diff) = thunder_tests::check_golden(&path, text) {
+        panic!("{diff}");
+    }
+}
+
+const BIAS_GRAD_768_BF16: &str = r#"def computation(g, x):
+  # g: "cuda:0 bf16[8, 1024, 768]"
+  # x: "cuda:0 bf16[8, 1024, 768]"
+  t0 = ltorch.mul(g, x)
+  t1 = ltorch.sum(t0, [0, 1], False)
+  return (t0, t1)
+"#;
+
+#[test]
+fn a_bias_gradient_over_768_columns_splits_the_tokens_and_stores_its_product_once() {
+    let (launches, text) = generate(BIAS_GRAD_768_BF16);
+    // 768 bf16 columns: 12 tiles of 8 threads x 8 columns (128 bytes), 32 blocks each
+    // over 256 of the 8192 tokens.
+    assert_eq!(
+        launches,
+        vec![Launch::SplitRows {
+            rows: 12,
+            block: 256,
+            splits: 32,
+            scratch: 8 * 32 * 768 + 4 * 12,
+            counters: 8 * 32 * 768,
+        }],
+        "{text}"
+    );
+    // 16-byte loads of both inputs and a 16-byte store of the product, in the one loop
+    // that also accumulates: each input is read once.
+    assert_eq!(
+        text.matches("*reinterpret_cast<const uint4*>(in").count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("*reinterpret_cast<uint4*>(out0 + e0)").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("for (i64_t c = ").count(), 1, "{text}");
+    assert!(
+        text.contains("team_reduce_v<float, 8, 32, 8>(acc"),
+        "{text}"
+    );
+    assert!(text.contains("atomicAdd("), "{text}");
+    check_golden("column_bias_grad_768_bf16", &text);
+}
+
+const BIAS_GRAD_3072_BF16: &str = r#"def computation(g):
+  # g: "cuda:0 bf16[8192, 3072]"
+  t0 = ltorch.sum(g, [0], False)
+  return (t0,)
+"#;
+
+#[test]
+fn a_bias_gradient_over_3072_columns_is_split_less() {
+    let (launches, text) = generate(BIAS_GRAD_3072_BF16);
+    // 48 tiles of 64 columns; 11 blocks each make 528.
+    assert_eq!(
+        launches,
+        vec![Launch::SplitRows {
+            rows: 48,
+            block: 256,
+            splits: 11,
+            scratch: 8 * 11 * 3072 + 4 * 48,
+            counters: 8 * 11 * 3072,
+        }]
+    );
+    assert_eq!(
+        text.matches("*reinterpret_cast<const uint4*>(in0").count(),
+        1,
+        "{text}"
+    );
+    check_golden("column_bias_grad_3072_bf16", &text);
+}
+
+const ODD_COLUMNS_BF16: &str = r#"def computation(g):
+  # g: "cuda:0 bf16[64, 50257]"
+  t0 = ltorch.sum(g, [0], False)
+  return (t0,)
+"#;
+
+#[test]
+fn odd_column_counts_take_a_column_a_thread_and_enough_tiles_are_not_split() {
+    let (launches, text) = generate(ODD_COLUMNS_BF16);
+    // 64 threads side by side (128 bytes), 786 tiles: enough blocks without splitting.
+    assert_eq!(
+        launches,
+        vec![Launch::BlockPerRow {
+            rows: 50257u64.div_ceil(64),
+            block: 256
+        }]
+    );
+    assert!(!text.contains("uint4"), "{text}");
+    assert!(
+        text.contains("team_reduce_v<float, 64, 4, 1>(acc"),
+        "{text}"
+    );
+    assert!(!text.contains("atomicAdd("), "{text}");
+}
+
+const LAYER_NORM_WEIGHT_GRAD_F32: &str = r#"def computation(g, x, m, s):
+  # g: "cuda:0 f32[4, 250, 1000]"
+  # x: "cuda:0 f32[4, 250, 1000]"
+  # m: "cuda:0 f32[4, 250, 1]"
+  # s: "cuda:0 f32[4, 250, 1]"
+  t0 = ltorch.sub(x, m)
+  t1 = ltorch.mul(t0, s)
+  t2 = ltorch.mul(g, t1)
+  t3 = ltorch.sum(t2, [0, 1], False)
+  t4 = ltorch.sum(g, [0, 1], False)
+  return (t3, t4)
+"#;
+
+#[test]
+fn layer_norm_weight_and_bias_gradients_share_one_split_pass() {
+    let (launches, text) = generate(LAYER_NORM_WEIGHT_GRAD_F32);
+    assert_eq!(launches.len(), 1, "{text}");
+    // The per-token mean and rstd are read per element (broadcast along the kept dim), the
+    // activations and gradients 16 bytes at a time; both sums are split the same way.
+    assert!(
+        text.contains("*reinterpret_cast<const uint4*>(in0"),
+        "{text}"
+    );
+    assert!(matches!(launches[0], Launch::SplitRows { .. }), "{text}");
+    assert_eq!(
+        text.matches("team_reduce_v<float, 8, 32, 4>(acc").count(),
+        4,
+        "{text}"
+    );
+}
+
+const GELU_BWD_REGION_BF16: &str = r#"def computation(a, b, c):
+  # a: "cuda:0 bf16[8, 1024, 2304]"
+  # b: "cuda:0 bf16[8, 1024, 2304]"
+  # c: "cuda:0 bf16[8, 1024, 2304]"
+  t0 = ltorch.add(a, b)
+  t1 = ltorch.add(t0, c)
+  t2 = ltorch.sum(t1, [0, 1], False)
+  return (t1, t2)
+"#;
+
+#[test]
+fn the_gpt2_backward_sum_of_three_reads_each_input_once() {
+    // The shape of the H200 dump (`ColumnTiles { rows: 2304, tile: 16 }`, 144 blocks, the
+    // inputs read twice): now 36 tiles x 15 splits, one loop that sums and stores.
+    let (launches, text) = generate(GELU_BWD_REGION_BF16);
+    assert_eq!(
+        launches,
+        vec![Launch::SplitRows {
+            rows: 36,
+            block: 256,
+            splits: 15,
+            scratch: 8 * 15 * 2304 + 4 * 36,
+            counters: 8 * 15 * 2304,
+        }],
+        "{text}"
+    );
+    assert_eq!(text.matches("for (i64_t c = ").count(), 1, "{text}");
+    for i in 0..3 {
+        assert_eq!(
+            text.matches(&format!("reinterpret_cast<const uint4*>(in{i} + "))
+                .count(),
+            1,
+            "{text}"
+        );
+    }
+    assert_eq!(
+        text.matches("*reinterpret_cast<uint4*>(out0 + e0)").count(),
+        1,
+        "{text}"
+    );
+}

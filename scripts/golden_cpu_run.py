@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Runs the column-reduction golden sources of cuda-fuser on the CPU, against numpy.
+
+No GPU here: each kernel's CUDA C++ is compiled by g++ with a few lines that model the CUDA
+execution (a std::thread per CUDA thread, std::barrier for __syncthreads, `static` for
+__shared__, real atomics), launched with the golden's `// launch:` grid (and once with a
+small grid, so that blocks take several tiles / splits in turn), and its outputs compared
+with numpy (products exact, sums to the dtype's rounding). Blocks run one after another, so
+this checks the arithmetic, indexing, split combine and full-output stores, not races.
+
+    python3 scripts/golden_cpu_run.py
+"""
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "executors/cuda-fuser/tests/golden"
+D = pathlib.Path(tempfile.mkdtemp(prefix="golden_cpu_"))
+HARNESS = r'''
+#include <barrier>
+#include <thread>
+#include <vector>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cmath>
+#include <cstring>
+using std::isnan; using std::isinf;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __restrict__
+#define __shared__ static
+#define __align__(n) alignas(n)
+struct dim3s { unsigned x, y, z; };
+thread_local dim3s threadIdx, blockIdx;
+dim3s blockDim, gridDim;
+std::barrier<>* g_bar;
+void __syncthreads() { g_bar->arrive_and_wait(); }
+void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+template <typename T> T __shfl_xor_sync(unsigned, T v, int) { return v; }
+float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+'''
+def bf16(a):
+    u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7fff + ((u >> 16) & 1)) >> 16
+    return u.astype(np.uint16)
+def unbf16(u):
+    return (u.astype(np.uint32) << 16).view(np.float32)
+def rbf(a):
+    return unbf16(bf16(a))
+
+def run(name, ins, outs, grid_cap):
+    src = (GOLDEN / f'{name}.cu').read_text()
+    launch = re.search(r'// launch: (\w+) \{ rows: (\d+), block: (\d+)(?:, splits: (\d+), scratch: (\d+))?', src)
+    kind, rows, block = launch.group(1), int(launch.group(2)), int(launch.group(3))
+    splits = int(launch.group(4) or 1); scratch = int(launch.group(5) or 0)
+    units = rows * splits
+    grid = min(units, grid_cap)
+    kname = re.search(r'void __launch_bounds__\(\d+\) (\w+)\(', src).group(1)
+    body = src.split('typedef unsigned char u8_t;', 1)[1]
+    params = re.search(kname + r'\((.*)\) \{', src).group(1).split(', ')
+    cargs, lines = [], []
+    for i, (a, _) in enumerate(ins):
+        a.tofile(D / f'in{i}.bin')
+        lines.append(f'  auto* in{i} = (unsigned char*)aligned_alloc(64, {((a.nbytes + 63)//64)*64}); {{ FILE* f = fopen("{D}/in{i}.bin", "rb"); if (fread(in{i}, 1, {a.nbytes}, f) != {a.nbytes}) return 2; fclose(f); }}')
+    for i, (shape, dt) in enumerate(outs):
+        nb = int(np.prod(shape)) * np.dtype(dt).itemsize
+        lines.append(f'  auto* out{i} = (unsigned char*)aligned_alloc(64, {((nb + 63)//64)*64 or 64}); memset(out{i}, 0xff, {nb});')
+    if scratch:
+        lines.append(f'  auto* scr = (unsigned char*)aligned_alloc(64, {((scratch+63)//64)*64}); memset(scr, 0, {scratch});')
+    for p in params:
+        ty, nm = p.rsplit(' ', 1)
+        ty = ty.replace('__restrict__', '').strip()
+        src_nm = 'scr' if nm == 'split_scratch' else nm
+        cargs.append(f'({ty})({src_nm})')
+    lines.append(f'  blockDim.x = {block}; gridDim.x = {grid};')
+    lines.append(f'  for (unsigned b = 0; b < {grid}; ++b) {{ std::barrier<> bar({block}); g_bar = &bar; std::vector<std::thread> ts;')
+    lines.append(f'    for (unsigned t = 0; t < {block}; ++t) ts.emplace_back([=]() {{ threadIdx.x = t; blockIdx.x = b; {kname}({", ".join(cargs)}); }});')
+    lines.append('    for (auto& t : ts) t.join(); }')
+    for i, (shape, dt) in enumerate(outs):
+        nb = int(np.prod(shape)) * np.dtype(dt).itemsize
+        lines.append(f'  {{ FILE* f = fopen("{D}/out{i}.bin", "wb"); fwrite(out{i}, 1, {nb}, f); fclose(f); }}')
+    code = HARNESS + 'typedef unsigned char u8_t;' + body + '\nint main() {\n' + '\n'.join(lines) + '\n  return 0;\n}\n'
+    (D / f'{name}.cpp').write_text(code)
+    exe = D / name
+    r = subprocess.run(['g++', '-std=c++20', '-O1', '-pthread', '-w', '-o', str(exe), str(D / f'{name}.cpp')], capture_output=True, text=True)
+    if r.returncode:
+        print(r.stderr[:3000]); sys.exit(1)
+    subprocess.run([str(exe)], check=True)
+    return [np.fromfile(D / f'out{i}.bin', dtype=dt).reshape(shape) for i, (shape, dt) in enumerate(outs)], (kind, rows, block, splits, grid)
+
+rng = np.random.default_rng(0)
+def check(label, got, want, tol):
+    err = np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))) if got.size else 0.0
+    scale = max(1.0, np.max(np.abs(want)))
+    ok = err <= tol * scale
+    print(f'  {"ok " if ok else "BAD"} {label}: max err {err:.3g} (scale {scale:.3g})')
+    return ok
+
+
+def main():
+    allok = True
+    for cap in (5, 10**9):
+        g = rng.standard_normal((8, 1024, 768), dtype=np.float32)
+        x = rng.standard_normal((8, 1024, 768), dtype=np.float32)
+        gb, xb = bf16(g), bf16(x)
+        prod = rbf(unbf16(gb) * unbf16(xb))
+        (o0, o1), info = run('column_bias_grad_768_bf16', [(gb, 0), (xb, 0)],
+                             [((8, 1024, 768), np.uint16), ((768,), np.uint16)], cap)
+        print('column_bias_grad_768_bf16', info)
+        allok &= check('product (exact)', unbf16(o0), prod, 0)
+        allok &= check('sum', unbf16(o1), prod.astype(np.float64).sum((0, 1)), 2**-7)
+        g = rng.standard_normal((8192, 3072), dtype=np.float32)
+        gb = bf16(g)
+        (o0,), info = run('column_bias_grad_3072_bf16', [(gb, 0)], [((3072,), np.uint16)], cap)
+        print('column_bias_grad_3072_bf16', info)
+        allok &= check('sum', unbf16(o0), unbf16(gb).astype(np.float64).sum(0), 2**-7)
+        g = rng.standard_normal((256, 512), dtype=np.float32)
+        (o0,), info = run('column_sum', [(g, 0)], [((512,), np.float32)], cap)
+        print('column_sum', info)
+        allok &= check('sum', o0, g.astype(np.float64).sum(0), 1e-5)
+    print('ALL OK' if allok else 'FAILURES')
+    return 0 if allok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
