@@ -2,62 +2,15 @@
 //! this is where codegen changes show up). `THUNDER_BLESS=1 cargo test -p thunder-cuda-fuser`
 //! rewrites the files; review the diff like code. A mismatch prints a unified diff.
 
-use std::path::PathBuf;
-use thunder_abi::TraceView;
-use thunder_core::host::view::trace_view;
-use thunder_core::ir::BoundSymbol;
+mod common;
+
+use common::{check_golden, view_of};
 use thunder_cuda_fuser::{codegen, plan, support};
-use thunder_torch::parse_trace;
 
-fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
-    if b.subsymbols.is_empty() {
-        out.push(b.clone());
-    } else {
-        for s in &b.subsymbols {
-            leaves(s, out);
-        }
-    }
-}
-
-/// The trace decomposed to prims, as the fuser sees it after every composite went unclaimed.
-fn view_of(text: &str) -> TraceView {
-    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let mut flat = Vec::new();
-    for b in &trace.bsyms {
-        leaves(b, &mut flat);
-    }
-    trace_view(&trace, &flat)
-}
-
-/// Plans the whole trace as one region and generates every kernel.
+/// The kernels of the whole trace planned as one region, and their source.
 fn generate(text: &str) -> (Vec<plan::Kernel>, String) {
-    let view = view_of(text);
-    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
-    for op in view.ops.iter() {
-        assert!(
-            support::accepts(&view, op),
-            "the fuser should accept {}",
-            op.symbol
-        );
-    }
-    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
-    let mut text = String::new();
-    for (i, k) in kernels.iter().enumerate() {
-        let g = codegen::generate(k, &format!("thunder_fused_{i}"));
-        text.push_str(&format!("// launch: {:?}\n", g.launch));
-        text.push_str(&g.source);
-        text.push('\n');
-    }
-    (kernels, text)
-}
-
-fn check_golden(name: &str, text: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(format!("{name}.cu"));
-    if let Err(diff) = thunder_tests::check_golden(&path, text) {
-        panic!("{diff}");
-    }
+    let (kernels, _, source) = common::generate(text);
+    (kernels, source)
 }
 
 const CHAIN8: &str = r#"def computation(x):

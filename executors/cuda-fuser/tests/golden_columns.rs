@@ -3,57 +3,15 @@
 //! stores the fused elementwise outputs, and the reduced dim split between blocks where there
 //! are few column tiles. `THUNDER_BLESS=1` rewrites the files, as in `golden.rs`.
 
-use std::path::PathBuf;
-use thunder_abi::TraceView;
-use thunder_core::host::view::trace_view;
-use thunder_core::ir::BoundSymbol;
-use thunder_cuda_fuser::codegen::{self, Launch};
-use thunder_cuda_fuser::plan;
-use thunder_torch::parse_trace;
+mod common;
 
-fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
-    if b.subsymbols.is_empty() {
-        out.push(b.clone());
-    } else {
-        for s in &b.subsymbols {
-            leaves(s, out);
-        }
-    }
-}
+use common::check_golden;
+use thunder_cuda_fuser::codegen::Launch;
 
-fn view_of(text: &str) -> TraceView {
-    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let mut flat = Vec::new();
-    for b in &trace.bsyms {
-        leaves(b, &mut flat);
-    }
-    trace_view(&trace, &flat)
-}
-
-/// Plans the whole trace as one region: its kernels, their launches and their source.
+/// The launches of the whole trace planned as one region, and their source.
 fn generate(text: &str) -> (Vec<Launch>, String) {
-    let view = view_of(text);
-    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
-    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
-    let mut launches = Vec::new();
-    let mut source = String::new();
-    for (i, k) in kernels.iter().enumerate() {
-        let g = codegen::generate(k, &format!("thunder_fused_{i}"));
-        source.push_str(&format!("// launch: {:?}\n", g.launch));
-        source.push_str(&g.source);
-        source.push('\n');
-        launches.push(g.launch);
-    }
+    let (_, launches, source) = common::generate(text);
     (launches, source)
-}
-
-fn check_golden(name: &str, text: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(format!("{name}.cu"));
-    if let Err(diff) = thunder_tests::check_golden(&path, text) {
-        panic!("{diff}");
-    }
 }
 
 const BIAS_GRAD_768_BF16: &str = r#"def computation(g, x):

@@ -1,0 +1,66 @@
+//! What the golden-source tests share: a trace decomposed to prims as the fuser sees it, every
+//! kernel of it planned and generated, and the comparison with the files in `tests/golden`.
+
+use std::path::PathBuf;
+use thunder_abi::TraceView;
+use thunder_core::host::view::trace_view;
+use thunder_core::ir::BoundSymbol;
+use thunder_cuda_fuser::codegen::{self, Launch};
+use thunder_cuda_fuser::{plan, support};
+use thunder_torch::parse_trace;
+
+fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
+    if b.subsymbols.is_empty() {
+        out.push(b.clone());
+    } else {
+        for s in &b.subsymbols {
+            leaves(s, out);
+        }
+    }
+}
+
+/// The trace decomposed to prims, as the fuser sees it after every composite went unclaimed.
+pub fn view_of(text: &str) -> TraceView {
+    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let mut flat = Vec::new();
+    for b in &trace.bsyms {
+        leaves(b, &mut flat);
+    }
+    trace_view(&trace, &flat)
+}
+
+/// Plans the whole trace as one region (every op must be accepted) and generates every kernel:
+/// the kernels, their launches and the source, each kernel under its launch.
+pub fn generate(text: &str) -> (Vec<plan::Kernel>, Vec<Launch>, String) {
+    let view = view_of(text);
+    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
+    for op in view.ops.iter() {
+        assert!(
+            support::accepts(&view, op),
+            "the fuser should accept {}",
+            op.symbol
+        );
+    }
+    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
+    let mut launches = Vec::new();
+    let mut source = String::new();
+    for (i, k) in kernels.iter().enumerate() {
+        let g = codegen::generate(k, &format!("thunder_fused_{i}"));
+        source.push_str(&format!("// launch: {:?}\n", g.launch));
+        source.push_str(&g.source);
+        source.push('\n');
+        launches.push(g.launch);
+    }
+    (kernels, launches, source)
+}
+
+/// `text` against `tests/golden/NAME.cu` (`THUNDER_BLESS=1` rewrites it); a mismatch panics
+/// with a unified diff.
+pub fn check_golden(name: &str, text: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.cu"));
+    if let Err(diff) = thunder_tests::check_golden(&path, text) {
+        panic!("{diff}");
+    }
+}
