@@ -91,24 +91,17 @@ pub(crate) fn sdpa_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     Ok(vec![crate::linalg::matmul(&attn, &val)?])
 }
 
-/// Whether q, k, v fit `sdpa_fwd_lse`: one dtype, equal batch dims (no broadcasting), matching
-/// head and key sizes, nothing empty (an empty row has no log-sum-exp worth saving).
+/// Whether q, k, v fit `sdpa_fwd_lse` (see [`check_flash_shapes`]) with nothing empty: an
+/// empty row has no log-sum-exp worth saving.
 fn flash_shaped(q: &Tensor, k: &Tensor, val: &Tensor) -> bool {
-    let r = q.rank();
-    k.rank() == r
-        && val.rank() == r
-        && q.dtype() == k.dtype()
-        && q.dtype() == val.dtype()
-        && q.shape()[..r - 2] == k.shape()[..r - 2]
-        && q.shape()[..r - 2] == val.shape()[..r - 2]
-        && last(q, 1) == last(k, 1)
-        && last(k, 2) == last(val, 2)
+    check_flash_shapes("ltorch.scaled_dot_product_attention", q, k, val).is_ok()
         && q.numel() > 0
         && k.numel() > 0
         && val.numel() > 0
 }
 
-/// Checks q, k and v of the two flash-shaped ops.
+/// Checks q, k and v of the two flash-shaped ops: one float dtype, equal batch dims (no
+/// broadcasting), matching head and key sizes.
 fn check_flash_shapes(op: &str, q: &Tensor, k: &Tensor, val: &Tensor) -> Result<()> {
     require_float(op, q)?;
     if q.rank() < 2 {
