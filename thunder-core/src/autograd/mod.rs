@@ -235,22 +235,17 @@ pub fn split_forward_backward(
     backward.bsyms = joint.bsyms[forward_len..].to_vec();
     backward.outputs = joint.outputs[n_outputs..].to_vec();
     let mut backward = crate::passes::Dce.run(&backward)?;
-    let recompute = remat::views_to_recompute(
-        joint,
-        forward_len,
-        n_outputs,
-        &backward.bsyms,
-        &backward.outputs,
-    );
-    backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
-    let recompute = remat::elementwise_to_recompute(
-        joint,
-        forward_len,
-        n_outputs,
-        &backward.bsyms,
-        &backward.outputs,
-    );
-    backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
+    // Views first (always recomputed), then cheap chains measured against what remains.
+    for policy in [remat::views_to_recompute, remat::elementwise_to_recompute] {
+        let recompute = policy(
+            joint,
+            forward_len,
+            n_outputs,
+            &backward.bsyms,
+            &backward.outputs,
+        );
+        backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
+    }
     let mut pruned = joint.clone();
     pruned.bsyms.truncate(forward_len);
     pruned.bsyms.extend(backward.bsyms.iter().cloned());

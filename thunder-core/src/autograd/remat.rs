@@ -125,8 +125,8 @@ fn recomputable(b: &BoundSymbol) -> bool {
 ///
 /// Greedy, latest residual first, until nothing changes: a residual made by such a prim is
 /// recomputed from what its chain of such prims starts from when the values of that frontier
-/// not already kept cost fewer bytes than it does (or none at all). Inputs of the trace and the values the forward returns cost nothing: they are
-/// alive anyway. So an f32 chain (a GELU's tanh, a layer norm's centered input, the exp of a
+/// not already kept cost fewer bytes than it does (or none at all). Inputs of the trace and the
+/// values the forward returns cost nothing: they are alive anyway. So an f32 chain (a GELU's tanh, a layer norm's centered input, the exp of a
 /// softmax over the vocabulary) collapses onto the bf16 GEMM output it started from, and the
 /// backward's fusions recompute it next to where they read it, as the forward's did.
 pub(super) fn elementwise_to_recompute(
