@@ -18,6 +18,7 @@ use super::gpu_common::{program, report, time_ms, ty, Sample};
 use crate::host_args::HostArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
+use thunder_core::ir::Trace;
 use thunder_core::{Array, DType, Device, PluginHost};
 use thunder_torch::parse_trace;
 
@@ -222,12 +223,17 @@ fn max_scaled_error(got: &Array, want: &Array, d: DType) -> Result<f64> {
     Ok(err / scale)
 }
 
-/// The sample run by the interpreter on the CPU in f32 (the program's f16/bf16 annotations read
+/// The sample (`kernel`, parsed) run by the interpreter on the CPU in f32 (the program's f16/bf16 annotations read
 /// as f32, the same input values), each output rounded once to the kernel's output dtype: run in
 /// the low-precision dtype, the decomposition rounds the scores to bf16 before the softmax and
 /// is itself the less accurate side (5% off at S 384, D 128), which the kernel, keeping f32
 /// scores and accumulators, is not.
-fn f32_reference(reference: &PluginHost, s: &Sample, inputs: &[Array]) -> Result<Vec<Array>> {
+fn f32_reference(
+    reference: &PluginHost,
+    s: &Sample,
+    kernel: &Trace,
+    inputs: &[Array],
+) -> Result<Vec<Array>> {
     let trace = parse_trace(&f32_program(s))?.on_device(Device::Cpu);
     let as_f32 = |a: &Array| -> thunder_core::Result<Array> {
         match a.dtype() {
@@ -241,7 +247,6 @@ fn f32_reference(reference: &PluginHost, s: &Sample, inputs: &[Array]) -> Result
         .collect::<thunder_core::Result<_>>()?;
     let (_, prog) = thunder_core::compile_trace(reference, trace)?;
     let want = prog.run(&wide)?;
-    let kernel = parse_trace(&s.program)?;
     let kernel_dtypes: Vec<DType> = kernel.outputs.iter().map(|&v| kernel.ty(v).dtype).collect();
     want.into_iter()
         .zip(kernel_dtypes)
@@ -300,7 +305,7 @@ fn differential(triton: &PluginHost, reference: &PluginHost) -> Result<Value> {
                     Array::random(&trace.ty(v).shape, trace.ty(v).dtype, (k * 7 + i) as u64)
                 })
                 .collect::<thunder_core::Result<_>>()?;
-            let want = f32_reference(reference, s, &inputs)?;
+            let want = f32_reference(reference, s, &trace, &inputs)?;
             let on_gpu: Vec<Array> = inputs
                 .iter()
                 .map(|a| a.to(DEV))
