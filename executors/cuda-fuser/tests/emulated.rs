@@ -2,24 +2,14 @@
 //! is evaluated by `emulate` on the host, and the result must match the reference interpreter
 //! running the same program on the CPU.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
-use thunder_core::host::view::trace_view;
 use thunder_core::host::Config;
-use thunder_core::ir::BoundSymbol;
 use thunder_core::{Array, Device, PluginHost};
 use thunder_cuda_fuser::{emulate, plan, support};
 use thunder_torch::parse_trace;
-
-fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
-    if b.subsymbols.is_empty() {
-        out.push(b.clone());
-    } else {
-        for s in &b.subsymbols {
-            leaves(s, out);
-        }
-    }
-}
 
 fn interpreter() -> PluginHost {
     // target/debug/deps/<test> -> target/debug
@@ -49,11 +39,7 @@ fn interpreter() -> PluginHost {
 
 fn check(name: &str, text: &str, rtol: f64) {
     let trace = parse_trace(text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut flat = Vec::new();
-    for b in &trace.bsyms {
-        leaves(b, &mut flat);
-    }
-    let view = trace_view(&trace, &flat);
+    let view = common::flat_view(&trace);
     for op in view.ops.iter() {
         assert!(
             support::accepts(&view, op),

@@ -1,10 +1,12 @@
 //! What the golden-source tests share: a trace decomposed to prims as the fuser sees it, every
 //! kernel of it planned and generated, and the comparison with the files in `tests/golden`.
+// Each test crate compiling this module uses part of it.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use thunder_abi::TraceView;
 use thunder_core::host::view::trace_view;
-use thunder_core::ir::BoundSymbol;
+use thunder_core::ir::{BoundSymbol, Trace};
 use thunder_cuda_fuser::codegen::{self, Launch};
 use thunder_cuda_fuser::{plan, support};
 use thunder_torch::parse_trace;
@@ -19,14 +21,18 @@ fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
     }
 }
 
-/// The trace decomposed to prims, as the fuser sees it after every composite went unclaimed.
-pub fn view_of(text: &str) -> TraceView {
-    let trace = parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+/// `trace` decomposed to prims, as the fuser sees it after every composite went unclaimed.
+pub fn flat_view(trace: &Trace) -> TraceView {
     let mut flat = Vec::new();
     for b in &trace.bsyms {
         leaves(b, &mut flat);
     }
-    trace_view(&trace, &flat)
+    trace_view(trace, &flat)
+}
+
+/// The program `text` decomposed to prims (see [`flat_view`]).
+pub fn view_of(text: &str) -> TraceView {
+    flat_view(&parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}")))
 }
 
 /// Plans the whole trace as one region (every op must be accepted) and generates every kernel:
