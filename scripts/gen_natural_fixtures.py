@@ -24,6 +24,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import sdpa_reference
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 PROGRAMS = os.path.join(REPO, "tests", "natural")
 OUT = os.path.join(REPO, "tests", "fixtures", "natural")
@@ -105,30 +107,12 @@ def _full(size, fill_value, *, device="cpu", dtype=None):
     return torch.full(size, fill_value, device=device, dtype=dtype)
 
 
-def _sdpa_scores64(query, key, is_causal, scale):
-    scale = scale if scale is not None else query.shape[-1] ** -0.5
-    s = (query.double() @ key.double().transpose(-2, -1)) * scale
-    if is_causal:
-        keep = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool).tril()
-        s = s.masked_fill(~keep, float("-inf"))
-    return s, scale
-
-
 def _sdpa_fwd_lse(query, key, value, *, is_causal=False, scale=None):
-    out = F.scaled_dot_product_attention(query, key, value, is_causal=is_causal, scale=scale)
-    return out, torch.logsumexp(_sdpa_scores64(query, key, is_causal, scale)[0], -1).float()
+    return sdpa_reference.fwd_lse(query, key, value, is_causal, scale)
 
 
 def _sdpa_bwd(grad_out, query, key, value, out, logsumexp, *, is_causal=False, scale=None):
-    """The flash backward's formula in f64 (f32 programs only)."""
-    s, scale = _sdpa_scores64(query, key, is_causal, scale)
-    p = torch.exp(s - logsumexp.double().unsqueeze(-1))
-    g = grad_out.double()
-    d = (g * out.double()).sum(-1, keepdim=True)
-    ds = p * (g @ value.double().transpose(-2, -1) - d)
-    dq = scale * ds @ key.double()
-    dk = scale * ds.transpose(-2, -1) @ query.double()
-    return dq.float(), dk.float(), (p.transpose(-2, -1) @ g).float()
+    return sdpa_reference.bwd_formula(grad_out, query, key, value, out, logsumexp, is_causal, scale)
 
 
 NAMES = {

@@ -56,6 +56,8 @@ from collections import OrderedDict, defaultdict
 import torch
 import torch.nn.functional as F
 
+import sdpa_reference
+
 try:
     from safetensors.torch import load_file, save_file
 except ImportError:  # pragma: no cover
@@ -1151,25 +1153,6 @@ def gen_nn():
 
 
 
-def _scores64(q, k, causal, scale):
-    scale = scale if scale is not None else q.shape[-1] ** -0.5
-    # f16/bf16 scores are rounded as torch's attention rounds them (matmul, then scale).
-    if q.dtype in (torch.float16, torch.bfloat16):
-        s = ((q @ k.transpose(-2, -1)) * scale).double()
-    else:
-        s = (q.double() @ k.double().transpose(-2, -1)) * scale
-    if causal:
-        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-        s = s.masked_fill(~keep, float("-inf"))
-    return s
-
-
-def _fwd_lse(q, k, v, causal, scale):
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
-    return out, torch.logsumexp(_scores64(q, k, causal, scale), -1).to(acc)
-
-
 def _bwd(g, q, k, v, out, lse, causal, scale):
     q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
     F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale).backward(g)
@@ -1189,16 +1172,16 @@ def gen_flash_pair():
     fwd_cases = []
     for dt in FLOATS:
         q, k, v = g((2, 3, 4), dt), g((2, 5, 4), dt), g((2, 5, 6), dt)
-        case(op, [q, k, v, False, None], _fwd_lse, "dtype sweep", loose="accum")
+        case(op, [q, k, v, False, None], sdpa_reference.fwd_lse, "dtype sweep", loose="accum")
         fwd_cases.append((q, k, v, False, None, "dtype sweep " + dt))
     for sq, sk, sv, causal, scale, note in shapes:
         q, k, v = g(sq, "f32"), g(sk, "f32"), g(sv, "f32")
-        case(op, [q, k, v, causal, scale], _fwd_lse, note)
+        case(op, [q, k, v, causal, scale], sdpa_reference.fwd_lse, note)
         fwd_cases.append((q, k, v, causal, scale, note))
     op = "sdpa_bwd"
     g = Gen(op)
     for q, k, v, causal, scale, note in fwd_cases:
-        out, lse = _fwd_lse(q, k, v, causal, scale)
+        out, lse = sdpa_reference.fwd_lse(q, k, v, causal, scale)
         grad = g(tuple(out.shape), DTYPE_NAME[out.dtype])
         loose = "accum" if q.dtype in (torch.float16, torch.bfloat16) else None
         case(op, [grad, q, k, v, out, lse, causal, scale], _bwd, note, loose=loose)

@@ -38,6 +38,8 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+import sdpa_reference
+
 try:
     from safetensors.torch import load_file, save_file
 except ImportError:  # pragma: no cover
@@ -233,39 +235,6 @@ def batch_norm(a, rm, rv, w, b, training, momentum, eps):
 
 
 
-def _sdpa_scores64(q, k, causal, scale):
-    scale = scale if scale is not None else q.shape[-1] ** -0.5
-    # f16/bf16 scores are rounded as torch's attention rounds them (matmul, then scale).
-    if q.dtype in (torch.float16, torch.bfloat16):
-        s = ((q @ k.transpose(-2, -1)) * scale).double()
-    else:
-        s = (q.double() @ k.double().transpose(-2, -1)) * scale
-    if causal:
-        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-        s = s.masked_fill(~keep, float("-inf"))
-    return s, scale
-
-
-def _sdpa_fwd_lse(q, k, v, causal, scale):
-    """torch's attention and the log-sum-exp of its scores (f64, stored f32; f64 for f64)."""
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
-    s, _ = _sdpa_scores64(q, k, causal, scale)
-    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
-    return out, torch.logsumexp(s, -1).to(acc)
-
-
-def _sdpa_bwd(g, q, k, v, out, lse, causal, scale):
-    """The flash backward's formula in f64, from the given out and lse."""
-    s, scale = _sdpa_scores64(q, k, causal, scale)
-    p = torch.exp(s - lse.double().unsqueeze(-1))
-    g64, v64 = g.double(), v.double()
-    dv = p.transpose(-2, -1) @ g64
-    d = (g64 * out.double()).sum(-1, keepdim=True)
-    ds = p * (g64 @ v64.transpose(-2, -1) - d)
-    dq = scale * ds @ k.double()
-    dk = scale * ds.transpose(-2, -1) @ q.double()
-    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
-
 def ltorch_refs():
     # Every other ltorch op is torch.<name> with the same positional arguments (see
     # `reference`), as the op table names them after torch.
@@ -325,8 +294,8 @@ def ltorch_refs():
     r["ltorch.scaled_dot_product_attention"] = lambda q, k, v, m, causal, scale: (
         F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal, scale=scale)
     )
-    r["ltorch.sdpa_fwd_lse"] = _sdpa_fwd_lse
-    r["ltorch.sdpa_bwd"] = _sdpa_bwd
+    r["ltorch.sdpa_fwd_lse"] = sdpa_reference.fwd_lse
+    r["ltorch.sdpa_bwd"] = sdpa_reference.bwd_formula
     r["ltorch.linear"] = F.linear
     r["ltorch.cat"] = lambda d, *ts: torch.cat(ts, d)
     r["ltorch.stack"] = lambda d, *ts: torch.stack(ts, d)
