@@ -120,6 +120,20 @@ def test_last_traces_and_plugins():
     assert "interpreter" in names and "cpu-simd" in names
 
 
+def test_compile_timings_name_every_stage():
+    f = thunder_rs.jit(lambda x: (torch.tanh(x) * 2).sum())
+    assert thunder_rs.compile_timings(f) == []
+    x = torch.randn(5, requires_grad=True)
+    f(x).backward()
+    stages = [s for s, _ in thunder_rs.compile_timings(f)]
+    assert stages[0] == "python trace"
+    assert any(s.startswith("forward:") for s in stages)
+    assert any(s.startswith("backward:") for s in stages)
+    assert all(sec >= 0.0 for _, sec in thunder_rs.compile_timings(f))
+    with pytest.raises(TypeError):
+        thunder_rs.compile_timings(lambda x: x)
+
+
 def test_closure_constants_become_inputs():
     w = torch.randn(4)
     f = thunder_rs.jit(lambda x: x * w)

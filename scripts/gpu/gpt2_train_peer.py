@@ -183,6 +183,14 @@ def run_step_peer(a):
         peak_device_mib=peak / 2**20,
         torch_max_allocated_mib=(torch.cuda.max_memory_allocated() / 2**20) if dev.startswith("cuda") else 0,
     )
+    if a.peer == "thunder":
+        import thunder_rs
+
+        # Translation alone (issue 17's target): Python trace, joint trace + VJP, split, each
+        # side's passes + claims + compile (kernel compilation or kernel-cache reads).
+        stages = thunder_rs.compile_timings(fn)
+        out["translation_stages_s"] = stages
+        out["translation_s"] = sum(sec for _, sec in stages)
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -271,6 +279,9 @@ def main():
                 print(f"{peer:8s} step {r['step_ms_median']:9.3f} ms (min {r['step_ms_min']:.3f}), first step "
                       f"{r['first_step_s']:7.2f} s, host {r['host_ms_one_step']:8.3f} ms, peak "
                       f"{r['peak_device_mib']:8.0f} MiB, loss {r['first_loss']:.4f}")
+                if "translation_s" in r:
+                    parts = ", ".join(f"{s} {sec * 1e3:.0f} ms" for s, sec in r["translation_stages_s"])
+                    print(f"{'':8s} translation {r['translation_s']:.3f} s: {parts}")
         eager = next((r for r in results if r.get("peer") == "eager" and "step_ms_median" in r), None)
         for r in results:
             if eager and "step_ms_median" in r and r is not eager:

@@ -4,6 +4,7 @@
     jm = thunder_rs.jit(model)        # or a function
     y = jm(x)                         # traced and compiled on the first call per signature
     thunder_rs.last_traces(jm)        # the printed traces of the last call's signature
+    thunder_rs.compile_timings(jm)    # seconds per translation stage of that signature
     thunder_rs.examine(model, x)      # every torch call thunder_rs cannot run, with its line
     thunder_rs.plugins()              # the executors, as `thunder plugins` lists them
 
@@ -30,9 +31,19 @@ def last_traces(jfn):
     return jfn.last_traces()
 
 
+def compile_timings(jfn):
+    """Seconds spent translating the last call's signature, per stage, in order: the Python
+    trace, then thunder-core's stages (for a differentiated call: the joint trace and VJP, the
+    forward/backward split, then each side's passes + claims + compile, which includes the
+    executors' kernel compilation or kernel-cache reads). Their sum is the translation time."""
+    if not isinstance(jfn, JittedFunction):
+        raise TypeError("thunder_rs.compile_timings: expected a function returned by thunder_rs.jit")
+    return jfn.last_compile_timings()
+
+
 def plugins():
     """The executor plugins: ``{"executors": [...], "load_errors": [...]}``."""
     return _native.plugins()
 
 
-__all__ = ["jit", "examine", "last_traces", "plugins", "UnsupportedOpError", "JittedFunction"]
+__all__ = ["jit", "examine", "last_traces", "compile_timings", "plugins", "UnsupportedOpError", "JittedFunction"]

@@ -5,6 +5,7 @@ inputs applied to the caller's tensors after the run."""
 from __future__ import annotations
 
 import functools
+import time
 
 import torch
 import torch.utils._pytree as pytree
@@ -36,7 +37,7 @@ class _Entry:
     """One compiled signature."""
 
     __slots__ = ("program", "captured", "out_spec", "n_outputs", "mutated", "grad_outputs",
-                 "wrt", "int_outputs", "cuda")
+                 "wrt", "int_outputs", "cuda", "trace_s")
 
     def __init__(self, program, captured, out_spec, n_outputs, mutated, grad_outputs, wrt, int_outputs):
         self.program = program
@@ -181,7 +182,9 @@ class JittedFunction:
         return pytree.tree_unflatten(list(outs), spec)
 
     def _compile(self, args, kwargs, named, grad_on):
+        t0 = time.perf_counter()
         rec, out = trace(self._call_fn, named, args, kwargs)
+        trace_s = time.perf_counter() - t0
         if rec.unsupported:  # only when collecting; trace raises on the first otherwise
             name, site, _ = rec.unsupported[0]
             raise UnsupportedOpError(f"thunder_rs does not support {name}, called at {site}")
@@ -224,12 +227,18 @@ class JittedFunction:
         program = _native.Program(inputs, ops, outputs, float_outs if need_grad else None)
         entry = _Entry(program, list(rec.captured), out_spec, n_outputs, mutated, float_outs, wrt, int_outputs)
         entry.cuda = next((torch.device(d) for d in devices if d.startswith("cuda")), None)
+        entry.trace_s = trace_s
         return entry
 
     def last_traces(self):
         if self._last is None:
             return []
         return list(self._last.program.traces())
+
+    def last_compile_timings(self):
+        if self._last is None:
+            return []
+        return [("python trace", self._last.trace_s)] + list(self._last.program.timings())
 
 
 def jit(fn_or_module):
