@@ -71,12 +71,9 @@ impl View {
         for d in (0..self.shape.len()).rev() {
             tensor_numel *= self.shape[d];
             let chunk_ends = d == 0
-                || (self.shape[d - 1] != 1
-                    && self.strides[d - 1] != tensor_numel * chunk_base);
+                || (self.shape[d - 1] != 1 && self.strides[d - 1] != tensor_numel * chunk_base);
             if chunk_ends {
-                while view_d >= 0
-                    && (view_numel < tensor_numel || shape[view_d as usize] == 1)
-                {
+                while view_d >= 0 && (view_numel < tensor_numel || shape[view_d as usize] == 1) {
                     strides[view_d as usize] = view_numel * chunk_base;
                     view_numel *= shape[view_d as usize];
                     view_d -= 1;
@@ -339,7 +336,11 @@ fn output_of(
         for (i, (_, step)) in kept.iter().enumerate().rev() {
             let before = match i {
                 0 => product_shape.to_vec(),
-                _ => view.values.get(view.ops[kept[i - 1].0 as usize].outputs[0] as usize)?.shape.to_vec(),
+                _ => view
+                    .values
+                    .get(view.ops[kept[i - 1].0 as usize].outputs[0] as usize)?
+                    .shape
+                    .to_vec(),
             };
             let undone = match step {
                 Step::Permute(p) => {

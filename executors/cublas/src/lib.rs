@@ -16,8 +16,8 @@ pub mod shape;
 
 pub use layout::Plan;
 use std::collections::HashSet;
-use thunder_abi::prims::Prim;
 use thunder_abi::export::{option_bool, option_int, CompiledRegion, Executor};
+use thunder_abi::prims::Prim;
 use thunder_abi::{
     DeviceKind, ExecContext, HostServices, OptionValue, PluginError, PluginInfo, RegionSpec,
     TensorDesc, TraceView, ABI_VERSION,
@@ -85,7 +85,9 @@ pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
         let region = if &*op.symbol == "ltorch.linear" {
             let next = view.ops.get(i as usize + 1);
             let fuse = next.is_some_and(|g| {
-                !g.claimed && !taken.contains(&(i + 1)) && shape::is_tanh_gelu_of(view, g, op.outputs[0])
+                !g.claimed
+                    && !taken.contains(&(i + 1))
+                    && shape::is_tanh_gelu_of(view, g, op.outputs[0])
             });
             if fuse {
                 vec![i, i + 1]
@@ -126,9 +128,8 @@ pub fn plan_region(view: &TraceView, region: &RegionSpec) -> Result<Plan, Plugin
         }
     };
     if &*op.symbol == "ltorch.linear" {
-        let mut gemm = shape::gemm_of(view, op).ok_or_else(|| {
-            PluginError::unsupported(format!("{NAME}: cannot run {}", op.symbol))
-        })?;
+        let mut gemm = shape::gemm_of(view, op)
+            .ok_or_else(|| PluginError::unsupported(format!("{NAME}: cannot run {}", op.symbol)))?;
         gemm.gelu = ops.len() == 2;
         let mut tensors = op.input_values();
         let (lhs, rhs) = tensors
@@ -147,7 +148,11 @@ pub fn plan_region(view: &TraceView, region: &RegionSpec) -> Result<Plan, Plugin
     let matmuls: Vec<u32> = ops
         .iter()
         .copied()
-        .filter(|&i| view.ops.get(i as usize).is_some_and(|o| o.symbol.as_str() == Prim::Matmul.id()))
+        .filter(|&i| {
+            view.ops
+                .get(i as usize)
+                .is_some_and(|o| o.symbol.as_str() == Prim::Matmul.id())
+        })
         .collect();
     let [i] = matmuls.as_slice() else {
         return Err(PluginError::unsupported(format!(

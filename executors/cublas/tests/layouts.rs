@@ -72,7 +72,9 @@ fn reshape_views_follow_aten() {
         Some(vec![12, 2, 1, 4])
     );
     // The head-merge permute [B, H, T, D] -> [B, T, H, D] cannot merge H and D in place.
-    let heads = View::contiguous(&[2, 3, 5, 4]).permute(&[0, 2, 1, 3]).expect("perm");
+    let heads = View::contiguous(&[2, 3, 5, 4])
+        .permute(&[0, 2, 1, 3])
+        .expect("perm");
     assert_eq!(heads.reshape(&[2, 5, 12]), None);
     assert_eq!(c.reshape(&[5, 5]), None, "element counts differ");
     assert_eq!(c.permute(&[0, 0, 1]), None, "not a permutation");
@@ -82,7 +84,9 @@ fn reshape_views_follow_aten() {
 fn matrices_need_one_unit_stride_and_one_batch_stride() {
     let row = matrix(&View::contiguous(&[3, 4, 5])).expect("contiguous");
     assert_eq!(row, Operand::row_major(4, 5));
-    let t = View::contiguous(&[3, 5, 4]).permute(&[0, 2, 1]).expect("perm");
+    let t = View::contiguous(&[3, 5, 4])
+        .permute(&[0, 2, 1])
+        .expect("perm");
     assert_eq!(
         matrix(&t),
         Some(Operand {
@@ -92,10 +96,14 @@ fn matrices_need_one_unit_stride_and_one_batch_stride() {
         })
     );
     // Batch dims that do not nest (the heads of [B, T, H, D] read as [B, H, T, D]).
-    let v = View::contiguous(&[2, 5, 3, 4]).permute(&[0, 2, 1, 3]).expect("perm");
+    let v = View::contiguous(&[2, 5, 3, 4])
+        .permute(&[0, 2, 1, 3])
+        .expect("perm");
     assert_eq!(matrix(&v), None);
     // No unit stride at all.
-    let v = View::contiguous(&[4, 3, 5]).permute(&[1, 0, 2]).expect("perm");
+    let v = View::contiguous(&[4, 3, 5])
+        .permute(&[1, 0, 2])
+        .expect("perm");
     let v = View {
         shape: vec![v.shape[0], v.shape[1]],
         strides: vec![v.strides[0], v.strides[1]],
@@ -118,7 +126,11 @@ fn a_linear_forward_reads_x_reshaped_and_w_transposed_in_place() {
         "t4",
     );
     let (ops, call) = claim_one(&text);
-    assert_eq!(ops, vec![0, 1, 2, 3], "both operand chains and the output reshape");
+    assert_eq!(
+        ops,
+        vec![0, 1, 2, 3],
+        "both operand chains and the output reshape"
+    );
     assert_eq!(
         call,
         LtCall {
@@ -206,6 +218,18 @@ fn batched_products_fold_transposed_operands_and_outputs() {
     let (ops, call) = claim_one(&text);
     assert_eq!(ops, vec![0, 1, 2]);
     assert_eq!((call.a.batch, call.b.stride, call.d.stride), (6, 12, 20));
+    // A batch taken from a middle dim: rows 15 apart inside each matrix, matrices 5 apart.
+    let text = prog(
+        &[("x", "f32[4, 3, 5]"), ("b", "f32[3, 5, 2]")],
+        &[
+            "t0 = prims.transpose(x, [1, 0, 2])",
+            "t1 = prims.matmul(t0, b)",
+        ],
+        "t1",
+    );
+    let (ops, call) = claim_one(&text);
+    assert_eq!(ops, vec![0, 1]);
+    assert_eq!((call.transb, call.b), (false, m(5, 4, 15, 3, 5)));
 }
 
 #[test]
@@ -223,10 +247,13 @@ fn layouts_cublas_cannot_read_stay_materialized() {
         ],
         "t4",
     );
-    let (ops, _) = claim_one(&text.replace("return (t4,)", "return (t4,)"));
+    let (ops, _) = claim_one(&text);
     assert_eq!(ops, vec![1, 2, 3, 4], "everything but the permute");
     // A transpose read by someone else, or returned, is not claimed: its value must exist.
-    for (extra, outs) in [("t2 = prims.exp(t0)", "t1, t2"), ("t2 = prims.exp(a)", "t1, t0")] {
+    for (extra, outs) in [
+        ("t2 = prims.exp(t0)", "t1, t2"),
+        ("t2 = prims.exp(a)", "t1, t0"),
+    ] {
         let text = prog(
             &[("a", "f32[4, 3]"), ("b", "f32[4, 5]")],
             &[
@@ -245,7 +272,10 @@ fn layouts_cublas_cannot_read_stay_materialized() {
     // matmul(t, t) reads its one transposed operand twice: the transpose stays.
     let text = prog(
         &[("a", "f32[4, 4]")],
-        &["t0 = prims.transpose(a, [1, 0])", "t1 = prims.matmul(t0, t0)"],
+        &[
+            "t0 = prims.transpose(a, [1, 0])",
+            "t1 = prims.matmul(t0, t0)",
+        ],
         "t1",
     );
     let (ops, _) = claim_one(&text);
@@ -256,7 +286,10 @@ fn layouts_cublas_cannot_read_stay_materialized() {
 fn every_dtype_cublas_runs_claims_the_same_chains() {
     for dtype in ["f32", "f16", "bf16"] {
         let text = prog(
-            &[("x", &format!("{dtype}[2, 3, 8]")), ("w", &format!("{dtype}[5, 8]"))],
+            &[
+                ("x", &format!("{dtype}[2, 3, 8]")),
+                ("w", &format!("{dtype}[5, 8]")),
+            ],
             &[
                 "t0 = prims.transpose(w, [1, 0])",
                 "t1 = prims.reshape(x, [6, 8])",
@@ -272,7 +305,10 @@ fn every_dtype_cublas_runs_claims_the_same_chains() {
     // f64 is not a cuBLASLt type here: nothing is claimed, the layout ops included.
     let text = prog(
         &[("x", "f64[6, 8]"), ("w", "f64[5, 8]")],
-        &["t0 = prims.transpose(w, [1, 0])", "t1 = prims.matmul(x, t0)"],
+        &[
+            "t0 = prims.transpose(w, [1, 0])",
+            "t1 = prims.matmul(x, t0)",
+        ],
         "t1",
     );
     let trace = thunder_torch::parse_trace(&text).expect("parses");

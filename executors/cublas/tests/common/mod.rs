@@ -91,15 +91,34 @@ pub fn gemm_colmajor(call: &LtCall, a: &[f64], b: &[f64], d_len: usize) -> Vec<f
     let (m, n) = (call.d.rows as usize, call.d.cols as usize);
     let (a_rows, a_cols) = (call.a.rows as usize, call.a.cols as usize);
     let (b_rows, b_cols) = (call.b.rows as usize, call.b.cols as usize);
-    let (am, ak) = if call.transa { (a_cols, a_rows) } else { (a_rows, a_cols) };
-    let (bk, bn) = if call.transb { (b_cols, b_rows) } else { (b_rows, b_cols) };
-    assert_eq!((am, bn, ak), (m, n, bk), "op(A), op(B) and D disagree: {call:?}");
+    let (am, ak) = if call.transa {
+        (a_cols, a_rows)
+    } else {
+        (a_rows, a_cols)
+    };
+    let (bk, bn) = if call.transb {
+        (b_cols, b_rows)
+    } else {
+        (b_rows, b_cols)
+    };
+    assert_eq!(
+        (am, bn, ak),
+        (m, n, bk),
+        "op(A), op(B) and D disagree: {call:?}"
+    );
     for l in [call.a, call.b, call.d] {
-        assert!(l.ld as usize >= l.rows.max(1) as usize, "ld < rows: {call:?}");
+        assert!(
+            l.ld as usize >= l.rows.max(1) as usize,
+            "ld < rows: {call:?}"
+        );
     }
     let at = |x: &[f64], base: usize, ld: usize, i: usize, j: usize| -> f64 {
         let idx = base + i + j * ld;
-        assert!(idx < x.len(), "read {idx} past a buffer of {}: {call:?}", x.len());
+        assert!(
+            idx < x.len(),
+            "read {idx} past a buffer of {}: {call:?}",
+            x.len()
+        );
         x[idx]
     };
     let mut d = vec![f64::NAN; d_len];
@@ -210,7 +229,10 @@ pub fn gpt2_block(b: i64, t: i64, c: i64, h: i64, dtype: &str) -> String {
     let mut s = format!("def block({}):\n", args.join(", "));
     for (n, shape) in &names {
         let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
-        s.push_str(&format!("  # {n}: \"cuda:0 {dtype}[{}]\"\n", dims.join(", ")));
+        s.push_str(&format!(
+            "  # {n}: \"cuda:0 {dtype}[{}]\"\n",
+            dims.join(", ")
+        ));
     }
     let mut body = vec![
         format!("h = ltorch.layer_norm(x, [{c}], weight=ln1_w, bias=ln1_b)"),
