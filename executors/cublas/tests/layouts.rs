@@ -313,4 +313,14 @@ fn every_dtype_cublas_runs_claims_the_same_chains() {
     );
     let trace = thunder_torch::parse_trace(&text).expect("parses");
     assert!(claim_rounds(&trace, &[]).2.is_empty());
+    // Empty products are left to other executors, with their layout ops.
+    for (x, w) in [("f32[0, 8]", "f32[5, 8]"), ("f32[6, 0]", "f32[5, 0]")] {
+        let text = prog(
+            &[("x", x), ("w", w)],
+            &["t0 = prims.transpose(w, [1, 0])", "t1 = prims.matmul(x, t0)"],
+            "t1",
+        );
+        let trace = thunder_torch::parse_trace(&text).expect("parses");
+        assert!(claim_rounds(&trace, &[]).2.is_empty(), "{x} @ {w}^T");
+    }
 }
