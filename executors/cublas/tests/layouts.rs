@@ -317,7 +317,10 @@ fn every_dtype_cublas_runs_claims_the_same_chains() {
     for (x, w) in [("f32[0, 8]", "f32[5, 8]"), ("f32[6, 0]", "f32[5, 0]")] {
         let text = prog(
             &[("x", x), ("w", w)],
-            &["t0 = prims.transpose(w, [1, 0])", "t1 = prims.matmul(x, t0)"],
+            &[
+                "t0 = prims.transpose(w, [1, 0])",
+                "t1 = prims.matmul(x, t0)",
+            ],
             "t1",
         );
         let trace = thunder_torch::parse_trace(&text).expect("parses");
