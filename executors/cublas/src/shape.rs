@@ -6,6 +6,9 @@
 //! left-hand side, and no data moves. `linear` multiplies by `w` transposed: `w` is `[n, k]`
 //! row-major, i.e. `k x n` column-major, and Lt's transA gives the `n x k` it needs.
 //! A bias of length `n` is a bias over the rows of `D'`, which is what Lt's bias epilogue adds.
+//! In general each operand is a strided matrix ([`Operand`], found by `layout.rs`): a row-major
+//! one is read by Lt untransposed, a transposed (column-major) one with `trans`; [`LtCall`] is
+//! exactly what Lt is given, and the tests emulate it as column-major BLAS.
 
 use crate::layout::Operand;
 use thunder_abi::prims::Prim;
