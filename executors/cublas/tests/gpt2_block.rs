@@ -79,7 +79,76 @@ fn matmuls(view: &TraceView) -> usize {
 #[test]
 fn the_block_claims_every_product_with_its_layouts() {
     // B2 T8 C16 H2 (D 8) in bf16, attention claimed whole by Triton as on the H200.
-    let (fwd, bwd) = grad_traces(&gpt2_block(2, 8, 16, 2, "bf16"));
+    claims_of_the_block(2, 8, 16, 2);
+}
+
+#[test]
+fn the_full_size_block_claims_the_same_and_reads_its_weights_in_place() {
+    // B8 T1024 C768 H12, as gpt2_block_peer.py times it (claims only: no data).
+    let (fview, fregions, bview, bregions) = claims_of_the_block(8, 1024, 768, 12);
+    let calls = |view: &TraceView, regions: &[Vec<u32>]| -> Vec<String> {
+        regions
+            .iter()
+            .map(|r| {
+                let spec = thunder_abi::RegionSpec {
+                    ops: r.clone().into(),
+                    inputs: Vec::new().into(),
+                    outputs: vec![last_output(view, r)].into(),
+                };
+                let c = thunder_cublas::plan_region(view, &spec)
+                    .expect("plans")
+                    .gemm
+                    .lt_call();
+                let t = |b: bool| if b { 'T' } else { 'N' };
+                format!(
+                    "{}{} m{} n{} k{} lda{} ldb{} ldd{}",
+                    t(c.transa),
+                    t(c.transb),
+                    c.d.rows,
+                    c.d.cols,
+                    if c.transa { c.a.rows } else { c.a.cols },
+                    c.a.ld,
+                    c.b.ld,
+                    c.d.ld
+                )
+            })
+            .collect()
+    };
+    let (f, b) = (calls(&fview, &fregions), calls(&bview, &bregions));
+    eprintln!("forward products (Lt terms): {f:#?}\nbackward products: {b:#?}");
+    // Forward: y = x w^T, Lt's D = w x^T read with transa (the weight [N, C] in place).
+    for (call, n) in f.iter().zip([2304, 768, 3072, 768]) {
+        assert!(call.starts_with(&format!("TN m{n} n8192 ")), "{call}");
+    }
+    // Backward: dx = g w (NN) and dw = g^T x (NT, its transposed output folded), per layer.
+    assert_eq!(
+        b.iter().filter(|c| c.starts_with("NN ")).count(),
+        4,
+        "{b:#?}"
+    );
+    assert_eq!(
+        b.iter().filter(|c| c.starts_with("NT ")).count(),
+        4,
+        "{b:#?}"
+    );
+    for call in b.iter().filter(|c| c.starts_with("NT ")) {
+        assert!(call.contains(" k8192 "), "dw sums over B*T rows: {call}");
+    }
+}
+
+/// The one value region `ops` writes: the output of its last op.
+fn last_output(view: &TraceView, ops: &[u32]) -> u32 {
+    let last = *ops.iter().max().expect("ops");
+    view.ops[last as usize].outputs[0]
+}
+
+fn claims_of_the_block(
+    b: i64,
+    t: i64,
+    c: i64,
+    h: i64,
+) -> (TraceView, Vec<Vec<u32>>, TraceView, Vec<Vec<u32>>) {
+    let (fwd, bwd) = grad_traces(&gpt2_block(b, t, c, h, "bf16"));
     let (_, fview, fregions) = claim_rounds(&fwd, &TRITON);
     let (_, bview, bregions) = claim_rounds(&bwd, &TRITON);
     assert_eq!(
@@ -136,6 +205,7 @@ fn the_block_claims_every_product_with_its_layouts() {
             );
         }
     }
+    (fview, fregions, bview, bregions)
 }
 
 #[test]
