@@ -8,7 +8,8 @@
 #  3. the GPT-2 block fwd+bwd bf16 B8 T1024 beside eager and torch.compile
 #     (gpt2_block_peer.py), with the time per executor, every cuBLAS region and the regions
 #     that still hold a transpose; with BEFORE_DIR, the previous build's block in the same run.
-# Prints PASS/FAIL per check; exits non-zero on any FAIL.
+# Prints PASS/FAIL per check; exits non-zero on any FAIL. Stage limits (OPINFO_S 120, CHECK_S 150,
+# BLOCK_S 120 each block run) keep one call under the device's 10 minutes.
 # Build as scripts/gpu/wave_check.sh says (a release `thunder` and the plugins' .so in one
 # folder), then on the device with carry [".gpu-bin"]:
 #   bash scripts/gpu/gemm_layouts_check.sh .gpu-bin [BEFORE_DIR]
@@ -39,17 +40,17 @@ for f in {c["file"] for c in cases}:
 json.dump(cases, open(os.path.join(dst, "manifest.json"), "w"), indent=1)
 print(f"{len(cases)} gradient cases: " + ", ".join(sorted({c['op'] for c in cases})))
 PY
-timeout 240 "$bin/thunder" --config "$cfg" opinfo-check --device cuda:0 \
+timeout "${OPINFO_S:-120}" "$bin/thunder" --config "$cfg" opinfo-check --device cuda:0 \
   --only prims.matmul,ltorch.matmul,ltorch.bmm,ltorch.linear,ltorch.scaled_dot_product_attention \
   --grads "$grads" 2>&1 | tee "$out/layouts_opinfo.txt" | tail -25
 verdict "${PIPESTATUS[0]}" "opinfo-check matmul/bmm/linear/sdpa samples + matmul/linear gradients on cuda:0"
 
 echo "== 2. GPT-2 block f32 B2 T128 on cuda:0 vs the interpreter =="
-timeout 240 python3 "$here/gemm_layouts_check.py" --bin "$bin" --config "$cfg" --check
+timeout "${CHECK_S:-150}" python3 "$here/gemm_layouts_check.py" --bin "$bin" --config "$cfg" --check
 verdict $? "GPT-2 block forward and gradients (f32) on cuda:0"
 
 echo "== 3. GPT-2 block fwd+bwd bf16 B8 T1024 =="
-timeout 150 python3 "$here/gpt2_block_peer.py" --bin "$bin" --config "$cfg" --dtype bf16 \
+timeout "${BLOCK_S:-120}" python3 "$here/gpt2_block_peer.py" --bin "$bin" --config "$cfg" --dtype bf16 \
   --json "$out/layouts_block.json" 2>&1 | tee "$out/layouts_block.txt"
 verdict "${PIPESTATUS[0]}" "GPT-2 block bf16 bench"
 [ -f "$out/layouts_block.json" ] && python3 "$here/gemm_layouts_check.py" --bin "$bin" --config "$cfg" \
@@ -57,7 +58,7 @@ verdict "${PIPESTATUS[0]}" "GPT-2 block bf16 bench"
 if [ -n "$before" ]; then
   echo "== 3b. the same block with BEFORE_DIR's build (same run) =="
   bash "$here/gpu_config.sh" "$before" "${TMPDIR:-/tmp}/thunder-layouts-kernel-cache-before" > "$out/plugins-before.toml"
-  timeout 150 python3 "$here/gpt2_block_peer.py" --bin "$before" --config "$out/plugins-before.toml" --dtype bf16 \
+  timeout "${BLOCK_S:-120}" python3 "$here/gpt2_block_peer.py" --bin "$before" --config "$out/plugins-before.toml" --dtype bf16 \
     --json "$out/layouts_block_before.json" 2>&1 | tee "$out/layouts_block_before.txt"
   [ -f "$out/layouts_block_before.json" ] && python3 "$here/gemm_layouts_check.py" --bin "$before" \
     --config "$out/plugins-before.toml" --regions "$out/layouts_block_before.json"
