@@ -1,6 +1,8 @@
 //! `cublas`: matmul, batched matmul and linear on CUDA through cuBLASLt, in f32 (TF32 only when
 //! the `tf32` option is on), f16 and bf16, with the bias epilogue for `linear` and the GELU
-//! epilogue for a `linear` followed by a tanh `gelu`. One handle and workspace per device.
+//! epilogue for a `linear` followed by a tanh `gelu`. A product also claims the transposes and
+//! reshapes that only re-read its operands or re-write its output, and runs them as operand
+//! layouts (`layout.rs`): they are never materialized. One handle and workspace per device.
 //!
 //! Without a CUDA driver or cuBLASLt it loads, reports itself unavailable and claims nothing.
 //! cuDNN (conv2d, attention) is not done yet.
@@ -8,10 +10,14 @@
 //! Options: `tf32 = true` (default false), `workspace_mb = 32`.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+pub mod layout;
 mod lt;
 pub mod shape;
 
+pub use layout::Plan;
+use std::collections::HashSet;
 use thunder_abi::export::{option_bool, option_int, CompiledRegion, Executor};
+use thunder_abi::prims::Prim;
 use thunder_abi::{
     DeviceKind, ExecContext, HostServices, OptionValue, PluginError, PluginInfo, RegionSpec,
     TensorDesc, TraceView, ABI_VERSION,
@@ -65,28 +71,108 @@ impl Cublas {
     }
 }
 
-/// The regions claimed in `view`: each product alone, or a `linear` with the tanh `gelu` that
-/// directly follows it and is its only use.
+/// The regions claimed in `view`: each product with the transposes and reshapes that only
+/// re-read its operands or re-write its output (see `layout.rs`), or a `linear` with the tanh
+/// `gelu` that directly follows it and is its only use.
 pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < view.ops.len() {
-        let op = &view.ops[i];
-        if !op.claimed && shape::gemm_of(view, op).is_some() {
-            let next = view.ops.get(i + 1);
-            let fuse = &*op.symbol == "ltorch.linear"
-                && next
-                    .is_some_and(|g| !g.claimed && shape::is_tanh_gelu_of(view, g, op.outputs[0]));
-            if fuse {
-                out.push(vec![i as u32, i as u32 + 1]);
-                i += 2;
-                continue;
-            }
-            out.push(vec![i as u32]);
+    let mut taken: HashSet<u32> = HashSet::new();
+    for (i, op) in view.ops.iter().enumerate() {
+        let i = i as u32;
+        if op.claimed || taken.contains(&i) || shape::gemm_of(view, op).is_none() {
+            continue;
         }
-        i += 1;
+        let region = if &*op.symbol == "ltorch.linear" {
+            let next = view.ops.get(i as usize + 1);
+            let fuse = next.is_some_and(|g| {
+                !g.claimed
+                    && !taken.contains(&(i + 1))
+                    && shape::is_tanh_gelu_of(view, g, op.outputs[0])
+            });
+            if fuse {
+                vec![i, i + 1]
+            } else {
+                vec![i]
+            }
+        } else {
+            let free = |j: u32| !view.ops[j as usize].claimed && !taken.contains(&j);
+            match layout::plan_matmul(view, i, &free) {
+                Some(plan) => plan.ops,
+                None => continue,
+            }
+        };
+        taken.extend(region.iter().copied());
+        out.push(region);
     }
     out
+}
+
+/// How the region `ops` (a claim of [`claims`]) runs: the product, the buffers it reads and
+/// the one it writes.
+pub fn plan_region(view: &TraceView, region: &RegionSpec) -> Result<Plan, PluginError> {
+    let ops = &region.ops;
+    let first = *ops
+        .first()
+        .ok_or_else(|| PluginError::invalid(format!("{NAME}: empty region")))?;
+    let op = view
+        .ops
+        .get(first as usize)
+        .ok_or_else(|| PluginError::invalid(format!("{NAME}: op {first} out of range")))?;
+    let out = match region.outputs.as_slice() {
+        [o] => *o,
+        other => {
+            return Err(PluginError::invalid(format!(
+                "{NAME}: a region writes one value, this one {}",
+                other.len()
+            )))
+        }
+    };
+    if &*op.symbol == "ltorch.linear" {
+        let mut gemm = shape::gemm_of(view, op)
+            .ok_or_else(|| PluginError::unsupported(format!("{NAME}: cannot run {}", op.symbol)))?;
+        gemm.gelu = ops.len() == 2;
+        let mut tensors = op.input_values();
+        let (lhs, rhs) = tensors
+            .next()
+            .zip(tensors.next())
+            .ok_or_else(|| PluginError::invalid(format!("{NAME}: linear without a weight")))?;
+        return Ok(Plan {
+            gemm,
+            lhs,
+            rhs,
+            bias: tensors.next(),
+            out,
+            ops: ops.to_vec(),
+        });
+    }
+    let matmuls: Vec<u32> = ops
+        .iter()
+        .copied()
+        .filter(|&i| {
+            view.ops
+                .get(i as usize)
+                .is_some_and(|o| o.symbol.as_str() == Prim::Matmul.id())
+        })
+        .collect();
+    let [i] = matmuls.as_slice() else {
+        return Err(PluginError::unsupported(format!(
+            "{NAME}: a region runs one product, this one has {}",
+            matmuls.len()
+        )));
+    };
+    let member = |j: u32| ops.contains(&j);
+    let plan = layout::plan_matmul(view, *i, &member).ok_or_else(|| {
+        PluginError::unsupported(format!("{NAME}: cannot run op {i} ({})", Prim::Matmul.id()))
+    })?;
+    let mut sorted = ops.to_vec();
+    sorted.sort_unstable();
+    if plan.ops != sorted || plan.out != out {
+        return Err(PluginError::internal(format!(
+            "{NAME}: region {sorted:?} writing t{out} does not fold into one product (ops {:?}, writes t{})",
+            plan.ops, plan.out
+        )));
+    }
+    Ok(plan)
 }
 
 impl Executor for Cublas {
@@ -107,21 +193,10 @@ impl Executor for Cublas {
         region: &RegionSpec,
     ) -> Result<Box<dyn CompiledRegion>, PluginError> {
         lt::availability().map_err(PluginError::unsupported)?;
-        let first = *region
-            .ops
-            .first()
-            .ok_or_else(|| PluginError::invalid(format!("{NAME}: empty region")))?;
-        let op = &view.ops[first as usize];
-        let mut g = shape::gemm_of(view, op)
-            .ok_or_else(|| PluginError::unsupported(format!("{NAME}: cannot run {}", op.symbol)))?;
-        g.gelu = region.ops.len() == 2;
-        let out = *region
-            .outputs
-            .first()
-            .ok_or_else(|| PluginError::invalid(format!("{NAME}: region without an output")))?;
-        let ordinal = view.values[out as usize].device.index;
-        let operands: Vec<u32> = op.input_values().collect();
-        let prepared = lt::prepare(g, ordinal, self.tf32, self.workspace_bytes)
+        let plan = plan_region(view, region)?;
+        let ordinal = view.values[plan.out as usize].device.index;
+        let operands: Vec<u32> = [plan.lhs, plan.rhs].into_iter().chain(plan.bias).collect();
+        let prepared = lt::prepare(plan.gemm, ordinal, self.tf32, self.workspace_bytes)
             .map_err(PluginError::internal)?;
         Ok(Box::new(Product {
             prepared,
@@ -134,7 +209,7 @@ impl Executor for Cublas {
 
 struct Product {
     prepared: lt::Prepared,
-    /// The op's tensor operands: lhs, rhs (and bias), as trace values.
+    /// The buffers read as lhs, rhs (and bias), as trace values.
     operands: Vec<u32>,
     region_inputs: Vec<u32>,
     ordinal: u32,

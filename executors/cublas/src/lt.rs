@@ -1,7 +1,7 @@
 //! cuBLASLt: one handle and one workspace per device, created on first use and kept for the
 //! process; a compiled product holds its descriptors and the algorithm picked for its shape.
 
-use crate::shape::Gemm;
+use crate::shape::{Gemm, LtMatrix};
 use cudarc::cublaslt::{result as lt, sys as ltsys};
 use cudarc::driver::{result as cu, sys as cusys};
 use std::collections::HashMap;
@@ -126,16 +126,13 @@ fn set_attr<T>(
 
 fn layout(
     dtype: thunder_abi::DTypeCode,
-    rows: u64,
-    cols: u64,
-    ld: u64,
-    batch: u64,
+    m: LtMatrix,
 ) -> Result<ltsys::cublasLtMatrixLayout_t, String> {
-    let l = lt::create_matrix_layout(data_type(dtype), rows, cols, ld as i64)
+    let l = lt::create_matrix_layout(data_type(dtype), m.rows, m.cols, m.ld as i64)
         .map_err(|e| format!("cublasLtMatrixLayoutCreate: {e:?}"))?;
-    if batch > 1 {
-        let count = batch as i32;
-        let stride = (rows * cols) as i64;
+    if m.batch > 1 {
+        let count = m.batch as i32;
+        let stride = m.stride as i64;
         // SAFETY: attribute types per the cuBLASLt docs (int32 count, int64 stride).
         unsafe {
             lt::set_matrix_layout_attribute(
@@ -174,13 +171,21 @@ pub fn prepare(
         };
         let desc = lt::create_matmul_desc(compute, ltsys::cudaDataType::CUDA_R_32F)
             .map_err(|e| format!("cublasLtMatmulDescCreate: {e:?}"))?;
-        if g.rhs_transposed {
-            set_attr(
-                desc,
+        let call = g.lt_call();
+        for (attr, on) in [
+            (
                 ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                call.transa,
+            ),
+            (
+                ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
+                call.transb,
+            ),
+        ] {
+            if on {
                 // cublasOperation_t CUBLAS_OP_T (an int32 attribute).
-                &1i32,
-            )?;
+                set_attr(desc, attr, &1i32)?;
+            }
         }
         let epilogue = match (g.bias, g.gelu) {
             (true, true) => Some(ltsys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_GELU_BIAS),
@@ -196,13 +201,9 @@ pub fn prepare(
             )?;
         }
         // See shape.rs: Lt's A is our right operand, Lt's B our left one.
-        let a = if g.rhs_transposed {
-            layout(g.dtype, g.k, g.n, g.k, g.batch)?
-        } else {
-            layout(g.dtype, g.n, g.k, g.n, g.batch)?
-        };
-        let b = layout(g.dtype, g.k, g.m, g.k, g.batch)?;
-        let d = layout(g.dtype, g.n, g.m, g.n, g.batch)?;
+        let a = layout(g.dtype, call.a)?;
+        let b = layout(g.dtype, call.b)?;
+        let d = layout(g.dtype, call.d)?;
         let pref = lt::create_matmul_pref().map_err(|e| format!("preference: {e:?}"))?;
         let ws = workspace_bytes as u64;
         // SAFETY: a u64 attribute.

@@ -6,7 +6,11 @@
 //! left-hand side, and no data moves. `linear` multiplies by `w` transposed: `w` is `[n, k]`
 //! row-major, i.e. `k x n` column-major, and Lt's transA gives the `n x k` it needs.
 //! A bias of length `n` is a bias over the rows of `D'`, which is what Lt's bias epilogue adds.
+//! In general each operand is a strided matrix ([`Operand`], found by `layout.rs`): a row-major
+//! one is read by Lt untransposed, a transposed (column-major) one with `trans`; [`LtCall`] is
+//! exactly what Lt is given, and the tests emulate it as column-major BLAS.
 
+use crate::layout::Operand;
 use thunder_abi::prims::Prim;
 use thunder_abi::{ArgView, DTypeCode, DeviceKind, OpView, TraceView};
 
@@ -16,11 +20,14 @@ pub struct Gemm {
     pub m: u64,
     pub n: u64,
     pub k: u64,
-    /// Products in the batch (strided, contiguous).
+    /// Products in the batch (one stride per operand).
     pub batch: u64,
     pub dtype: DTypeCode,
-    /// The right operand is `[n, k]` and used transposed (`linear`'s weight).
-    pub rhs_transposed: bool,
+    /// Where the `m x k` left operand, the `k x n` right operand and the `m x n` output lie in
+    /// their buffers (the output is always row-major; see `layout.rs`).
+    pub lhs: Operand,
+    pub rhs: Operand,
+    pub out: Operand,
     pub bias: bool,
     /// tanh-approximated GELU applied after the bias (Lt's GELU epilogue).
     pub gelu: bool,
@@ -71,13 +78,20 @@ pub fn gemm_of(view: &TraceView, op: &OpView) -> Option<Gemm> {
             return None;
         }
         let r = sa.len();
+        let (m, k, n) = (
+            positive(&sa[r - 2..r - 1])?,
+            positive(&sa[r - 1..])?,
+            positive(&sb[r - 1..])?,
+        );
         return Some(Gemm {
-            m: positive(&sa[r - 2..r - 1])?,
-            k: positive(&sa[r - 1..])?,
-            n: positive(&sb[r - 1..])?,
+            m,
+            n,
+            k,
             batch: positive(&sa[..r - 2])?,
             dtype: out_dtype,
-            rhs_transposed: false,
+            lhs: Operand::row_major(m, k),
+            rhs: Operand::row_major(k, n),
+            out: Operand::row_major(m, n),
             bias: false,
             gelu: false,
         });
@@ -101,14 +115,22 @@ pub fn gemm_of(view: &TraceView, op: &OpView) -> Option<Gemm> {
                 return None;
             }
         }
-        // Leading dims of x fold into m: x is contiguous.
+        // Leading dims of x fold into m: x is contiguous. w is `[n, k]`: the `k x n` right
+        // operand stored transposed.
+        let (m, k, n) = (
+            positive(&sx[..sx.len() - 1])?,
+            positive(&sw[1..])?,
+            positive(&sw[..1])?,
+        );
         return Some(Gemm {
-            m: positive(&sx[..sx.len() - 1])?,
-            k: positive(&sw[1..])?,
-            n: positive(&sw[..1])?,
+            m,
+            n,
+            k,
             batch: 1,
             dtype: out_dtype,
-            rhs_transposed: true,
+            lhs: Operand::row_major(m, k),
+            rhs: Operand::row_major(n, k).flipped(),
+            out: Operand::row_major(m, n),
             bias,
             gelu: false,
         })
@@ -129,4 +151,55 @@ pub fn is_tanh_gelu_of(view: &TraceView, gelu_op: &OpView, linear_out: u32) -> b
             .count()
             == 1
         && !view.outputs.contains(&linear_out)
+}
+
+/// One cuBLASLt matrix layout: `batch` column-major `rows x cols` matrices with leading dim
+/// `ld`, `stride` elements apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LtMatrix {
+    pub rows: u64,
+    pub cols: u64,
+    pub ld: u64,
+    pub batch: u64,
+    pub stride: u64,
+}
+
+/// What `cublasLtMatmul` is given for a product: `D = op(A) op(B)` in column-major terms, with
+/// `op` the transpose where `transa` / `transb` say so. Lt's A is our right operand, Lt's B our
+/// left one and D our output, each read column-major (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LtCall {
+    pub transa: bool,
+    pub transb: bool,
+    pub a: LtMatrix,
+    pub b: LtMatrix,
+    pub d: LtMatrix,
+}
+
+impl Gemm {
+    pub fn lt_call(&self) -> LtCall {
+        // A row-major `rows x cols` operand is the column-major `cols x rows` matrix, used
+        // transposed by `op`; a transposed one is the column-major `rows x cols` matrix as is.
+        let mat = |o: Operand, rows: u64, cols: u64| {
+            let (r, c) = if o.transposed {
+                (rows, cols)
+            } else {
+                (cols, rows)
+            };
+            LtMatrix {
+                rows: r,
+                cols: c,
+                ld: o.ld,
+                batch: self.batch,
+                stride: o.batch_stride,
+            }
+        };
+        LtCall {
+            transa: self.rhs.transposed,
+            transb: self.lhs.transposed,
+            a: mat(self.rhs, self.k, self.n),
+            b: mat(self.lhs, self.m, self.k),
+            d: mat(self.out, self.m, self.n),
+        }
+    }
 }

@@ -4,6 +4,7 @@
 use thunder_abi::export::Executor;
 use thunder_abi::{DTypeCode, TraceView};
 use thunder_core::host::view::trace_view;
+use thunder_cublas::layout::Operand;
 use thunder_cublas::shape::{gemm_of, Gemm};
 use thunder_cublas::{claims, Cublas};
 use thunder_torch::parse_trace;
@@ -26,7 +27,9 @@ fn batched_matmul_maps_to_one_strided_batch() {
             k: 32,
             batch: 6,
             dtype: DTypeCode::BF16,
-            rhs_transposed: false,
+            lhs: Operand::row_major(64, 32),
+            rhs: Operand::row_major(32, 16),
+            out: Operand::row_major(64, 16),
             bias: false,
             gelu: false
         })
@@ -42,7 +45,7 @@ fn linear_takes_its_bias_and_a_following_tanh_gelu() {
     let v = view(&text("tanh"));
     let g = gemm_of(&v, &v.ops[0]).expect("linear is a product");
     assert_eq!(
-        (g.m, g.n, g.k, g.batch, g.rhs_transposed, g.bias),
+        (g.m, g.n, g.k, g.batch, g.rhs.transposed, g.bias),
         (1024, 3072, 768, 1, true, true)
     );
     assert_eq!(g.flops(), 2.0 * 1024.0 * 3072.0 * 768.0);
