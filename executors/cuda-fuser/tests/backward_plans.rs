@@ -207,6 +207,35 @@ fn layer_norm_backward_is_a_column_and_a_row_kernel() {
     }
 }
 
+const BIAS_GELU: &str = r#"def computation(x, b):
+  # x: "cuda:0 bf16[2, 8, 256]"
+  # b: "cuda:0 bf16[256]"
+  t = ltorch.add(x, b)
+  y = ltorch.gelu(t, approximate='tanh')
+  return (y,)
+"#;
+
+/// The tanh-GELU backward with its bias gradient: one column kernel that reads the cotangent
+/// and the GELU's input and writes `dx` and the bias gradient, no f32 intermediate.
+#[test]
+fn gelu_backward_with_bias_gradient_is_one_column_kernel() {
+    let t = backward_of(BIAS_GELU);
+    let view = common::flat_view(&t);
+    let regions = regions(&t);
+    assert_eq!(regions.len(), 1);
+    let plans = describe(&view, &regions[0].1);
+    assert_eq!(regions[0].1.len(), 1, "{plans}");
+    for dtype in ["bf16", "f16", "f32"] {
+        let rtol = if dtype == "f32" { 1e-5 } else { 2e-2 };
+        let text = BIAS_GELU.replace("bf16", dtype);
+        emulate_against_interpreter(
+            &format!("bias-gelu backward {dtype}"),
+            &backward_of(&text),
+            rtol,
+        );
+    }
+}
+
 /// The GPT-2 block of `scripts/gpu/gpt2_block_peer.py` (B2 T16 C64 H4): its backward regions.
 fn gpt2_block(b: i64, t: i64, c: i64, h: i64) -> String {
     let d = c / h;
@@ -270,6 +299,9 @@ fn gpt2_block_backward_regions() {
     let view = common::flat_view(&t);
     let mut report = String::new();
     let mut cats = 0;
+    // Intermediates of the recomputed GELU and layer norms, once written as f32 [B, T, C]
+    // tensors by one region (before a GEMM) and read by the next.
+    let mut f32_crossings = Vec::new();
     for (i, (ops, kernels)) in regions(&t).iter().enumerate() {
         let names: Vec<&str> = ops
             .iter()
@@ -289,6 +321,14 @@ fn gpt2_block_backward_regions() {
         ));
         for k in kernels {
             for o in &k.outputs {
+                let m = &view.values[o.value as usize];
+                if m.dtype == thunder_abi::DTypeCode::F32
+                    && m.shape.len() == 3
+                    && m.shape[..2] == [2, 16]
+                    && m.shape[2] > 1
+                {
+                    f32_crossings.push(o.value);
+                }
                 assert!(
                     k.inputs.iter().all(|i| i.value != o.value),
                     "t{} is read and written by one kernel:\n{report}",
@@ -297,6 +337,10 @@ fn gpt2_block_backward_regions() {
             }
         }
     }
-    eprintln!("{report}");
+    eprintln!("{text}\n{report}");
     assert_eq!(cats, 1, "{report}");
+    assert!(
+        f32_crossings.is_empty(),
+        "f32 activations {f32_crossings:?} cross between kernels:\n{report}"
+    );
 }
