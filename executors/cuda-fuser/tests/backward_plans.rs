@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use thunder_abi::claim::contiguous_runs;
 use thunder_core::autograd::{split_forward_backward_vjp, vjp_in_trace};
-use thunder_core::ir::{TensorType, Trace};
+use thunder_core::ir::{BoundSymbol, TensorType, Trace};
 use thunder_core::trace_ctx::trace_with;
 use thunder_core::{Array, Device, Tensor};
 use thunder_cuda_fuser::{emulate, plan, support};
@@ -60,9 +60,28 @@ fn backward_of(text: &str) -> Trace {
     t
 }
 
+/// `trace` decomposed to prims as the claim sees it on a GPU: the attention ops stay whole (the
+/// Triton executor claims them), everything else is offered to the fuser as prims.
+fn claim_view(trace: &Trace) -> thunder_abi::TraceView {
+    fn leaves(b: &BoundSymbol, out: &mut Vec<BoundSymbol>) {
+        if b.subsymbols.is_empty() || b.sym.id.starts_with("ltorch.sdpa_") {
+            out.push(b.clone());
+        } else {
+            for s in &b.subsymbols {
+                leaves(s, out);
+            }
+        }
+    }
+    let mut flat = Vec::new();
+    for b in &trace.bsyms {
+        leaves(b, &mut flat);
+    }
+    thunder_core::host::view::trace_view(trace, &flat)
+}
+
 /// The kernels of each region the fuser would claim in `trace` (maximal runs of accepted ops).
 fn regions(trace: &Trace) -> Vec<(Vec<u32>, Vec<plan::Kernel>)> {
-    let view = common::flat_view(trace);
+    let view = claim_view(trace);
     contiguous_runs(&view, |op| support::accepts(&view, op))
         .into_iter()
         .map(|ops| {
@@ -170,7 +189,7 @@ const LAYER_NORM: &str = r#"def computation(x, w, b):
 fn layer_norm_backward_is_a_column_and_a_row_kernel() {
     let t = backward_of(LAYER_NORM);
     let text = thunder_core::text::print_trace(&t);
-    let view = common::flat_view(&t);
+    let view = claim_view(&t);
     let regions = regions(&t);
     assert_eq!(regions.len(), 1, "{text}");
     let kernels = &regions[0].1;
@@ -220,7 +239,7 @@ const BIAS_GELU: &str = r#"def computation(x, b):
 #[test]
 fn gelu_backward_with_bias_gradient_is_one_column_kernel() {
     let t = backward_of(BIAS_GELU);
-    let view = common::flat_view(&t);
+    let view = claim_view(&t);
     let regions = regions(&t);
     assert_eq!(regions.len(), 1);
     let plans = describe(&view, &regions[0].1);
@@ -296,7 +315,7 @@ fn gpt2_block(b: i64, t: i64, c: i64, h: i64) -> String {
 fn gpt2_block_backward_regions() {
     let t = backward_of(&gpt2_block(2, 16, 64, 4));
     let text = thunder_core::text::print_trace(&t);
-    let view = common::flat_view(&t);
+    let view = claim_view(&t);
     let mut report = String::new();
     let mut cats = 0;
     // Intermediates of the recomputed GELU and layer norms, once written as f32 [B, T, C]
