@@ -62,7 +62,7 @@ pub(super) fn sink_unfusible(mut bsyms: Vec<BoundSymbol>) -> Vec<BoundSymbol> {
             .iter()
             .zip(&block[1..])
             .all(|(b, &m)| !m || b.sym.tags.contains(&Tag::ShapeOp));
-        if !layout_only {
+        if !layout_only || block.iter().all(|&m| m) {
             continue;
         }
         let run: Vec<BoundSymbol> = bsyms.drain(i..end).collect();
@@ -70,21 +70,19 @@ pub(super) fn sink_unfusible(mut bsyms: Vec<BoundSymbol>) -> Vec<BoundSymbol> {
         let reordered: Vec<BoundSymbol> = stay.into_iter().chain(moved).map(|(b, _)| b).collect();
         bsyms.splice(i..i, reordered);
     }
+    // Which values a fusible op reads (moves do not change who reads what).
+    let fused_reads: HashSet<Value> = bsyms
+        .iter()
+        .filter(|b| fusible(b))
+        .flat_map(|b| b.input_values())
+        .collect();
     for i in (0..bsyms.len()).rev() {
-        if !fusible(&bsyms[i]) {
+        if !fusible(&bsyms[i]) || bsyms[i].outputs.iter().any(|v| fused_reads.contains(v)) {
             continue;
         }
         let outs: HashSet<Value> = bsyms[i].outputs.iter().copied().collect();
-        let Some(first) = bsyms[i + 1..].iter().position(|b| reads(b, &outs)) else {
-            continue;
-        };
-        let first = i + 1 + first;
-        let only_unfusible = bsyms[first..]
-            .iter()
-            .filter(|b| reads(b, &outs))
-            .all(|b| !fusible(b));
-        if only_unfusible && first > i + 1 {
-            bsyms[i..first].rotate_left(1);
+        if let Some(first) = bsyms[i + 1..].iter().position(|b| reads(b, &outs)) {
+            bsyms[i..=i + first].rotate_left(1);
         }
     }
     bsyms

@@ -53,10 +53,9 @@ impl Planner<'_> {
         }
     }
 
-    /// `node` of the closing kernel `k` as an expression over memory, if it reads only loads
-    /// (no reduction, no guarded load).
+    /// `node` of the closing kernel `k` as an expression over memory, if it reads only
+    /// full-level loads (no reduction, no row value, no guarded load).
     pub(super) fn recomputable(&self, k: &Kernel, node: NodeId) -> Option<Expr> {
-        (k.nodes.get(node)?.level == Level::Full).then_some(())?;
         self.expr_of_node(k, node)
     }
 
@@ -100,24 +99,11 @@ impl Planner<'_> {
                 dtype: n.dtype,
             })),
         };
-        // Strides over the full shape: a row-level leaf reads 0 along the reduced dims.
-        let full_strides = |strides: &[i64]| -> Vec<i64> {
-            match n.level {
-                Level::Full => strides.to_vec(),
-                Level::Row => {
-                    let mut it = strides.iter();
-                    (0..k.full_shape.len())
-                        .map(|d| {
-                            if k.reduced.contains(&d) {
-                                0
-                            } else {
-                                it.next().copied().unwrap_or(0)
-                            }
-                        })
-                        .collect()
-                }
-            }
-        };
+        // Only full-level work: a row value (a reduction's result, or a value read once per
+        // row) is left to memory.
+        if n.level != Level::Full {
+            return None;
+        }
         let kind = match &n.kind {
             NodeKind::Load {
                 input,
@@ -127,7 +113,7 @@ impl Planner<'_> {
             } => ExprKind::Load {
                 value: k.inputs.get(*input)?.value,
                 base: *base,
-                strides: full_strides(strides),
+                strides: strides.clone(),
             },
             NodeKind::Iota {
                 start,
@@ -138,7 +124,7 @@ impl Planner<'_> {
                 start: *start,
                 step: *step,
                 base: *base,
-                strides: full_strides(strides),
+                strides: strides.clone(),
             },
             NodeKind::Unary(m, a) => ExprKind::Unary(*m, operand(a)?),
             NodeKind::Binary(m, a, b) => ExprKind::Binary(*m, operand(a)?, operand(b)?),
