@@ -12,6 +12,7 @@ weights broadcast), scalar rows (odd lengths), tiled transposes (edge tiles, bat
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,21 @@ import tempfile
 import numpy as np
 
 TOL = {"f32": 1e-4, "f16": 2e-2, "bf16": 5e-2}
+
+def bf16_grads(name, body, shapes, lines=(), ret=None):
+    """A gradient case computed in bf16: `.npy` has no bf16, so the inputs are f32 and the
+    program converts each to bf16 first (the gradients come back as f32 of bf16 values) and its
+    loss back to f32. Gradients are compared at bf16's tolerance; the forward is not (a bf16
+    loss against examine's f32 tolerance), the forward-only bf16 cases cover it."""
+    names = list(shapes)
+    text = f"def f({', '.join(names)}):\n"
+    text += "".join(f"    {n}_ = ltorch.to({n}, dtypes.bf16)\n" for n in names)
+    rename = lambda e: re.sub(r"\b(%s)\b" % "|".join(names), r"\1_", e)
+    text += "".join(f"    {rename(l)}\n" for l in lines)
+    text += f"    return ltorch.to({rename(ret or body)}, dtypes.f32)\n"
+    inputs = {n: "randn:f32[%s]" % ",".join(map(str, s)) for n, s in shapes.items()}
+    return (name, None, inputs, True, text, TOL["bf16"])
+
 
 # name, program body (inputs first line), inputs {name: spec}, grad?
 CASES = [
@@ -45,6 +61,29 @@ CASES = [
      {"x": "randn:f32[16,50257]", "t": "zeros:i64[16]"}, True),
     ("cross_entropy f16 1024", "ltorch.cross_entropy(x, t)",
      {"x": "randn:f16[64,1024]", "t": "zeros:i64[64]"}, True),
+    # Issue 17 row kernels with their backward (3-d rows, odd lengths, every float dtype).
+    ("layer_norm f16 odd 999 loss", "ltorch.sum(ltorch.mul(ltorch.layer_norm(x, [999], weight=w, bias=b), r))",
+     {"x": "randn:f16[17,999]", "w": "randn:f16[999]", "b": "randn:f16[999]", "r": "randn:f16[17,999]"}, True),
+    ("log_softmax f32 50257 loss", "ltorch.sum(ltorch.mul(ltorch.log_softmax(x, -1), r))",
+     {"x": "randn:f32[8,50257]", "r": "randn:f32[8,50257]"}, True),
+    # bf16 gradients (see bf16_grads: f32 inputs converted in the program, so .npy can hold them).
+    bf16_grads("layer_norm bf16 3d 768 loss", "ltorch.sum(ltorch.mul(ltorch.layer_norm(x, [768], weight=w, bias=b), r))",
+               {"x": [4, 64, 768], "w": [768], "b": [768], "r": [4, 64, 768]}),
+    bf16_grads("rms_norm bf16 768 loss", "ltorch.sum(ltorch.mul(ltorch.rms_norm(x, [768], weight=w), r))",
+               {"x": [256, 768], "w": [768], "r": [256, 768]}),
+    bf16_grads("softmax bf16 4096 loss", "ltorch.sum(ltorch.mul(ltorch.softmax(x, -1), r))",
+               {"x": [32, 4096], "r": [32, 4096]}),
+    # The GPT-2 block's layer_norm-backward region: residual add in, a linear's bias gradient out.
+    bf16_grads("ln bwd residual bias-grad bf16",
+               "ltorch.sum(ltorch.mul(ltorch.add(ltorch.layer_norm(ltorch.add(x, ltorch.linear(a, wl, bl)), [768], weight=w, bias=b), x), r))",
+               {"x": [4, 64, 768], "a": [4, 64, 768], "wl": [768, 768], "bl": [768], "w": [768], "b": [768], "r": [4, 64, 768]}),
+    # The GELU backward with its bias gradient (one column kernel, no f32 intermediate).
+    bf16_grads("bias-gelu bwd bf16", "ltorch.sum(ltorch.mul(ltorch.gelu(ltorch.add(x, b), approximate='tanh'), r))",
+               {"x": [4, 64, 3072], "b": [3072], "r": [4, 64, 3072]}),
+    # split's gradient is one concatenation (prims.cat) of the pieces' gradients.
+    bf16_grads("split qkv grads bf16", None, {"x": [4, 64, 2304], "r": [4, 64, 768]},
+               ["q, k, v = ltorch.split(x, [768, 768, 768], dim=2)"],
+               "ltorch.sum(ltorch.mul(ltorch.add(ltorch.mul(q, k), v), r))"),
     ("transpose bf16 batch", "ltorch.add(ltorch.transpose(x, 1, 2), y)",
      {"x": "randn:bf16[4,384,256]", "y": "randn:bf16[4,256,384]"}, False),
     ("transpose f32 edges loss", "ltorch.sum(ltorch.mul(ltorch.transpose(x, 0, 1), r))",
@@ -95,7 +134,7 @@ def main():
             rc, out = run([thunder, "--config", a.config, "examine", p, "--device", a.device] + ins)
             verdict = [l for l in out.splitlines() if "outputs match" in l or "differ" in l.lower()]
             fwd_ok = rc == 0 and any("match" in l for l in verdict)
-            msg = f"{name:30} fwd {'ok' if fwd_ok else 'FAIL'}"
+            msg = f"{name:30} fwd {'PASS' if fwd_ok else 'FAIL'}"
             if tol_override is not None:
                 msg = f"{name:30} fwd (not compared)"
             elif not fwd_ok:
@@ -127,7 +166,7 @@ def main():
                         worst = max(worst, err)
                 else:
                     print((o1 + o2)[-1500:])
-                msg += f"  grads {'ok' if ok else 'FAIL'} (worst rel {worst:.2e})"
+                msg += f"  grads {'PASS' if ok else 'FAIL'} (worst rel {worst:.2e})"
                 bad += 0 if ok else 1
             print(msg, flush=True)
     print(f"rows_check: {bad} failures")

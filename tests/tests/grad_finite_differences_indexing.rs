@@ -127,6 +127,23 @@ fn indexing_and_joining() {
         }),
         vec![values(&[3, 2], 64, -1.0, 1.0)],
     );
+    // A piece with no cotangent (unused) gets zeros in the concatenated gradient.
+    check(
+        "split, a piece unused, negative dim",
+        op!(|x| {
+            let p = x[0].split(2, -1);
+            &p[0] * &p[0]
+        }),
+        vec![a()],
+    );
+    check(
+        "chunk of 3, the middle one unused",
+        op!(|x| {
+            let p = x[0].chunk(3, 0);
+            ltorch::cat(&[&p[2] * 2.0, p[0].clone()], 0).unwrap()
+        }),
+        vec![a()],
+    );
     let rows = Array::from_slice(&[2i64, 0, 2, 1], &[4]).unwrap();
     check_indexed(
         "index_select",
@@ -446,4 +463,20 @@ fn every_float_prim_of_the_elementwise_table() {
         checked += 1;
     }
     assert!(checked >= 40, "only {checked} rows checked");
+}
+
+/// split's gradient is one concatenation of the pieces' cotangents, not a padded copy of each
+/// piece summed (which wrote and read the input's size once per piece).
+#[test]
+fn split_gradient_is_a_concatenation() {
+    let f = value_and_grad(Some(interpreter_host()), |x: &[Tensor]| {
+        let p = x[0].split(4, 1);
+        vec![ltorch::sum(&(&(&p[0] * &p[1]) + &p[2]), None, false).unwrap()]
+    });
+    f.call(&[values(&[2, 12], 66, -1.0, 1.0).with_requires_grad(true)])
+        .unwrap();
+    let t = f.last_traces().unwrap();
+    let text = thunder_core::text::print_trace(t.backward.final_trace());
+    assert!(text.contains("prims.cat"), "{text}");
+    assert!(!text.contains("prims.pad"), "{text}");
 }

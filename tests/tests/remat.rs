@@ -115,6 +115,25 @@ fn an_mlp_saves_the_gemm_output_not_the_gelu_chain() {
         text.contains("prims.tanh"),
         "the backward recomputes tanh:\n{text}"
     );
+    // The recomputed chain and the GELU backward that reads it form one run with no GEMM
+    // inside (a fuser keeps the f32 intermediates in registers): the recomputation comes
+    // after the GEMM giving the hidden gradient, and w2's weight-gradient GEMM after the last
+    // op reading the tanh.
+    let ids: Vec<&str> = bwd.bsyms.iter().map(|b| b.sym.id).collect();
+    let at = ids.iter().position(|&s| s == "prims.tanh").unwrap();
+    let tanh = bwd.bsyms[at].outputs[0];
+    let last_reader = (0..ids.len())
+        .rev()
+        .find(|&i| bwd.bsyms[i].input_values().any(|v| v == tanh))
+        .unwrap();
+    let gemms: Vec<usize> = (0..ids.len())
+        .filter(|&i| ids[i] == "prims.matmul")
+        .collect();
+    assert!(gemms.iter().any(|&i| i < at), "{text}");
+    assert!(
+        gemms.iter().all(|&i| i < at || i > last_reader),
+        "a GEMM between the recomputed tanh and its last reader:\n{text}"
+    );
     thunder_tests::finite_differences::check(
         "mlp with recomputed gelu",
         thunder_tests::op!(|x| mlp(x)),

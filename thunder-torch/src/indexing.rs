@@ -247,6 +247,40 @@ pub(crate) fn chunk_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     split_by(&a, dim, &sizes)
 }
 
+/// The VJP of `split` and `chunk` (the dim is argument 2 of both): the pieces' cotangents
+/// concatenated back along the dim (zeros for a piece with none), so each is written once into
+/// its place. Differentiating the decomposition instead pads every piece to the full size and
+/// adds the padded copies.
+pub(crate) fn pieces_vjp(
+    args: &[Arg],
+    outs: &[Tensor],
+    cots: &[Option<Tensor>],
+) -> Result<Vec<Option<Tensor>>> {
+    let mut grads = vec![None; args.len()];
+    if cots.iter().all(Option::is_none) {
+        return Ok(grads);
+    }
+    let (Some(Arg::Int(dim)), Some(first)) = (args.get(2), outs.first()) else {
+        return Err(Error::Bug("split/chunk VJP: bad arguments".into()));
+    };
+    let dim = clang::canonical_dim("split/chunk VJP", *dim, first.rank())?;
+    let parts = outs
+        .iter()
+        .zip(cots)
+        .map(|(out, cot)| match cot {
+            Some(g) => Ok(g.clone()),
+            None => clang::full(
+                out.shape().to_vec(),
+                Arg::Float(0.0),
+                out.device(),
+                out.dtype(),
+            ),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    grads[0] = Some(clang::cat(&parts, dim)?);
+    Ok(grads)
+}
+
 /// `torch.chunk(a, chunks, dim)`.
 pub fn chunk(a: &Tensor, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
     call("ltorch.chunk", vec![v(a), Arg::Int(chunks), Arg::Int(dim)])

@@ -58,11 +58,13 @@ pub mod prelude {
 /// Composites with their own rule: differentiating through their decomposition would not give
 /// torch's gradient (relu is `maximum(x, 0)`, whose tie rule would send half the cotangent
 /// through at 0; torch sends none), or would be wasteful (embedding's one-hot, attention's saved
-/// T x T probabilities).
+/// T x T probabilities, split's padded copies of each piece's gradient).
 pub const OWN_VJPS: &[(&str, CompositeVjp)] = &[
     ("ltorch.relu", vjp::relu),
     ("ltorch.embedding", indexing::embedding_vjp),
     ("ltorch.sdpa_fwd_lse", attention::sdpa_fwd_lse_vjp),
+    ("ltorch.split", indexing::pieces_vjp),
+    ("ltorch.chunk", indexing::pieces_vjp),
 ];
 
 /// Adds the ltorch ops to thunder-core's symbol registry, once per process. Every function of

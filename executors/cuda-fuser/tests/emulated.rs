@@ -5,37 +5,9 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use thunder_core::host::Config;
-use thunder_core::{Array, Device, PluginHost};
+use thunder_core::{Array, Device};
 use thunder_cuda_fuser::{emulate, plan, support};
 use thunder_torch::parse_trace;
-
-fn interpreter() -> PluginHost {
-    // target/debug/deps/<test> -> target/debug
-    let dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent()?.parent().map(PathBuf::from))
-        .expect("target dir");
-    let lib = dir.join(format!(
-        "{}thunder_interpreter{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    assert!(
-        lib.exists(),
-        "{} missing: cargo build --workspace first",
-        lib.display()
-    );
-    let text = format!(
-        "[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\n",
-        lib.display()
-    );
-    PluginHost::load(
-        &Config::parse(&text, "<test>".as_ref()).expect("config"),
-        &[],
-    )
-}
 
 fn check(name: &str, text: &str, rtol: f64) {
     let trace = parse_trace(text).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -59,7 +31,8 @@ fn check(name: &str, text: &str, rtol: f64) {
             Array::random(&cpu.ty(v).shape, cpu.ty(v).dtype, 11 + i as u64).expect("input")
         })
         .collect();
-    let (_, program) = thunder_core::compile_trace(&interpreter(), cpu.clone()).expect("compiles");
+    let (_, program) =
+        thunder_core::compile_trace(&common::interpreter(), cpu.clone()).expect("compiles");
     let want = program.run(&inputs).expect("runs");
 
     let mut memory: HashMap<u32, Vec<f64>> = HashMap::new();

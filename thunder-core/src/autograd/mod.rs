@@ -11,6 +11,7 @@
 //! save memory; that is a later pass over the split, not a change here.
 
 mod remat;
+mod schedule;
 mod value_and_grad;
 pub mod vjp;
 
@@ -235,6 +236,7 @@ pub fn split_forward_backward(
     backward.bsyms = joint.bsyms[forward_len..].to_vec();
     backward.outputs = joint.outputs[n_outputs..].to_vec();
     let mut backward = crate::passes::Dce.run(&backward)?;
+    backward.bsyms = schedule::sink_unfusible(std::mem::take(&mut backward.bsyms));
     // Views first (always recomputed), then cheap chains measured against what remains.
     for policy in [remat::views_to_recompute, remat::elementwise_to_recompute] {
         let recompute = policy(

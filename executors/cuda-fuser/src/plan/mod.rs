@@ -15,6 +15,7 @@
 
 use crate::support::Math;
 
+mod demote;
 mod layout;
 mod reduction;
 use thunder_abi::prims::{FactoryPrim, IndexingPrim, Prim, PrimClass, PrimKind, ReductionPrim};
@@ -291,6 +292,9 @@ struct Planner<'a> {
     readers: std::collections::HashMap<u32, Vec<usize>>,
     kernels: Vec<Kernel>,
     open: Option<Kernel>,
+    /// Values whose data is in device memory already (region inputs read by a kernel, and
+    /// outputs of closed kernels): a kernel that loads one never writes it back.
+    stored: std::collections::HashSet<u32>,
 }
 
 /// Plans the kernels of a region. `outputs` are the region's outputs; values used by a later
@@ -303,6 +307,7 @@ pub fn plan(view: &TraceView, ops: &[u32], outputs: &[u32]) -> Result<Vec<Kernel
         readers: Default::default(),
         kernels: Vec::new(),
         open: None,
+        stored: Default::default(),
     };
     for (i, op) in view.ops.iter().enumerate() {
         for v in op.input_values() {
@@ -366,52 +371,22 @@ impl Planner<'_> {
             })
             .collect();
         for (v, node) in computed {
-            if self.needed_later(v, region_outputs) {
+            if self.needed_later(v, region_outputs) && !self.stored.contains(&v) {
+                let shape = k.full_shape.clone();
+                if let Some(expr) = self
+                    .recomputable(&k, node)
+                    .filter(|e| self.recompute_later(v, &shape, e, region_outputs))
+                {
+                    self.homes.insert(v, Home::Pending(Pending { shape, expr }));
+                    continue;
+                }
                 k.outputs.push(KernelOutput { value: v, node });
             }
+            self.stored.insert(v);
             self.homes.insert(v, Home::Memory);
         }
         k.outputs.sort_by_key(|o| o.value);
         self.kernels.push(k);
-    }
-
-    /// Pending values needed outside the region get kernels of their own, one per shape.
-    fn materialize_pending(&mut self, region_outputs: &[u32]) {
-        let mut wanted: Vec<(u32, Pending)> = self
-            .homes
-            .iter()
-            .filter_map(|(&v, h)| match h {
-                Home::Pending(p) if self.needed_later(v, region_outputs) => Some((v, p.clone())),
-                _ => None,
-            })
-            .collect();
-        wanted.sort_by_key(|(v, _)| *v);
-        while let Some((_, first)) = wanted.first() {
-            let shape = first.shape.clone();
-            let (group, rest): (Vec<_>, Vec<_>) =
-                wanted.into_iter().partition(|(_, p)| p.shape == shape);
-            wanted = rest;
-            self.open = Some(new_kernel(&shape));
-            for (v, p) in group {
-                let node = match self.instantiate(&p.expr, Level::Full) {
-                    Some(Operand::Node(n)) => Some(n),
-                    // A literal-only expression: stored through a convert node.
-                    Some(Operand::Literal(l)) => self.node(
-                        NodeKind::Convert(Operand::Literal(l)),
-                        p.expr.dtype,
-                        Level::Full,
-                    ),
-                    None => None,
-                };
-                if let (Some(n), Some(k)) = (node, self.open.as_mut()) {
-                    k.outputs.push(KernelOutput { value: v, node: n });
-                }
-                self.homes.insert(v, Home::Memory);
-            }
-            if let Some(k) = self.open.take() {
-                self.kernels.push(k);
-            }
-        }
     }
 
     /// Adds the nodes computing `expr` at `level` of the open kernel.
@@ -565,7 +540,11 @@ impl Planner<'_> {
                 let operand = self.instantiate(&expr.restride(&f), level)?;
                 if let Operand::Node(n) = operand {
                     if level == Level::Full || shape == self.open.as_ref()?.row_shape() {
-                        // Computed in this kernel now: later readers share the node.
+                        // Computed (or loaded) in this kernel now: later readers share the
+                        // node. A loaded value stays where it is in memory.
+                        if !matches!(self.homes.get(&v), Some(Home::Pending(_))) {
+                            self.stored.insert(v);
+                        }
                         self.homes.insert(v, Home::Node(n));
                     }
                 }

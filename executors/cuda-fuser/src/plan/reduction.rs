@@ -57,7 +57,7 @@ impl Planner<'_> {
     }
 
     /// A column reduction (reduced leading dims, last dim kept) also stores the pending
-    /// values of its full shape that are needed later (the elementwise product a bias
+    /// values of its full shape that are needed later (unless a later kernel recomputes them) (the elementwise product a bias
     /// gradient sums, saved for another use): computed from the registers of the one pass that
     /// reads the inputs for the sum (`col_kernel`), instead of a pointwise kernel of their
     /// own that reads the inputs again. A pending value reads only values in memory, so it
@@ -75,7 +75,13 @@ impl Planner<'_> {
             .homes
             .iter()
             .filter_map(|(&v, h)| match h {
-                Home::Pending(p) if p.shape == full && self.needed_later(v, region_outputs) => {
+                // Not a value a later kernel of the region computes itself from the same
+                // inputs for less than a round trip through memory.
+                Home::Pending(p)
+                    if p.shape == full
+                        && self.needed_later(v, region_outputs)
+                        && !self.recompute_later(v, &p.shape, &p.expr, region_outputs) =>
+                {
                     Some((v, p.expr.clone()))
                 }
                 _ => None,

@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use thunder_abi::TraceView;
 use thunder_core::host::view::trace_view;
+use thunder_core::host::Config;
 use thunder_core::ir::{BoundSymbol, Trace};
+use thunder_core::PluginHost;
 use thunder_cuda_fuser::codegen::{self, Launch};
 use thunder_cuda_fuser::{plan, support};
 use thunder_torch::parse_trace;
@@ -69,4 +71,31 @@ pub fn check_golden(name: &str, text: &str) {
     if let Err(diff) = thunder_tests::check_golden(&path, text) {
         panic!("{diff}");
     }
+}
+
+/// A host with only the interpreter (the reference), loaded from the target dir.
+pub fn interpreter() -> PluginHost {
+    // target/debug/deps/<test> -> target/debug
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent()?.parent().map(PathBuf::from))
+        .expect("target dir");
+    let lib = dir.join(format!(
+        "{}thunder_interpreter{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        lib.exists(),
+        "{} missing: cargo build --workspace first",
+        lib.display()
+    );
+    let text = format!(
+        "[[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\n",
+        lib.display()
+    );
+    PluginHost::load(
+        &Config::parse(&text, "<test>".as_ref()).expect("config"),
+        &[],
+    )
 }
