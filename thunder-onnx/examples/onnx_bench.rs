@@ -4,7 +4,8 @@
 //! cargo run --release -p thunder-onnx --example onnx_bench -- MODEL.onnx REPS NAME=FILE.npy...
 //! Plugins come from THUNDER_CONFIG / ./plugins.toml, as for `thunder run`; RAYON_NUM_THREADS
 //! sets the CPU executors' threads; ONNX_BENCH_DEVICE=cuda:0 runs on a GPU (inputs are copied
-//! there on every call, as a caller holding host arrays would; outputs stay there).
+//! there on every call, as a caller holding host arrays would; outputs stay there);
+//! ONNX_BENCH_TRACE=FILE writes the execution trace (what each executor claimed) there.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -38,6 +39,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let outputs = session.run_named(named.clone())?;
     let first = t1.elapsed() + load;
     let spec = session.last().ok_or("no specialisation")?;
+    if let Ok(file) = std::env::var("ONNX_BENCH_TRACE") {
+        std::fs::write(&file, spec.traces.execution.print())?;
+    }
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = Instant::now();
