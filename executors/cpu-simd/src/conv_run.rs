@@ -262,20 +262,26 @@ unsafe fn epilogue<T: Real + Default>(
     for c in chans {
         let row =
             std::slice::from_raw_parts_mut(out.get().add((b * g.c_out + c) * g.s_out + s0), cols);
-        if let Some((buf, layout)) = &p.bias {
-            let v = *(bufs.ptr(*buf) as *const T)
-                .offset((layout.offset + c as i64 * layout.strides[0]) as isize);
-            row.iter_mut().for_each(|x| *x = *x + v);
-        }
-        if let Some((buf, layout)) = &epi.residual {
+        let bias = p.bias.as_ref().map(|(buf, layout)| {
+            *(bufs.ptr(*buf) as *const T)
+                .offset((layout.offset + c as i64 * layout.strides[0]) as isize)
+        });
+        let residual = epi.residual.as_ref().map(|(buf, layout)| {
             let base = (bufs.ptr(*buf) as *const T).offset(
                 (layout.offset + b as i64 * layout.strides[0] + c as i64 * layout.strides[1])
                     as isize,
             );
-            if epi.residual_flat {
+            (base, layout)
+        });
+        match residual {
+            // The common case (bias, an unstrided residual, ReLU) in one vectorised pass.
+            None => fused_dispatch(row, bias, None, epi.relu),
+            Some((base, _)) if epi.residual_flat => {
                 let src = std::slice::from_raw_parts(base.add(s0), cols);
-                row.iter_mut().zip(src).for_each(|(x, &r)| *x = *x + r);
-            } else {
+                fused_dispatch(row, bias, Some(src), epi.relu)
+            }
+            Some((base, layout)) => {
+                fused_dispatch(row, bias, None, false);
                 for (j, x) in row.iter_mut().enumerate() {
                     let (mut rem, mut off) = (s0 + j, 0i64);
                     for d in (0..spatial.len()).rev() {
@@ -284,21 +290,68 @@ unsafe fn epilogue<T: Real + Default>(
                     }
                     *x = *x + *base.offset(off as isize);
                 }
+                fused_dispatch(row, None, None, epi.relu)
             }
         }
-        if epi.relu {
-            // `prims.maximum(x, 0.0)`: NaN stays NaN, -0.0 and negatives become +0.0.
-            let zero = T::default();
-            row.iter_mut().for_each(|x| {
-                *x = if x.is_nan() {
-                    T::NAN
-                } else if *x > zero {
-                    *x
-                } else {
-                    zero
-                }
-            });
+    }
+}
+
+/// `row = relu?((row + bias?) + residual?)`, in that order (so results match the separate
+/// ops bit for bit), compiled for AVX-512 where the CPU has it.
+fn fused_dispatch<T: Real>(row: &mut [T], bias: Option<T>, res: Option<&[T]>, relu: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::exec::isa_level() >= 2 {
+        // SAFETY: the level says the CPU has these features.
+        return unsafe { fused_avx512(row, bias, res, relu) };
+    }
+    fused(row, bias, res, relu)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn fused_avx512<T: Real>(row: &mut [T], bias: Option<T>, res: Option<&[T]>, relu: bool) {
+    fused(row, bias, res, relu)
+}
+
+#[inline(always)]
+fn fused<T: Real>(row: &mut [T], bias: Option<T>, res: Option<&[T]>, relu: bool) {
+    match (bias, res, relu) {
+        (Some(v), Some(r), true) => pass::<T, true, true, true>(row, v, r),
+        (Some(v), Some(r), false) => pass::<T, true, true, false>(row, v, r),
+        (Some(v), None, true) => pass::<T, true, false, true>(row, v, &[]),
+        (Some(v), None, false) => pass::<T, true, false, false>(row, v, &[]),
+        (None, Some(r), true) => pass::<T, false, true, true>(row, T::from_f64(0.0), r),
+        (None, Some(r), false) => pass::<T, false, true, false>(row, T::from_f64(0.0), r),
+        (None, None, true) => pass::<T, false, false, true>(row, T::from_f64(0.0), &[]),
+        (None, None, false) => {}
+    }
+}
+
+#[inline(always)]
+fn pass<T: Real, const BIAS: bool, const RES: bool, const RELU: bool>(
+    row: &mut [T],
+    bias: T,
+    res: &[T],
+) {
+    let step = |x: T, r: T| {
+        let mut y = x;
+        if BIAS {
+            y = y + bias;
         }
+        if RES {
+            y = y + r;
+        }
+        // `prims.maximum(x, 0.0)`: NaN stays NaN, -0.0 and negatives become +0.0.
+        if RELU && y <= T::from_f64(0.0) {
+            T::from_f64(0.0)
+        } else {
+            y
+        }
+    };
+    if RES {
+        row.iter_mut().zip(res).for_each(|(x, &r)| *x = step(*x, r));
+    } else {
+        row.iter_mut().for_each(|x| *x = step(*x, *x));
     }
 }
 
