@@ -132,7 +132,13 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     let blocks = g.rows.div_ceil(per_block);
     let tasks = n * g.groups * blocks;
     let threads = rayon::current_num_threads();
-    let task = |t: usize, col: &mut Vec<T>, m_range: std::ops::Range<usize>, par: bool| {
+    // The largest block's column matrix (nothing for the direct path, which reads in place).
+    let max_col = if g.direct {
+        0
+    } else {
+        g.ck * per_block * g.width
+    };
+    let task = |t: usize, col: &mut [T], m_range: std::ops::Range<usize>, par: bool| {
         let (b, rest) = (t / (g.groups * blocks), t % (g.groups * blocks));
         let (gi, blk) = (rest / blocks, rest % blocks);
         let r0 = blk * per_block;
@@ -149,7 +155,7 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                 a.strides[1] as isize,
             )
         } else {
-            col.resize(g.ck * cols, T::default());
+            let col = &mut col[..g.ck * cols];
             if par {
                 unroll_parallel(p, bufs, &g, b, gi * g.cg_in, r0, r1, col);
             } else {
@@ -202,16 +208,42 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     };
     let macs = g.cg_out * g.s_out * g.ck * n * g.groups;
     if threads <= 1 || macs < (1 << 22) {
-        let mut col = Vec::new();
-        (0..tasks).for_each(|t| task(t, &mut col, 0..g.cg_out, false));
+        with_col(max_col, |col| {
+            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, false))
+        });
     } else if tasks >= 2 * threads {
         (0..tasks)
             .into_par_iter()
-            .for_each_init(Vec::new, |col, t| task(t, col, 0..g.cg_out, false));
+            .for_each(|t| with_col(max_col, |col| task(t, col, 0..g.cg_out, false)));
     } else {
-        let mut col = Vec::new();
-        (0..tasks).for_each(|t| task(t, &mut col, 0..g.cg_out, true));
+        with_col(max_col, |col| {
+            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, true))
+        });
     }
+}
+
+/// Runs `f` on a column buffer of `n` elements: this thread's kept buffer (grown when too
+/// small, never cleared: im2col writes every element it hands on) or, while that one is in
+/// use, a fresh one. A buffer made per convolution cost a zero-fill (and fresh pages) of up to
+/// a megabyte per block on every call.
+fn with_col<T: Real + Default, R>(n: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    thread_local! {
+        static COL: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let words = (n * std::mem::size_of::<T>()).div_ceil(8);
+    COL.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut kept) => {
+            if kept.len() < words {
+                kept.resize(words, 0.0);
+            }
+            // SAFETY: the buffer holds at least `n * size_of::<T>()` initialised bytes,
+            // aligned for f64 (at least T's alignment, T being f32 or f64), and every bit
+            // pattern is a valid T.
+            let col = unsafe { std::slice::from_raw_parts_mut(kept.as_mut_ptr() as *mut T, n) };
+            f(col)
+        }
+        Err(_) => f(&mut vec![T::default(); n]),
+    })
 }
 
 /// Unrolls a block with its channels split over the threads (each chunk of channels fills
@@ -403,6 +435,42 @@ unsafe fn im2col<T: Real + Default>(
     r1: usize,
     col: &mut [T],
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::exec::isa_level() >= 2 {
+        return im2col_avx512(p, bufs, b, c0, channels, r0, r1, col);
+    }
+    im2col_body(p, bufs, b, c0, channels, r0, r1, col)
+}
+
+/// [`im2col`] compiled for AVX-512 (the copies and the stride-2 pairs vectorise wider).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_avx512<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    im2col_body(p, bufs, b, c0, channels, r0, r1, col)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_body<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
     let (buf, layout) = &p.a;
     let base = bufs.ptr(*buf) as *const T;
     let spatial = p.a_shape.len() - 2;
@@ -461,6 +529,17 @@ unsafe fn im2col<T: Real + Default>(
                     if step == 1 {
                         let from = std::slice::from_raw_parts(base.offset(src as isize), hi - lo);
                         row[lo..hi].copy_from_slice(from);
+                    } else if step == 2 {
+                        // Every other element of a contiguous run (stride-2 convolutions: the
+                        // 7x7 stem, downsampling 3x3 and 1x1): pairs, so the loop vectorises.
+                        // The odd elements between two in-bounds ones are in bounds too.
+                        let k = hi - lo;
+                        let from = std::slice::from_raw_parts(base.offset(src as isize), 2 * k - 1);
+                        let (body, last) = row[lo..hi].split_at_mut(k - 1);
+                        for (slot, pair) in body.iter_mut().zip(from.chunks_exact(2)) {
+                            *slot = pair[0];
+                        }
+                        last[0] = from[2 * (k - 1)];
                     } else {
                         for slot in &mut row[lo..hi] {
                             *slot = *base.offset(src as isize);
