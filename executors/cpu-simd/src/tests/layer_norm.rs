@@ -13,6 +13,7 @@ fn v(id: u32) -> ArgView {
 }
 
 impl Tb {
+    #[allow(clippy::too_many_arguments)]
     fn layer_norm(
         &mut self,
         x: u32,
