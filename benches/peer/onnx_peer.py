@@ -192,7 +192,9 @@ def main():
             row.update(torch_ratio=stats["median_ms"] / e_med)
             line += f"  torch eager {e_med:.2f} ms: {row['torch_ratio']:.2f}x"
         if row.get("ort_cpu_ms") and row.get("thunder_cpu_ms"):
-            # CPU time per call (all threads): steadier than latency on a shared machine.
+            # CPU time per call (all threads): steadier than latency on a shared machine, but
+            # with more than one thread ORT's pool spins while idle, so compare it at
+            # --threads 1 (thunder's rayon workers sleep sooner).
             row.update(cpu_ratio=row["thunder_cpu_ms"] / row["ort_cpu_ms"])
             line += f"  cpu ms {row['thunder_cpu_ms']:.1f} vs {row['ort_cpu_ms']:.1f} ({row['cpu_ratio']:.2f}x)"
         line += (f"  first call: thunder {stats['first_call_ms']:.1f} ms (load {stats['load_ms']:.0f}, "
