@@ -126,7 +126,7 @@ def vit():
 
 
 def main():
-    only = {"vit": vit, "einsum": einsum_cases, "unsupported": unsupported}
+    only = {"vit": vit, "einsum": einsum_cases, "unsupported": unsupported, "pow": pow_cases}
     if len(sys.argv) == 3 and sys.argv[1] == "--only" and sys.argv[2] in only:
         return only[sys.argv[2]]()
     torch.manual_seed(0)
@@ -249,6 +249,22 @@ def einsum_cases():
          {"equation": "bi,bi->b"}, opset=12)
     case("einsum_empty", "Einsum", [arr((0, 3)), arr((3, 2))], {"equation": "ij,jk->ik"}, opset=12)
     case("einsum_scalar_out", "Einsum", [arr((3,)), arr((3,))], {"equation": "i,i->"}, opset=12)
+
+
+def pow_cases():
+    """Pow by the constant exponents thunder-onnx lowers to products or a square root (2, 3,
+    4, 0.5, 1; negative bases for the integer powers, a scalar base, an empty one), f32 and
+    f64 (fixtures/ops/pow_e*). `gen_onnx_fixtures.py --only pow` writes just these."""
+    rng = np.random.default_rng(19)
+    for dt in (np.float32, np.float64):
+        tag = np.dtype(dt).name
+        for e, name in ((2.0, "2"), (3.0, "3"), (4.0, "4"), (1.0, "1")):
+            x = (rng.standard_normal((2, 3, 4)) * 3).astype(dt)
+            case(f"pow_e{name}_{tag}", "Pow", [x], None, {"e": np.array(e, dt)})
+        x = np.abs(rng.standard_normal((3, 4))).astype(dt)
+        case(f"pow_e0_5_{tag}", "Pow", [x], None, {"e": np.array([0.5], dt)})
+        case(f"pow_e3_scalar_{tag}", "Pow", [np.array(-1.7, dt)], None, {"e": np.array(3.0, dt)})
+        case(f"pow_e2_empty_{tag}", "Pow", [np.zeros((0, 3), dt)], None, {"e": np.array(2.0, dt)})
 
 
 def op_cases():

@@ -92,10 +92,12 @@ def time_ort(path, feeds, threads, reps, device="cpu"):
     out = sess.run(None, feeds)
     first = (time.perf_counter() - t) * 1e3
     times = []
+    cpu = time.process_time()
     for _ in range(reps):
         t = time.perf_counter()
         sess.run(None, feeds)
         times.append((time.perf_counter() - t) * 1e3)
+    time_ort.cpu_ms = (time.process_time() - cpu) / max(reps, 1) * 1e3
     return first, statistics.median(times), min(times), out
 
 
@@ -159,7 +161,8 @@ def main():
         try:
             o_first, o_med, o_min, o_out = time_ort(path, feeds, a.threads, a.reps, a.device)
             ref = o_out[0]
-            row.update(ort_ms=o_med, ort_min_ms=o_min, ort_first_ms=o_first)
+            row.update(ort_ms=o_med, ort_min_ms=o_min, ort_first_ms=o_first,
+                       ort_cpu_ms=getattr(time_ort, "cpu_ms", None))
         except Exception as e:  # noqa: BLE001 (a missing provider is reported, not fatal)
             print(f"{name}: ORT failed: {e}", flush=True)
             if not cuda:
@@ -178,6 +181,7 @@ def main():
         row.update(thunder_ms=stats["median_ms"], thunder_min_ms=stats["min_ms"],
                    thunder_first_ms=stats["first_call_ms"], translate_ms=stats["translate_ms"],
                    compile_ms=stats["compile_ms"], load_ms=stats["load_ms"], rel_err=err,
+                   thunder_cpu_ms=stats.get("cpu_ms"),
                    err_against="ort" if "ort_ms" in row else "torch eager")
         rows.append(row)
         line = f"{name:16s} thunder {stats['median_ms']:9.2f} ms (min {stats['min_ms']:.2f})"
@@ -187,6 +191,12 @@ def main():
         if cuda:
             row.update(torch_ratio=stats["median_ms"] / e_med)
             line += f"  torch eager {e_med:.2f} ms: {row['torch_ratio']:.2f}x"
+        if row.get("ort_cpu_ms") and row.get("thunder_cpu_ms"):
+            # CPU time per call (all threads): steadier than latency on a shared machine, but
+            # with more than one thread ORT's pool spins while idle, so compare it at
+            # --threads 1 (thunder's rayon workers sleep sooner).
+            row.update(cpu_ratio=row["thunder_cpu_ms"] / row["ort_cpu_ms"])
+            line += f"  cpu ms {row['thunder_cpu_ms']:.1f} vs {row['ort_cpu_ms']:.1f} ({row['cpu_ratio']:.2f}x)"
         line += (f"  first call: thunder {stats['first_call_ms']:.1f} ms (load {stats['load_ms']:.0f}, "
                  f"translate {stats['translate_ms']:.0f}, compile {stats['compile_ms']:.0f})  "
                  f"rel err {err:.1e} against {row['err_against']}")

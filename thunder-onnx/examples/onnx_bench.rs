@@ -4,7 +4,8 @@
 //! cargo run --release -p thunder-onnx --example onnx_bench -- MODEL.onnx REPS NAME=FILE.npy...
 //! Plugins come from THUNDER_CONFIG / ./plugins.toml, as for `thunder run`; RAYON_NUM_THREADS
 //! sets the CPU executors' threads; ONNX_BENCH_DEVICE=cuda:0 runs on a GPU (inputs are copied
-//! there on every call, as a caller holding host arrays would; outputs stay there).
+//! there on every call, as a caller holding host arrays would; outputs stay there);
+//! ONNX_BENCH_TRACE=FILE writes the execution trace (what each executor claimed) there.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -38,12 +39,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let outputs = session.run_named(named.clone())?;
     let first = t1.elapsed() + load;
     let spec = session.last().ok_or("no specialisation")?;
+    if let Ok(file) = std::env::var("ONNX_BENCH_TRACE") {
+        std::fs::write(&file, spec.traces.execution.print())?;
+    }
     let mut times = Vec::with_capacity(reps);
+    let cpu0 = process_cpu_seconds();
     for _ in 0..reps {
         let t = Instant::now();
         session.run_named(named.clone())?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    // CPU time of the whole process per call: on a shared machine it varies less than the
+    // latency (a descheduled thread adds wall time, not CPU time).
+    let cpu_ms = match (cpu0, process_cpu_seconds()) {
+        (Some(a), Some(b)) if reps > 0 => (b - a) / reps as f64 * 1e3,
+        _ => f64::NAN,
+    };
     times.sort_by(f64::total_cmp);
     let median = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
     let min = times.first().copied().unwrap_or(f64::NAN);
@@ -61,11 +72,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "{{\"load_ms\": {:.2}, \"translate_ms\": {:.2}, \"compile_ms\": {:.2}, \"first_call_ms\": {:.2}, \"median_ms\": {median:.3}, \"min_ms\": {min:.3}, \"reps\": {reps}}}",
+        "{{\"load_ms\": {:.2}, \"translate_ms\": {:.2}, \"compile_ms\": {:.2}, \"first_call_ms\": {:.2}, \"median_ms\": {median:.3}, \"min_ms\": {min:.3}, \"cpu_ms\": {cpu_ms:.3}, \"reps\": {reps}}}",
         load.as_secs_f64() * 1e3,
         spec.timings.translate.as_secs_f64() * 1e3,
         spec.timings.compile.as_secs_f64() * 1e3,
         first.as_secs_f64() * 1e3,
     );
     Ok(())
+}
+
+/// User plus system CPU seconds of this process so far, from `/proc/self/stat` (Linux; `None`
+/// elsewhere). Clock ticks are taken as 1/100 s, the value on every Linux this runs on.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }

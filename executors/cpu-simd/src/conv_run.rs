@@ -132,7 +132,13 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     let blocks = g.rows.div_ceil(per_block);
     let tasks = n * g.groups * blocks;
     let threads = rayon::current_num_threads();
-    let task = |t: usize, col: &mut Vec<T>, m_range: std::ops::Range<usize>, par: bool| {
+    // The largest block's column matrix (nothing for the direct path, which reads in place).
+    let max_col = if g.direct {
+        0
+    } else {
+        g.ck * per_block * g.width
+    };
+    let task = |t: usize, col: &mut [T], m_range: std::ops::Range<usize>, par: bool| {
         let (b, rest) = (t / (g.groups * blocks), t % (g.groups * blocks));
         let (gi, blk) = (rest / blocks, rest % blocks);
         let r0 = blk * per_block;
@@ -149,7 +155,7 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                 a.strides[1] as isize,
             )
         } else {
-            col.resize(g.ck * cols, T::default());
+            let col = &mut col[..g.ck * cols];
             if par {
                 unroll_parallel(p, bufs, &g, b, gi * g.cg_in, r0, r1, col);
             } else {
@@ -202,16 +208,42 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     };
     let macs = g.cg_out * g.s_out * g.ck * n * g.groups;
     if threads <= 1 || macs < (1 << 22) {
-        let mut col = Vec::new();
-        (0..tasks).for_each(|t| task(t, &mut col, 0..g.cg_out, false));
+        with_col(max_col, |col| {
+            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, false))
+        });
     } else if tasks >= 2 * threads {
         (0..tasks)
             .into_par_iter()
-            .for_each_init(Vec::new, |col, t| task(t, col, 0..g.cg_out, false));
+            .for_each(|t| with_col(max_col, |col| task(t, col, 0..g.cg_out, false)));
     } else {
-        let mut col = Vec::new();
-        (0..tasks).for_each(|t| task(t, &mut col, 0..g.cg_out, true));
+        with_col(max_col, |col| {
+            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, true))
+        });
     }
+}
+
+/// Runs `f` on a column buffer of `n` elements: this thread's kept buffer (grown when too
+/// small, never cleared: im2col writes every element it hands on) or, while that one is in
+/// use, a fresh one. A buffer made per convolution cost a zero-fill (and fresh pages) of up to
+/// a megabyte per block on every call.
+fn with_col<T: Real + Default, R>(n: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    thread_local! {
+        static COL: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let words = (n * std::mem::size_of::<T>()).div_ceil(8);
+    COL.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut kept) => {
+            if kept.len() < words {
+                kept.resize(words, 0.0);
+            }
+            // SAFETY: the buffer holds at least `n * size_of::<T>()` initialised bytes,
+            // aligned for f64 (at least T's alignment, T being f32 or f64), and every bit
+            // pattern is a valid T.
+            let col = unsafe { std::slice::from_raw_parts_mut(kept.as_mut_ptr() as *mut T, n) };
+            f(col)
+        }
+        Err(_) => f(&mut vec![T::default(); n]),
+    })
 }
 
 /// Unrolls a block with its channels split over the threads (each chunk of channels fills
@@ -262,20 +294,26 @@ unsafe fn epilogue<T: Real + Default>(
     for c in chans {
         let row =
             std::slice::from_raw_parts_mut(out.get().add((b * g.c_out + c) * g.s_out + s0), cols);
-        if let Some((buf, layout)) = &p.bias {
-            let v = *(bufs.ptr(*buf) as *const T)
-                .offset((layout.offset + c as i64 * layout.strides[0]) as isize);
-            row.iter_mut().for_each(|x| *x = *x + v);
-        }
-        if let Some((buf, layout)) = &epi.residual {
+        let bias = p.bias.as_ref().map(|(buf, layout)| {
+            *(bufs.ptr(*buf) as *const T)
+                .offset((layout.offset + c as i64 * layout.strides[0]) as isize)
+        });
+        let residual = epi.residual.as_ref().map(|(buf, layout)| {
             let base = (bufs.ptr(*buf) as *const T).offset(
                 (layout.offset + b as i64 * layout.strides[0] + c as i64 * layout.strides[1])
                     as isize,
             );
-            if epi.residual_flat {
+            (base, layout)
+        });
+        match residual {
+            // The common case (bias, an unstrided residual, ReLU) in one vectorised pass.
+            None => fused_dispatch(row, bias, None, epi.relu),
+            Some((base, _)) if epi.residual_flat => {
                 let src = std::slice::from_raw_parts(base.add(s0), cols);
-                row.iter_mut().zip(src).for_each(|(x, &r)| *x = *x + r);
-            } else {
+                fused_dispatch(row, bias, Some(src), epi.relu)
+            }
+            Some((base, layout)) => {
+                fused_dispatch(row, bias, None, false);
                 for (j, x) in row.iter_mut().enumerate() {
                     let (mut rem, mut off) = (s0 + j, 0i64);
                     for d in (0..spatial.len()).rev() {
@@ -284,21 +322,68 @@ unsafe fn epilogue<T: Real + Default>(
                     }
                     *x = *x + *base.offset(off as isize);
                 }
+                fused_dispatch(row, None, None, epi.relu)
             }
         }
-        if epi.relu {
-            // `prims.maximum(x, 0.0)`: NaN stays NaN, -0.0 and negatives become +0.0.
-            let zero = T::default();
-            row.iter_mut().for_each(|x| {
-                *x = if x.is_nan() {
-                    T::NAN
-                } else if *x > zero {
-                    *x
-                } else {
-                    zero
-                }
-            });
+    }
+}
+
+/// `row = relu?((row + bias?) + residual?)`, in that order (so results match the separate
+/// ops bit for bit), compiled for AVX-512 where the CPU has it.
+fn fused_dispatch<T: Real>(row: &mut [T], bias: Option<T>, res: Option<&[T]>, relu: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::exec::isa_level() >= 2 {
+        // SAFETY: the level says the CPU has these features.
+        return unsafe { fused_avx512(row, bias, res, relu) };
+    }
+    fused(row, bias, res, relu)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn fused_avx512<T: Real>(row: &mut [T], bias: Option<T>, res: Option<&[T]>, relu: bool) {
+    fused(row, bias, res, relu)
+}
+
+#[inline(always)]
+fn fused<T: Real>(row: &mut [T], bias: Option<T>, res: Option<&[T]>, relu: bool) {
+    match (bias, res, relu) {
+        (Some(v), Some(r), true) => pass::<T, true, true, true>(row, v, r),
+        (Some(v), Some(r), false) => pass::<T, true, true, false>(row, v, r),
+        (Some(v), None, true) => pass::<T, true, false, true>(row, v, &[]),
+        (Some(v), None, false) => pass::<T, true, false, false>(row, v, &[]),
+        (None, Some(r), true) => pass::<T, false, true, true>(row, T::from_f64(0.0), r),
+        (None, Some(r), false) => pass::<T, false, true, false>(row, T::from_f64(0.0), r),
+        (None, None, true) => pass::<T, false, false, true>(row, T::from_f64(0.0), &[]),
+        (None, None, false) => {}
+    }
+}
+
+#[inline(always)]
+fn pass<T: Real, const BIAS: bool, const RES: bool, const RELU: bool>(
+    row: &mut [T],
+    bias: T,
+    res: &[T],
+) {
+    let step = |x: T, r: T| {
+        let mut y = x;
+        if BIAS {
+            y = y + bias;
         }
+        if RES {
+            y = y + r;
+        }
+        // `prims.maximum(x, 0.0)`: NaN stays NaN, -0.0 and negatives become +0.0.
+        if RELU && y <= T::from_f64(0.0) {
+            T::from_f64(0.0)
+        } else {
+            y
+        }
+    };
+    if RES {
+        row.iter_mut().zip(res).for_each(|(x, &r)| *x = step(*x, r));
+    } else {
+        row.iter_mut().for_each(|x| *x = step(*x, *x));
     }
 }
 
@@ -341,6 +426,42 @@ unsafe fn packed_weights<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) -> Vec<T>
 /// As for `run_typed`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn im2col<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::exec::isa_level() >= 2 {
+        return im2col_avx512(p, bufs, b, c0, channels, r0, r1, col);
+    }
+    im2col_body(p, bufs, b, c0, channels, r0, r1, col)
+}
+
+/// [`im2col`] compiled for AVX-512 (the copies and the stride-2 pairs vectorise wider).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_avx512<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    im2col_body(p, bufs, b, c0, channels, r0, r1, col)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_body<T: Real + Default>(
     p: &ConvPlan,
     bufs: &Bufs,
     b: usize,
@@ -408,6 +529,17 @@ unsafe fn im2col<T: Real + Default>(
                     if step == 1 {
                         let from = std::slice::from_raw_parts(base.offset(src as isize), hi - lo);
                         row[lo..hi].copy_from_slice(from);
+                    } else if step == 2 {
+                        // Every other element of a contiguous run (stride-2 convolutions: the
+                        // 7x7 stem, downsampling 3x3 and 1x1): pairs, so the loop vectorises.
+                        // The odd elements between two in-bounds ones are in bounds too.
+                        let k = hi - lo;
+                        let from = std::slice::from_raw_parts(base.offset(src as isize), 2 * k - 1);
+                        let (body, last) = row[lo..hi].split_at_mut(k - 1);
+                        for (slot, pair) in body.iter_mut().zip(from.chunks_exact(2)) {
+                            *slot = pair[0];
+                        }
+                        last[0] = from[2 * (k - 1)];
                     } else {
                         for slot in &mut row[lo..hi] {
                             *slot = *base.offset(src as isize);

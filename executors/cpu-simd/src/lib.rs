@@ -35,6 +35,7 @@ mod gemm_sum;
 mod gemm_t;
 mod group;
 mod kernels;
+mod layer_norm;
 mod layout;
 mod math;
 mod movement;
@@ -70,7 +71,11 @@ pub fn plugin_info() -> PluginInfo {
         symbols: Prim::ALL
             .iter()
             .map(|p| p.id().into())
-            .chain([sdpa::FWD.into(), sdpa::BWD.into()])
+            .chain([
+                sdpa::FWD.into(),
+                sdpa::BWD.into(),
+                layer_norm::SYMBOL.into(),
+            ])
             .collect(),
     }
 }
@@ -108,6 +113,11 @@ pub fn accepts(view: &TraceView, op: &thunder_abi::OpView) -> bool {
         // The attention composites, claimed whole (`sdpa.rs`); `THUNDER_CPU_SIMD_ATTN=0`
         // leaves them to their decompositions.
         return region::fuse_attention() && sdpa::decode(view, op).is_ok();
+    }
+    if op.symbol == layer_norm::SYMBOL {
+        // Claimed whole on f32 (`layer_norm.rs`): one pass per row block instead of three
+        // fused loops over the tensor.
+        return layer_norm::decode(view, op).is_ok();
     }
     !op.composite && decode::decode(view, op).is_ok()
 }

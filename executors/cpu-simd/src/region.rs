@@ -12,11 +12,12 @@ use thunder_abi::{
     TraceView,
 };
 
-/// A region op in trace order: a decoded prim (its position among the prims) or an attention
-/// composite.
+/// A region op in trace order: a decoded prim (its position among the prims), an attention
+/// composite or a layer norm.
 enum Item {
     Prim(usize),
     Sdpa(crate::sdpa::SdpaOp),
+    LayerNorm(crate::layer_norm::LayerNormOp),
 }
 
 pub(crate) struct Region {
@@ -65,6 +66,10 @@ impl Region {
                 let s = crate::sdpa::decode(view, op)?;
                 read_outside.extend(&s.args);
                 order.push(Item::Sdpa(s));
+            } else if op.symbol == crate::layer_norm::SYMBOL {
+                let l = crate::layer_norm::decode(view, op)?;
+                read_outside.extend([l.x].into_iter().chain(l.weight).chain(l.bias));
+                order.push(Item::LayerNorm(l));
             } else {
                 decoded.push(decode(view, op)?);
                 order.push(Item::Prim(decoded.len() - 1));
@@ -103,6 +108,10 @@ impl Region {
             let pos = match item {
                 Item::Sdpa(s) => {
                     planner.add_sdpa(s)?;
+                    continue;
+                }
+                Item::LayerNorm(l) => {
+                    planner.add_layer_norm(l)?;
                     continue;
                 }
                 Item::Prim(pos) => *pos,

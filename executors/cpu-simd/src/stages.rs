@@ -22,6 +22,7 @@ pub(crate) enum Stage {
     Attn(crate::attn::AttnPlan),
     AttnBwd(crate::attn_bwd::AttnBwdPlan),
     Take(crate::movement::TakePlan),
+    LayerNorm(crate::layer_norm::LayerNormPlan),
 }
 
 /// `out[b] = a[b] @ b[b]` for every batch index `b`; `a` is `[..., m, k]`, `b` is `[..., k, n]`
@@ -141,6 +142,7 @@ impl Stage {
             Stage::Pad(p) => crate::movement::run(p, bufs),
             Stage::Attn(a) => crate::attn::run(a, bufs),
             Stage::AttnBwd(a) => crate::attn_bwd::run(a, bufs),
+            Stage::LayerNorm(l) => crate::layer_norm::run(l, bufs),
             // `finish` lowered every group before the region was handed out.
             Stage::Group(_) => {}
         }

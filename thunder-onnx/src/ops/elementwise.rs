@@ -54,7 +54,6 @@ binaries! {
     add, |a, b| a + b, false, ltorch::add;
     sub, |a, b| a - b, false, ltorch::sub;
     mul, |a, b| a * b, false, ltorch::mul;
-    pow, f64::powf, false, ltorch::pow;
     equal, |a, b| (a == b) as i64 as f64, true, ltorch::eq;
     less, |a, b| (a < b) as i64 as f64, true, ltorch::lt;
     less_equal, |a, b| (a <= b) as i64 as f64, true, ltorch::le;
@@ -63,6 +62,34 @@ binaries! {
     and, |a, b| (a != 0.0 && b != 0.0) as i64 as f64, true, ltorch::bitwise_and;
     or, |a, b| (a != 0.0 || b != 0.0) as i64 as f64, true, ltorch::bitwise_or;
     xor, |a, b| ((a != 0.0) != (b != 0.0)) as i64 as f64, true, ltorch::bitwise_xor;
+}
+
+/// Pow: a float tensor to a constant power of 1, 2, 3, 4 or 0.5 is products (or a square
+/// root) rather than `pow` (GPT-2's tanh-GELU cubes its input; ONNX Runtime also multiplies
+/// for 2 and 3); anything else is `pow`.
+pub fn pow(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
+    if !ctx.all_const() && ctx.input(0)?.dtype().is_float() {
+        if let (Val::Traced(x), Some(c)) = (ctx.input(0)?.clone(), ctx.input(1)?.as_const()) {
+            if c.array.numel() == 1 && c.array.shape().len() <= x.rank() {
+                let e = c.array.to_f64_vec().map_err(|e| ctx.err(e.to_string()))?[0];
+                let y = match e {
+                    1.0 => Some(x.clone()),
+                    2.0 => Some(ltorch::mul(&x, &x)?),
+                    3.0 => Some(ltorch::mul(&ltorch::mul(&x, &x)?, &x)?),
+                    4.0 => {
+                        let sq = ltorch::mul(&x, &x)?;
+                        Some(ltorch::mul(&sq, &sq)?)
+                    }
+                    0.5 => Some(ltorch::sqrt(&x)?),
+                    _ => None,
+                };
+                if let Some(y) = y {
+                    return Ok(vec![Val::Traced(y)]);
+                }
+            }
+        }
+    }
+    binary(ctx, f64::powf, false, ltorch::pow)
 }
 
 /// ONNX Div: true division for floats, truncating division for integers.

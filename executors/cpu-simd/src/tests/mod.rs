@@ -7,6 +7,7 @@ mod ftz;
 mod gemm_fold;
 mod gemm_sum;
 mod gemm_t;
+mod layer_norm;
 mod layout;
 mod math;
 mod movement;
