@@ -218,7 +218,30 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             1
         };
         let range = |c: usize| (c * units / chunks) * granule..((c + 1) * units / chunks) * granule;
-        if chunks == 1 {
+        let private = private_chunks(plan, &accs, units, threads);
+        if private > 1 {
+            // Each chunk folds its rows into accumulators of its own; they are combined in
+            // chunk order, so the result depends only on the size and the thread count.
+            let range =
+                |c: usize| (c * units / private) * granule..((c + 1) * units / private) * granule;
+            let parts: Vec<Vec<Vec<f64>>> = (0..private)
+                .into_par_iter()
+                .map(|c| {
+                    let _ieee = crate::ftz::FlushGuard::ieee();
+                    let mut mine = accs.clone();
+                    let own = ctx.with_accs(mine.iter_mut().map(|a| a.as_mut_ptr()).collect());
+                    run_chunk(&own, range(c));
+                    mine
+                })
+                .collect();
+            for part in parts {
+                for ((acc, red), p) in accs.iter_mut().zip(&plan.reductions).zip(part) {
+                    for (a, x) in acc.iter_mut().zip(p) {
+                        *a = crate::kernels::combine(red.op, *a, x);
+                    }
+                }
+            }
+        } else if chunks == 1 {
             run_chunk(&ctx, 0..items);
         } else {
             (0..chunks).into_par_iter().for_each(|c| {
@@ -243,6 +266,40 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
                 Ty::F64 => std::ptr::copy_nonoverlapping(acc.as_ptr(), out as *mut f64, acc.len()),
                 Ty::B8 | Ty::I64 => {}
             }
+        }
+    }
+}
+
+/// How many chunks a group that may not split its rows between threads (a reduction folds its
+/// leading dim: a bias gradient, a layer norm's weight gradient) runs as, each with private
+/// accumulators: 1 (on one thread) when the group is small or its outputs are not small next
+/// to its work.
+fn private_chunks(plan: &GroupPlan, accs: &[Vec<f64>], units: usize, threads: usize) -> usize {
+    let acc_len: usize = accs.iter().map(Vec::len).sum();
+    if plan.parallel || accs.is_empty() || threads < 2 || plan.numel < PAR_MIN {
+        return 1;
+    }
+    if acc_len * threads * 8 > plan.numel {
+        return 1;
+    }
+    units.min(threads)
+}
+
+impl Ctx<'_> {
+    /// This run with other accumulators.
+    fn with_accs(&self, accs: Vec<*mut f64>) -> Ctx<'_> {
+        Ctx {
+            plan: self.plan,
+            base: self.base.clone(),
+            last: self.last.clone(),
+            accs,
+            red_last: self.red_last.clone(),
+            stream: self.stream,
+            tile: self.tile,
+            block: self.block,
+            copy: self.copy,
+            chain: self.chain.clone(),
+            rows: self.rows,
         }
     }
 }
