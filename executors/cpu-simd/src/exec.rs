@@ -187,9 +187,13 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             ctx.chain = crate::chain::chain_of(plan, &ctx.last);
         }
         // Short rows: one tile covers several rows, so the per-instruction cost of a tile is
-        // paid once per `TILE` elements rather than once per row.
+        // paid once per `TILE` elements rather than once per row. With reductions (a softmax
+        // or a loss over a few classes) only on a plain matrix none of whose reductions folds
+        // the rows, so that any split of the rows between threads folds each output element
+        // on one thread.
+        let rows_fold = plan.reductions.is_empty() || (r == 2 && plan.parallel);
         if r >= 2
-            && plan.reductions.is_empty()
+            && rows_fold
             && ctx.block == 1
             && ctx.copy.is_none()
             && ctx.chain.is_none()
@@ -205,7 +209,7 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
         };
         // With reductions, a chunk must own whole leading-dim slices so no two threads fold
         // into one output element.
-        let granule = if plan.reductions.is_empty() || r == 1 {
+        let granule = if plan.reductions.is_empty() || r == 1 || ctx.rows > 1 {
             1
         } else {
             items / plan.shape[0]
@@ -388,9 +392,10 @@ fn run_rows<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegF
     let r = plan.shape.len();
     let last = plan.shape[r - 1];
     let rows = plan.numel / last;
-    let na = ctx.base.len();
+    let (na, nr) = (ctx.base.len(), ctx.accs.len());
     let per = ctx.rows;
     let mut offs = vec![0i64; na * per];
+    let mut red_offs = vec![0i64; nr * per];
     for item in items {
         let row0 = item * per;
         let n = per.min(rows - row0);
@@ -399,16 +404,22 @@ fn run_rows<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegF
             for a in 0..na {
                 offs[a * per + q] = plan.offsets[a];
             }
+            for k in 0..nr {
+                red_offs[k * per + q] = 0;
+            }
             for d in (0..r - 1).rev() {
                 let i = (rem % plan.shape[d]) as i64;
                 rem /= plan.shape[d];
                 for a in 0..na {
                     offs[a * per + q] += i * plan.access_strides[a][d];
                 }
+                for k in 0..nr {
+                    red_offs[k * per + q] += i * plan.red_strides[k][d];
+                }
             }
         }
         // SAFETY: as in `run_items_with`; each row's offsets address that row's elements.
-        unsafe { crate::tile::exec_rows::<FMA>(ctx, regs, &offs, per, n, last) };
+        unsafe { crate::tile::exec_rows::<FMA>(ctx, regs, &offs, &red_offs, per, n, last) };
     }
     if FMA && ctx.stream {
         #[cfg(target_arch = "x86_64")]
