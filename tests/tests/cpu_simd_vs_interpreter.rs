@@ -6,7 +6,8 @@
 //!
 //! Tolerances against the interpreter (which computes in f64 and rounds once):
 //! - elementwise f32: rtol 1e-5, atol 1e-6 (exp/log/tanh/erf are vectorized approximations
-//!   within 2 ulp; everything else rounds like the interpreter);
+//!   within 1 to 5 ulp, see cpu-simd's `math.rs`; everything else rounds like the
+//!   interpreter);
 //! - reductions and matmul (sum, amax, mean, matmul, linear, softmax): f32 rtol 1e-4, atol
 //!   1e-5, since GEMM sums in f32 in another order (sums are accumulated in f64 like the
 //!   interpreter's);

@@ -187,9 +187,13 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             ctx.chain = crate::chain::chain_of(plan, &ctx.last);
         }
         // Short rows: one tile covers several rows, so the per-instruction cost of a tile is
-        // paid once per `TILE` elements rather than once per row.
+        // paid once per `TILE` elements rather than once per row. With reductions (a softmax
+        // or a loss over a few classes) only on a plain matrix none of whose reductions folds
+        // the rows, so that any split of the rows between threads folds each output element
+        // on one thread.
+        let rows_fold = plan.reductions.is_empty() || (r == 2 && plan.parallel);
         if r >= 2
-            && plan.reductions.is_empty()
+            && rows_fold
             && ctx.block == 1
             && ctx.copy.is_none()
             && ctx.chain.is_none()
@@ -205,7 +209,7 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
         };
         // With reductions, a chunk must own whole leading-dim slices so no two threads fold
         // into one output element.
-        let granule = if plan.reductions.is_empty() || r == 1 {
+        let granule = if plan.reductions.is_empty() || r == 1 || ctx.rows > 1 {
             1
         } else {
             items / plan.shape[0]
@@ -218,7 +222,30 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             1
         };
         let range = |c: usize| (c * units / chunks) * granule..((c + 1) * units / chunks) * granule;
-        if chunks == 1 {
+        let private = private_chunks(plan, &accs, units, threads);
+        if private > 1 {
+            // Each chunk folds its rows into accumulators of its own; they are combined in
+            // chunk order, so the result depends only on the size and the thread count.
+            let range =
+                |c: usize| (c * units / private) * granule..((c + 1) * units / private) * granule;
+            let parts: Vec<Vec<Vec<f64>>> = (0..private)
+                .into_par_iter()
+                .map(|c| {
+                    let _ieee = crate::ftz::FlushGuard::ieee();
+                    let mut mine = accs.clone();
+                    let own = ctx.with_accs(mine.iter_mut().map(|a| a.as_mut_ptr()).collect());
+                    run_chunk(&own, range(c));
+                    mine
+                })
+                .collect();
+            for part in parts {
+                for ((acc, red), p) in accs.iter_mut().zip(&plan.reductions).zip(part) {
+                    for (a, x) in acc.iter_mut().zip(p) {
+                        *a = crate::kernels::combine(red.op, *a, x);
+                    }
+                }
+            }
+        } else if chunks == 1 {
             run_chunk(&ctx, 0..items);
         } else {
             (0..chunks).into_par_iter().for_each(|c| {
@@ -243,6 +270,40 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
                 Ty::F64 => std::ptr::copy_nonoverlapping(acc.as_ptr(), out as *mut f64, acc.len()),
                 Ty::B8 | Ty::I64 => {}
             }
+        }
+    }
+}
+
+/// How many chunks a group that may not split its rows between threads (a reduction folds its
+/// leading dim: a bias gradient, a layer norm's weight gradient) runs as, each with private
+/// accumulators: 1 (on one thread) when the group is small or its outputs are not small next
+/// to its work.
+fn private_chunks(plan: &GroupPlan, accs: &[Vec<f64>], units: usize, threads: usize) -> usize {
+    let acc_len: usize = accs.iter().map(Vec::len).sum();
+    if plan.parallel || accs.is_empty() || threads < 2 || plan.numel < PAR_MIN {
+        return 1;
+    }
+    if acc_len * threads * 8 > plan.numel {
+        return 1;
+    }
+    units.min(threads)
+}
+
+impl Ctx<'_> {
+    /// This run with other accumulators.
+    fn with_accs(&self, accs: Vec<*mut f64>) -> Ctx<'_> {
+        Ctx {
+            plan: self.plan,
+            base: self.base.clone(),
+            last: self.last.clone(),
+            accs,
+            red_last: self.red_last.clone(),
+            stream: self.stream,
+            tile: self.tile,
+            block: self.block,
+            copy: self.copy,
+            chain: self.chain.clone(),
+            rows: self.rows,
         }
     }
 }
@@ -331,9 +392,10 @@ fn run_rows<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegF
     let r = plan.shape.len();
     let last = plan.shape[r - 1];
     let rows = plan.numel / last;
-    let na = ctx.base.len();
+    let (na, nr) = (ctx.base.len(), ctx.accs.len());
     let per = ctx.rows;
     let mut offs = vec![0i64; na * per];
+    let mut red_offs = vec![0i64; nr * per];
     for item in items {
         let row0 = item * per;
         let n = per.min(rows - row0);
@@ -342,16 +404,22 @@ fn run_rows<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegF
             for a in 0..na {
                 offs[a * per + q] = plan.offsets[a];
             }
+            for k in 0..nr {
+                red_offs[k * per + q] = 0;
+            }
             for d in (0..r - 1).rev() {
                 let i = (rem % plan.shape[d]) as i64;
                 rem /= plan.shape[d];
                 for a in 0..na {
                     offs[a * per + q] += i * plan.access_strides[a][d];
                 }
+                for k in 0..nr {
+                    red_offs[k * per + q] += i * plan.red_strides[k][d];
+                }
             }
         }
         // SAFETY: as in `run_items_with`; each row's offsets address that row's elements.
-        unsafe { crate::tile::exec_rows::<FMA>(ctx, regs, &offs, per, n, last) };
+        unsafe { crate::tile::exec_rows::<FMA>(ctx, regs, &offs, &red_offs, per, n, last) };
     }
     if FMA && ctx.stream {
         #[cfg(target_arch = "x86_64")]

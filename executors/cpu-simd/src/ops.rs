@@ -3,7 +3,7 @@
 //! Results agree with the reference interpreter (which computes in f64 and rounds once):
 //! add, sub, mul, div, sqrt, reciprocal and the comparisons are exact in the element type;
 //! rsqrt, pow, sin and cos are computed in f64 and rounded once, like the interpreter; f32 exp,
-//! log, tanh and erf use the vectorized approximations of `math.rs` (within 3 ulp).
+//! log, tanh and erf use the vectorized approximations of `math.rs` (within 5 ulp).
 
 use crate::math;
 use thunder_abi::prims::{BinaryPrim, UnaryPrim};

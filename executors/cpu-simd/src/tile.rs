@@ -207,18 +207,20 @@ pub(crate) unsafe fn exec_tile<const FMA: bool>(
 }
 
 /// A tile of `n` whole rows of `width` elements: `offs[a * per + q]` is access `a`'s offset
-/// of row `q`. Loads and stores go row by row; the ops run once over all `n * width`.
+/// of row `q`, and `red_offs[k * per + q]` reduction `k`'s accumulator offset of row `q`.
+/// Loads, stores and folds go row by row; the other ops run once over all `n * width`.
 #[inline(always)]
 pub(crate) unsafe fn exec_rows<const FMA: bool>(
     ctx: &Ctx<'_>,
     regs: &mut RegFile,
     offs: &[i64],
+    red_offs: &[i64],
     per: usize,
     n: usize,
     width: usize,
 ) {
     // SAFETY: forwarded.
-    unsafe { exec::<FMA>(ctx, regs, offs, &[], n * width, Some((per, width))) }
+    unsafe { exec::<FMA>(ctx, regs, offs, red_offs, n * width, Some((per, width))) }
 }
 
 #[inline(always)]
@@ -295,6 +297,19 @@ unsafe fn exec<const FMA: bool>(
                         l => lit_f64(l) as i64,
                     }),
                 },
+                Ins::Reduce { ty, src: r, red } if rows.is_some() => {
+                    let (per, w) = rows.unwrap_or((1, len));
+                    let op = ctx.plan.reductions[red].op;
+                    let stride = ctx.red_last[red];
+                    for (q, k) in (0..len).step_by(w).enumerate() {
+                        let acc = ctx.accs[red].offset(red_offs[red * per + q] as isize);
+                        match ty {
+                            Ty::F32 => reduce_into(op, &rd(f32p, r, len)[k..k + w], acc, stride),
+                            Ty::F64 => reduce_into(op, &rd(f64p, r, len)[k..k + w], acc, stride),
+                            Ty::B8 | Ty::I64 => {}
+                        }
+                    }
+                }
                 Ins::Reduce { ty, src: r, red } => {
                     let op = ctx.plan.reductions[red].op;
                     let acc = ctx.accs[red].offset(red_offs[red] as isize);

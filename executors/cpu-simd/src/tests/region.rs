@@ -197,6 +197,73 @@ fn column_and_total_sums() {
     assert_close(&got[1], &[want_all], 1e-6, 1e-6, "total");
 }
 
+/// A fused loop with a fold over its rows (a bias gradient: column sums) beside a fold along
+/// them (row maxima), large enough that its rows are split between threads, each folding into
+/// accumulators of its own: against f64 loops, on an odd row count.
+#[test]
+fn column_sums_fused_with_row_maxima_split_between_threads() {
+    let (r, c) = (517i64, 301i64);
+    let mut t = Tb::default();
+    let x = t.value(F32, &[r, c]);
+    let y = t.value(F32, &[r, c]);
+    let p = t.op(
+        "mul",
+        vec![ArgView::Value(x), ArgView::Value(y)],
+        F32,
+        &[r, c],
+    );
+    let cols = t.op("sum", vec![ArgView::Value(p), ints(&[0])], F32, &[c]);
+    let rows = t.op("amax", vec![ArgView::Value(p), ints(&[1])], F32, &[r]);
+    let (dx, dy) = (data((r * c) as usize, 11), data((r * c) as usize, 12));
+    let got = t.run(&[(x, dx.clone()), (y, dy.clone())], &[p, cols, rows]);
+    let (r, c) = (r as usize, c as usize);
+    let prod: Vec<f64> = dx.iter().zip(&dy).map(|(&a, &b)| (a * b) as f64).collect();
+    let want_cols: Vec<f64> = (0..c)
+        .map(|j| (0..r).map(|i| prod[i * c + j]).sum())
+        .collect();
+    let want_rows: Vec<f64> = (0..r)
+        .map(|i| {
+            prod[i * c..(i + 1) * c]
+                .iter()
+                .copied()
+                .fold(f64::MIN, f64::max)
+        })
+        .collect();
+    assert_close(&got[0], &prod, 0.0, 0.0, "products");
+    assert_close(&got[1], &want_cols, 1e-6, 1e-6, "column sums");
+    assert_close(&got[2], &want_rows, 0.0, 0.0, "row maxima");
+}
+
+/// Row sums and maxima over short rows (a loss over 11 classes), which run many rows per tile
+/// with an accumulator per row, on threads, with a last tile of fewer rows: against f64 loops.
+#[test]
+fn short_row_reductions_many_rows_per_tile() {
+    let (r, c) = (13001i64, 11i64);
+    let mut t = Tb::default();
+    let x = t.value(F32, &[r, c]);
+    let y = t.value(F32, &[r, c]);
+    let p = t.op(
+        "mul",
+        vec![ArgView::Value(x), ArgView::Value(y)],
+        F32,
+        &[r, c],
+    );
+    let sums = t.op("sum", vec![ArgView::Value(p), ints(&[1])], F32, &[r]);
+    let maxs = t.op("amax", vec![ArgView::Value(p), ints(&[1])], F32, &[r]);
+    let (dx, dy) = (data((r * c) as usize, 13), data((r * c) as usize, 14));
+    let got = t.run(&[(x, dx.clone()), (y, dy.clone())], &[p, sums, maxs]);
+    let c = c as usize;
+    let prod: Vec<f64> = dx.iter().zip(&dy).map(|(&a, &b)| (a * b) as f64).collect();
+    let rows = || prod.chunks(c);
+    let want_sums: Vec<f64> = rows().map(|row| row.iter().sum()).collect();
+    let want_maxs: Vec<f64> = rows()
+        .map(|row| row.iter().copied().fold(f64::MIN, f64::max))
+        .collect();
+    assert_close(&got[0], &prod, 0.0, 0.0, "products");
+    assert_close(&got[1], &want_sums, 1e-6, 1e-6, "row sums");
+    assert_close(&got[2], &want_maxs, 0.0, 0.0, "row maxima");
+}
+
 /// A bias broadcast, a tanh chain and a comparison mask over an odd-sized tensor that takes
 /// the threaded path and ends in a partial tile.
 #[test]
