@@ -13,7 +13,12 @@
 //! - `full`, `iota` (every dtype), `uniform` / `normal` (Philox4x32-10 with the interpreter's
 //!   counter mapping: the same numbers on CPU and GPU), `matmul` (ints, and the float cases
 //!   cuBLAS does not claim, summed in f64), `pad` with interior
-//!   padding, and `floor_divide` (integer division by zero is a device error).
+//!   padding, and `floor_divide` (integer division by zero is a device error);
+//! - cross-entropy's op pair `ltorch.cross_entropy_lse` / `ltorch.cross_entropy_bwd` ([`ce`]),
+//!   one region each with the bf16/f16 <-> f32 converts and reshapes around them (found by
+//!   `thunder_cuda_common::cross_entropy`, which cuda-fuser leaves them for): one pass per row
+//!   over the 16-bit logits, the loss summed without atomics; a target outside `0..C` is a
+//!   device error.
 //!
 //! Index and division errors are written to a device flag that is read after the launch and
 //! turned into an error naming the op. Kernels are generated as CUDA C++ ([`codegen`]) and
@@ -194,6 +199,15 @@ impl Executor for CudaKernels {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(o) = region
+            .outputs
+            .iter()
+            .find(|&&o| !outputs.iter().any(|(v, _, _)| *v == Some(o)))
+        {
+            return Err(PluginError::invalid(format!(
+                "{NAME}: {symbol}: the region returns t{o}, which its kernels do not write"
+            )));
+        }
         let output_slots = outputs
             .iter()
             .map(|&(v, dtype, n)| {
