@@ -1,6 +1,6 @@
-import re, sys
 """Splits the golden cross-entropy kernels into one namespace each (kernels.inc) for
 harness.cpp; the PTX f16 conversions get placeholders (the f16 kernels are not emulated)."""
+import re, sys
 src = open(sys.argv[1]).read()
 chunks, cur = [], []
 for line in src.splitlines(keepends=True):
