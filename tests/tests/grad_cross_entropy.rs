@@ -56,7 +56,9 @@ fn the_pair_matches_finite_differences() {
 #[test]
 fn all_rows_ignored_give_nan_loss_and_zero_gradient() {
     let f = value_and_grad(Some(interpreter_host()), |x: &[Tensor]| {
-        vec![sticky(thunder_torch::cross_entropy_with(&x[0], &x[1], -1, 0.0))]
+        vec![sticky(thunder_torch::cross_entropy_with(
+            &x[0], &x[1], -1, 0.0,
+        ))]
     });
     let (loss, g) = f
         .call(&[
@@ -96,7 +98,10 @@ fn the_backward_reads_logits_targets_and_lse_only() {
         .collect();
     let wide: Vec<&(Vec<i64>, bool)> = saved.iter().filter(|(s, _)| s == &[n, c]).collect();
     assert_eq!(wide.len(), 1, "saved: {saved:?}");
-    assert!(saved.iter().any(|(s, _)| s == &[n]), "no per-row value saved: {saved:?}");
+    assert!(
+        saved.iter().any(|(s, _)| s == &[n]),
+        "no per-row value saved: {saved:?}"
+    );
     let text = thunder_core::text::print_trace(bwd);
     assert!(text.contains("ltorch.cross_entropy_bwd"), "{text}");
 }
