@@ -38,6 +38,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+import ce_reference
 import sdpa_reference
 
 try:
@@ -68,29 +69,6 @@ LOW = (torch.float16, torch.bfloat16)
 # ---------------------------------------------------------------------------------------------
 # references: op id -> callable with the thunder op's positional arguments
 # ---------------------------------------------------------------------------------------------
-def ce_lse(x, t, ii):
-    """cross_entropy_lse: torch's mean cross-entropy over the kept rows (computed in f64, rounded
-    once to the logits' dtype; NaN when every row is ignored) and the row log-sum-exp in f32
-    (f64 for f64 logits)."""
-    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
-    loss = F.cross_entropy(x.double(), t.long(), ignore_index=ii)
-    return loss.to(x.dtype), torch.logsumexp(x.double(), 1).to(acc)
-
-
-def ce_bwd(g, x, t, lse, ii):
-    """cross_entropy_bwd: (exp(x - lse) - onehot) * g / count on the kept rows, 0 on ignored
-    rows, in f64, rounded once to the logits' dtype."""
-    t = t.long()
-    kept = t != ii
-    p = torch.exp(x.double() - lse.double()[:, None])
-    onehot = torch.zeros_like(p)
-    rows = kept.nonzero().flatten()
-    onehot[rows, t[rows]] = 1.0
-    count = kept.sum().double()
-    scale = torch.where(kept, g.double() / count, torch.zeros((), dtype=torch.float64))
-    return ((p - onehot) * scale[:, None]).to(x.dtype)
-
-
 def lax_pad(a, value, config):
     """lax.pad: per dim (low, high, interior); low/high may be negative (cropping)."""
     out = a
@@ -313,8 +291,8 @@ def ltorch_refs():
         else F.cross_entropy(x, t, ignore_index=rest[0], label_smoothing=rest[1])
     )
     r["ltorch.nll_loss"] = lambda x, t, ii: F.nll_loss(x, t, ignore_index=ii)
-    r["ltorch.cross_entropy_lse"] = ce_lse
-    r["ltorch.cross_entropy_bwd"] = ce_bwd
+    r["ltorch.cross_entropy_lse"] = ce_reference.ce_lse
+    r["ltorch.cross_entropy_bwd"] = ce_reference.ce_bwd
     r["ltorch.mse_loss"] = F.mse_loss
     r["ltorch.scaled_dot_product_attention"] = lambda q, k, v, m, causal, scale: (
         F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal, scale=scale)
