@@ -122,10 +122,7 @@ pub fn chain(view: &TraceView, i: usize) -> Option<Chain> {
     if !fwd {
         let mut walked = Vec::new();
         let mut v = write;
-        loop {
-            let [r] = readers(view, v)[..] else {
-                break;
-            };
+        while let [r] = readers(view, v)[..] {
             let next = &view.ops[r];
             if !link(view, next, v, r) {
                 break;
