@@ -146,9 +146,11 @@ def bench(a, d, B=8, T=1024, V=50304, reps=20):
         f"    t2 = ltorch.reshape(tgt, [{B * T}])",
         "    return ltorch.cross_entropy(l2, t2)",
     ]) + "\n")
-    rc, text = run([os.path.join(a.bin, "thunder"), "--config", a.config, "bench", p, "--device",
-                    "cuda:0", "--grad", "--json", "--reps", str(reps),
-                    "-i", f"logits=randn:bf16[{B},{T},{V}]", "-i", f"tgt={d}/tgt.npy"])
+    proc = subprocess.run([os.path.join(a.bin, "thunder"), "--config", a.config, "bench", p,
+                           "--device", "cuda:0", "--grad", "--json", "--reps", str(reps),
+                           "-i", f"logits=randn:bf16[{B},{T},{V}]", "-i", f"tgt={d}/tgt.npy"],
+                          capture_output=True, text=True, timeout=300)
+    rc, text = proc.returncode, proc.stdout if proc.returncode == 0 else proc.stderr
     logits = torch.randn(B, T, V, device="cuda").bfloat16().requires_grad_()
     tgt = torch.from_numpy(np.load(os.path.join(d, "tgt.npy"))).cuda()
 
@@ -163,7 +165,7 @@ def bench(a, d, B=8, T=1024, V=50304, reps=20):
     if rc != 0:
         print(f"  thunder bench failed:\n{text[-3000:]}")
         return False
-    r = json.loads(text[text.index("{"):])
+    r = json.loads(text)
     s = r["steady"]["median_ms"]
     print(f"  thunder {s:8.3f} ms ({s / eager:.2f}x eager); "
           f"{copy:.2f} GB of bf16 logits traffic at least")
