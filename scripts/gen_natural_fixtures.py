@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import ce_reference
 import sdpa_reference
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -115,7 +116,17 @@ def _sdpa_bwd(grad_out, query, key, value, out, logsumexp, *, is_causal=False, s
     return sdpa_reference.bwd_formula(grad_out, query, key, value, out, logsumexp, is_causal, scale)
 
 
+def _cross_entropy_lse(input, target, *, ignore_index=-100):
+    return ce_reference.ce_lse(input, target, ignore_index)
+
+
+def _cross_entropy_bwd(grad_loss, input, target, logsumexp, *, ignore_index=-100):
+    return ce_reference.ce_bwd(grad_loss, input, target, logsumexp, ignore_index)
+
+
 NAMES = {
+    "cross_entropy_lse": _cross_entropy_lse,
+    "cross_entropy_bwd": _cross_entropy_bwd,
     "sdpa_fwd_lse": _sdpa_fwd_lse,
     "sdpa_bwd": _sdpa_bwd,
     "sum": _sum,

@@ -38,6 +38,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+import ce_reference
 import sdpa_reference
 
 try:
@@ -290,6 +291,8 @@ def ltorch_refs():
         else F.cross_entropy(x, t, ignore_index=rest[0], label_smoothing=rest[1])
     )
     r["ltorch.nll_loss"] = lambda x, t, ii: F.nll_loss(x, t, ignore_index=ii)
+    r["ltorch.cross_entropy_lse"] = ce_reference.ce_lse
+    r["ltorch.cross_entropy_bwd"] = ce_reference.ce_bwd
     r["ltorch.mse_loss"] = F.mse_loss
     r["ltorch.scaled_dot_product_attention"] = lambda q, k, v, m, causal, scale: (
         F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal, scale=scale)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""C++ syntax check of the cuda-fuser golden sources (no CUDA here): each kernel of each
-`executors/cuda-fuser/tests/golden/*.cu` file (split at its `// launch:` line) is compiled by
+"""C++ syntax check of the golden CUDA sources (no CUDA here): each kernel of each
+`executors/cuda-fuser/tests/golden/*.cu` file, or of the files named (cuda-kernels' goldens
+too), split at its `// launch:` (or `// <symbol>: launch`) line, is compiled by
 `g++ -fsyntax-only` after a few lines of stubs for the CUDA keywords and intrinsics it uses.
 Catches unbalanced braces, undeclared names, type errors; not PTX or launch errors.
 
@@ -36,13 +37,27 @@ double __longlong_as_double(long long);
 long long __double_as_longlong(double);
 struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
+struct float4 { float x, y, z, w; };
+uint4 make_uint4(unsigned, unsigned, unsigned, unsigned);
+uint2 make_uint2(unsigned, unsigned);
+float4 make_float4(float, float, float, float);
+long long __double2ll_rn(double);
+unsigned __umulhi(unsigned, unsigned);
+unsigned long long atomicAdd(unsigned long long*, unsigned long long);
+int atomicAdd(int*, int);
+float atomicAdd(float*, float);
+double atomicAdd(double*, double);
+unsigned long long atomicCAS(unsigned long long*, unsigned long long, unsigned long long);
+unsigned atomicCAS(unsigned*, unsigned, unsigned);
 """
 
 
 def kernels(text):
     parts, cur = [], []
     for line in text.splitlines(keepends=True):
-        if line.startswith("// launch:") and cur:
+        # cuda-fuser marks each kernel `// launch: ...`, cuda-kernels `// <symbol>: launch ...`.
+        marker = line.startswith("// launch:") or (line.startswith("// ") and ": launch " in line)
+        if marker and cur:
             parts.append("".join(cur))
             cur = []
         cur.append(line)

@@ -16,4 +16,6 @@ def computation(q, k, v, mask, logits, tgt, probs, w, y):
   t11 = ltorch.linear(y, weight=w)
   o, lse = ltorch.sdpa_fwd_lse(q, k, value=v, is_causal=True)
   dq, dk, dv = ltorch.sdpa_bwd(t0, q, k, v, out=o, logsumexp=lse, is_causal=True)
-  return (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, o, lse, dq, dk, dv)
+  loss, rows = ltorch.cross_entropy_lse(logits, target=tgt, ignore_index=2)
+  dl = ltorch.cross_entropy_bwd(loss, input=logits, target=tgt, logsumexp=rows, ignore_index=2)
+  return (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, o, lse, dq, dk, dv, loss, rows, dl)

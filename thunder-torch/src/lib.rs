@@ -12,6 +12,7 @@
 mod activations;
 mod attention;
 mod conv;
+mod cross_entropy;
 mod declaration;
 mod elementwise;
 mod factory;
@@ -30,6 +31,7 @@ mod vjp;
 pub use activations::*;
 pub use attention::*;
 pub use conv::*;
+pub use cross_entropy::{cross_entropy_bwd, cross_entropy_lse};
 pub use elementwise::*;
 pub use factory::*;
 pub use indexing::*;
@@ -65,6 +67,10 @@ pub const OWN_VJPS: &[(&str, CompositeVjp)] = &[
     ("ltorch.sdpa_fwd_lse", attention::sdpa_fwd_lse_vjp),
     ("ltorch.split", indexing::pieces_vjp),
     ("ltorch.chunk", indexing::pieces_vjp),
+    (
+        "ltorch.cross_entropy_lse",
+        cross_entropy::cross_entropy_lse_vjp,
+    ),
 ];
 
 /// Adds the ltorch ops to thunder-core's symbol registry, once per process. Every function of
@@ -223,6 +229,8 @@ ltorch_table! {
     "softmax" => reduction::softmax_rule, "input: Tensor, dim: int",
     "log_softmax" => nn::log_softmax_rule, "input: Tensor, dim: int",
     "cross_entropy" => nn::cross_entropy_rule, "input: Tensor, target: Tensor, *, ignore_index: int = -100, label_smoothing: float = 0.0",
+    "cross_entropy_lse" => cross_entropy::cross_entropy_lse_rule, "input: Tensor, target: Tensor, *, ignore_index: int = -100",
+    "cross_entropy_bwd" => cross_entropy::cross_entropy_bwd_rule, "grad_loss: Tensor, input: Tensor, target: Tensor, logsumexp: Tensor, *, ignore_index: int = -100",
     "layer_norm" => nn::layer_norm_rule, "input: Tensor, normalized_shape: list[int], weight: Tensor? = None, bias: Tensor? = None, eps: float = 1e-05",
     "rms_norm" => norm::rms_norm_rule, "input: Tensor, normalized_shape: list[int], weight: Tensor? = None, eps: float? = None",
     "mse_loss" => nn::mse_loss_rule, "input: Tensor, target: Tensor",

@@ -1,7 +1,7 @@
 //! Neural-network functions: log_softmax, cross_entropy, nll_loss, mse_loss, layer_norm.
 
 use crate::elementwise::{div, exp, log, mul, ne, neg, require_float, rsqrt, sub, to, upcast};
-use crate::{call1, CallArgs};
+use crate::{call, call1, CallArgs};
 use thunder_core::clang;
 use thunder_core::dtype::{self, DType};
 use thunder_core::error::{bail_op, Result};
@@ -101,6 +101,8 @@ fn class_index_loss(logp: &Tensor, target: &Tensor, ignore_index: i64, eps: f64)
 
 /// `cross_entropy(logits [N, C], target[, ignore_index, label_smoothing])`, mean over the
 /// batch. `target` holds class indices (`[N]`, integer) or class probabilities (`[N, C]`).
+/// Class indices without label smoothing and nothing empty go through `cross_entropy_lse`
+/// (`cross_entropy.rs`), whose gradient saves one float per row.
 pub(crate) fn cross_entropy_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     if c.args.len() != 2 {
         c.expect(4)?;
@@ -119,6 +121,17 @@ pub(crate) fn cross_entropy_rule(c: &CallArgs) -> Result<Vec<Tensor>> {
     } else {
         (-100, 0.0)
     };
+    if eps == 0.0 && crate::cross_entropy::fits_pair(&logits, &target) {
+        let outs = call(
+            "ltorch.cross_entropy_lse",
+            vec![
+                Arg::Value(logits.value()),
+                Arg::Value(target.value()),
+                Arg::Int(ignore_index),
+            ],
+        )?;
+        return Ok(outs.into_iter().take(1).collect());
+    }
     let logp = log_softmax_impl(c.op, &logits, 1)?;
     let loss = if dtype::is_float(target.dtype()) {
         if target.shape() != logits.shape() {

@@ -3,5 +3,6 @@
 //! ([`nvrtc`]). A plain library (no plugin entry point), so each plugin links its own copy.
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+pub mod cross_entropy;
 pub mod device;
 pub mod nvrtc;

@@ -129,7 +129,11 @@ impl Executor for CudaFuser {
         if device::runtime().is_err() {
             return Ok(Vec::new());
         }
-        Ok(contiguous_runs(view, |op| support::accepts(view, op)))
+        // The converts and reshapes cuda-kernels runs inside its cross-entropy kernels.
+        let left = thunder_cuda_common::cross_entropy::joined_ops(view);
+        Ok(contiguous_runs(view, |op| {
+            support::accepts(view, op) && !left.iter().any(|&i| std::ptr::eq(&view.ops[i], op))
+        }))
     }
 
     fn compile(

@@ -13,7 +13,12 @@
 //! - `full`, `iota` (every dtype), `uniform` / `normal` (Philox4x32-10 with the interpreter's
 //!   counter mapping: the same numbers on CPU and GPU), `matmul` (ints, and the float cases
 //!   cuBLAS does not claim, summed in f64), `pad` with interior
-//!   padding, and `floor_divide` (integer division by zero is a device error).
+//!   padding, and `floor_divide` (integer division by zero is a device error);
+//! - cross-entropy's op pair `ltorch.cross_entropy_lse` / `ltorch.cross_entropy_bwd` ([`ce`]),
+//!   one region each with the bf16/f16 <-> f32 converts and reshapes around them (found by
+//!   `thunder_cuda_common::cross_entropy`, which cuda-fuser leaves them for): one pass per row
+//!   over the 16-bit logits, the loss summed without atomics; a target outside `0..C` is a
+//!   device error.
 //!
 //! Index and division errors are written to a device flag that is read after the launch and
 //! turned into an error naming the op. Kernels are generated as CUDA C++ ([`codegen`]) and
@@ -26,6 +31,7 @@
 //! dim is long, as in an embedding's gradient).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+pub mod ce;
 pub mod codegen;
 mod run;
 pub mod spec;
@@ -52,6 +58,7 @@ pub fn plugin_info() -> PluginInfo {
             .iter()
             .filter(|p| spec::claimable(**p))
             .map(|p| p.id().into())
+            .chain([ce::FWD.into(), ce::BWD.into()])
             .collect(),
     }
 }
@@ -61,14 +68,19 @@ pub fn accepts(view: &TraceView, op: &OpView) -> bool {
     spec::decode(view, op).is_ok()
 }
 
-/// One region per accepted, unclaimed op.
+/// The cross-entropy regions ([`ce`]: the op with the converts around it), then one region
+/// per other accepted, unclaimed op.
 pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
-    view.ops
-        .iter()
-        .enumerate()
-        .filter(|(_, op)| !op.claimed && accepts(view, op))
-        .map(|(i, _)| vec![i as u32])
-        .collect()
+    let mut regions = ce::claims(view);
+    let taken: Vec<u32> = regions.iter().flatten().copied().collect();
+    regions.extend(
+        view.ops
+            .iter()
+            .enumerate()
+            .filter(|(i, op)| !op.claimed && !taken.contains(&(*i as u32)) && accepts(view, op))
+            .map(|(i, _)| vec![i as u32]),
+    );
+    regions
 }
 
 pub struct CudaKernels {
@@ -132,33 +144,13 @@ impl Executor for CudaKernels {
     ) -> Result<Box<dyn CompiledRegion>, PluginError> {
         let runtime =
             device::runtime().map_err(|e| PluginError::unsupported(format!("{NAME}: {e}")))?;
-        let [only] = region.ops.as_slice() else {
-            return Err(PluginError::invalid(format!(
-                "{NAME}: a region is one op, got {}",
-                region.ops.len()
-            )));
-        };
-        let op = view
-            .ops
-            .get(*only as usize)
-            .ok_or_else(|| PluginError::invalid(format!("{NAME}: op {only} is not in the view")))?;
-        let mut spec = spec::decode(view, op)
-            .map_err(|e| PluginError::unsupported(format!("{NAME}: {}: {e}", op.symbol)))?;
-        if let spec::Spec::ScatterAdd { deterministic, .. } = &mut spec {
-            *deterministic = self.deterministic;
-        }
-        let out_meta: Vec<_> = op
-            .outputs
+        let (symbol, spec, outputs) = decode_region(view, region, self.deterministic)?;
+        let ordinal = outputs
             .iter()
-            .map(|&v| &view.values[v as usize])
-            .collect();
-        let ordinal = out_meta
-            .iter()
+            .filter_map(|(v, _, _)| v.and_then(|v| view.values.get(v as usize)))
             .find(|m| m.device.kind == DeviceKind::Cuda)
             .map(|m| m.device.index)
-            .ok_or_else(|| {
-                PluginError::invalid(format!("{NAME}: {}: no CUDA output", op.symbol))
-            })?;
+            .ok_or_else(|| PluginError::invalid(format!("{NAME}: {symbol}: no CUDA output")))?;
         if ordinal as i32 >= runtime.device_count {
             return Err(PluginError::invalid(format!(
                 "{NAME}: cuda:{ordinal} does not exist ({} devices)",
@@ -166,8 +158,13 @@ impl Executor for CudaKernels {
             )));
         }
         let props = device::props(ordinal).map_err(PluginError::internal)?;
-        let outs: Vec<_> = out_meta.iter().map(|m| m.dtype).collect();
-        let base = format!("thunder_{}", op.symbol.trim_start_matches("prims."));
+        let outs: Vec<_> = outputs.iter().map(|(_, d, _)| *d).collect();
+        let base = format!(
+            "thunder_{}",
+            symbol
+                .trim_start_matches("prims.")
+                .trim_start_matches("ltorch.")
+        );
         let generated = codegen::generate(&spec, &outs, &base);
         device::make_current(ordinal).map_err(PluginError::internal)?;
         let mut kernels = Vec::with_capacity(generated.len());
@@ -181,7 +178,7 @@ impl Executor for CudaKernels {
             let (image, origin) = self
                 .compiler
                 .image(&kernel.source, &kernel.name, &key, props.compute_capability)
-                .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", op.symbol)))?;
+                .map_err(|e| PluginError::internal(format!("{NAME}: {symbol}: {e}")))?;
             self.log.log(
                 LogLevel::Debug,
                 &format!("{}: {origin:?} ({})", kernel.name, key.0),
@@ -202,19 +199,24 @@ impl Executor for CudaKernels {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let output_slots = op
+        if let Some(o) = region
             .outputs
             .iter()
-            .zip(&out_meta)
-            .map(|(&v, m)| {
-                region.outputs.iter().position(|&o| o == v).ok_or_else(|| {
-                    let n: i64 = m.shape.iter().map(|&d| d.max(0)).product();
-                    n as usize * m.dtype.size_bytes()
-                })
+            .find(|&&o| !outputs.iter().any(|(v, _, _)| *v == Some(o)))
+        {
+            return Err(PluginError::invalid(format!(
+                "{NAME}: {symbol}: the region returns t{o}, which its kernels do not write"
+            )));
+        }
+        let output_slots = outputs
+            .iter()
+            .map(|&(v, dtype, n)| {
+                v.and_then(|v| region.outputs.iter().position(|&o| o == v))
+                    .ok_or(n * dtype.size_bytes())
             })
             .collect();
         Ok(Box::new(run::CompiledOp {
-            symbol: op.symbol.to_string(),
+            symbol,
             spec,
             kernels,
             operand_slots,
@@ -226,6 +228,73 @@ impl Executor for CudaKernels {
             services: self.services,
         }))
     }
+}
+
+/// A region's op symbol, spec and kernel outputs `(value, dtype, elements)` (`None`: a
+/// scratch buffer): one op, or a cross-entropy region ([`ce`]).
+type Decoded = (
+    String,
+    spec::Spec,
+    Vec<(Option<u32>, thunder_abi::DTypeCode, usize)>,
+);
+
+fn decode_region(
+    view: &TraceView,
+    region: &RegionSpec,
+    deterministic: bool,
+) -> Result<Decoded, PluginError> {
+    let op_at = |i: u32| {
+        view.ops
+            .get(i as usize)
+            .ok_or_else(|| PluginError::invalid(format!("{NAME}: op {i} is not in the view")))
+    };
+    if let Some(&i) = region
+        .ops
+        .iter()
+        .find(|&&i| op_at(i).is_ok_and(|o| [ce::FWD, ce::BWD].contains(&o.symbol.as_str())))
+    {
+        let symbol = op_at(i)?.symbol.to_string();
+        // Decoded as at claim time (the ops were unclaimed then).
+        let mut unclaimed = view.clone();
+        for op in unclaimed.ops.iter_mut() {
+            op.claimed = false;
+        }
+        let r = ce::decode_region(&unclaimed, i as usize)
+            .map_err(|e| PluginError::unsupported(format!("{NAME}: {symbol}: {e}")))?;
+        if r.ops != region.ops.as_slice() {
+            return Err(PluginError::invalid(format!(
+                "{NAME}: {symbol}: region {:?} is not the claimed {:?}",
+                region.ops.as_slice(),
+                r.ops
+            )));
+        }
+        return Ok((symbol, r.spec, r.outputs));
+    }
+    let [only] = region.ops.as_slice() else {
+        return Err(PluginError::invalid(format!(
+            "{NAME}: a region is one op, got {}",
+            region.ops.len()
+        )));
+    };
+    let op = op_at(*only)?;
+    let mut spec = spec::decode(view, op)
+        .map_err(|e| PluginError::unsupported(format!("{NAME}: {}: {e}", op.symbol)))?;
+    if let spec::Spec::ScatterAdd {
+        deterministic: d, ..
+    } = &mut spec
+    {
+        *d = deterministic;
+    }
+    let outputs = op
+        .outputs
+        .iter()
+        .map(|&v| {
+            let m = &view.values[v as usize];
+            let n: i64 = m.shape.iter().map(|&d| d.max(0)).product();
+            (Some(v), m.dtype, n as usize)
+        })
+        .collect();
+    Ok((op.symbol.to_string(), spec, outputs))
 }
 
 thunder_abi::export_executor! {

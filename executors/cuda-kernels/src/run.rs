@@ -71,6 +71,10 @@ impl CompiledOp {
                     a.shape[*dim]
                 )
             }
+            (Spec::CrossEntropy { logits, .. }, ERR_INDEX) => format!(
+                "target {value} is out of bounds for {} classes",
+                logits.shape[1]
+            ),
             (_, ERR_DIV_ZERO) => "integer division by zero".to_string(),
             (_, ERR_NEG_POW) => format!("integer to the negative power {value}"),
             _ => format!("device error {code} (value {value})"),

@@ -132,6 +132,29 @@ pub enum Spec {
         groups: i64,
         out_shape: Vec<i64>,
     },
+    /// `ltorch.cross_entropy_lse` ([`crate::ce`]): `logits` are what the kernels read (the
+    /// 16-bit input of a joined convert, `rows` x `classes` with the classes last, or the op's
+    /// own logits); `loss` the loss dtype.
+    CrossEntropy {
+        logits: Operand,
+        target: Operand,
+        rows: i64,
+        classes: i64,
+        ignore_index: i64,
+        loss: DTypeCode,
+    },
+    /// `ltorch.cross_entropy_bwd`: `out` the gradient's dtype as the region writes it (the
+    /// absorbed trailing convert's, or the op's).
+    CrossEntropyBwd {
+        grad: Operand,
+        logits: Operand,
+        target: Operand,
+        lse: Operand,
+        rows: i64,
+        classes: i64,
+        ignore_index: i64,
+        out: DTypeCode,
+    },
     /// A binary op whose integer rule can fail (floor_divide of every dtype; div, remainder,
     /// fmod and pow of integers): two equal-shape operands, either of which may be a literal.
     /// A zero divisor or a negative integer exponent is a device error.

@@ -289,3 +289,64 @@ fn deterministic_scatters_gather_in_index_order() {
     }
     check_golden("deterministic_scatter", &text);
 }
+
+/// The kernels of cross-entropy regions ([`thunder_cuda_kernels::ce`]): the bf16 head's
+/// forward and backward (reading the 16-bit logits through the joined convert, writing the
+/// bf16 gradient), f16 logits with i32 targets, and f32 logits alone.
+#[test]
+fn cross_entropy_regions_read_16_bit_logits_once_per_row() {
+    use thunder_cuda_kernels::ce;
+    let text = r#"def computation(h, t, g, lse, f, ti, x):
+  # h: "cuda:0 bf16[2, 4, 16]"
+  # t: "cuda:0 i64[8]"
+  # g: "cuda:0 f32[]"
+  # lse: "cuda:0 f32[8]"
+  # f: "cuda:0 f16[3, 8]"
+  # ti: "cuda:0 i32[3]"
+  # x: "cuda:0 f32[3, 6]"
+  t0 = prims.convert_element_type(h, dtypes.f32)
+  t1 = prims.reshape(t0, [8, 16])
+  t2, t3 = ltorch.cross_entropy_lse(t1, t, ignore_index=-100)
+  t4 = prims.convert_element_type(h, dtypes.f32)
+  t5 = prims.reshape(t4, [8, 16])
+  t6 = ltorch.cross_entropy_bwd(g, t5, t, lse, ignore_index=-100)
+  t7 = prims.reshape(t6, [2, 4, 16])
+  t8 = prims.convert_element_type(t7, dtypes.bf16)
+  t9 = prims.convert_element_type(f, dtypes.f32)
+  t10, t11 = ltorch.cross_entropy_lse(t9, ti, ignore_index=1)
+  t12, t13 = ltorch.cross_entropy_lse(x, ti, ignore_index=-100)
+  t14 = prims.full([], 1.0, devices.cuda0, dtypes.f32)
+  t15 = ltorch.cross_entropy_bwd(t14, x, ti, t13, ignore_index=-100)
+  return (t2, t3, t8, t10, t11, t12, t15)
+"#;
+    let view = view_of(text);
+    let mut out = String::new();
+    let mut regions = Vec::new();
+    for i in 0..view.ops.len() {
+        let Some(r) = ce::region(&view, i) else {
+            continue;
+        };
+        let dtypes: Vec<_> = r.outputs.iter().map(|o| o.1).collect();
+        out.push_str(&format!("// region {:?}\n", r.ops));
+        for k in codegen::generate(&r.spec, &dtypes, &format!("ce{i}")) {
+            out.push_str(&format!(
+                "// {}: launch {:?}, params {:?}\n",
+                view.ops[i].symbol, k.launch, k.params
+            ));
+            out.push_str(&k.source);
+            out.push('\n');
+        }
+        regions.push(r.ops);
+    }
+    assert_eq!(
+        regions,
+        [
+            vec![0, 1, 2],
+            vec![3, 4, 5, 6, 7],
+            vec![8, 9],
+            vec![10],
+            vec![12]
+        ]
+    );
+    check_golden("cross_entropy", &out);
+}

@@ -16,6 +16,7 @@
 pub mod dump;
 mod families;
 mod gen;
+mod ltorch_ce;
 mod ltorch_conv;
 mod ltorch_indexing;
 mod ltorch_nn;

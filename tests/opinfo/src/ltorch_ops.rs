@@ -136,6 +136,7 @@ pub fn entries() -> Vec<OpInfo> {
     t.extend(crate::ltorch_nn::reductions());
     t.extend(crate::ltorch_nn::nn_ops());
     t.extend(crate::ltorch_nn::flash_pair());
+    t.extend(crate::ltorch_ce::ce_pair());
     t.extend(factories());
     t
 }

@@ -36,7 +36,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0, float* __restrict__ out1) {
+extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0) {
   const i64_t rows = 32LL, cols = 1000LL;
   const i64_t lane = threadIdx.x, team = blockDim.x;
   for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -44,8 +44,8 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     uint4 cache_n0[1];
     const i64_t v15 = in1[i0];
     const bool v16 = (v15 != ((i64_t)-100LL));
-    const float v17 = ((float)v16);
     float acc1 = -__int_as_float(0x7f800000);
+    float acc13 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
       const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
@@ -60,11 +60,19 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
           const i64_t e = i0 * 1000LL + i1;
           const float v0 = e_n0[j];
           acc1 = nan_max(acc1, v0);
+          const i64_t v8 = in1[i0];
+          const i64_t v9 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i1));
+          const bool v10 = (v8 == v9);
+          const float v11 = ((float)v10);
+          const float v12 = (v11 * v0);
+          acc13 += v12;
         }
       }
     }
     acc1 = block_reduce<float>(acc1, MaxOp(), (float)(-__int_as_float(0x7f800000)));
+    acc13 = block_reduce<float>(acc13, SumOp(), (float)(0.0f));
     const float v1 = acc1;
+    const float v13 = acc13;
     float acc5 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
@@ -88,40 +96,11 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     acc5 = block_reduce<float>(acc5, SumOp(), (float)(0.0f));
     const float v5 = acc5;
     const float v6 = logf(v5);
-    float acc14 = 0.0f;
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
-      if (c0 < cols) {
-        const uint4 r_n0 = cache_n0[it];
-        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 1000LL + i1;
-          const i64_t v9 = in1[i0];
-          const i64_t v10 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i1));
-          const bool v11 = (v9 == v10);
-          const float v12 = ((float)v11);
-          const float v0 = e_n0[j];
-          const float v2 = v1;
-          const float v3 = (v0 - v2);
-          const float v7 = v6;
-          const float v8 = (v3 - v7);
-          const float v13 = (v12 * v8);
-          acc14 += v13;
-        }
-      }
-    }
-    acc14 = block_reduce<float>(acc14, SumOp(), (float)(0.0f));
-    const float v14 = acc14;
-    const float v18 = (v14 * v17);
-    const float v19 = (v18 * 1.0f);
-    const float v20 = (-v19);
+    const float v7 = (v1 + v6);
+    const float v14 = (v7 - v13);
+    const float v17 = (v16 ? v14 : 0.0f);
     if (lane == 0) {
       out0[r] = v17;
-      out1[r] = v20;
     }
   }
 }
@@ -178,30 +157,32 @@ __device__ __forceinline__ T team_reduce(T v, Op op) {
   }
   return scratch[0][tx];
 }
-extern "C" __global__ void __launch_bounds__(4) thunder_fused_1(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
+extern "C" __global__ void __launch_bounds__(4) thunder_fused_1(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0) {
   const i64_t rows = 1LL, cols = 32LL;
   const i64_t lane = threadIdx.x / 1, team = 4;
   for (i64_t r0 = (i64_t)blockIdx.x * 1; r0 < rows; r0 += (i64_t)gridDim.x * 1) {
     const bool live = r0 + threadIdx.x % 1 < rows;
     const i64_t r = live ? r0 + threadIdx.x % 1 : rows - 1;
     float acc1 = 0.0f;
-    float acc3 = 0.0f;
+    float acc5 = 0.0f;
     #pragma unroll 4
     for (i64_t c = lane; c < cols; c += team) {
       const i64_t i0 = c;
       const i64_t e = i0;
       const float v0 = in0[e];
       acc1 += v0;
-      const float v2 = in1[e];
-      acc3 += v2;
+      const i64_t v2 = in1[e];
+      const bool v3 = (v2 != ((i64_t)-100LL));
+      const float v4 = ((float)v3);
+      acc5 += v4;
     }
     acc1 = team_reduce<float, 1, 4>(acc1, SumOp());
-    acc3 = team_reduce<float, 1, 4>(acc3, SumOp());
+    acc5 = team_reduce<float, 1, 4>(acc5, SumOp());
     const float v1 = acc1;
-    const float v3 = acc3;
-    const float v4 = (v1 / v3);
+    const float v5 = acc5;
+    const float v6 = (v1 / v5);
     if (lane == 0 && live) {
-      out0[r] = v4;
+      out0[r] = v6;
     }
   }
 }

@@ -6,6 +6,7 @@
 //! Every kernel is a grid-stride loop (over elements, or over rows with one thread block per
 //! row), so any grid size is correct; [`grid`] picks one from the work and the device.
 
+mod ce;
 mod conv;
 mod index;
 mod misc;
@@ -282,6 +283,9 @@ pub fn generate(spec: &Spec, outs: &[DTypeCode], base: &str) -> Vec<Kernel> {
             index::generate(spec, &operands, outs, base)
         }
         Spec::Conv { .. } => conv::generate(spec, &operands, outs, base),
+        Spec::CrossEntropy { .. } | Spec::CrossEntropyBwd { .. } => {
+            ce::generate(spec, &operands, outs, base)
+        }
         Spec::Full { .. }
         | Spec::Iota { .. }
         | Spec::Random { .. }
@@ -314,6 +318,14 @@ impl Spec {
             Spec::Divide { a, b, .. } => {
                 [a, b].into_iter().filter_map(|x| x.as_ref().ok()).collect()
             }
+            Spec::CrossEntropy { logits, target, .. } => vec![logits, target],
+            Spec::CrossEntropyBwd {
+                grad,
+                logits,
+                target,
+                lse,
+                ..
+            } => vec![grad, logits, target, lse],
             Spec::Full { .. } | Spec::Iota { .. } | Spec::Random { .. } => Vec::new(),
         }
     }
