@@ -46,13 +46,14 @@ def program(B, T, V, dt, ii):
     """logits arrive as f32 (npy has no bf16) and are rounded to `dt` first, as a bf16 model's
     LM head output would be; then nanoGPT's `.float().view(-1, V)` and the loss."""
     lines = ["def ce(x, tgt):"]
-    if dt == "f32":
-        lines.append("    lf = x")
-    else:
+    # Trace text has no plain assignment: f32 logits are reshaped directly.
+    src = "x"
+    if dt != "f32":
         lines.append(f"    lh = ltorch.to(x, dtype=dtypes.{dt})")
         lines.append("    lf = ltorch.to(lh, dtype=dtypes.f32)")
+        src = "lf"
     lines += [
-        f"    l2 = ltorch.reshape(lf, [{B * T}, {V}])",
+        f"    l2 = ltorch.reshape({src}, [{B * T}, {V}])",
         f"    t2 = ltorch.reshape(tgt, [{B * T}])",
         f"    loss = ltorch.cross_entropy(l2, t2, ignore_index={ii}, label_smoothing=0.0)",
         "    return loss",

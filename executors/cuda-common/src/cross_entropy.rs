@@ -75,7 +75,8 @@ fn link(view: &TraceView, op: &OpView, from: u32, reader: usize) -> bool {
 /// The chain around the cross-entropy op at `i` (`None` for other ops). The logits side
 /// walks back through reshapes to one `half -> f32` convert, whose input keeps the classes as
 /// its last dim; the gradient side (backward only) walks forward through reshapes to one
-/// `f32 -> half` convert. A side that does not end in such a convert joins nothing.
+/// `f32 -> half` convert, and the reshapes right after it. A side that does not end in such a
+/// convert joins nothing.
 pub fn chain(view: &TraceView, i: usize) -> Option<Chain> {
     let op = view.ops.get(i)?;
     let fwd = match op.symbol.as_str() {
@@ -133,6 +134,17 @@ pub fn chain(view: &TraceView, i: usize) -> Option<Chain> {
                 if dtype(view, v) == Some(DTypeCode::F32) && half(dtype(view, out)) {
                     ops.append(&mut walked);
                     write = out;
+                    // Reshapes after the convert re-view the bytes the kernel writes: joined,
+                    // they cost nothing, while a reshape left alone with several readers (the
+                    // LM head's two gradient GEMMs) becomes a copy of the whole gradient.
+                    while let [r] = readers(view, write)[..] {
+                        let next = &view.ops[r];
+                        if !is_reshape(next) || !link(view, next, write, r) {
+                            break;
+                        }
+                        ops.push(r);
+                        write = next.outputs[0];
+                    }
                 }
                 break;
             }

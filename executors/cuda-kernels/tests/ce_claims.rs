@@ -126,7 +126,8 @@ fn the_backward_reads_bf16_logits_and_writes_the_bf16_gradient() {
             "prims.reshape",
             "ltorch.cross_entropy_bwd",
             "prims.reshape",
-            "prims.convert_element_type"
+            "prims.convert_element_type",
+            "prims.reshape"
         ]
     );
     let Spec::CrossEntropyBwd {
@@ -151,11 +152,20 @@ fn the_backward_reads_bf16_logits_and_writes_the_bf16_gradient() {
         (DTypeCode::F32, &[8][..])
     );
     assert_eq!((*rows, *classes, *out), (8, 16, DTypeCode::BF16));
-    // The region returns the bf16 gradient (the last convert's output), in [2, 4, 16].
+    // The region returns the bf16 gradient re-viewed as the rows the LM head's two gradient
+    // GEMMs read ([8, 16], after the convert's [2, 4, 16]): that reshape has two readers, and
+    // left outside it would be a copy of the whole gradient.
     let written = r.outputs[0].0.expect("a region output");
     let last = &view.ops[*r.ops.last().expect("ops") as usize];
     assert_eq!(last.outputs[0], written);
-    assert_eq!(shape(&view, written), [2, 4, 16]);
+    assert_eq!(shape(&view, written), [8, 16]);
+    let gemms = view
+        .ops
+        .iter()
+        .filter(|o| o.input_values().any(|v| v == written))
+        .map(|o| o.symbol.as_str())
+        .collect::<Vec<_>>();
+    assert!(gemms.len() >= 2, "{gemms:?}");
     assert_eq!((r.outputs.len(), r.outputs[1].0), (2, None));
     assert!(claims(&view).contains(&r.ops));
     let mut left: Vec<u32> = r.ops.clone();
