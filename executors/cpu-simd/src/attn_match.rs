@@ -103,6 +103,7 @@ pub(crate) fn inputs_of(op: &Op) -> Vec<u32> {
             .collect(),
         Op::Matmul { a, b } | Op::Take { a, index: b, .. } => vec![*a, *b],
         Op::Conv { a, w, bias, .. } => [Some(*a), Some(*w), *bias].into_iter().flatten().collect(),
+        Op::Cat { parts, .. } => parts.clone(),
         Op::Full { .. } | Op::Iota { .. } => vec![],
     }
 }

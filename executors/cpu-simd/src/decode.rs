@@ -107,6 +107,11 @@ pub(crate) enum Op {
         value: Lit,
         config: Vec<(i64, i64, i64)>,
     },
+    /// The parts one after another along `dim` (each a strided copy into its place).
+    Cat {
+        parts: Vec<u32>,
+        dim: usize,
+    },
     Reduce {
         op: ReduceOp,
         a: u32,
@@ -212,13 +217,14 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
             ShapePrim::Reshape => cx.reshape(),
             ShapePrim::Transpose => cx.transpose(),
         },
-        // Slices are views, pads a strided copy, takes a row gather; the other gathers and
-        // scatters stay with the interpreter.
+        // Slices are views, pads and cats strided copies, takes a row gather; the other
+        // gathers and scatters stay with the interpreter.
         PrimKind::Indexing(p) => match p {
             IndexingPrim::Slice => cx.slice(),
             IndexingPrim::Pad => cx.pad(),
+            IndexingPrim::Cat => cx.cat(),
             IndexingPrim::Take => cx.take(),
-            _ => not_here("scatters, take_along_axis, cat and flip"),
+            _ => not_here("scatters, take_along_axis and flip"),
         },
         PrimKind::Reduction(p) => match p {
             ReductionPrim::Sum => cx.reduce(ReduceOp::Sum),

@@ -188,6 +188,35 @@ impl Cx<'_> {
         })
     }
 
+    /// `cat(dim, a, b, ...)`: parts of one dtype and rank, equal outside `dim`.
+    pub(crate) fn cat(&self) -> R<Op> {
+        if self.args.len() < 2 {
+            return fail("cat needs a dim and at least one tensor".to_string());
+        }
+        let (_, ty, first) = self.tensor(1)?;
+        let rank = first.len() as i64;
+        let dim = match self.args.first() {
+            Some(ArgView::Int(d)) if rank > 0 && (-rank..rank).contains(d) => {
+                d.rem_euclid(rank) as usize
+            }
+            other => return fail(format!("dim must be in [-{rank}, {rank}), got {other:?}")),
+        };
+        let mut shape = first.clone();
+        shape[dim] = 0;
+        let mut parts = Vec::with_capacity(self.args.len() - 1);
+        for i in 1..self.args.len() {
+            let (v, t, s) = self.tensor(i)?;
+            let fits = s.len() == first.len() && (0..s.len()).all(|k| k == dim || s[k] == first[k]);
+            if t != ty || !fits {
+                return fail(format!("cannot concatenate {ty:?}{first:?} and {t:?}{s:?}"));
+            }
+            shape[dim] += s[dim];
+            parts.push(v);
+        }
+        self.expect_out(ty, &shape)?;
+        Ok(Op::Cat { parts, dim })
+    }
+
     pub(crate) fn reduce(&self, op: ReduceOp) -> R<Op> {
         self.arity(2)?;
         let (a, ty, in_shape) = self.tensor(0)?;

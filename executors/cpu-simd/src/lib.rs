@@ -16,7 +16,7 @@
 //! - **attention for training**: the composites `ltorch.sdpa_fwd_lse` (the fused forward, also
 //!   writing the row log-sum-exp) and `ltorch.sdpa_bwd` (FlashAttention-2's backward, which
 //!   recomputes the probabilities tile by tile) are claimed whole (`sdpa.rs`, `attn_bwd.rs`);
-//! - **slices** as views of their input and **pads** as a strided copy (`movement.rs`).
+//! - **slices** as views of their input, **pads** and **cats** as strided copies (`movement.rs`).
 //!
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]

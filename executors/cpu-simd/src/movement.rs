@@ -1,6 +1,6 @@
 //! Data movement stages. `prims.pad`: the output is filled with the padding value, then every
 //! input element that lands inside it is copied to `low + i * (interior + 1)` of each dim (a
-//! negative `low`/`high` crops). `prims.take`: rows of one dim picked by an i64 index (an
+//! negative `low`/`high` crops). `prims.cat`: each part is such a copy, without the fill. `prims.take`: rows of one dim picked by an i64 index (an
 //! embedding lookup), every index checked first. Slices need no stage: they are views
 //! (`plan_ops.rs`).
 
@@ -18,7 +18,9 @@ pub(crate) struct PadPlan {
     pub(crate) out: BufId,
     pub(crate) out_shape: Vec<usize>,
     pub(crate) config: Vec<(i64, i64, i64)>,
-    pub(crate) value: Lit,
+    /// The padding value; `None` when other stages write the rest of the output (a part of
+    /// a `cat`), so nothing is filled.
+    pub(crate) value: Option<Lit>,
 }
 
 impl PadPlan {
@@ -47,10 +49,13 @@ pub(crate) fn run(p: &PadPlan, bufs: &Bufs) {
     // compiled), and the output is a different buffer from the source.
     unsafe {
         match (p.ty, p.value) {
-            (Ty::F32, Lit::F(v)) => pad::<f32>(p, src, out, v as f32),
-            (Ty::F64, Lit::F(v)) => pad::<f64>(p, src, out, v),
-            (Ty::I64, Lit::I(v)) => pad::<i64>(p, src, out, v),
-            (Ty::B8, Lit::B(v)) => pad::<u8>(p, src, out, u8::from(v)),
+            (Ty::F32, Some(Lit::F(v))) => pad::<f32>(p, src, out, Some(v as f32)),
+            (Ty::F64, Some(Lit::F(v))) => pad::<f64>(p, src, out, Some(v)),
+            (Ty::I64, Some(Lit::I(v))) => pad::<i64>(p, src, out, Some(v)),
+            (Ty::B8, Some(Lit::B(v))) => pad::<u8>(p, src, out, Some(u8::from(v))),
+            (Ty::F32, None) => pad::<f32>(p, src, out, None),
+            (Ty::F64 | Ty::I64, None) => pad::<u64>(p, src, out, None),
+            (Ty::B8, None) => pad::<u8>(p, src, out, None),
             // decode pairs every type with its kind of literal.
             _ => {}
         }
@@ -59,12 +64,14 @@ pub(crate) fn run(p: &PadPlan, bufs: &Bufs) {
 
 /// # Safety
 /// As in [`run`]: `out` holds the padded tensor, `src` the view's elements.
-unsafe fn pad<T: Copy>(p: &PadPlan, src: *mut u8, out: *mut u8, value: T) {
+unsafe fn pad<T: Copy>(p: &PadPlan, src: *mut u8, out: *mut u8, value: Option<T>) {
     let n_out: usize = p.out_shape.iter().product();
     let (src, out) = (src as *const T, out as *mut T);
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
-        std::slice::from_raw_parts_mut(out, n_out).fill(value);
+        if let Some(value) = value {
+            std::slice::from_raw_parts_mut(out, n_out).fill(value);
+        }
         let landing = p.landing();
         if n_out == 0 || landing.iter().any(Vec::is_empty) {
             return;

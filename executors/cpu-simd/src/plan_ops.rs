@@ -166,9 +166,38 @@ impl Planner {
                     out,
                     out_shape: d.shape.clone(),
                     config: config.clone(),
-                    value: *value,
+                    value: Some(*value),
                 }));
                 self.producer.insert(out, self.stages.len() - 1);
+                self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
+            }
+            Op::Cat { parts, dim } => {
+                // Each part is copied into its place, like a pad without the fill (the parts
+                // cover the output); the output is ready after the last copy.
+                let out = self.new_buf(d.out, d.ty, numel(&d.shape));
+                let mut start = 0usize;
+                for &part in parts {
+                    let in_shape = self.val(part)?.shape.clone();
+                    let len = in_shape[*dim];
+                    let src = self.materialize(part)?;
+                    let config = (0..d.shape.len())
+                        .map(|k| match k == *dim {
+                            true => (start as i64, (d.shape[k] - start - len) as i64, 0),
+                            false => (0, 0, 0),
+                        })
+                        .collect();
+                    self.stages.push(Stage::Pad(PadPlan {
+                        ty: d.ty,
+                        src,
+                        in_shape,
+                        out,
+                        out_shape: d.shape.clone(),
+                        config,
+                        value: None,
+                    }));
+                    self.producer.insert(out, self.stages.len() - 1);
+                    start += len;
+                }
                 self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
             }
             Op::Take { a, index, dim } => {

@@ -324,3 +324,107 @@ fn take_refuses_an_index_out_of_range() {
         );
     }
 }
+
+/// `cat(dim, parts...)` against the definition: output index `o` along `dim` reads the part
+/// whose range holds it. One part is made by a fused loop (pending, then materialized), one is
+/// a transposed view (strided reads), and a consumer reads the cat back in a fused loop.
+fn cat_case(shapes: &[Vec<usize>], dim: usize) {
+    let mut t = Tb::default();
+    let mut parts = Vec::new();
+    let mut inputs = Vec::new();
+    let mut host: Vec<Vec<f32>> = Vec::new();
+    for (j, shape) in shapes.iter().enumerate() {
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let n: usize = shape.iter().product();
+        let da = data(n, 11 + j as u64);
+        let part = match j % 3 {
+            // A fused loop's result.
+            0 => {
+                let a = t.value(F32, &dims);
+                inputs.push((a, da.clone()));
+                host.push(da.iter().map(|x| x * 2.0).collect());
+                t.op(
+                    "mul",
+                    vec![ArgView::Value(a), ArgView::Float(2.0)],
+                    F32,
+                    &dims,
+                )
+            }
+            // A transpose of the last two dims (a strided view), for rank >= 2.
+            1 if shape.len() >= 2 => {
+                let r = shape.len();
+                let mut src_dims = dims.clone();
+                src_dims.swap(r - 2, r - 1);
+                let a = t.value(F32, &src_dims);
+                let src_shape: Vec<usize> = src_dims.iter().map(|&d| d as usize).collect();
+                // The part's element at index i reads the source at i with the last two swapped.
+                let st = strides(&src_shape);
+                let part: Vec<f32> = (0..n)
+                    .map(|flat| {
+                        let mut i = unravel(flat, shape);
+                        i.swap(r - 2, r - 1);
+                        da[i.iter().zip(&st).map(|(a, b)| a * b).sum::<usize>()]
+                    })
+                    .collect();
+                inputs.push((a, da.clone()));
+                host.push(part);
+                let mut perm: Vec<i64> = (0..r as i64).collect();
+                perm.swap(r - 2, r - 1);
+                t.op(
+                    "transpose",
+                    vec![ArgView::Value(a), ints(&perm)],
+                    F32,
+                    &dims,
+                )
+            }
+            _ => {
+                let a = t.value(F32, &dims);
+                inputs.push((a, da.clone()));
+                host.push(da);
+                a
+            }
+        };
+        parts.push(part);
+    }
+    let mut out_shape = shapes[0].clone();
+    out_shape[dim] = shapes.iter().map(|s| s[dim]).sum();
+    let out_dims: Vec<i64> = out_shape.iter().map(|&d| d as i64).collect();
+    let mut args = vec![ArgView::Int(dim as i64)];
+    args.extend(parts.iter().map(|&p| ArgView::Value(p)));
+    let c = t.op("cat", args, F32, &out_dims);
+    let y = t.op(
+        "add",
+        vec![ArgView::Value(c), ArgView::Float(1.0)],
+        F32,
+        &out_dims,
+    );
+    let got = t.run(&inputs, &[c, y]);
+    let want: Vec<f64> = (0..out_shape.iter().product::<usize>())
+        .map(|flat| {
+            let mut o = unravel(flat, &out_shape);
+            let mut j = 0;
+            while o[dim] >= shapes[j][dim] {
+                o[dim] -= shapes[j][dim];
+                j += 1;
+            }
+            let st = strides(&shapes[j]);
+            host[j][o.iter().zip(&st).map(|(a, b)| a * b).sum::<usize>()] as f64
+        })
+        .collect();
+    let what = format!("cat {shapes:?} dim {dim}");
+    assert_close(&got[0], &want, 0.0, 0.0, &what);
+    let plus: Vec<f64> = want.iter().map(|w| w + 1.0).collect();
+    assert_close(&got[1], &plus, 0.0, 0.0, &what);
+}
+
+#[test]
+fn cat_matches_the_definition() {
+    // split's gradient: three [B, T, C] pieces along the last dim.
+    cat_case(&[vec![2, 5, 4], vec![2, 5, 4], vec![2, 5, 4]], 2);
+    cat_case(&[vec![3, 2], vec![1, 2], vec![4, 2]], 0);
+    cat_case(&[vec![2, 3, 4], vec![2, 1, 4]], 1);
+    // One part, an empty part, and 1-D parts.
+    cat_case(&[vec![3, 4]], 1);
+    cat_case(&[vec![2, 0], vec![2, 3], vec![2, 0]], 1);
+    cat_case(&[vec![5], vec![0], vec![2]], 0);
+}
