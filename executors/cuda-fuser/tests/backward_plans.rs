@@ -13,7 +13,7 @@ use thunder_abi::claim::contiguous_runs;
 use thunder_core::autograd::{split_forward_backward_vjp, vjp_in_trace};
 use thunder_core::ir::{BoundSymbol, TensorType, Trace};
 use thunder_core::trace_ctx::trace_with;
-use thunder_core::{Array, Device, Tensor};
+use thunder_core::{Array, Tensor};
 use thunder_cuda_fuser::{emulate, plan, support};
 
 /// The backward trace (after the default passes) of the program `text` (inputs annotated),
@@ -141,41 +141,7 @@ fn describe(view: &thunder_abi::TraceView, kernels: &[plan::Kernel]) -> String {
 /// Every kernel of `trace` (one region: every op accepted) evaluated on the host against the
 /// interpreter on random inputs, within `rtol`.
 fn emulate_against_interpreter(name: &str, trace: &Trace, rtol: f64) {
-    let text = thunder_core::text::print_trace(trace);
-    let view = common::flat_view(trace);
-    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
-    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
-    let cpu = trace.on_device(Device::Cpu);
-    let inputs: Vec<Array> = cpu
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            Array::random(&cpu.ty(v).shape, cpu.ty(v).dtype, 31 + i as u64).expect("input")
-        })
-        .collect();
-    let (_, program) =
-        thunder_core::compile_trace(&common::interpreter(), cpu.clone()).expect("compiles");
-    let want = program.run(&inputs).expect("runs");
-    let mut memory: HashMap<u32, Vec<f64>> = HashMap::new();
-    for (&v, a) in trace.inputs.iter().zip(&inputs) {
-        memory.insert(v.0, a.to_f64_vec().expect("host array"));
-    }
-    emulate::run(&kernels, &mut memory);
-    for (k, (&v, w)) in trace.outputs.iter().zip(&want).enumerate() {
-        let got = memory
-            .get(&v.0)
-            .unwrap_or_else(|| panic!("{name}: output {k} written by no kernel\n{text}"));
-        let w = w.to_f64_vec().expect("host array");
-        assert_eq!(got.len(), w.len(), "{name}: output {k} length");
-        for (i, (g, e)) in got.iter().zip(&w).enumerate() {
-            let ok = (g.is_nan() && e.is_nan()) || (g - e).abs() <= rtol * (1.0 + e.abs());
-            assert!(
-                ok,
-                "{name}: output {k}[{i}]: plan gives {g}, interpreter {e}\n{text}"
-            );
-        }
-    }
+    common::emulate_against_interpreter(name, trace, rtol, 31);
 }
 
 const LAYER_NORM: &str = r#"def computation(x, w, b):

@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::collections::HashMap;
-use thunder_core::{Array, Device};
-use thunder_cuda_fuser::{emulate, plan, support};
+use thunder_cuda_fuser::support;
 use thunder_torch::parse_trace;
 
 fn check(name: &str, text: &str, rtol: f64) {
@@ -19,41 +17,7 @@ fn check(name: &str, text: &str, rtol: f64) {
             op.symbol
         );
     }
-    let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
-    let kernels = plan::plan(&view, &ops, &view.outputs).expect("plans");
-
-    let cpu = trace.on_device(Device::Cpu);
-    let inputs: Vec<Array> = cpu
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            Array::random(&cpu.ty(v).shape, cpu.ty(v).dtype, 11 + i as u64).expect("input")
-        })
-        .collect();
-    let (_, program) =
-        thunder_core::compile_trace(&common::interpreter(), cpu.clone()).expect("compiles");
-    let want = program.run(&inputs).expect("runs");
-
-    let mut memory: HashMap<u32, Vec<f64>> = HashMap::new();
-    for (&v, a) in trace.inputs.iter().zip(&inputs) {
-        memory.insert(v.0, a.to_f64_vec().expect("host array"));
-    }
-    emulate::run(&kernels, &mut memory);
-    for (k, (&v, w)) in trace.outputs.iter().zip(&want).enumerate() {
-        let got = memory
-            .get(&v.0)
-            .unwrap_or_else(|| panic!("{name}: output {k} written by no kernel"));
-        let w = w.to_f64_vec().expect("host array");
-        assert_eq!(got.len(), w.len(), "{name}: output {k} length");
-        for (i, (g, e)) in got.iter().zip(&w).enumerate() {
-            let ok = (g.is_nan() && e.is_nan()) || (g - e).abs() <= rtol * (1.0 + e.abs());
-            assert!(
-                ok,
-                "{name}: output {k}[{i}]: plan gives {g}, interpreter {e}"
-            );
-        }
-    }
+    common::emulate_against_interpreter(name, &trace, rtol, 11);
 }
 
 fn prog(inputs: &[(&str, &str)], body: &[&str], outs: &str) -> String {
