@@ -11,6 +11,7 @@ pub mod export;
 pub mod plugin;
 pub mod prims;
 pub mod services;
+pub mod strides;
 pub mod tensor;
 pub mod version;
 pub mod view;

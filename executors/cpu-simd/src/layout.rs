@@ -8,15 +8,7 @@ pub(crate) struct Layout {
     pub(crate) strides: Vec<i64>,
 }
 
-pub(crate) fn row_major(shape: &[usize]) -> Vec<i64> {
-    let mut strides = vec![0i64; shape.len()];
-    let mut acc = 1i64;
-    for (s, &d) in strides.iter_mut().zip(shape).rev() {
-        *s = acc;
-        acc *= d as i64;
-    }
-    strides
-}
+pub(crate) use thunder_abi::strides::row_major;
 
 impl Layout {
     pub(crate) fn contiguous(shape: &[usize]) -> Layout {
@@ -51,57 +43,9 @@ impl Layout {
     /// The same elements seen with shape `to`, when strides can express it (PyTorch's
     /// `computeStride`); `None` when the reshape would need a copy.
     pub(crate) fn reshape(&self, from: &[usize], to: &[usize]) -> Option<Layout> {
-        let numel: usize = from.iter().product();
-        if numel != to.iter().product::<usize>() {
-            return None;
-        }
-        if numel <= 1 {
-            // Nothing is ever stepped over: any strides address the one element (or none).
-            return Some(Layout {
-                offset: self.offset,
-                strides: row_major(to),
-            });
-        }
-        // Size-1 dims never step; dropping them keeps the chunk test below simple.
-        let (old_shape, old_strides): (Vec<usize>, Vec<i64>) = from
-            .iter()
-            .zip(&self.strides)
-            .filter(|(&d, _)| d != 1)
-            .map(|(&d, &s)| (d, s))
-            .unzip();
-        let mut new_strides = vec![0i64; to.len()];
-        let mut view_d = to.len() as isize - 1;
-        let mut chunk_base = *old_strides.last()?;
-        let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
-        for d in (0..old_shape.len()).rev() {
-            tensor_numel *= old_shape[d];
-            let chunk_ends = d == 0 || old_strides[d - 1] != tensor_numel as i64 * chunk_base;
-            if chunk_ends {
-                while view_d >= 0 && (view_numel < tensor_numel || to[view_d as usize] == 1) {
-                    new_strides[view_d as usize] = view_numel as i64 * chunk_base;
-                    view_numel *= to[view_d as usize];
-                    view_d -= 1;
-                }
-                if view_numel != tensor_numel {
-                    return None;
-                }
-                if d > 0 {
-                    chunk_base = old_strides[d - 1];
-                    tensor_numel = 1;
-                    view_numel = 1;
-                }
-            }
-        }
-        // Trailing size-1 dims of `to` at the front are never stepped over.
-        while view_d >= 0 {
-            if to[view_d as usize] != 1 {
-                return None;
-            }
-            view_d -= 1;
-        }
-        Some(Layout {
+        thunder_abi::strides::reshape(from, &self.strides, to).map(|strides| Layout {
             offset: self.offset,
-            strides: new_strides,
+            strides,
         })
     }
 }

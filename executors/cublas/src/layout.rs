@@ -60,35 +60,18 @@ impl View {
     /// copy (ATen's `computeStride`: each run of input dims that are contiguous with each other
     /// may be regrouped freely; no output dim may span two runs).
     pub fn reshape(&self, shape: &[i64]) -> Option<View> {
-        let numel = |s: &[i64]| s.iter().try_fold(1i64, |a, &d| (d > 0).then(|| a * d));
-        if self.shape.is_empty() || numel(&self.shape)? != numel(shape)? {
+        // Only views of positive dims are read by a product.
+        let dims = |s: &[i64]| -> Option<Vec<usize>> {
+            s.iter()
+                .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
+                .collect()
+        };
+        if self.shape.is_empty() {
             return None;
         }
-        let mut strides = vec![0i64; shape.len()];
-        let mut view_d = shape.len() as isize - 1;
-        let mut chunk_base = *self.strides.last()?;
-        let (mut tensor_numel, mut view_numel) = (1i64, 1i64);
-        for d in (0..self.shape.len()).rev() {
-            tensor_numel *= self.shape[d];
-            let chunk_ends = d == 0
-                || (self.shape[d - 1] != 1 && self.strides[d - 1] != tensor_numel * chunk_base);
-            if chunk_ends {
-                while view_d >= 0 && (view_numel < tensor_numel || shape[view_d as usize] == 1) {
-                    strides[view_d as usize] = view_numel * chunk_base;
-                    view_numel *= shape[view_d as usize];
-                    view_d -= 1;
-                }
-                if view_numel != tensor_numel {
-                    return None;
-                }
-                if d > 0 {
-                    chunk_base = self.strides[d - 1];
-                    tensor_numel = 1;
-                    view_numel = 1;
-                }
-            }
-        }
-        (view_d == -1).then(|| View {
+        let strides =
+            thunder_abi::strides::reshape(&dims(&self.shape)?, &self.strides, &dims(shape)?)?;
+        Some(View {
             shape: shape.to_vec(),
             strides,
         })
