@@ -3,8 +3,8 @@
 //!
 //! nanoGPT's `cross_entropy(logits.float().view(-1, V), t)` traces to a `bf16 -> f32` convert
 //! and reshapes before `ltorch.cross_entropy_lse` (and, recomputed, before
-//! `ltorch.cross_entropy_bwd`), and to reshapes and an `f32 -> bf16` convert after the
-//! backward op. When each link is the only reader of the value before it, the kernels read the
+//! `ltorch.cross_entropy_bwd`), and to reshapes, an `f32 -> bf16` convert and more reshapes
+//! after the backward op. When each link is the only reader of the value before it, the kernels read the
 //! 16-bit logits and write the 16-bit gradient, and the f32 `[N, C]` never exists. Only the
 //! ops that `cuda-kernels` takes with a cross-entropy op are left: if it does not take the op,
 //! the op is decomposed and the fuser sees the converts again in the next round.
@@ -22,8 +22,8 @@ pub struct Chain {
     pub ops: Vec<usize>,
     /// The logits the kernels read: the 16-bit input of the joined convert, or the op's own.
     pub read: u32,
-    /// The backward's gradient as the region returns it: the joined convert's output, or the
-    /// op's own output (the forward: its loss).
+    /// The backward's gradient as the region returns it: the output of the joined convert (or
+    /// of the reshapes right after it), or the op's own output (the forward: its loss).
     pub write: u32,
 }
 
