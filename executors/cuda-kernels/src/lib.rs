@@ -20,19 +20,22 @@
 //!   over the 16-bit logits, the loss summed without atomics; a target outside `0..C` is a
 //!   device error.
 //!
-//! Index and division errors are written to a device flag that is read after the launch and
-//! turned into an error naming the op. Kernels are generated as CUDA C++ ([`codegen`]) and
+//! Index and division errors are written to a device flag and turned into an error naming the
+//! op: on an op's first run at once, on later runs by the op's next run, so that a training
+//! loop's host never waits for the GPU ([`flag`]; `sync_checks` makes every run wait). Kernels are generated as CUDA C++ ([`codegen`]) and
 //! compiled with NVRTC through `thunder-cuda-common` (shared with cuda-fuser), cached in
 //! memory and on disk. Without a driver or NVRTC the plugin loads, says why and claims nothing.
 //!
 //! Options: `cache_dir = "path"` (default `~/.cache/thunder/cuda-kernels`), `disk_cache = false`,
 //! `deterministic = true` (scatter_add / index_add without atomics: each output element sums
 //! its sources in index order in f64, bit-identical to the interpreter; slow when the index
-//! dim is long, as in an embedding's gradient).
+//! dim is long, as in an embedding's gradient), `sync_checks = true` (every run waits for its
+//! error flag and reports at once; also `THUNDER_CUDA_SYNC_CHECKS=1`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 pub mod ce;
 pub mod codegen;
+mod flag;
 mod run;
 pub mod spec;
 
@@ -86,6 +89,7 @@ pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
 pub struct CudaKernels {
     /// scatter_add / index_add without atomics, bit-identical to the interpreter.
     deterministic: bool,
+    sync_checks: bool,
     services: HostServices,
     log: HostLogger,
     compiler: nvrtc::Compiler,
@@ -97,9 +101,11 @@ impl CudaKernels {
         options: &[(String, OptionValue)],
     ) -> Result<Self, PluginError> {
         for (key, _) in options {
-            if !["cache_dir", "disk_cache", "deterministic"].contains(&key.as_str()) {
+            if !["cache_dir", "disk_cache", "deterministic", "sync_checks"].contains(&key.as_str())
+            {
                 return Err(PluginError::invalid(format!(
-                    "{NAME}: unknown option `{key}` (expected cache_dir, disk_cache or deterministic)"
+                    "{NAME}: unknown option `{key}` (expected cache_dir, disk_cache, deterministic \
+                     or sync_checks)"
                 )));
             }
         }
@@ -115,6 +121,8 @@ impl CudaKernels {
         let disk = option_bool(options, "disk_cache")?.unwrap_or(true);
         Ok(CudaKernels {
             deterministic: option_bool(options, "deterministic")?.unwrap_or(false),
+            sync_checks: option_bool(options, "sync_checks")?.unwrap_or(false)
+                || flag::sync_checks_from_env(),
             services,
             log: HostLogger {
                 services,
@@ -226,6 +234,9 @@ impl Executor for CudaKernels {
             ordinal,
             sm_count: props.sm_count.max(1) as u32,
             services: self.services,
+            sync_checks: self.sync_checks,
+            checked_once: Default::default(),
+            deferred: Default::default(),
         }))
     }
 }

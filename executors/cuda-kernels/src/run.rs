@@ -1,10 +1,14 @@
 //! A compiled op: its kernels, where each parameter comes from, and the run: strides read from
 //! the descriptors, outputs the op has but the region does not return in scratch memory, and
-//! the device error flag zeroed before and read after the launches that have one.
+//! the device error flag zeroed before the launches that have one and read after them, at
+//! once on an op's first run and from the next run on later ones ([`crate::flag`]).
 
 use crate::codegen::{self, Kernel, Param, ERR_DIV_ZERO, ERR_INDEX, ERR_NEG_POW};
+use crate::flag::DeferredFlag;
 use crate::spec::Spec;
 use cudarc::driver::{result, sys};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use thunder_abi::{DeviceDesc, DeviceKind, ExecContext, HostServices, PluginError, TensorDesc};
 use thunder_cuda_common::device::{self, Function};
 
@@ -26,6 +30,27 @@ pub struct CompiledOp {
     pub ordinal: u32,
     pub sm_count: u32,
     pub services: HostServices,
+    /// Every run waits for the error flag (`sync_checks`), not only the first.
+    pub sync_checks: bool,
+    /// Set once a run has waited for the flag and found it clear: later runs read it late.
+    pub checked_once: AtomicBool,
+    pub deferred: Mutex<Option<DeferredFlag>>,
+}
+
+/// How this run reads the error flag.
+enum FlagRead {
+    /// Scratch flag (device pointer), read after the launches, waiting for them.
+    Now(u64),
+    /// The op's deferred flag, copied back behind the kernels.
+    Later(u64),
+}
+
+impl FlagRead {
+    fn pointer(&self) -> u64 {
+        match *self {
+            FlagRead::Now(p) | FlagRead::Later(p) => p,
+        }
+    }
 }
 
 /// Host-pool memory freed when the run ends (stream-ordered, as cuda-fuser's scratch).
@@ -61,8 +86,8 @@ fn cu(what: &str, r: Result<(), cudarc::driver::DriverError>) -> Result<(), Plug
 }
 
 impl CompiledOp {
-    /// The error a device flag stands for, naming the op.
-    fn device_error(&self, code: i64, value: i64) -> PluginError {
+    /// The error a device flag stands for, naming the op; `late`: found by a later run.
+    fn device_error(&self, code: i64, value: i64, late: bool) -> PluginError {
         let what = match (&self.spec, code) {
             (Spec::Take { a, dim, .. }, ERR_INDEX)
             | (Spec::ScatterAdd { a, dim, .. }, ERR_INDEX) => {
@@ -79,7 +104,50 @@ impl CompiledOp {
             (_, ERR_NEG_POW) => format!("integer to the negative power {value}"),
             _ => format!("device error {code} (value {value})"),
         };
-        PluginError::invalid(format!("cuda-kernels: {}: {what}", self.symbol))
+        let when = if late {
+            " (in an earlier run of this op: after its first run, device errors are reported \
+             by the op's next run, as CUDA reports device faults asynchronously; set \
+             THUNDER_CUDA_SYNC_CHECKS=1 or the cuda-kernels option `sync_checks = true` to have \
+             each run report its own)"
+        } else {
+            ""
+        };
+        PluginError::invalid(format!("cuda-kernels: {}: {what}{when}", self.symbol))
+    }
+
+    /// Arms the error flag for this run: a scratch flag read at once on the first run (or
+    /// every run with `sync_checks`), else the op's deferred flag, after reporting what an
+    /// earlier run left in it.
+    fn arm_flag(
+        &self,
+        scratch: &mut Scratch<'_>,
+        ctx: &ExecContext,
+        deferred: &mut Option<DeferredFlag>,
+    ) -> Result<FlagRead, PluginError> {
+        let stream = ctx.stream as sys::CUstream;
+        if self.sync_checks || !self.checked_once.load(Ordering::Acquire) {
+            let p = scratch.alloc(16)?;
+            // SAFETY: 16 bytes of device memory just allocated, on the run's stream.
+            cu("cuMemsetD8Async", unsafe {
+                result::memset_d8_async(p, 0, 16, stream)
+            })?;
+            return Ok(FlagRead::Now(p));
+        }
+        if deferred.is_none() {
+            *deferred = Some(DeferredFlag::new(
+                self.services,
+                ctx.device,
+                ctx.context,
+                ctx.stream,
+            )?);
+        }
+        let Some(flag) = deferred.as_ref() else {
+            return Err(PluginError::internal("cuda-kernels: error flag missing"));
+        };
+        if let Some((code, value)) = flag.take_found() {
+            return Err(self.device_error(code, value, true));
+        }
+        Ok(FlagRead::Later(flag.arm()?))
     }
 }
 
@@ -151,13 +219,10 @@ impl thunder_abi::export::CompiledRegion for CompiledOp {
             result::ctx::set_current(ctx.context as _)
         })?;
         let stream = ctx.stream as sys::CUstream;
+        // Held for the run, so that concurrent runs of one op take turns with its flag.
+        let mut deferred = self.deferred.lock().unwrap_or_else(PoisonError::into_inner);
         let flag = if self.kernels.iter().any(|k| k.kernel.has_flag()) {
-            let p = scratch.alloc(16)?;
-            // SAFETY: 16 bytes of device memory just allocated, on the run's stream.
-            cu("cuMemsetD8Async", unsafe {
-                result::memset_d8_async(p, 0, 16, stream)
-            })?;
-            Some(p)
+            Some(self.arm_flag(&mut scratch, ctx, &mut deferred)?)
         } else {
             None
         };
@@ -174,7 +239,7 @@ impl thunder_abi::export::CompiledRegion for CompiledOp {
                         args.extend(d.strides.iter().map(|&s| s as u64));
                     }
                     Param::Output(j) => args.push(out_ptr[j]),
-                    Param::Flag => args.push(flag.unwrap_or(0)),
+                    Param::Flag => args.push(flag.as_ref().map_or(0, FlagRead::pointer)),
                 }
             }
             let (g, b) = codegen::grid(k.kernel.launch, self.sm_count);
@@ -182,19 +247,29 @@ impl thunder_abi::export::CompiledRegion for CompiledOp {
                 PluginError::internal(format!("cuda-kernels: {sym}: {}: {e}", k.kernel.name))
             })?;
         }
-        if let Some(p) = flag {
-            let mut word = [0i64; 2];
-            // SAFETY: reads the 16 flag bytes after the kernels on the same stream, then waits.
-            unsafe {
-                cu(
-                    "cuMemcpyDtoHAsync",
-                    result::memcpy_dtoh_async(&mut word[..], p, stream),
-                )?;
-                cu("cuStreamSynchronize", result::stream::synchronize(stream))?;
+        match flag {
+            Some(FlagRead::Now(p)) => {
+                let mut word = [0i64; 2];
+                // SAFETY: reads the 16 flag bytes after the kernels on the same stream, then
+                // waits.
+                unsafe {
+                    cu(
+                        "cuMemcpyDtoHAsync",
+                        result::memcpy_dtoh_async(&mut word[..], p, stream),
+                    )?;
+                    cu("cuStreamSynchronize", result::stream::synchronize(stream))?;
+                }
+                if word[0] != 0 {
+                    return Err(self.device_error(word[0], word[1], false));
+                }
+                self.checked_once.store(true, Ordering::Release);
             }
-            if word[0] != 0 {
-                return Err(self.device_error(word[0], word[1]));
+            Some(FlagRead::Later(_)) => {
+                if let Some(f) = deferred.as_ref() {
+                    f.collect()?;
+                }
             }
+            None => {}
         }
         Ok(())
     }
