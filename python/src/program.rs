@@ -369,10 +369,14 @@ impl Program {
     /// Runs the forward once on `capsules`, timing each region call: `[(executor, region,
     /// seconds)]`, region numbers as in the execution trace. For finding where a call's time
     /// goes; the outputs are dropped.
+    /// `wait=False`: CUDA regions are not waited for, so each time is the host's cost of the
+    /// region call alone.
+    #[pyo3(signature = (capsules, wait=true))]
     fn profile_forward(
         &self,
         py: Python<'_>,
         capsules: &Bound<'_, PyList>,
+        wait: bool,
     ) -> PyResult<Vec<(String, usize, f64)>> {
         let mut arrays = Vec::with_capacity(capsules.len());
         for (i, c) in capsules.iter().enumerate() {
@@ -382,7 +386,7 @@ impl Program {
             arrays.push(array_from_capsule(&c, ty.requires_grad, "input")?);
         }
         let (_, steps) = py
-            .detach(|| self.forward.run_profiled(&arrays))
+            .detach(|| self.forward.run_timed(&arrays, wait))
             .map_err(err)?;
         Ok(steps
             .into_iter()
@@ -392,11 +396,13 @@ impl Program {
 
     /// Runs the backward once on `saved` and `cotangents` (capsules), timing each region call
     /// as `profile_forward` does.
+    #[pyo3(signature = (saved, cotangents, wait=true))]
     fn profile_backward(
         &self,
         py: Python<'_>,
         saved: &Saved,
         cotangents: &Bound<'_, PyList>,
+        wait: bool,
     ) -> PyResult<Vec<(String, usize, f64)>> {
         let bw = self
             .backward
@@ -406,7 +412,7 @@ impl Program {
         for c in cotangents.iter() {
             arrays.push(array_from_capsule(&c, false, "cotangent")?);
         }
-        let (_, steps) = py.detach(|| bw.run_profiled(&arrays)).map_err(err)?;
+        let (_, steps) = py.detach(|| bw.run_timed(&arrays, wait)).map_err(err)?;
         Ok(steps
             .into_iter()
             .map(|s| (s.executor, s.region, s.seconds))

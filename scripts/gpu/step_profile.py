@@ -74,6 +74,7 @@ def phases(a):
             step()
         torch.cuda.synchronize()
         wall = (time.perf_counter() - t0) * 1e3 / a.steps
+    regions = region_profile(fn, idx, tgt) if a.peer == "thunder" else None
     kernels = []
     host = {}
     for e in prof.events():
@@ -118,7 +119,48 @@ def phases(a):
         largest_gaps_us=big_gaps,
         top_host_self_ms_per_step=[(n, c / a.steps, t / 1e3 / a.steps) for n, (c, t) in top_host],
         top_kernels_ms_per_step=[(n[:90], c / a.steps, t / 1e3 / a.steps) for n, (c, t) in top_kernels],
+        regions=regions,
     )
+
+
+def region_profile(fn, idx, tgt, reps=5):
+    """thunder's forward and backward region by region: the host's cost of each region call
+    (not waiting for the GPU) and, waiting after each, its host + GPU time; medians of `reps`
+    runs, summed per executor, and the costliest regions."""
+    from torch._C import _to_dlpack
+
+    entry = fn._last
+    tensors = [idx, tgt] + [t for _, t in fn._named_inputs()] + list(entry.captured)
+    caps = lambda: [_to_dlpack(t.detach().contiguous()) for t in tensors]  # noqa: E731
+    stream = torch.cuda.current_stream().cuda_stream
+    out = {}
+    for side in ("forward", "backward"):
+        for wait in (False, True):
+            runs = []
+            for _ in range(reps):
+                torch.cuda.synchronize()
+                if side == "forward":
+                    runs.append(entry.program.profile_forward(caps(), wait))
+                else:
+                    outs, saved = entry.program.forward(caps(), stream)
+                    loss = torch._C._from_dlpack(outs[0])
+                    cot = [_to_dlpack(torch.ones_like(loss))]
+                    torch.cuda.synchronize()
+                    runs.append(entry.program.profile_backward(saved, cot, wait))
+            torch.cuda.synchronize()
+            per = [statistics.median(r[k][2] for r in runs) * 1e6 for k in range(len(runs[0]))]
+            by_exec = {}
+            for (ex, _, _), us in zip(runs[0], per):
+                e = by_exec.setdefault(ex, [0, 0.0])
+                e[0] += 1
+                e[1] += us
+            top = sorted(zip(per, runs[0]), key=lambda x: -x[0])[:15]
+            out[f"{side}_{'wait' if wait else 'host'}"] = dict(
+                total_us=sum(per),
+                by_executor={k: (c, us) for k, (c, us) in by_exec.items()},
+                top=[(us, ex, region) for us, (ex, region, _) in top],
+            )
+    return out
 
 
 def main():
@@ -156,6 +198,10 @@ def main():
         print("host calls by self time per step (count, ms):")
         for n, c, t in r["top_host_self_ms_per_step"]:
             print(f"  {t:8.3f} ms {c:7.1f}x  {n[:100]}")
+        for key, v in (r.get("regions") or {}).items():
+            print(f"regions, {key}: {v['total_us'] / 1e3:.2f} ms; by executor (regions, ms): "
+                  + ", ".join(f"{ex} {c} {us / 1e3:.2f}" for ex, (c, us) in v["by_executor"].items()))
+            print("  costliest: " + ", ".join(f"{ex}#{reg} {us:.0f}us" for us, ex, reg in v["top"]))
         print("kernels by time per step (count, ms):")
         for n, c, t in r["top_kernels_ms_per_step"]:
             print(f"  {t:8.3f} ms {c:7.1f}x  {n}")

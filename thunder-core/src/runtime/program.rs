@@ -438,12 +438,28 @@ impl CompiledProgram {
     /// waiting for its device, so the times add up to the call. Used by `thunder bench`;
     /// steps are not retried on another executor here.
     pub fn run_profiled(&self, inputs: &[Array]) -> Result<(Vec<Array>, Vec<StepTime>)> {
+        self.run_timed(inputs, true)
+    }
+
+    /// As [`Self::run_profiled`], but a CUDA step is not waited for: each time is the host's
+    /// cost of the region call alone (checks, allocation, the plugin's launches), which is
+    /// what bounds a program whose kernels are shorter than their launches.
+    pub fn run_host_profiled(&self, inputs: &[Array]) -> Result<(Vec<Array>, Vec<StepTime>)> {
+        self.run_timed(inputs, false)
+    }
+
+    /// [`Self::run_profiled`] (`wait_for_device`) or [`Self::run_host_profiled`].
+    pub fn run_timed(
+        &self,
+        inputs: &[Array],
+        wait_for_device: bool,
+    ) -> Result<(Vec<Array>, Vec<StepTime>)> {
         if let Some(fb) = self.fallback() {
-            return fb.program.run_profiled(inputs);
+            return fb.program.run_timed(inputs, wait_for_device);
         }
         let mut times = Vec::with_capacity(self.steps.len());
         let outputs = self
-            .run_steps_timed(inputs, Some(&mut times))
+            .run_steps_timed(inputs, Some((&mut times, wait_for_device)))
             .map_err(|f| match f {
                 RunFailure::Other(e) => e,
                 RunFailure::Step { step, error } => Error::Plugin {
@@ -467,7 +483,7 @@ impl CompiledProgram {
     fn run_steps_timed(
         &self,
         inputs: &[Array],
-        mut times: Option<&mut Vec<f64>>,
+        mut times: Option<(&mut Vec<f64>, bool)>,
     ) -> std::result::Result<Vec<Array>, RunFailure> {
         self.check_inputs(inputs)?;
         let mut slots: Vec<Option<Array>> = vec![None; self.slot_types.len()];
@@ -506,8 +522,8 @@ impl CompiledProgram {
                 )
                 .into_result()
                 .map_err(|error| RunFailure::Step { step: k, error })?;
-            if let Some(times) = times.as_deref_mut() {
-                if let Device::Cuda(ordinal) = step.device {
+            if let Some((times, wait_for_device)) = times.as_mut() {
+                if let (Device::Cuda(ordinal), true) = (step.device, *wait_for_device) {
                     cuda::synchronize(ordinal).map_err(Error::from)?;
                 }
                 times.push(start.elapsed().as_secs_f64());
