@@ -305,6 +305,24 @@ impl Array {
         }
     }
 
+    /// The same buffer as another type of the same byte size, device and dtype (a reshape:
+    /// arrays are contiguous). Arrays are never written once made, so sharing is safe.
+    pub(crate) fn aliased(&self, ty: TensorType) -> Result<Array> {
+        if ty.size_bytes() != self.ty.size_bytes()
+            || ty.device != self.ty.device
+            || ty.dtype != self.ty.dtype
+        {
+            return Err(Error::Bug(format!(
+                "aliasing {} as {}: not the same bytes",
+                self.ty, ty
+            )));
+        }
+        Ok(Array {
+            buf: self.buf.clone(),
+            ty,
+        })
+    }
+
     pub(crate) fn data_ptr(&self) -> *mut u8 {
         self.buf.ptr
     }

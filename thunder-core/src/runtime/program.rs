@@ -24,6 +24,27 @@ struct Step {
     inputs: Vec<usize>,
     outputs: Vec<usize>,
     frees: Vec<usize>,
+    /// The region only reshapes one value that the program does not return: every array is
+    /// contiguous, so its output is the input's buffer under the new shape, and the plugin is
+    /// not called (a lone reshape that several regions read, such as a gradient that two GEMMs
+    /// and a bias reduction take, was a copy kernel).
+    alias: bool,
+}
+
+/// Whether step `s` of `et` is a reshape the runtime runs as an alias (see [`Step::alias`]).
+fn is_alias_step(t: &Trace, s: &ExecStep) -> bool {
+    let (&[input], &[output]) = (s.inputs.as_slice(), s.outputs.as_slice()) else {
+        return false;
+    };
+    let (a, b) = (t.ty(input), t.ty(output));
+    !s.ops.is_empty()
+        && s.ops
+            .iter()
+            .all(|&i| t.bsyms.get(i).is_some_and(|b| b.sym.id == "prims.reshape"))
+        && !t.outputs.contains(&output)
+        && a.dtype == b.dtype
+        && a.device == b.device
+        && a.size_bytes() == b.size_bytes()
 }
 
 /// How long one step (a region call) took in [`CompiledProgram::run_profiled`].
@@ -251,12 +272,19 @@ impl CompiledProgram {
                 .map(|&v| t.ty(v).device)
                 .next()
                 .unwrap_or(Device::Cpu);
+            let alias = is_alias_step(t, s);
             steps.push(Step {
                 executor,
-                name: s.executor.clone(),
+                // Profiles show who ran it: the runtime, not the plugin that claimed it.
+                name: if alias {
+                    "runtime (reshape view)".to_string()
+                } else {
+                    s.executor.clone()
+                },
                 region,
                 compiled: c,
                 device,
+                alias,
                 inputs: s.inputs.iter().map(|&v| slot(v)).collect(),
                 outputs: s.outputs.iter().map(|&v| slot(v)).collect(),
                 frees: s.frees.iter().map(|&v| slot(v)).collect(),
@@ -491,6 +519,22 @@ impl CompiledProgram {
             slots[s] = Some(a.clone());
         }
         for (k, step) in self.steps.iter().enumerate() {
+            if step.alias {
+                let start = std::time::Instant::now();
+                let (&input, &output) = (&step.inputs[0], &step.outputs[0]);
+                let a = slots[input]
+                    .as_ref()
+                    .ok_or_else(|| Error::Bug(format!("slot {input} read before it was written")))?
+                    .aliased(self.slot_types[output].clone())?;
+                slots[output] = Some(a);
+                for &s in &step.frees {
+                    slots[s] = None;
+                }
+                if let Some((times, _)) = times.as_mut() {
+                    times.push(start.elapsed().as_secs_f64());
+                }
+                continue;
+            }
             let mut in_descs = Vec::with_capacity(step.inputs.len());
             for &s in &step.inputs {
                 let a = slots[s]
@@ -544,5 +588,69 @@ impl CompiledProgram {
                     .ok_or_else(|| Error::Bug(format!("output slot {s} never written")))
             })
             .collect::<Result<_>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clang;
+    use crate::trace_ctx::trace_with;
+    use crate::DType;
+
+    /// `r = reshape(x, [6, 2])` and `y = r * 2`; outputs chosen by `return_r`.
+    fn reshape_trace(return_r: bool) -> Trace {
+        let x = TensorType::new(vec![3, 4], DType::F32, Device::Cpu);
+        trace_with(&[("x".into(), x)], HashSet::new(), "test", |xs| {
+            let r = clang::reshape(&xs[0], vec![6, 2])?;
+            let y = clang::unary(
+                "exp",
+                crate::prims::Prim::Exp,
+                &r,
+                clang::Promotion::Default,
+            )?;
+            Ok(if return_r { vec![y, r] } else { vec![y] })
+        })
+        .expect("trace")
+    }
+
+    fn step_of(t: &Trace, op: usize) -> ExecStep {
+        let b = &t.bsyms[op];
+        ExecStep {
+            executor: "test".into(),
+            ops: vec![op],
+            inputs: b.input_values().collect(),
+            outputs: b.outputs.clone(),
+            frees: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_lone_reshape_of_an_intermediate_is_an_alias_step() {
+        let t = reshape_trace(false);
+        assert_eq!(t.bsyms[0].sym.id, "prims.reshape");
+        assert!(is_alias_step(&t, &step_of(&t, 0)));
+        // The exp is not a reshape.
+        assert!(!is_alias_step(&t, &step_of(&t, 1)));
+        // A returned reshape is copied: the caller may write into one output in place.
+        let t = reshape_trace(true);
+        assert!(!is_alias_step(&t, &step_of(&t, 0)));
+    }
+
+    #[test]
+    fn an_alias_shares_the_buffer_under_the_new_type() {
+        let x = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).expect("array");
+        let ty = TensorType::new(vec![3, 2], DType::F32, Device::Cpu);
+        let r = x.aliased(ty).expect("alias");
+        assert_eq!(r.shape(), &[3, 2]);
+        assert_eq!(r.as_ptr(), x.as_ptr());
+        assert_eq!(
+            r.to_vec::<f32>().expect("read"),
+            x.to_vec::<f32>().expect("read")
+        );
+        let wrong = TensorType::new(vec![7], DType::F32, Device::Cpu);
+        assert!(x.aliased(wrong).is_err());
+        let other_dtype = TensorType::new(vec![6], DType::I32, Device::Cpu);
+        assert!(x.aliased(other_dtype).is_err());
     }
 }
