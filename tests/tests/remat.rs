@@ -145,3 +145,70 @@ fn an_mlp_saves_the_gemm_output_not_the_gelu_chain() {
         ],
     );
 }
+
+/// q, k and v after their head transposes feed attention's forward kernel, so the forward
+/// materializes them anyway: they are saved as they are, not rebuilt in the backward from
+/// saved slices (which the forward then had to write too). Gradients still match
+/// `value_and_grad`.
+#[test]
+fn attention_saves_its_head_views_not_their_slices() {
+    let host = interpreter_host();
+    let (b, t, c, h) = (2i64, 5i64, 8i64, 2i64);
+    let x = values(&[b, t, 3 * c], 4, -1.0, 1.0).with_requires_grad(true);
+    let cot = values(&[b, t, c], 5, -1.0, 1.0);
+    fn attention(xs: &[Tensor], h: i64) -> Vec<Tensor> {
+        let (b, t, c3) = (xs[0].shape()[0], xs[0].shape()[1], xs[0].shape()[2]);
+        let c = c3 / 3;
+        let qkv = thunder_torch::split(&xs[0], c, 2).expect("split");
+        let heads = |u: &Tensor| u.reshape(&[b, t, h, c / h]).transpose(1, 2);
+        let (q, k, v) = (heads(&qkv[0]), heads(&qkv[1]), heads(&qkv[2]));
+        let y = thunder_torch::scaled_dot_product_attention(&q, &k, &v, None, true, None)
+            .expect("sdpa");
+        vec![y.transpose(1, 2).reshape(&[b, t, c])]
+    }
+    let inputs = vec![
+        ("x".to_string(), x.ty().clone()),
+        ("c".to_string(), cot.ty().clone()),
+    ];
+    let forward_len = Cell::new(0);
+    let joint = trace_with(&inputs, HashSet::new(), "vjp", |xs| {
+        let pairs = vec![(0, xs[1].clone())];
+        let r = vjp_in_trace(&xs[..1], &[0], |p| Ok(attention(p, h)), &pairs)?;
+        forward_len.set(r.forward_len);
+        Ok(r.outputs.into_iter().chain(r.grads).collect())
+    })
+    .unwrap();
+    let cots = joint.inputs[1..].to_vec();
+    let (fwd, bwd, saved) =
+        split_forward_backward_vjp(&joint, forward_len.get(), 1, &cots).unwrap();
+    let sdpa = fwd
+        .bsyms
+        .iter()
+        .find(|b| b.sym.id == "ltorch.sdpa_fwd_lse")
+        .expect("the forward keeps attention's op whole");
+    let qkv: Vec<_> = sdpa.input_values().take(3).collect();
+    for v in &qkv {
+        assert!(saved.contains(v), "{v:?} (an input of attention) is saved: {saved:?}");
+    }
+    assert!(
+        !bwd.bsyms.iter().any(|b| b.sym.id == "prims.transpose"
+            && b.outputs.iter().any(|o| qkv.contains(o))),
+        "the backward does not rebuild q, k, v"
+    );
+
+    let (_, fwd) = compile_trace(&host, fwd).unwrap();
+    let (_, bwd) = compile_trace(&host, bwd).unwrap();
+    let mut outs = fwd.run(std::slice::from_ref(&x)).unwrap();
+    let mut bwd_in = outs.split_off(1);
+    bwd_in.push(cot.clone());
+    let grads = bwd.run(&bwd_in).unwrap();
+    let vg = value_and_grad(Some(host.clone()), move |xs: &[Tensor]| {
+        vec![(&attention(&xs[..1], h)[0] * &xs[1]).sum(None, false)]
+    });
+    let (_, want) = vg.call(&[x.clone(), cot.clone()]).unwrap();
+    let (g, e) = (grads[0].to_f64_vec().unwrap(), want[0].to_f64_vec().unwrap());
+    assert_eq!(g.len(), e.len());
+    for (a, b) in g.iter().zip(&e) {
+        assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+    }
+}

@@ -9,8 +9,11 @@
 //! forward output, which an executor must materialize: every `linear` on a 3-D input saved its
 //! weight transposed and broadcast, a full copy of the weight per call (GPT-2 small's tied
 //! 50304x768 embedding alone took a third of the forward on the CPU).
+//!
+//! Except views that an op kept whole (not a prim: attention's pair, cross-entropy's) reads in
+//! the forward: those are materialized there anyway, so they are saved as they are.
 
-use crate::ir::{BoundSymbol, Tag, Trace, Value};
+use crate::ir::{BoundSymbol, SymbolKind, Tag, Trace, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use thunder_abi::prims::PrimClass;
 
@@ -39,6 +42,14 @@ pub(super) fn views_to_recompute(
     if producer.is_empty() {
         return Vec::new();
     }
+    // Views an op kept whole reads (attention's q, k, v after their head transposes): every
+    // executor materializes those in the forward anyway, so saving them costs no copy, while
+    // recomputing them wrote their sources too and copied them again in the backward.
+    let materialized: HashSet<Value> = forward
+        .iter()
+        .filter(|b| !matches!(b.sym.kind, SymbolKind::Prim(_)))
+        .flat_map(|b| b.input_values())
+        .collect();
     let mut work: Vec<Value> = backward
         .iter()
         .flat_map(|b| b.input_values())
@@ -46,7 +57,7 @@ pub(super) fn views_to_recompute(
         .collect();
     let mut chosen: HashSet<usize> = HashSet::new();
     while let Some(v) = work.pop() {
-        if returned.contains(&v) {
+        if returned.contains(&v) || materialized.contains(&v) {
             continue;
         }
         if let Some(&i) = producer.get(&v) {
