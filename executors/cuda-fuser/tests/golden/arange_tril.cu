@@ -42,10 +42,12 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(i64_t* __restr
   const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
   for (i64_t q = first; q < n / 2; q += step) {
     __align__(16) i64_t s_out0[2];
+    const i64_t e0 = q * 2;
+    const i64_t i0_0 = e0;
     #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const i64_t e = q * 2 + j;
-      const i64_t i0 = e;
+      const i64_t e = e0 + j;
+      const i64_t i0 = i0_0 + j;
       const i64_t v0 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i0));
       s_out0[j] = v0;
     }

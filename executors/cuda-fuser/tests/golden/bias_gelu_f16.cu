@@ -44,11 +44,13 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     const uint4 r_in0 = reinterpret_cast<const uint4*>(in0)[q];
     const u16_t* e_in0 = reinterpret_cast<const u16_t*>(&r_in0);
     __align__(16) u16_t s_out0[8];
+    const i64_t e0 = q * 8;
+    const i64_t i0 = (e0 / 1024LL);
+    const i64_t i1_0 = e0 % 1024LL;
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const i64_t e = q * 8 + j;
-      const i64_t i0 = (e / 1024LL);
-      const i64_t i1 = e % 1024LL;
+      const i64_t e = e0 + j;
+      const i64_t i1 = i1_0 + j;
       const float v0 = f16_to_f32(e_in0[j]);
       const float v1 = ((float)v0);
       const float v2 = f16_to_f32(in1[i1]);

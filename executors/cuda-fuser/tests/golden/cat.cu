@@ -42,11 +42,13 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
   const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
   for (i64_t q = first; q < n / 4; q += step) {
     __align__(16) float s_out0[4];
+    const i64_t e0 = q * 4;
+    const i64_t i0 = (e0 / 8LL);
+    const i64_t i1_0 = e0 % 8LL;
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const i64_t e = q * 4 + j;
-      const i64_t i0 = (e / 8LL);
-      const i64_t i1 = e % 8LL;
+      const i64_t e = e0 + j;
+      const i64_t i1 = i1_0 + j;
       const bool v2 = (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 3LL);
       const float v1 = ((i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 3LL) ? in1[i0 * 3LL + i1] : 0);
       const float v0 = ((i0 >= 0LL && i0 < 2LL && i1 >= 3LL && i1 < 8LL) ? in0[-3LL + i0 * 5LL + i1] : 0);
