@@ -14,4 +14,4 @@ bash "$here/gpu_config.sh" "$bin" "${TMPDIR:-/tmp}/thunder-profile-kernel-cache"
 export THUNDER_CONFIG="$(cd "$(dirname "$cfg")" && pwd)/$(basename "$cfg")"
 python3 -m pip install --no-deps --no-index --force-reinstall --quiet --target /tmp/thunder-profile-py "$bin"/thunder_rs-*.whl \
   && export PYTHONPATH="/tmp/thunder-profile-py:${PYTHONPATH:-}"
-python3 "$here/step_profile.py" --json "$out/step_profile.json" "$@"
+STEP_PROFILE_TRACES="$out/step_traces.txt" python3 "$here/step_profile.py" --json "$out/step_profile.json" "$@"

@@ -130,6 +130,10 @@ def region_profile(fn, idx, tgt, reps=5):
     from torch._C import _to_dlpack
 
     entry = fn._last
+    dump = os.environ.get("STEP_PROFILE_TRACES")
+    if dump:  # every trace of the program, the execution traces last of each side
+        with open(dump, "w") as f:
+            f.write("\n\n#####\n\n".join(entry.program.traces()))
     tensors = [idx, tgt] + [t for _, t in fn._named_inputs()] + list(entry.captured)
     caps = lambda: [_to_dlpack(t.detach().contiguous()) for t in tensors]  # noqa: E731
     stream = torch.cuda.current_stream().cuda_stream

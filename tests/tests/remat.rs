@@ -188,11 +188,15 @@ fn attention_saves_its_head_views_not_their_slices() {
         .expect("the forward keeps attention's op whole");
     let qkv: Vec<_> = sdpa.input_values().take(3).collect();
     for v in &qkv {
-        assert!(saved.contains(v), "{v:?} (an input of attention) is saved: {saved:?}");
+        assert!(
+            saved.contains(v),
+            "{v:?} (an input of attention) is saved: {saved:?}"
+        );
     }
     assert!(
-        !bwd.bsyms.iter().any(|b| b.sym.id == "prims.transpose"
-            && b.outputs.iter().any(|o| qkv.contains(o))),
+        !bwd.bsyms
+            .iter()
+            .any(|b| b.sym.id == "prims.transpose" && b.outputs.iter().any(|o| qkv.contains(o))),
         "the backward does not rebuild q, k, v"
     );
 
@@ -206,7 +210,10 @@ fn attention_saves_its_head_views_not_their_slices() {
         vec![(&attention(&xs[..1], h)[0] * &xs[1]).sum(None, false)]
     });
     let (_, want) = vg.call(&[x.clone(), cot.clone()]).unwrap();
-    let (g, e) = (grads[0].to_f64_vec().unwrap(), want[0].to_f64_vec().unwrap());
+    let (g, e) = (
+        grads[0].to_f64_vec().unwrap(),
+        want[0].to_f64_vec().unwrap(),
+    );
     assert_eq!(g.len(), e.len());
     for (a, b) in g.iter().zip(&e) {
         assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
