@@ -146,6 +146,42 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
     }
 }
 
+/// Whether every value of `narrow` is exactly a value of `wide`, so that converting to `wide`
+/// and back gives the value unchanged (bf16 -> f32 -> bf16, i8 -> f16 -> i8, bool -> anything).
+pub fn embeds_exactly(narrow: DType, wide: DType) -> bool {
+    // Significand bits of a float dtype: the integers up to 2^bits are exact in it.
+    fn significand_bits(d: DType) -> Option<u32> {
+        match d {
+            DType::BF16 => Some(8),
+            DType::F16 => Some(11),
+            DType::F32 => Some(24),
+            DType::F64 => Some(53),
+            _ => None,
+        }
+    }
+    if narrow == wide || narrow == DType::Bool {
+        return true;
+    }
+    match (category(narrow), category(wide)) {
+        (Category::Float, Category::Float) => matches!(
+            (narrow, wide),
+            (DType::BF16 | DType::F16, DType::F32 | DType::F64) | (DType::F32, DType::F64)
+        ),
+        (Category::Int, Category::Int) => match (int_range(narrow), int_range(wide)) {
+            (Some((lo, hi)), Some((wlo, whi))) => wlo <= lo && hi <= whi,
+            _ => false,
+        },
+        (Category::Int, Category::Float) => match (int_range(narrow), significand_bits(wide)) {
+            (Some((lo, hi)), Some(bits)) => {
+                let limit = 1i128 << bits;
+                -limit <= i128::from(lo) && i128::from(hi) <= limit
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

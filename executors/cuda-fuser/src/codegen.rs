@@ -474,6 +474,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
         for l in coordinates(k, &all_dims, "e0") {
             em.line(&l.replacen(&inner, &format!("const i64_t i{last}_0 = "), 1));
         }
+        vector_strided_loads(&mut em, vec, last);
     }
     em.line("#pragma unroll");
     em.line(&format!("for (int j = 0; j < {vec}; ++j) {{"));
@@ -501,6 +502,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     em.line("}");
     // Scalar tail.
     em.defined.clear();
+    em.vector_nodes.clear();
     em.vector_inputs = false;
     em.line(&format!(
         "for (i64_t e = (n / {vec}) * {vec} + first; e < n; e += step) {{"
@@ -524,6 +526,69 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
             vec,
             block: BLOCK,
         },
+    }
+}
+
+/// Strided loads whose innermost stride is 1 (a head transpose that keeps the head dim, a
+/// slice) read the vector's elements from consecutive addresses: one aligned 16-byte load at
+/// the vector's first element, instead of one 2-byte load per element. Aligned because the
+/// pointers are, the innermost coordinate of the vector's first element is a multiple of
+/// `vec` (see `hoisted`), and so are the base and the other strides (checked here).
+fn vector_strided_loads(em: &mut Emitter, vec: u32, last: usize) {
+    let k = em.k;
+    let v = i64::from(vec);
+    for (id, node) in k.nodes.iter().enumerate() {
+        let NodeKind::Load {
+            input,
+            base,
+            strides,
+            guard: None,
+        } = &node.kind
+        else {
+            continue;
+        };
+        let contiguous = *base == 0 && *strides == contiguous_strides(&k.full_shape);
+        let aligned = base % v == 0
+            && strides.len() == last + 1
+            && strides[last] == 1
+            && strides[..last].iter().all(|s| s % v == 0);
+        if node.level != Level::Full || contiguous || !aligned {
+            continue;
+        }
+        let d = k.inputs[*input].dtype;
+        let raw = raw_type(d.size_bytes() * vec as usize);
+        let offset: Vec<String> = (*base != 0)
+            .then(|| format!("{base}LL"))
+            .into_iter()
+            .chain(
+                strides
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &s)| s != 0)
+                    .map(|(dim, &s)| {
+                        let at = if dim == last {
+                            format!("i{dim}_0")
+                        } else {
+                            format!("i{dim}")
+                        };
+                        if s == 1 {
+                            at
+                        } else {
+                            format!("{at} * {s}LL")
+                        }
+                    }),
+            )
+            .collect();
+        em.line(&format!(
+            "const {raw} r_n{id} = *reinterpret_cast<const {raw}*>(in{input} + ({}));",
+            offset.join(" + ")
+        ));
+        em.line(&format!(
+            "const {}* e_n{id} = reinterpret_cast<const {}*>(&r_n{id});",
+            storage(d),
+            storage(d)
+        ));
+        em.vector_nodes.insert(id, format!("e_n{id}[j]"));
     }
 }
 

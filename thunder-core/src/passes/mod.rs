@@ -1,9 +1,11 @@
 //! Trace-to-trace passes. Each is a value with a name; the name becomes the provenance line
 //! of the trace it makes ("# Constructed by Dead Code Elimination").
 
+mod converts;
 mod cse;
 mod dce;
 
+pub use converts::RoundTripConverts;
 pub use cse::Cse;
 pub use dce::Dce;
 
@@ -17,5 +19,10 @@ pub trait Pass {
 
 /// The passes run on every traced program before claiming, in order.
 pub fn default_passes() -> Vec<Box<dyn Pass + Send + Sync>> {
-    vec![Box::new(Dce), Box::new(Cse), Box::new(Dce)]
+    vec![
+        Box::new(Dce),
+        Box::new(RoundTripConverts),
+        Box::new(Cse),
+        Box::new(Dce),
+    ]
 }

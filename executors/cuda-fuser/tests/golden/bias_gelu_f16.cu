@@ -47,13 +47,15 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     const i64_t e0 = q * 8;
     const i64_t i0 = (e0 / 1024LL);
     const i64_t i1_0 = e0 % 1024LL;
+    const uint4 r_n2 = *reinterpret_cast<const uint4*>(in1 + (i1_0));
+    const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const i64_t e = e0 + j;
       const i64_t i1 = i1_0 + j;
       const float v0 = f16_to_f32(e_in0[j]);
       const float v1 = ((float)v0);
-      const float v2 = f16_to_f32(in1[i1]);
+      const float v2 = f16_to_f32(e_n2[j]);
       const float v3 = ((float)v2);
       const float v4 = (v1 + v3);
       const float v5 = round_f16((float)v4);

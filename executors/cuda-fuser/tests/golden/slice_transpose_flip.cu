@@ -45,14 +45,20 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     const i64_t e0 = q * 4;
     const i64_t i0 = (e0 / 32LL);
     const i64_t i1_0 = e0 % 32LL;
+    const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 96LL + i1_0));
+    const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
+    const uint4 r_n1 = *reinterpret_cast<const uint4*>(in0 + (32LL + i0 * 96LL + i1_0));
+    const float* e_n1 = reinterpret_cast<const float*>(&r_n1);
+    const uint4 r_n3 = *reinterpret_cast<const uint4*>(in0 + (6112LL + i0 * -96LL + i1_0));
+    const float* e_n3 = reinterpret_cast<const float*>(&r_n3);
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const i64_t e = e0 + j;
       const i64_t i1 = i1_0 + j;
-      const float v0 = in0[i0 * 96LL + i1];
-      const float v1 = in0[32LL + i0 * 96LL + i1];
+      const float v0 = e_n0[j];
+      const float v1 = e_n1[j];
       const float v2 = (v0 * v1);
-      const float v3 = in0[6112LL + i0 * -96LL + i1];
+      const float v3 = e_n3[j];
       const float v4 = (v2 + v3);
       s_out0[j] = v4;
     }
