@@ -19,11 +19,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 source "$here/cuda_libs.sh"
 cache="${TMPDIR:-/tmp}/thunder-train-kernel-cache-$$"
 rm -rf "$cache"
-cfg="$out/plugins-train.toml"
+cfg="${TMPDIR:-/tmp}/plugins-train.toml"
 bash "$here/gpu_config.sh" "$bin" "$cache" > "$cfg"
 export THUNDER_CONFIG="$(cd "$(dirname "$cfg")" && pwd)/$(basename "$cfg")"
-python3 -m pip install --no-deps --no-index --force-reinstall --quiet --target "$out/py" "$bin"/thunder_rs-*.whl \
-  && export PYTHONPATH="$out/py:${PYTHONPATH:-}"
+python3 -m pip install --no-deps --no-index --force-reinstall --quiet --target /tmp/thunder-train-py "$bin"/thunder_rs-*.whl \
+  && export PYTHONPATH="/tmp/thunder-train-py:${PYTHONPATH:-}"
 status=0
 stage() { echo; echo "=== $1 ($(left) s left)"; }
 
