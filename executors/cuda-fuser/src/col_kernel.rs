@@ -77,10 +77,23 @@ pub fn plan(k: &Kernel) -> Option<ColumnPlan> {
     {
         return None;
     }
+    // Inputs constant along the columns (a layer norm's per-row mean and rstd, f32) are read
+    // once per row, not per vector: only the others bound the vector width, so a bf16 layer
+    // norm backward reads 16 bytes per thread, not 8.
+    let varies_along_columns = |input: usize| {
+        k.nodes.iter().any(|n| match &n.kind {
+            NodeKind::Load {
+                input: i, strides, ..
+            } => *i == input && strides.last().is_none_or(|&s| s != 0),
+            _ => false,
+        })
+    };
     let widest = k
         .inputs
         .iter()
-        .map(|i| i.dtype.size_bytes())
+        .enumerate()
+        .filter(|&(i, _)| varies_along_columns(i))
+        .map(|(_, i)| i.dtype.size_bytes())
         .chain(
             outputs_at(k, Level::Full)
                 .iter()

@@ -184,3 +184,32 @@ fn the_gpt2_backward_sum_of_three_reads_each_input_once() {
         "{text}"
     );
 }
+
+const LN_WEIGHT_GRAD_BF16: &str = r#"def computation(g, x, mean, rstd):
+  # g: "cuda:0 bf16[8, 1024, 768]"
+  # x: "cuda:0 bf16[8, 1024, 768]"
+  # mean: "cuda:0 f32[8, 1024, 1]"
+  # rstd: "cuda:0 f32[8, 1024, 1]"
+  t0 = ltorch.sub(x, mean)
+  t1 = ltorch.mul(t0, rstd)
+  t2 = ltorch.mul(g, t1)
+  t3 = ltorch.sum(t2, [0, 1], False)
+  return (t3,)
+"#;
+
+/// A layer norm's weight gradient reads its per-token mean and rstd (f32) once per token, not
+/// per column: they do not bound the vector, so the bf16 columns are still read 16 bytes (8
+/// columns) per thread, as in the bias gradient above.
+#[test]
+fn per_token_f32_statistics_do_not_narrow_the_column_vectors() {
+    let (launches, text) = generate(LN_WEIGHT_GRAD_BF16);
+    assert!(
+        matches!(launches.as_slice(), [Launch::SplitRows { rows: 12, .. }]),
+        "768 columns in 12 tiles of 64: {launches:?}\n{text}"
+    );
+    assert!(text.contains("tx * 8LL"), "{text}");
+    assert!(
+        text.contains("const uint4 r_n"),
+        "16-byte column loads: {text}"
+    );
+}
