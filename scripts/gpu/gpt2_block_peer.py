@@ -117,9 +117,16 @@ def main():
     ap.add_argument("--shape", default="8,1024,768,12", help="B,T,C,H")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--json", default=None, help="write thunder's bench JSON here")
+    ap.add_argument("--write-program", default=None,
+                    help="write the block's program here, print its `-i` arguments, and stop (for ncu)")
     a = ap.parse_args()
     B, T, C, H = map(int, a.shape.split(","))
     text, shapes = program(B, T, C, H)
+    if a.write_program:
+        with open(a.write_program, "w") as f:
+            f.write(text)
+        print(" ".join("-i %s=randn:%s[%s]" % (n, a.dtype, ",".join(map(str, s))) for n, s in shapes.items()))
+        return
     with tempfile.TemporaryDirectory() as d:
         prog = os.path.join(d, "gpt2_block.py")
         with open(prog, "w") as f:
