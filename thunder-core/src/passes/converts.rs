@@ -32,35 +32,23 @@ impl Pass for RoundTripConverts {
     fn run(&self, trace: &Trace) -> Result<Trace> {
         // value -> its source, for values made by a convert
         let mut converted_from: HashMap<Value, Value> = HashMap::new();
-        let mut replace: HashMap<Value, Value> = HashMap::new();
-        let mut out = trace.clone();
-        out.bsyms.clear();
-        for b in &trace.bsyms {
-            let mut b = b.clone();
-            if !replace.is_empty() {
-                b.remap_values(&|v| *replace.get(&v).unwrap_or(&v));
-            }
-            if let (Some((src, to)), [result]) = (convert_of(&b), b.outputs.as_slice()) {
-                if let Some(&origin) = converted_from.get(&src) {
-                    let (origin_ty, wide_ty) = (trace.ty(origin), trace.ty(src));
-                    if origin_ty.dtype == to
-                        && embeds_exactly(to, wide_ty.dtype)
-                        && origin_ty.shape == trace.ty(*result).shape
-                        && origin_ty.device == trace.ty(*result).device
-                    {
-                        replace.insert(*result, origin);
-                        continue;
-                    }
+        Ok(super::drop_equal(trace, self.name(), |b| {
+            let (Some((src, to)), [result]) = (convert_of(b), b.outputs.as_slice()) else {
+                return None;
+            };
+            if let Some(&origin) = converted_from.get(&src) {
+                let (origin_ty, result_ty) = (trace.ty(origin), trace.ty(*result));
+                if origin_ty.dtype == to
+                    && embeds_exactly(to, trace.ty(src).dtype)
+                    && origin_ty.shape == result_ty.shape
+                    && origin_ty.device == result_ty.device
+                {
+                    return Some(vec![origin]);
                 }
-                converted_from.insert(*result, src);
             }
-            out.bsyms.push(b);
-        }
-        for v in &mut out.outputs {
-            *v = *replace.get(v).unwrap_or(v);
-        }
-        out.provenance = self.name().into();
-        Ok(out)
+            converted_from.insert(*result, src);
+            None
+        }))
     }
 }
 

@@ -16,31 +16,15 @@ impl Pass for Cse {
 
     fn run(&self, trace: &Trace) -> Result<Trace> {
         let mut seen: HashMap<(&'static str, Vec<Arg>), Vec<Value>> = HashMap::new();
-        let mut replace: HashMap<Value, Value> = HashMap::new();
-        let mut out = trace.clone();
-        out.bsyms.clear();
-        for b in &trace.bsyms {
-            let mut b = b.clone();
-            if !replace.is_empty() {
-                b.remap_values(&|v| *replace.get(&v).unwrap_or(&v));
-            }
+        Ok(super::drop_equal(trace, self.name(), |b| {
             let key = (b.sym.id, b.args.clone());
             match seen.get(&key) {
-                Some(earlier) => {
-                    for (&dup, &orig) in b.outputs.iter().zip(earlier) {
-                        replace.insert(dup, orig);
-                    }
-                }
+                Some(earlier) => Some(earlier.clone()),
                 None => {
                     seen.insert(key, b.outputs.clone());
-                    out.bsyms.push(b);
+                    None
                 }
             }
-        }
-        for v in &mut out.outputs {
-            *v = *replace.get(v).unwrap_or(v);
-        }
-        out.provenance = self.name().into();
-        Ok(out)
+        }))
     }
 }

@@ -10,7 +10,8 @@ pub use cse::Cse;
 pub use dce::Dce;
 
 use crate::error::Result;
-use crate::ir::Trace;
+use crate::ir::{BoundSymbol, Trace, Value};
+use std::collections::HashMap;
 
 pub trait Pass {
     fn name(&self) -> &'static str;
@@ -25,4 +26,32 @@ pub fn default_passes() -> Vec<Box<dyn Pass + Send + Sync>> {
         Box::new(Cse),
         Box::new(Dce),
     ]
+}
+
+/// `trace` without the bound symbols for which `same_as` names earlier values equal to their
+/// outputs: later uses (the trace's outputs too) read those values instead. `same_as` sees each
+/// bound symbol with the renames so far applied, in order.
+fn drop_equal(
+    trace: &Trace,
+    provenance: &str,
+    mut same_as: impl FnMut(&BoundSymbol) -> Option<Vec<Value>>,
+) -> Trace {
+    let mut replace: HashMap<Value, Value> = HashMap::new();
+    let mut out = trace.clone();
+    out.bsyms.clear();
+    for b in &trace.bsyms {
+        let mut b = b.clone();
+        if !replace.is_empty() {
+            b.remap_values(&|v| *replace.get(&v).unwrap_or(&v));
+        }
+        match same_as(&b) {
+            Some(earlier) => replace.extend(b.outputs.iter().copied().zip(earlier)),
+            None => out.bsyms.push(b),
+        }
+    }
+    for v in &mut out.outputs {
+        *v = *replace.get(v).unwrap_or(v);
+    }
+    out.provenance = provenance.into();
+    out
 }
