@@ -201,6 +201,13 @@ impl Emitter<'_> {
                 guard: Some(bounds),
             } => {
                 let d = self.k.inputs[*input].dtype;
+                if let Some(x) = self.vector_nodes.get(&n) {
+                    // Read (or zeroed) for the whole vector: see `vector_strided_loads`.
+                    let e = load_expr(d, x);
+                    self.line(&format!("const {ty} {} = {e};", Self::name(n)));
+                    self.defined.insert(n);
+                    return;
+                }
                 let read = load_expr(
                     d,
                     &format!("in{input}[{}]", self.offset(node.level, *base, strides)),
@@ -530,10 +537,12 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
 }
 
 /// Strided loads whose innermost stride is 1 (a head transpose that keeps the head dim, a
-/// slice) read the vector's elements from consecutive addresses: one aligned 16-byte load at
-/// the vector's first element, instead of one 2-byte load per element. Aligned because the
-/// pointers are, the innermost coordinate of the vector's first element is a multiple of
-/// `vec` (see `hoisted`), and so are the base and the other strides (checked here).
+/// slice, a piece of a cat) read the vector's elements from consecutive addresses: one aligned
+/// 16-byte load at the vector's first element, instead of one 2-byte load per element.
+/// Aligned because the pointers are, the innermost coordinate of the vector's first element is
+/// a multiple of `vec` (see `hoisted`), and so are the base and the other strides (checked
+/// here). A guarded load (a cat's piece, a pad) qualifies when its innermost bounds are
+/// multiples of `vec` too: the guard then holds for all of the vector or none of it.
 fn vector_strided_loads(em: &mut Emitter, vec: u32, last: usize) {
     let k = em.k;
     let v = i64::from(vec);
@@ -542,7 +551,7 @@ fn vector_strided_loads(em: &mut Emitter, vec: u32, last: usize) {
             input,
             base,
             strides,
-            guard: None,
+            guard,
         } = &node.kind
         else {
             continue;
@@ -552,7 +561,14 @@ fn vector_strided_loads(em: &mut Emitter, vec: u32, last: usize) {
             && strides.len() == last + 1
             && strides[last] == 1
             && strides[..last].iter().all(|s| s % v == 0);
-        if node.level != Level::Full || contiguous || !aligned {
+        let uniform_guard = guard.as_ref().is_none_or(|b| {
+            b.len() == last + 1 && b[last].0.rem_euclid(v) == 0 && b[last].1.rem_euclid(v) == 0
+        });
+        if node.level != Level::Full
+            || (contiguous && guard.is_none())
+            || !aligned
+            || !uniform_guard
+        {
             continue;
         }
         let d = k.inputs[*input].dtype;
@@ -579,10 +595,29 @@ fn vector_strided_loads(em: &mut Emitter, vec: u32, last: usize) {
                     }),
             )
             .collect();
-        em.line(&format!(
-            "const {raw} r_n{id} = *reinterpret_cast<const {raw}*>(in{input} + ({}));",
+        let read = format!(
+            "*reinterpret_cast<const {raw}*>(in{input} + ({}))",
             offset.join(" + ")
-        ));
+        );
+        match guard {
+            None => em.line(&format!("const {raw} r_n{id} = {read};")),
+            Some(bounds) => {
+                let inside: Vec<String> = bounds
+                    .iter()
+                    .enumerate()
+                    .map(|(dim, (lo, hi))| {
+                        let at = if dim == last {
+                            format!("i{dim}_0")
+                        } else {
+                            format!("i{dim}")
+                        };
+                        format!("{at} >= {lo}LL && {at} < {hi}LL")
+                    })
+                    .collect();
+                em.line(&format!("{raw} r_n{id} = {{}};"));
+                em.line(&format!("if ({}) r_n{id} = {read};", inside.join(" && ")));
+            }
+        }
         em.line(&format!(
             "const {}* e_n{id} = reinterpret_cast<const {}*>(&r_n{id});",
             storage(d),

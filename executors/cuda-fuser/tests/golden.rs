@@ -228,6 +228,29 @@ fn concatenations_read_each_part_in_its_range() {
     check_golden("cat", &text);
 }
 
+const CAT_OF_HEADS: &str = r#"def computation(q, k, v):
+  # q: "cuda:0 bf16[2, 3, 4, 8]"
+  # k: "cuda:0 bf16[2, 3, 4, 8]"
+  # v: "cuda:0 bf16[2, 3, 4, 8]"
+  t0 = prims.transpose(q, [0, 2, 1, 3])
+  t1 = prims.transpose(k, [0, 2, 1, 3])
+  t2 = prims.transpose(v, [0, 2, 1, 3])
+  y = prims.cat(3, t0, t1, t2)
+  return (y,)
+"#;
+
+/// Pieces whose bounds along the innermost dim are multiples of the vector (8 bf16) are read
+/// 16 bytes at a time, each vector wholly inside one piece (its guard checked once), even
+/// through a transpose that keeps the innermost dim.
+#[test]
+fn a_cat_of_whole_vectors_reads_each_piece_in_vectors() {
+    let (kernels, text) = generate(CAT_OF_HEADS);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert_eq!(text.matches("uint4 r_n").count(), 3, "{text}");
+    assert!(text.contains("if (i0 >= 0LL && i0 < 2LL"), "{text}");
+    check_golden("cat_of_heads", &text);
+}
+
 const DIGAMMA: &str = r#"def computation(x):
   # x: "cuda:0 f32[8]"
   y = prims.digamma(x)
