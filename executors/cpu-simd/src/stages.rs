@@ -151,7 +151,9 @@ impl Stage {
 }
 
 fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
-    if std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some() {
+    // The flag is read once per process (`exec::trace`): a lookup in the environment per call
+    // took a lock and a scan, a fixed cost the small GEMMs of a training step paid every time.
+    if exec::trace() {
         let t = std::time::Instant::now();
         run_gemm_inner(g, bufs);
         eprintln!(
