@@ -31,6 +31,7 @@ mod decode;
 mod decode_shape;
 mod exec;
 mod ftz;
+mod gemm_run;
 mod gemm_sum;
 mod gemm_t;
 mod group;
