@@ -22,13 +22,15 @@ use crate::stages::GemmPlan;
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-/// Below this many multiply-adds (about 40 us on one core) a product runs on the calling
-/// thread: waking the workers and joining them costs more than the second core saves.
-const PAR_MIN: usize = 1 << 23;
+/// Below this many multiply-adds (about 90 us on one core) a product runs on the calling
+/// thread: waking the workers and joining them costs more than the second core saves. On the
+/// Xeon above, 256x256x128 (2^23) ran at 153 GFLOP/s on two threads against 166 on one, and
+/// 256x256x256 (2^24) at 187-189 against 160.
+const PAR_MIN: usize = 1 << 24;
 
 /// A panel gets at least this many multiply-adds; a product gets fewer panels than threads
 /// rather than smaller ones.
-const PANEL_MIN: usize = 1 << 22;
+const PANEL_MIN: usize = 1 << 23;
 
 /// Panel edges along the output's rows and columns are multiples of these (the crate's f32
 /// AVX-512 microkernel is 64 output columns by 6 rows, AVX2's 16 by 6 or 24 by 4), so only the

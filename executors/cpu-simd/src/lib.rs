@@ -7,7 +7,8 @@
 //!   intermediate buffers, SIMD kernels picked at run time (AVX-512, AVX2+FMA, or plain) and
 //!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`);
 //! - **GEMM** for `prims.matmul` through the `gemm` crate, with transposes folded into the
-//!   operands' strides (`stages.rs`); a product summed over its batch dims (a weight
+//!   operands' strides (`stages.rs`) and large products cut into one panel per thread
+//!   (`gemm_run.rs`); a product summed over its batch dims (a weight
 //!   gradient) is one GEMM into the sum (`gemm_sum.rs`), and a product read only by a
 //!   transpose is computed transposed (`gemm_t.rs`);
 //! - **attention**: the decomposition of `scaled_dot_product_attention` (or attention written

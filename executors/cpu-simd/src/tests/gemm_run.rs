@@ -35,11 +35,11 @@ fn panels_match_one_call() {
         .num_threads(3)
         .build()
         .expect("a test pool");
-    // The first three are above the threading threshold (2^23 multiply-adds).
+    // The first three are above the threading threshold (2^24 multiply-adds).
     for &(m, k, n, ta, tb) in &[
-        (300, 250, 120, false, true),
-        (40, 400, 600, true, false),
-        (256, 256, 160, true, true),
+        (300, 250, 240, false, true),
+        (40, 800, 600, true, false),
+        (256, 256, 288, true, true),
         (97, 33, 97, false, false),
     ] {
         let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
