@@ -18,6 +18,8 @@
 //! thread) took 80-100 us on two, whoever splits it.
 use crate::decode::Ty;
 use crate::exec::Bufs;
+use crate::gemm_epi::EpiRun;
+use crate::ops::Real;
 use crate::stages::GemmPlan;
 use gemm::Parallelism;
 use rayon::prelude::*;
@@ -143,17 +145,38 @@ impl<T: Elem> Product<T> {
         }
     }
 
-    /// Runs the product, in panels over the threads when it is big enough.
+    /// The product, then the epilogue (if any) on its output; `c0` is the first output
+    /// column's index in the whole product (the bias element it takes).
     ///
     /// # Safety
-    /// As for [`Product::run_serial`].
-    pub(crate) unsafe fn run(&self) {
+    /// As for [`Product::run_serial`]; the bias holds `c0 + n` elements.
+    unsafe fn run_serial_epi(&self, epi: Option<&EpiRun<T>>, c0: usize)
+    where
+        T: Real,
+    {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.run_serial();
+            if let Some(e) = epi {
+                e.apply(self.dst, self.ld, self.m, c0, self.n);
+            }
+        }
+    }
+
+    /// Runs the product and its epilogue, in panels over the threads when it is big enough.
+    ///
+    /// # Safety
+    /// As for [`Product::run_serial_epi`] with `c0 = 0`.
+    pub(crate) unsafe fn run(&self, epi: Option<&EpiRun<T>>)
+    where
+        T: Real,
+    {
         let work = self.m * self.n * self.k;
         let threads = rayon::current_num_threads();
         let panels = threads.min(work / PANEL_MIN);
         if work < PAR_MIN || panels < 2 {
             // SAFETY: forwarded from the caller.
-            return unsafe { self.run_serial() };
+            return unsafe { self.run_serial_epi(epi, 0) };
         }
         let rows = split_rows(self.m, self.n);
         let (len, align) = if rows {
@@ -163,14 +186,14 @@ impl<T: Elem> Product<T> {
         };
         let edges = panel_edges(len, panels, align);
         edges.par_windows(2).for_each(|w| {
-            let part = if rows {
-                self.rows(w[0], w[1])
+            let (part, c0) = if rows {
+                (self.rows(w[0], w[1]), 0)
             } else {
-                self.cols(w[0], w[1])
+                (self.cols(w[0], w[1]), w[0])
             };
             // SAFETY: panels cover disjoint rows (columns) of `dst` and read inside the
             // caller's views.
-            unsafe { part.run_serial() }
+            unsafe { part.run_serial_epi(epi, c0) }
         });
     }
 }
@@ -205,10 +228,7 @@ pub(crate) fn run(g: &GemmPlan, bufs: &Bufs) {
     }
 }
 
-fn run_typed<T: Elem + Default + std::ops::Mul<Output = T> + std::ops::Add<Output = T>>(
-    g: &GemmPlan,
-    bufs: &Bufs,
-) {
+fn run_typed<T: Elem + Real + Default>(g: &GemmPlan, bufs: &Bufs) {
     let (m, k, n) = (g.m, g.k, g.n);
     let batches: usize = g.batch.iter().product();
     let out = bufs.ptr(g.out) as *mut T;
@@ -266,10 +286,18 @@ fn run_typed<T: Elem + Default + std::ops::Mul<Output = T> + std::ops::Add<Outpu
     // when the region was compiled against the buffers' sizes), the output holds
     // batches * m * n elements (m * n when summed), distinct batches write distinct outputs
     // unless summed, and summed batches run one after another.
+    let epi = g.epilogue.as_ref().map(|e| EpiRun::<T>::new(e, bufs));
+    let epi = epi.as_ref();
     if k == 1 && !g.accumulate {
         // Outer products: one rounded product per element, as gemm computes it, without
         // gemm's per-call setup (which dominates when there are many small batches).
-        (0..batches).for_each(|bi| unsafe { outer(&product(bi)) });
+        (0..batches).for_each(|bi| unsafe {
+            let p = product(bi);
+            outer(&p);
+            if let Some(e) = epi {
+                e.apply(p.dst, p.ld, m, 0, n);
+            }
+        });
         return;
     }
     let each = m * n * k;
@@ -277,9 +305,9 @@ fn run_typed<T: Elem + Default + std::ops::Mul<Output = T> + std::ops::Add<Outpu
         // Many small products: one per task, each on one thread.
         (0..batches)
             .into_par_iter()
-            .for_each(|bi| unsafe { product(bi).run_serial() });
+            .for_each(|bi| unsafe { product(bi).run_serial_epi(epi, 0) });
     } else {
-        (0..batches).for_each(|bi| unsafe { product(bi).run() });
+        (0..batches).for_each(|bi| unsafe { product(bi).run(epi) });
     }
 }
 
@@ -287,9 +315,7 @@ fn run_typed<T: Elem + Default + std::ops::Mul<Output = T> + std::ops::Add<Outpu
 ///
 /// # Safety
 /// As for [`Product::run_serial`].
-unsafe fn outer<T: Elem + Default + std::ops::Mul<Output = T> + std::ops::Add<Output = T>>(
-    p: &Product<T>,
-) {
+unsafe fn outer<T: Elem + Real + Default>(p: &Product<T>) {
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
         for i in 0..p.m {

@@ -36,6 +36,8 @@ pub(crate) struct GemmPlan {
     /// `out = Σ_b a[b] @ b[b]`: one `[m, n]` output summed over the batch (a weight
     /// gradient followed by its sum over the batch dims; see `gemm_sum.rs`).
     pub(crate) accumulate: bool,
+    /// A bias add and ReLU run on each output panel after its product (`gemm_epi.rs`).
+    pub(crate) epilogue: Option<crate::gemm_epi::GemmEpi>,
 }
 
 impl GemmPlan {

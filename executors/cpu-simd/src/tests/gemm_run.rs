@@ -78,7 +78,7 @@ fn panels_match_one_call() {
             let mut got = init.clone();
             p.dst = got.as_mut_ptr();
             // SAFETY: as above.
-            pool.install(|| unsafe { p.run() });
+            pool.install(|| unsafe { p.run(None) });
             assert_eq!(want, got, "m {m} k {k} n {n} threaded, read_dst {read_dst}");
         }
     }

@@ -4,6 +4,7 @@
 mod attn;
 mod conv;
 mod ftz;
+mod gemm_epi;
 mod gemm_fold;
 mod gemm_run;
 mod gemm_sum;
