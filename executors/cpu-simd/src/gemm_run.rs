@@ -6,7 +6,7 @@
 //! crate. The crate's own threading (`Parallelism::Rayon`) meets at a barrier for every
 //! `kc` slice of the depth and every packed block of the right operand; panels share nothing
 //! but the operands they read, so the only costs are one join and the packing of the operand
-//! all panels read, once per panel (the smaller operand is the one repeated: see
+//! all panels read, once per panel (the cheaper one to pack is repeated: see
 //! [`split_rows`]). On the 2-core AVX-512 Xeon (real-time priority, so the numbers are the
 //! machine's, 100 us of other work between calls as in a training step): 256x256x1024 with a
 //! transposed weight 275 GFLOP/s against the crate's 236, 1024x256x256 with a transposed
@@ -178,7 +178,7 @@ impl<T: Elem> Product<T> {
             // SAFETY: forwarded from the caller.
             return unsafe { self.run_serial_epi(epi, 0) };
         }
-        let rows = split_rows(self.m, self.n);
+        let rows = split_rows(&self.a, &self.b, (self.m, self.k, self.n));
         let (len, align) = if rows {
             (self.m, ROW_ALIGN)
         } else {
@@ -200,9 +200,13 @@ impl<T: Elem> Product<T> {
 
 /// Whether to cut the output into row panels (each panel packs all of `b`, `k x n`) rather
 /// than column panels (each packs all of `a`, `m x k`): the operand every panel repeats should
-/// be the smaller one.
-pub(crate) fn split_rows(m: usize, n: usize) -> bool {
-    m >= n
+/// be the cheaper one to pack. An operand laid out against the crate's packing order (`b`
+/// with `k` contiguous, a transposed weight; `a` with `m` contiguous) is packed by a
+/// transposing copy and counts double: 256x1024x256 against a transposed weight ran at
+/// 250-254 GFLOP/s in column panels and 200-216 in row panels on the Xeon above.
+pub(crate) fn split_rows<T>(a: &View<T>, b: &View<T>, (m, k, n): (usize, usize, usize)) -> bool {
+    let cost = |elems: usize, transposing: bool| elems * if transposing { 2 } else { 1 };
+    cost(k * n, b.rs == 1 && n > 1) < cost(m * k, a.rs == 1 && m > 1)
 }
 
 /// `panels + 1` edges cutting `0..len` into near-equal parts whose inner edges are multiples

@@ -35,8 +35,10 @@ fn panels_match_one_call() {
         .num_threads(3)
         .build()
         .expect("a test pool");
-    // The first three are above the threading threshold (2^24 multiply-adds).
+    // All but the last are above the threading threshold (2^24 multiply-adds); the first
+    // is cut into row panels, the others into column panels.
     for &(m, k, n, ta, tb) in &[
+        (700, 200, 150, false, false),
         (300, 250, 240, false, true),
         (40, 800, 600, true, false),
         (256, 256, 288, true, true),
@@ -62,7 +64,8 @@ fn panels_match_one_call() {
             for panels in [2, 3] {
                 let mut got = init.clone();
                 p.dst = got.as_mut_ptr();
-                let rows = split_rows(m, n);
+                let rows = split_rows(&p.a, &p.b, (m, k, n));
+                assert_eq!(rows, m == 700, "m {m} k {k} n {n}: the split");
                 let len = if rows { m } else { n };
                 for w in panel_edges(len, panels, 8).windows(2) {
                     let part = if rows {
