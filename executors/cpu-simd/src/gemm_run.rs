@@ -63,26 +63,14 @@ pub(crate) struct Product<T> {
     pub(crate) read_dst: bool,
 }
 
-// SAFETY: a product is handed to threads only as disjoint panels of `dst` (see `run_product`),
+// SAFETY: a product is handed to threads only as disjoint panels of `dst` (see `Product::run`),
 // and the operands are only read.
 unsafe impl<T> Send for Product<T> {}
 unsafe impl<T> Sync for Product<T> {}
 
-/// The element types the stage runs (`gemm::gemm` takes `alpha`/`beta` as values of `T`).
-pub(crate) trait Elem: Copy + 'static {
-    const ZERO: Self;
-    const ONE: Self;
-}
-impl Elem for f32 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-}
-impl Elem for f64 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-}
-
-impl<T: Elem> Product<T> {
+// `Real` (f32 or f64) is what `gemm::gemm` is called with here: it takes `alpha` and `beta`
+// as values of `T`.
+impl<T: Real> Product<T> {
     /// The single-threaded `gemm` call.
     ///
     /// # Safety
@@ -109,8 +97,8 @@ impl<T: Elem> Product<T> {
                 self.b.ptr,
                 self.b.cs,
                 self.b.rs,
-                if self.read_dst { T::ONE } else { T::ZERO },
-                T::ONE,
+                T::from_f64(if self.read_dst { 1.0 } else { 0.0 }),
+                T::from_f64(1.0),
                 false,
                 false,
                 false,
@@ -150,10 +138,7 @@ impl<T: Elem> Product<T> {
     ///
     /// # Safety
     /// As for [`Product::run_serial`]; the bias holds `c0 + n` elements.
-    unsafe fn run_serial_epi(&self, epi: Option<&EpiRun<T>>, c0: usize)
-    where
-        T: Real,
-    {
+    unsafe fn run_serial_epi(&self, epi: Option<&EpiRun<T>>, c0: usize) {
         // SAFETY: forwarded from the caller.
         unsafe {
             self.run_serial();
@@ -167,10 +152,7 @@ impl<T: Elem> Product<T> {
     ///
     /// # Safety
     /// As for [`Product::run_serial_epi`] with `c0 = 0`.
-    pub(crate) unsafe fn run(&self, epi: Option<&EpiRun<T>>)
-    where
-        T: Real,
-    {
+    pub(crate) unsafe fn run(&self, epi: Option<&EpiRun<T>>) {
         let work = self.m * self.n * self.k;
         let threads = rayon::current_num_threads();
         let panels = threads.min(work / PANEL_MIN);
@@ -232,7 +214,7 @@ pub(crate) fn run(g: &GemmPlan, bufs: &Bufs) {
     }
 }
 
-fn run_typed<T: Elem + Real + Default>(g: &GemmPlan, bufs: &Bufs) {
+fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs) {
     let (m, k, n) = (g.m, g.k, g.n);
     let batches: usize = g.batch.iter().product();
     let out = bufs.ptr(g.out) as *mut T;
@@ -319,7 +301,7 @@ fn run_typed<T: Elem + Real + Default>(g: &GemmPlan, bufs: &Bufs) {
 ///
 /// # Safety
 /// As for [`Product::run_serial`].
-unsafe fn outer<T: Elem + Real + Default>(p: &Product<T>) {
+unsafe fn outer<T: Real + Default>(p: &Product<T>) {
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
         for i in 0..p.m {
