@@ -119,7 +119,7 @@ pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
     } else {
         (0..tasks).for_each(task);
     }
-    if std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some() {
+    if crate::exec::trace() {
         eprintln!(
             "cpu-simd attn:  {:>9.1} us batch {:?} L {} S {} D {} Dv {} mask {:?} causal {} lse {}",
             t.elapsed().as_secs_f64() * 1e6,

@@ -65,6 +65,7 @@ impl Planner {
                 k: ashape[r - 1],
                 n: bshape[r - 1],
                 accumulate: true,
+                epilogue: None,
             }
             .fold_summed_batches(),
         ));

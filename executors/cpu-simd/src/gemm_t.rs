@@ -107,6 +107,7 @@ impl Planner {
             k: ashape[r - 1],
             n: bshape[r - 1],
             accumulate: sum.is_some(),
+            epilogue: None,
         }
         .transposed();
         let plan = if sum.is_some() {

@@ -7,7 +7,9 @@
 //!   intermediate buffers, SIMD kernels picked at run time (AVX-512, AVX2+FMA, or plain) and
 //!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`);
 //! - **GEMM** for `prims.matmul` through the `gemm` crate, with transposes folded into the
-//!   operands' strides (`stages.rs`); a product summed over its batch dims (a weight
+//!   operands' strides (`stages.rs`) and large products cut into one panel per thread
+//!   (`gemm_run.rs`); a bias add and ReLU after a product run on each panel as its epilogue
+//!   (`gemm_epi.rs`); a product summed over its batch dims (a weight
 //!   gradient) is one GEMM into the sum (`gemm_sum.rs`), and a product read only by a
 //!   transpose is computed transposed (`gemm_t.rs`);
 //! - **attention**: the decomposition of `scaled_dot_product_attention` (or attention written
@@ -31,6 +33,8 @@ mod decode;
 mod decode_shape;
 mod exec;
 mod ftz;
+mod gemm_epi;
+mod gemm_run;
 mod gemm_sum;
 mod gemm_t;
 mod group;

@@ -236,6 +236,7 @@ impl Planner {
                         k: ashape[r - 1],
                         n: bshape[r - 1],
                         accumulate: false,
+                        epilogue: None,
                     }
                     .fold_broadcast_batches(),
                 ));

@@ -100,10 +100,18 @@ impl Region {
             .chain(transposed.values().copied())
             .collect();
         let epilogues = crate::conv::find_epilogues(&decoded, &read_outside, &taken);
-        let in_epilogue: HashSet<usize> = epilogues
+        let mut in_epilogue: HashSet<usize> = epilogues
             .values()
             .flat_map(|e| e.ops.iter().copied())
             .collect();
+        // A plain product read only by a bias add (and a ReLU) runs them as its epilogue.
+        let taken: HashSet<usize> = taken
+            .into_iter()
+            .chain(in_epilogue.iter().copied())
+            .chain(epilogues.keys().copied())
+            .collect();
+        let gemm_epilogues = crate::gemm_epi::find(&decoded, &read_outside, &taken);
+        in_epilogue.extend(gemm_epilogues.values().flat_map(|e| e.ops.iter().copied()));
         for item in &order {
             let pos = match item {
                 Item::Sdpa(s) => {
@@ -131,6 +139,11 @@ impl Region {
                 None if summed.contains_key(&pos)
                     || transposed.contains_key(&pos)
                     || in_epilogue.contains(&pos) => {}
+                None if gemm_epilogues.contains_key(&pos) => {
+                    let epi = &gemm_epilogues[&pos];
+                    let last = epi.ops.last().map_or(d, |&j| &decoded[j]);
+                    planner.add_gemm_epi(d, epi, last)?;
+                }
                 None if epilogues.contains_key(&pos) => {
                     let epi = &epilogues[&pos];
                     let last = epi.ops.last().map_or(d, |&j| &decoded[j]);

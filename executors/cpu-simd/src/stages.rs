@@ -1,15 +1,11 @@
-//! The stages of a compiled region besides fused groups: batched GEMM through the `gemm`
-//! crate (operand strides passed straight through, so a transposed weight is never copied)
+//! The stages of a compiled region besides fused groups: batched GEMM plans (operand strides
+//! passed straight through, so a transposed weight is never copied; run by `gemm_run.rs`)
 //! and `iota`.
 
 use crate::decode::Ty;
 use crate::exec::{self, Bufs};
 use crate::group::{BufId, GroupBuilder, GroupPlan};
 use crate::layout::Layout;
-use gemm::Parallelism;
-
-/// Below this many multiply-adds a GEMM runs on the calling thread.
-const GEMM_PAR_MIN: usize = 1 << 23;
 
 #[derive(Debug)]
 pub(crate) enum Stage {
@@ -40,6 +36,8 @@ pub(crate) struct GemmPlan {
     /// `out = Σ_b a[b] @ b[b]`: one `[m, n]` output summed over the batch (a weight
     /// gradient followed by its sum over the batch dims; see `gemm_sum.rs`).
     pub(crate) accumulate: bool,
+    /// A bias add and ReLU run on each output panel after its product (`gemm_epi.rs`).
+    pub(crate) epilogue: Option<crate::gemm_epi::GemmEpi>,
 }
 
 impl GemmPlan {
@@ -151,9 +149,11 @@ impl Stage {
 }
 
 fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
-    if std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some() {
+    // The flag is read once per process (`exec::trace`): a lookup in the environment per call
+    // took a lock and a scan, a fixed cost the small GEMMs of a training step paid every time.
+    if exec::trace() {
         let t = std::time::Instant::now();
-        run_gemm_inner(g, bufs);
+        crate::gemm_run::run(g, bufs);
         eprintln!(
             "cpu-simd gemm:  {:>9.1} us batch {:?} m {} k {} n {} a {:?} b {:?}",
             t.elapsed().as_secs_f64() * 1e6,
@@ -165,153 +165,7 @@ fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
             g.b.1.strides
         );
     } else {
-        run_gemm_inner(g, bufs);
-    }
-}
-
-fn run_gemm_inner(g: &GemmPlan, bufs: &Bufs) {
-    let (m, k, n) = (g.m, g.k, g.n);
-    let batches: usize = g.batch.iter().product();
-    if g.accumulate && batches == 0 && m * n > 0 {
-        // A sum over no products.
-        let zero = |p: *mut u8, size: usize| {
-            // SAFETY: the output holds m * n elements of `size` bytes.
-            unsafe { std::ptr::write_bytes(p, 0, m * n * size) }
-        };
-        match g.ty {
-            Ty::F32 => zero(bufs.ptr(g.out), 4),
-            Ty::F64 => zero(bufs.ptr(g.out), 8),
-            Ty::B8 | Ty::I64 => {}
-        }
-        return;
-    }
-    if m == 0 || n == 0 || batches == 0 {
-        return;
-    }
-    let r = g.batch.len() + 2;
-    let (la, lb) = (&g.a.1, &g.b.1);
-    let parallelism = if m * n * k >= GEMM_PAR_MIN {
-        Parallelism::Rayon(0)
-    } else {
-        Parallelism::None
-    };
-    let (pa, pb, po) = (bufs.ptr(g.a.0), bufs.ptr(g.b.0), bufs.ptr(g.out));
-    for bi in 0..batches {
-        // Offsets of batch `bi` in each operand, from its (possibly broadcast) batch strides.
-        let (mut oa, mut ob, mut rem) = (la.offset, lb.offset, bi);
-        for d in (0..r - 2).rev() {
-            let i = (rem % g.batch[d]) as i64;
-            rem /= g.batch[d];
-            oa += i * la.strides[d];
-            ob += i * lb.strides[d];
-        }
-        // Summed batches all land in the one output, each added to the ones before.
-        let (oo, read_dst) = if g.accumulate {
-            (0, bi > 0)
-        } else {
-            ((bi * m * n) as isize, false)
-        };
-        let (ars, acs, brs, bcs) = (
-            la.strides[r - 2] as isize,
-            la.strides[r - 1] as isize,
-            lb.strides[r - 2] as isize,
-            lb.strides[r - 1] as isize,
-        );
-        if k == 1 && !g.accumulate {
-            // An outer product: one rounded product per element, as gemm computes it, without
-            // gemm's per-call setup (which dominates when there are many small batches).
-            // SAFETY: as for the gemm call below.
-            unsafe {
-                match g.ty {
-                    Ty::F32 => outer::<f32>(pa, pb, po, (oa, ob, oo), (ars, bcs), (m, n)),
-                    Ty::F64 => outer::<f64>(pa, pb, po, (oa, ob, oo), (ars, bcs), (m, n)),
-                    Ty::B8 | Ty::I64 => {}
-                }
-            }
-            continue;
-        }
-        // SAFETY: the views address elements inside their buffers (checked when the region
-        // was compiled against the buffers' sizes), the output holds batches * m * n elements
-        // (m * n when summed), and gemm reads the operands and writes only the output.
-        // `read_dst = false` makes it overwrite (and zero-fill when k = 0).
-        unsafe {
-            match g.ty {
-                Ty::F32 => gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    (po as *mut f32).offset(oo),
-                    1,
-                    n as isize,
-                    read_dst,
-                    (pa as *const f32).offset(oa as isize),
-                    acs,
-                    ars,
-                    (pb as *const f32).offset(ob as isize),
-                    bcs,
-                    brs,
-                    if read_dst { 1.0f32 } else { 0.0f32 },
-                    1.0f32,
-                    false,
-                    false,
-                    false,
-                    parallelism,
-                ),
-                Ty::F64 => gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    (po as *mut f64).offset(oo),
-                    1,
-                    n as isize,
-                    read_dst,
-                    (pa as *const f64).offset(oa as isize),
-                    acs,
-                    ars,
-                    (pb as *const f64).offset(ob as isize),
-                    bcs,
-                    brs,
-                    if read_dst { 1.0f64 } else { 0.0f64 },
-                    1.0f64,
-                    false,
-                    false,
-                    false,
-                    parallelism,
-                ),
-                // Refused by decode.
-                Ty::B8 | Ty::I64 => {}
-            }
-        }
-    }
-}
-
-/// `out[i][j] = 0 + a[i][0] * b[0][j]` for a GEMM with `k = 1`.
-///
-/// # Safety
-/// As for the `gemm` call in `run_gemm_inner`.
-unsafe fn outer<T: Copy + Default + std::ops::Mul<Output = T> + std::ops::Add<Output = T>>(
-    pa: *mut u8,
-    pb: *mut u8,
-    po: *mut u8,
-    (oa, ob, oo): (i64, i64, isize),
-    (ars, bcs): (isize, isize),
-    (m, n): (usize, usize),
-) {
-    // SAFETY (whole fn): forwarded from the caller.
-    unsafe {
-        let (a, b, o) = (
-            (pa as *const T).offset(oa as isize),
-            (pb as *const T).offset(ob as isize),
-            (po as *mut T).offset(oo),
-        );
-        for i in 0..m {
-            let x = *a.offset(i as isize * ars);
-            let row = o.add(i * n);
-            for j in 0..n {
-                // Added to a zero accumulator as gemm does, so a -0 product comes out +0.
-                *row.add(j) = T::default() + x * *b.offset(j as isize * bcs);
-            }
-        }
+        crate::gemm_run::run(g, bufs);
     }
 }
 

@@ -14,6 +14,7 @@ fn plan(a: Layout, b: Layout, batch: &[usize], (m, k, n): (usize, usize, usize))
         k,
         n,
         accumulate: false,
+        epilogue: None,
     }
 }
 

@@ -4,7 +4,9 @@
 mod attn;
 mod conv;
 mod ftz;
+mod gemm_epi;
 mod gemm_fold;
+mod gemm_run;
 mod gemm_sum;
 mod gemm_t;
 mod layer_norm;

@@ -1,0 +1,316 @@
+//! Running one planned GEMM stage: the batch loop, and each large product spread over the
+//! threads as independent panels.
+//!
+//! Threading: a product big enough to share is cut into one panel of output rows (or
+//! columns) per rayon thread, and each panel is its own single-threaded call of the `gemm`
+//! crate. The crate's own threading (`Parallelism::Rayon`) meets at a barrier for every
+//! `kc` slice of the depth and every packed block of the right operand; panels share nothing
+//! but the operands they read, so the only costs are one join and the packing of the operand
+//! all panels read, once per panel (the cheaper one to pack is repeated: see
+//! [`split_rows`]). On the 2-core AVX-512 Xeon (real-time priority, so the numbers are the
+//! machine's, 100 us of other work between calls as in a training step): 256x256x1024 with a
+//! transposed weight 275 GFLOP/s against the crate's 236, 1024x256x256 with a transposed
+//! input 279 against 252, 256x1024x256 205 against 193, the rest within a few percent
+//! (sgemm 2048: 359 against 354; one thread 177).
+//!
+//! Small products stay on the calling thread ([`PAR_MIN`]): waking a parked rayon worker
+//! costs tens of microseconds on that machine, so a 256x128x128 product (about 45 us on one
+//! thread) took 80-100 us on two, whoever splits it.
+use crate::decode::Ty;
+use crate::exec::Bufs;
+use crate::gemm_epi::EpiRun;
+use crate::ops::Real;
+use crate::stages::GemmPlan;
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+/// Below this many multiply-adds (about 90 us on one core) a product runs on the calling
+/// thread: waking the workers and joining them costs more than the second core saves. On the
+/// Xeon above, 256x256x128 (2^23) ran at 153 GFLOP/s on two threads against 166 on one, and
+/// 256x256x256 (2^24) at 187-189 against 160.
+const PAR_MIN: usize = 1 << 24;
+
+/// A panel gets at least this many multiply-adds; a product gets fewer panels than threads
+/// rather than smaller ones.
+const PANEL_MIN: usize = 1 << 23;
+
+/// Panel edges along the output's rows and columns are multiples of these (the crate's f32
+/// AVX-512 microkernel is 64 output columns by 6 rows, AVX2's 16 by 6 or 24 by 4), so only the
+/// last panel has a ragged edge.
+const COL_ALIGN: usize = 64;
+const ROW_ALIGN: usize = 24;
+
+/// A strided matrix view: element `(i, j)` is at `ptr + i * rs + j * cs`.
+#[derive(Clone, Copy)]
+pub(crate) struct View<T> {
+    pub(crate) ptr: *const T,
+    pub(crate) rs: isize,
+    pub(crate) cs: isize,
+}
+
+/// One product `dst[m, n] (=|+=) a[m, k] @ b[k, n]` with a row-major `dst` of row stride
+/// `ld`.
+#[derive(Clone, Copy)]
+pub(crate) struct Product<T> {
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    pub(crate) a: View<T>,
+    pub(crate) b: View<T>,
+    pub(crate) dst: *mut T,
+    pub(crate) ld: isize,
+    /// Add to `dst` instead of overwriting it.
+    pub(crate) read_dst: bool,
+}
+
+// SAFETY: a product is handed to threads only as disjoint panels of `dst` (see `Product::run`),
+// and the operands are only read.
+unsafe impl<T> Send for Product<T> {}
+unsafe impl<T> Sync for Product<T> {}
+
+// `Real` (f32 or f64) is what `gemm::gemm` is called with here: it takes `alpha` and `beta`
+// as values of `T`.
+impl<T: Real> Product<T> {
+    /// The single-threaded `gemm` call.
+    ///
+    /// # Safety
+    /// The views address `m x k` and `k x n` readable elements and `dst` `m x n` writable
+    /// ones that no other thread touches meanwhile.
+    pub(crate) unsafe fn run_serial(&self) {
+        if self.m == 0 || self.n == 0 {
+            return;
+        }
+        // SAFETY: forwarded from the caller. `read_dst = false` makes gemm overwrite `dst`
+        // (and zero-fill it when k = 0).
+        unsafe {
+            gemm::gemm(
+                self.m,
+                self.n,
+                self.k,
+                self.dst,
+                1,
+                self.ld,
+                self.read_dst,
+                self.a.ptr,
+                self.a.cs,
+                self.a.rs,
+                self.b.ptr,
+                self.b.cs,
+                self.b.rs,
+                T::from_f64(if self.read_dst { 1.0 } else { 0.0 }),
+                T::from_f64(1.0),
+                false,
+                false,
+                false,
+                Parallelism::None,
+            )
+        }
+    }
+
+    /// Rows `r0..r1` of the output.
+    pub(crate) fn rows(&self, r0: usize, r1: usize) -> Product<T> {
+        Product {
+            m: r1 - r0,
+            a: View {
+                ptr: self.a.ptr.wrapping_offset(r0 as isize * self.a.rs),
+                ..self.a
+            },
+            dst: self.dst.wrapping_offset(r0 as isize * self.ld),
+            ..*self
+        }
+    }
+
+    /// Columns `c0..c1` of the output.
+    pub(crate) fn cols(&self, c0: usize, c1: usize) -> Product<T> {
+        Product {
+            n: c1 - c0,
+            b: View {
+                ptr: self.b.ptr.wrapping_offset(c0 as isize * self.b.cs),
+                ..self.b
+            },
+            dst: self.dst.wrapping_add(c0),
+            ..*self
+        }
+    }
+
+    /// The product, then the epilogue (if any) on its output; `c0` is the first output
+    /// column's index in the whole product (the bias element it takes).
+    ///
+    /// # Safety
+    /// As for [`Product::run_serial`]; the bias holds `c0 + n` elements.
+    unsafe fn run_serial_epi(&self, epi: Option<&EpiRun<T>>, c0: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.run_serial();
+            if let Some(e) = epi {
+                e.apply(self.dst, self.ld, self.m, c0, self.n);
+            }
+        }
+    }
+
+    /// Runs the product and its epilogue, in panels over the threads when it is big enough.
+    ///
+    /// # Safety
+    /// As for [`Product::run_serial_epi`] with `c0 = 0`.
+    pub(crate) unsafe fn run(&self, epi: Option<&EpiRun<T>>) {
+        let work = self.m * self.n * self.k;
+        let threads = rayon::current_num_threads();
+        let panels = threads.min(work / PANEL_MIN);
+        if work < PAR_MIN || panels < 2 {
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.run_serial_epi(epi, 0) };
+        }
+        let rows = split_rows(&self.a, &self.b, (self.m, self.k, self.n));
+        let (len, align) = if rows {
+            (self.m, ROW_ALIGN)
+        } else {
+            (self.n, COL_ALIGN)
+        };
+        let edges = panel_edges(len, panels, align);
+        edges.par_windows(2).for_each(|w| {
+            let (part, c0) = if rows {
+                (self.rows(w[0], w[1]), 0)
+            } else {
+                (self.cols(w[0], w[1]), w[0])
+            };
+            // SAFETY: panels cover disjoint rows (columns) of `dst` and read inside the
+            // caller's views.
+            unsafe { part.run_serial_epi(epi, c0) }
+        });
+    }
+}
+
+/// Whether to cut the output into row panels (each panel packs all of `b`, `k x n`) rather
+/// than column panels (each packs all of `a`, `m x k`): the operand every panel repeats should
+/// be the cheaper one to pack. An operand laid out against the crate's packing order (`b`
+/// with `k` contiguous, a transposed weight; `a` with `m` contiguous) is packed by a
+/// transposing copy and counts double: 256x1024x256 against a transposed weight ran at
+/// 250-254 GFLOP/s in column panels and 200-216 in row panels on the Xeon above.
+pub(crate) fn split_rows<T>(a: &View<T>, b: &View<T>, (m, k, n): (usize, usize, usize)) -> bool {
+    let cost = |elems: usize, transposing: bool| elems * if transposing { 2 } else { 1 };
+    cost(k * n, b.rs == 1 && n > 1) < cost(m * k, a.rs == 1 && m > 1)
+}
+
+/// `panels + 1` edges cutting `0..len` into near-equal parts whose inner edges are multiples
+/// of `align` (fewer parts when `len` is too short for that many).
+pub(crate) fn panel_edges(len: usize, panels: usize, align: usize) -> Vec<usize> {
+    let blocks = len.div_ceil(align);
+    let panels = panels.clamp(1, blocks.max(1));
+    let mut edges: Vec<usize> = (0..panels)
+        .map(|p| (p * blocks / panels * align).min(len))
+        .collect();
+    edges.push(len);
+    edges.dedup();
+    edges
+}
+
+/// Runs a planned GEMM stage.
+pub(crate) fn run(g: &GemmPlan, bufs: &Bufs) {
+    match g.ty {
+        Ty::F32 => run_typed::<f32>(g, bufs),
+        Ty::F64 => run_typed::<f64>(g, bufs),
+        // Refused by decode.
+        Ty::B8 | Ty::I64 => {}
+    }
+}
+
+fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs) {
+    let (m, k, n) = (g.m, g.k, g.n);
+    let batches: usize = g.batch.iter().product();
+    let out = bufs.ptr(g.out) as *mut T;
+    if g.accumulate && batches == 0 && m * n > 0 {
+        // A sum over no products.
+        // SAFETY: the output holds m * n elements.
+        unsafe { std::ptr::write_bytes(out, 0, m * n) };
+        return;
+    }
+    if m == 0 || n == 0 || batches == 0 {
+        return;
+    }
+    let r = g.batch.len() + 2;
+    let (la, lb) = (&g.a.1, &g.b.1);
+    // Batch 0; `product` moves it to the others.
+    let base = Product {
+        m,
+        n,
+        k,
+        a: View {
+            ptr: (bufs.ptr(g.a.0) as *const T).wrapping_offset(la.offset as isize),
+            rs: la.strides[r - 2] as isize,
+            cs: la.strides[r - 1] as isize,
+        },
+        b: View {
+            ptr: (bufs.ptr(g.b.0) as *const T).wrapping_offset(lb.offset as isize),
+            rs: lb.strides[r - 2] as isize,
+            cs: lb.strides[r - 1] as isize,
+        },
+        dst: out,
+        ld: n as isize,
+        read_dst: false,
+    };
+    let product = |bi: usize| {
+        // Offsets of batch `bi` in each operand, from its (possibly broadcast) batch strides.
+        let (mut oa, mut ob, mut rem) = (0, 0, bi);
+        for d in (0..r - 2).rev() {
+            let i = (rem % g.batch[d]) as i64;
+            rem /= g.batch[d];
+            oa += i * la.strides[d];
+            ob += i * lb.strides[d];
+        }
+        let mut p = base;
+        p.a.ptr = p.a.ptr.wrapping_offset(oa as isize);
+        p.b.ptr = p.b.ptr.wrapping_offset(ob as isize);
+        // Summed batches all land in the one output, each added to the ones before.
+        if g.accumulate {
+            p.read_dst = bi > 0;
+        } else {
+            p.dst = p.dst.wrapping_add(bi * m * n);
+        }
+        p
+    };
+    // SAFETY (every call below): the views address elements inside their buffers (checked
+    // when the region was compiled against the buffers' sizes), the output holds
+    // batches * m * n elements (m * n when summed), distinct batches write distinct outputs
+    // unless summed, and summed batches run one after another.
+    let epi = g.epilogue.as_ref().map(|e| EpiRun::<T>::new(e, bufs));
+    let epi = epi.as_ref();
+    if k == 1 && !g.accumulate {
+        // Outer products: one rounded product per element, as gemm computes it, without
+        // gemm's per-call setup (which dominates when there are many small batches).
+        (0..batches).for_each(|bi| unsafe {
+            let p = product(bi);
+            outer(&p);
+            if let Some(e) = epi {
+                e.apply(p.dst, p.ld, m, 0, n);
+            }
+        });
+        return;
+    }
+    let each = m * n * k;
+    if !g.accumulate && batches > 1 && each < PAR_MIN && batches * each >= PAR_MIN {
+        // Many small products: one per task, each on one thread.
+        (0..batches)
+            .into_par_iter()
+            .for_each(|bi| unsafe { product(bi).run_serial_epi(epi, 0) });
+    } else {
+        (0..batches).for_each(|bi| unsafe { product(bi).run(epi) });
+    }
+}
+
+/// `out[i][j] = 0 + a[i][0] * b[0][j]` for a product with `k = 1`.
+///
+/// # Safety
+/// As for [`Product::run_serial`].
+unsafe fn outer<T: Real + Default>(p: &Product<T>) {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        for i in 0..p.m {
+            let x = *p.a.ptr.offset(i as isize * p.a.rs);
+            let row = p.dst.offset(i as isize * p.ld);
+            for j in 0..p.n {
+                // Added to a zero accumulator as gemm does, so a -0 product comes out +0.
+                *row.add(j) = T::default() + x * *p.b.ptr.offset(j as isize * p.b.cs);
+            }
+        }
+    }
+}
