@@ -44,8 +44,12 @@ mod plan;
 mod plan_ops;
 mod region;
 mod sdpa;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod stages;
 mod tile;
+#[cfg(target_arch = "x86_64")]
+mod vmath;
 
 #[cfg(test)]
 mod tests;
