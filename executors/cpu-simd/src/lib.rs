@@ -5,7 +5,10 @@
 //! - **fused groups**: elementwise ops, broadcasts, reshapes and the sums and maxima of their
 //!   results, run as one loop over cache-sized tiles with a small register program, no
 //!   intermediate buffers, SIMD kernels picked at run time (AVX-512, AVX2+FMA, or plain) and
-//!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`);
+//!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`); a group that is one
+//!   f32 chain (each op reading the previous value, literals, or another access such as a bias
+//!   row) runs block by block in vector registers instead, on AVX-512 or AVX2 written with
+//!   intrinsics (`chain.rs`, `simd.rs`, `vmath.rs`);
 //! - **GEMM** for `prims.matmul` through the `gemm` crate, with transposes folded into the
 //!   operands' strides (`stages.rs`); a product summed over its batch dims (a weight
 //!   gradient) is one GEMM into the sum (`gemm_sum.rs`), and a product read only by a
