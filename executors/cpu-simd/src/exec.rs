@@ -25,6 +25,10 @@ const STREAM_MIN: usize = 1 << 20;
 /// next tile, so the cache lines a strided access touches in one row are reused by the next.
 const BLOCK_TILE: usize = 256;
 const BLOCK_ROWS: usize = 16;
+/// The shortest rows a group runs as a register-resident chain (`chain.rs`) on: measured on
+/// a bias add (AVX-512, 2 threads), rows of 64 run 1.7x faster as a chain than as the tile
+/// path's several-rows tiles, rows of 32 twice as slow (one item and a padded tail per row).
+const CHAIN_ROW_MIN: usize = 64;
 
 /// Base pointers of every buffer of one run. The host keeps inputs and outputs alive for the
 /// call and the region owns the scratch, so they outlive every chunk.
@@ -183,8 +187,20 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
                 }
             }
         }
-        if ctx.copy.is_none() && ctx.block == 1 && isa_level() >= 1 && chain_enabled() {
+        // Short rows keep the tile path's several-rows-per-tile items below: a chain runs
+        // item by item, and a padded tail per short row would cost more than it saves.
+        if ctx.copy.is_none()
+            && ctx.block == 1
+            && (r == 1 || last >= CHAIN_ROW_MIN)
+            && isa_level() >= 1
+            && chain_enabled()
+        {
             ctx.chain = crate::chain::chain_of(plan, &ctx.last);
+            if trace() {
+                if let Some(c) = &ctx.chain {
+                    eprintln!("cpu-simd group runs as a chain: {:?}", c.steps);
+                }
+            }
         }
         // Short rows: one tile covers several rows, so the per-instruction cost of a tile is
         // paid once per `TILE` elements rather than once per row. With reductions (a softmax

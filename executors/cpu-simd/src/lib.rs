@@ -5,7 +5,10 @@
 //! - **fused groups**: elementwise ops, broadcasts, reshapes and the sums and maxima of their
 //!   results, run as one loop over cache-sized tiles with a small register program, no
 //!   intermediate buffers, SIMD kernels picked at run time (AVX-512, AVX2+FMA, or plain) and
-//!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`);
+//!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`); a group that is one
+//!   f32 chain (each op reading the previous value, literals, or another access such as a bias
+//!   row) runs block by block in vector registers instead, on AVX-512 or AVX2 written with
+//!   intrinsics (`chain.rs`, `simd.rs`, `vmath.rs`);
 //! - **GEMM** for `prims.matmul` through the `gemm` crate, with transposes folded into the
 //!   operands' strides (`stages.rs`) and large products cut into one panel per thread
 //!   (`gemm_run.rs`); a bias add and ReLU after a product run on each panel as its epilogue
@@ -48,8 +51,12 @@ mod plan;
 mod plan_ops;
 mod region;
 mod sdpa;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod stages;
 mod tile;
+#[cfg(target_arch = "x86_64")]
+mod vmath;
 
 #[cfg(test)]
 mod tests;

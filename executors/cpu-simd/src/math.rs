@@ -120,35 +120,41 @@ pub(crate) fn log<const FMA: bool>(x: f32) -> f32 {
 /// `tests/math.rs` checks over every f32 step of the range.
 #[inline(always)]
 pub(crate) fn tanh<const FMA: bool>(x: f32) -> f32 {
-    const P: [f32; 7] = [
-        -2.76076847742355e-16,
-        2.00018790482477e-13,
-        -8.60467152213735e-11,
-        5.12229709037114e-08,
-        1.48572235717979e-05,
-        6.37261928875436e-04,
-        4.89352455891786e-03,
-    ];
-    const Q: [f32; 4] = [
-        1.19825839466702e-06,
-        1.18534705686654e-04,
-        2.26843463243900e-03,
-        4.89352518554385e-03,
-    ];
     let z = x.abs();
-    // The fit reaches 1 - 2^-22 at 7.905 and is held there; past 9.1 tanh rounds to 1.
-    let xc = x.clamp(-7.905_311, 7.905_311);
+    let xc = x.clamp(-TANH_CLAMP, TANH_CLAMP);
     let s = xc * xc;
-    let r = poly::<FMA, 7>(s, &P) * xc / poly::<FMA, 4>(s, &Q);
-    let r = if z >= 9.1 { 1f32.copysign(x) } else { r };
-    // Below 4e-4 tanh(x) is x within half an ulp (the fit's tiny values lose bits there); a NaN
-    // fails the comparison and is returned as it came.
-    if z >= 4e-4 {
+    let r = poly::<FMA, 7>(s, &TANH_P) * xc / poly::<FMA, 4>(s, &TANH_Q);
+    let r = if z >= TANH_BIG { 1f32.copysign(x) } else { r };
+    // Below `TANH_SMALL` tanh(x) is x within half an ulp (the fit's tiny values lose bits
+    // there); a NaN fails the comparison and is returned as it came.
+    if z >= TANH_SMALL {
         r
     } else {
         x
     }
 }
+
+/// tanh's numerator and denominator, in x^2 (shared with `vmath.rs`).
+pub(crate) const TANH_P: [f32; 7] = [
+    -2.76076847742355e-16,
+    2.00018790482477e-13,
+    -8.60467152213735e-11,
+    5.12229709037114e-08,
+    1.48572235717979e-05,
+    6.37261928875436e-04,
+    4.89352455891786e-03,
+];
+pub(crate) const TANH_Q: [f32; 4] = [
+    1.19825839466702e-06,
+    1.18534705686654e-04,
+    2.26843463243900e-03,
+    4.89352518554385e-03,
+];
+/// The fit reaches 1 - 2^-22 at this |x| and is held there; from `TANH_BIG` on tanh rounds
+/// to 1.
+pub(crate) const TANH_CLAMP: f32 = 7.905_311;
+pub(crate) const TANH_BIG: f32 = 9.1;
+pub(crate) const TANH_SMALL: f32 = 4e-4;
 
 #[inline(always)]
 pub(crate) fn erf<const FMA: bool>(x: f32) -> f32 {

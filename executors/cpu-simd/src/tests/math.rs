@@ -3,7 +3,7 @@
 
 use crate::math;
 
-fn ulp_distance(a: f32, b: f32) -> u32 {
+pub(super) fn ulp_distance(a: f32, b: f32) -> u32 {
     if a.is_nan() || b.is_nan() {
         return if a.is_nan() && b.is_nan() {
             0
@@ -27,7 +27,7 @@ fn ulp_distance(a: f32, b: f32) -> u32 {
 }
 
 /// Every f32 in [lo, hi] stepping `step` ulps, plus the special values.
-fn samples(lo: f32, hi: f32, n: usize) -> Vec<f32> {
+pub(super) fn samples(lo: f32, hi: f32, n: usize) -> Vec<f32> {
     let mut v: Vec<f32> = (0..=n)
         .map(|i| lo + (hi - lo) * (i as f32 / n as f32))
         .collect();
@@ -77,8 +77,7 @@ fn log_is_within_1_ulp() {
 
 /// Every 61st f32 of [2^-126, 12] and its negative, plus an even grid and the special values:
 /// the rational fit's error peaks near 3.7 and 5.9, between the points an even grid samples.
-#[test]
-fn tanh_is_within_5_ulp_with_fma_and_7_without() {
+pub(super) fn tanh_samples() -> Vec<f32> {
     let mut xs = samples(-12.0, 12.0, 1000);
     let (lo, hi) = (f32::MIN_POSITIVE.to_bits(), 12f32.to_bits());
     xs.extend(
@@ -86,6 +85,12 @@ fn tanh_is_within_5_ulp_with_fma_and_7_without() {
             .step_by(61)
             .flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]),
     );
+    xs
+}
+
+#[test]
+fn tanh_is_within_5_ulp_with_fma_and_7_without() {
+    let xs = tanh_samples();
     let (u, x) = max_ulp(math::tanh::<true>, f64::tanh, &xs);
     assert!(u <= 5, "tanh with FMA: {u} ulp at {x}");
     let (u, x) = max_ulp(math::tanh::<false>, f64::tanh, &xs);

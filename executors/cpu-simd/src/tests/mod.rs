@@ -2,6 +2,7 @@
 //! services backed by the global allocator.
 
 mod attn;
+mod chain;
 mod conv;
 mod ftz;
 mod gemm_epi;
@@ -15,6 +16,8 @@ mod math;
 mod movement;
 mod region;
 mod sdpa;
+#[cfg(target_arch = "x86_64")]
+mod vmath;
 
 use crate::region::Region;
 use std::ffi::c_void;

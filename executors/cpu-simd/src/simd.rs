@@ -1,0 +1,230 @@
+//! f32 vectors of the dispatched width, for the register-resident chain loops (`chain.rs`).
+//!
+//! Every method is `#[inline(always)]` and only sound to call from a function compiled with
+//! the vector's features (`chain::run_avx512`, `chain::run_avx2`): written with intrinsics
+//! rather than as scalar code for LLVM to vectorize, so that no closure or helper compiled
+//! without those features (which LLVM would not vectorize at this width) sits in the loop.
+//! Each operation rounds exactly like its scalar counterpart in `math.rs` and `kernels.rs`,
+//! so the chain path and the tile path give the same bits.
+
+use crate::chain::Arith;
+use std::arch::x86_64::*;
+
+/// An f32 vector. Methods are `unsafe`: the caller runs with the vector's target features.
+pub(crate) trait Vf32: Copy {
+    const LANES: usize;
+    unsafe fn splat(x: f32) -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    unsafe fn store(p: *mut f32, v: Self);
+    /// A non-temporal store; `p` is aligned to the vector's size.
+    unsafe fn stream(p: *mut f32, v: Self);
+    unsafe fn add(a: Self, b: Self) -> Self;
+    unsafe fn sub(a: Self, b: Self) -> Self;
+    unsafe fn mul(a: Self, b: Self) -> Self;
+    unsafe fn div(a: Self, b: Self) -> Self;
+    /// `a / b` for finite, normal `b`, faithfully rounded (within an ulp of the correctly
+    /// rounded quotient, nearly always equal to it): for a division inside a longer formula
+    /// whose error bound allows it, where the division instruction would set the pace.
+    unsafe fn div_approx(a: Self, b: Self) -> Self;
+    /// `a * b + c` with one rounding.
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
+    unsafe fn sqrt(a: Self) -> Self;
+    /// Flips / clears the sign bit.
+    unsafe fn neg(a: Self) -> Self;
+    unsafe fn abs(a: Self) -> Self;
+    /// `x.clamp(lo, hi)` as std computes it (a NaN `x` stays NaN).
+    unsafe fn clamp(x: Self, lo: f32, hi: f32) -> Self;
+    /// Per lane: `a >= b ? t : f` (false for NaN).
+    unsafe fn select_ge(a: Self, b: Self, t: Self, f: Self) -> Self;
+    /// `1.0` with the sign of `x`.
+    unsafe fn one_signed(x: Self) -> Self;
+}
+
+/// `a op b` in f32.
+#[inline(always)]
+pub(crate) unsafe fn arith<V: Vf32>(op: Arith, a: V, b: V) -> V {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        match op {
+            Arith::Add => V::add(a, b),
+            Arith::Sub => V::sub(a, b),
+            Arith::Mul => V::mul(a, b),
+            Arith::Div => V::div(a, b),
+        }
+    }
+}
+
+/// 16 lanes (AVX-512F).
+#[derive(Clone, Copy)]
+pub(crate) struct V512(__m512);
+
+impl Vf32 for V512 {
+    const LANES: usize = 16;
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> Self {
+        V512(_mm512_set1_ps(x))
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: forwarded from the caller.
+        V512(unsafe { _mm512_loadu_ps(p) })
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: Self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { _mm512_storeu_ps(p, v.0) }
+    }
+    #[inline(always)]
+    unsafe fn stream(p: *mut f32, v: Self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { _mm512_stream_ps(p, v.0) }
+    }
+    #[inline(always)]
+    unsafe fn add(a: Self, b: Self) -> Self {
+        V512(_mm512_add_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn sub(a: Self, b: Self) -> Self {
+        V512(_mm512_sub_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn mul(a: Self, b: Self) -> Self {
+        V512(_mm512_mul_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn div(a: Self, b: Self) -> Self {
+        V512(_mm512_div_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn div_approx(a: Self, b: Self) -> Self {
+        // A 16-lane division issues once per ~10 cycles on current Intel cores, most of a
+        // tanh's time; instead: r ~ 1/b within 2^-14, y0 = a r, and one correction
+        // y = y0 + r (a - b y0), whose relative error is ~2^-28 before its final rounding.
+        let r = _mm512_rcp14_ps(b.0);
+        let y0 = _mm512_mul_ps(a.0, r);
+        let e = _mm512_fnmadd_ps(b.0, y0, a.0);
+        V512(_mm512_fmadd_ps(e, r, y0))
+    }
+    #[inline(always)]
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+        V512(_mm512_fmadd_ps(a.0, b.0, c.0))
+    }
+    #[inline(always)]
+    unsafe fn sqrt(a: Self) -> Self {
+        V512(_mm512_sqrt_ps(a.0))
+    }
+    #[inline(always)]
+    unsafe fn neg(a: Self) -> Self {
+        V512(_mm512_castsi512_ps(_mm512_xor_si512(
+            _mm512_castps_si512(a.0),
+            _mm512_set1_epi32(i32::MIN),
+        )))
+    }
+    #[inline(always)]
+    unsafe fn abs(a: Self) -> Self {
+        V512(_mm512_castsi512_ps(_mm512_and_si512(
+            _mm512_castps_si512(a.0),
+            _mm512_set1_epi32(i32::MAX),
+        )))
+    }
+    #[inline(always)]
+    unsafe fn clamp(x: Self, lo: f32, hi: f32) -> Self {
+        // maxps/minps return their second operand when either is NaN: `x` goes second.
+        let m = _mm512_max_ps(_mm512_set1_ps(lo), x.0);
+        V512(_mm512_min_ps(_mm512_set1_ps(hi), m))
+    }
+    #[inline(always)]
+    unsafe fn select_ge(a: Self, b: Self, t: Self, f: Self) -> Self {
+        let m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a.0, b.0);
+        V512(_mm512_mask_blend_ps(m, f.0, t.0))
+    }
+    #[inline(always)]
+    unsafe fn one_signed(x: Self) -> Self {
+        let sign = _mm512_and_si512(_mm512_castps_si512(x.0), _mm512_set1_epi32(i32::MIN));
+        V512(_mm512_castsi512_ps(_mm512_or_si512(
+            sign,
+            _mm512_castps_si512(_mm512_set1_ps(1.0)),
+        )))
+    }
+}
+
+/// 8 lanes (AVX2 with FMA).
+#[derive(Clone, Copy)]
+pub(crate) struct V256(__m256);
+
+impl Vf32 for V256 {
+    const LANES: usize = 8;
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> Self {
+        V256(_mm256_set1_ps(x))
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: forwarded from the caller.
+        V256(unsafe { _mm256_loadu_ps(p) })
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: Self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { _mm256_storeu_ps(p, v.0) }
+    }
+    #[inline(always)]
+    unsafe fn stream(p: *mut f32, v: Self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { _mm256_stream_ps(p, v.0) }
+    }
+    #[inline(always)]
+    unsafe fn add(a: Self, b: Self) -> Self {
+        V256(_mm256_add_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn sub(a: Self, b: Self) -> Self {
+        V256(_mm256_sub_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn mul(a: Self, b: Self) -> Self {
+        V256(_mm256_mul_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn div(a: Self, b: Self) -> Self {
+        V256(_mm256_div_ps(a.0, b.0))
+    }
+    /// The exact division: AVX2's 12-bit reciprocal would leave ~2^-24 after one correction,
+    /// and an 8-lane division is half as slow per element as a 16-lane one.
+    #[inline(always)]
+    unsafe fn div_approx(a: Self, b: Self) -> Self {
+        V256(_mm256_div_ps(a.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+        V256(_mm256_fmadd_ps(a.0, b.0, c.0))
+    }
+    #[inline(always)]
+    unsafe fn sqrt(a: Self) -> Self {
+        V256(_mm256_sqrt_ps(a.0))
+    }
+    #[inline(always)]
+    unsafe fn neg(a: Self) -> Self {
+        V256(_mm256_xor_ps(a.0, _mm256_set1_ps(-0.0)))
+    }
+    #[inline(always)]
+    unsafe fn abs(a: Self) -> Self {
+        V256(_mm256_andnot_ps(_mm256_set1_ps(-0.0), a.0))
+    }
+    #[inline(always)]
+    unsafe fn clamp(x: Self, lo: f32, hi: f32) -> Self {
+        // As for V512: `x` second, so a NaN passes through.
+        let m = _mm256_max_ps(_mm256_set1_ps(lo), x.0);
+        V256(_mm256_min_ps(_mm256_set1_ps(hi), m))
+    }
+    #[inline(always)]
+    unsafe fn select_ge(a: Self, b: Self, t: Self, f: Self) -> Self {
+        let m = _mm256_cmp_ps::<_CMP_GE_OQ>(a.0, b.0);
+        V256(_mm256_blendv_ps(f.0, t.0, m))
+    }
+    #[inline(always)]
+    unsafe fn one_signed(x: Self) -> Self {
+        let sign = _mm256_and_ps(x.0, _mm256_set1_ps(-0.0));
+        V256(_mm256_or_ps(sign, _mm256_set1_ps(1.0)))
+    }
+}
