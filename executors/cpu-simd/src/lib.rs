@@ -34,6 +34,7 @@ mod ftz;
 mod gemm_sum;
 mod gemm_t;
 mod group;
+mod im2col;
 mod kernels;
 mod layer_norm;
 mod layout;

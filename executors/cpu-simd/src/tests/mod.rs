@@ -3,6 +3,7 @@
 
 mod attn;
 mod conv;
+mod conv_bench;
 mod ftz;
 mod gemm_fold;
 mod gemm_sum;

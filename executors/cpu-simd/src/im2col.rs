@@ -1,0 +1,156 @@
+//! The im2col step of `prims.convolution` on the CPU (see `conv_run.rs`): a block of whole
+//! output rows of one batch item is unrolled into the column matrix its GEMM reads.
+
+use crate::conv::ConvPlan;
+use crate::exec::Bufs;
+use crate::ops::Real;
+
+/// Fills `col[(c * K + kernel index) * cols + j]` with the input element that kernel position
+/// sees from output position `r0 * width + j` (zero in the padding), for batch item `b`,
+/// input channels `c0..c0 + channels` and output rows `r0..r1` (`cols = (r1 - r0) * width`).
+/// The last spatial dim is copied as a strided run between the bounds where the window is
+/// inside the input, so the per-element work is one load and one store.
+///
+/// # Safety
+/// As for `run_typed`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn im2col<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::exec::isa_level() >= 2 {
+        return im2col_avx512(p, bufs, b, c0, channels, r0, r1, col);
+    }
+    im2col_body(p, bufs, b, c0, channels, r0, r1, col)
+}
+
+/// [`im2col`] compiled for AVX-512 (the copies and the stride-2 pairs vectorise wider).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_avx512<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    im2col_body(p, bufs, b, c0, channels, r0, r1, col)
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_body<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    let (buf, layout) = &p.a;
+    let base = bufs.ptr(*buf) as *const T;
+    let spatial = p.a_shape.len() - 2;
+    let last = spatial - 1;
+    let kshape = &p.w_shape[2..];
+    let oshape = &p.out_shape[2..];
+    let k: usize = kshape.iter().product();
+    let width = oshape[last];
+    let cols = (r1 - r0) * width;
+    let (stride, dil, pad) = (&p.geom.stride, &p.geom.dilation, &p.geom.padding);
+    let in_last = p.a_shape[2 + last] as i64;
+    let step = stride[last] as i64 * layout.strides[2 + last];
+    let s_last = stride[last] as i64;
+    let mut kidx = vec![0usize; spatial];
+    let mut oidx = vec![0usize; last];
+    for c in 0..channels {
+        let chan =
+            layout.offset + b as i64 * layout.strides[0] + (c0 + c) as i64 * layout.strides[1];
+        kidx.iter_mut().for_each(|x| *x = 0);
+        for kk in 0..k {
+            // Output positions o of the last dim whose input position o * stride + shift is
+            // inside [0, in_last).
+            let shift = (kidx[last] * dil[last]) as i64 - pad[last] as i64;
+            let lo = if shift >= 0 {
+                0
+            } else {
+                (-shift + s_last - 1) / s_last
+            };
+            let hi = if in_last - shift <= 0 {
+                0
+            } else {
+                ((in_last - shift + s_last - 1) / s_last).min(width as i64)
+            };
+            let (lo, hi) = (lo.min(width as i64) as usize, hi.max(0) as usize);
+            let rows = &mut col[(c * k + kk) * cols..(c * k + kk + 1) * cols];
+            // The output row r0 as a multi-index over the dims before the last.
+            let mut rem = r0;
+            for d in (0..last).rev() {
+                oidx[d] = rem % oshape[d];
+                rem /= oshape[d];
+            }
+            for row in rows.chunks_exact_mut(width.max(1)) {
+                let mut off = chan + shift * layout.strides[2 + last];
+                let mut inside = true;
+                for d in 0..last {
+                    let pos = (oidx[d] * stride[d] + kidx[d] * dil[d]) as i64 - pad[d] as i64;
+                    inside &= pos >= 0 && pos < p.a_shape[d + 2] as i64;
+                    off += pos * layout.strides[d + 2];
+                }
+                if !inside || lo >= hi {
+                    row.iter_mut().for_each(|x| *x = T::default());
+                } else {
+                    row[..lo].iter_mut().for_each(|x| *x = T::default());
+                    row[hi..].iter_mut().for_each(|x| *x = T::default());
+                    let mut src = off + lo as i64 * step;
+                    if step == 1 {
+                        let from = std::slice::from_raw_parts(base.offset(src as isize), hi - lo);
+                        row[lo..hi].copy_from_slice(from);
+                    } else if step == 2 {
+                        // Every other element of a contiguous run (stride-2 convolutions: the
+                        // 7x7 stem, downsampling 3x3 and 1x1): pairs, so the loop vectorises.
+                        // The odd elements between two in-bounds ones are in bounds too.
+                        let k = hi - lo;
+                        let from = std::slice::from_raw_parts(base.offset(src as isize), 2 * k - 1);
+                        let (body, last) = row[lo..hi].split_at_mut(k - 1);
+                        for (slot, pair) in body.iter_mut().zip(from.chunks_exact(2)) {
+                            *slot = pair[0];
+                        }
+                        last[0] = from[2 * (k - 1)];
+                    } else {
+                        for slot in &mut row[lo..hi] {
+                            *slot = *base.offset(src as isize);
+                            src += step;
+                        }
+                    }
+                }
+                for d in (0..last).rev() {
+                    oidx[d] += 1;
+                    if oidx[d] < oshape[d] {
+                        break;
+                    }
+                    oidx[d] = 0;
+                }
+            }
+            for d in (0..spatial).rev() {
+                kidx[d] += 1;
+                if kidx[d] < kshape[d] {
+                    break;
+                }
+                kidx[d] = 0;
+            }
+        }
+    }
+}
