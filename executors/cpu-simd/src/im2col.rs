@@ -60,6 +60,9 @@ unsafe fn im2col_body<T: Real + Default>(
     r1: usize,
     col: &mut [T],
 ) {
+    if same_width(p) {
+        return im2col_same_width(p, bufs, b, c0, channels, r0, r1, col);
+    }
     let (buf, layout) = &p.a;
     let base = bufs.ptr(*buf) as *const T;
     let spatial = p.a_shape.len() - 2;
@@ -150,6 +153,91 @@ unsafe fn im2col_body<T: Real + Default>(
                     break;
                 }
                 kidx[d] = 0;
+            }
+        }
+    }
+}
+
+/// A 2-D, stride-1, undilated convolution whose output rows are as wide as the input's and
+/// whose input channel planes are contiguous (ResNet's padded 3x3s): output row `oh` of kernel
+/// position `(kh, kw)` reads input row `oh + kh - pad_h` shifted by `kw - pad_w`, so a block's
+/// rows are one contiguous run of the input plane. [`im2col_same_width`] copies that run at
+/// once and then zeroes the few columns whose window falls into the side padding, instead of
+/// one short copy per row (at 14x14, 56-byte copies were most of im2col's time).
+fn same_width(p: &ConvPlan) -> bool {
+    let (s, l) = (&p.a_shape, &p.a.1);
+    s.len() == 4
+        && p.geom.stride == [1, 1]
+        && p.geom.dilation == [1, 1]
+        && p.out_shape[3] == s[3]
+        && s[3] > 0
+        && l.strides[3] == 1
+        && (l.strides[2] == s[3] as i64 || s[2] == 1)
+}
+
+/// [`im2col`] for the [`same_width`] case.
+///
+/// # Safety
+/// As for `run_typed`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_same_width<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    let (buf, layout) = &p.a;
+    let base = bufs.ptr(*buf) as *const T;
+    let (h_in, w) = (p.a_shape[2] as i64, p.a_shape[3]);
+    let plane = h_in * w as i64;
+    let (k_h, k_w) = (p.w_shape[2], p.w_shape[3]);
+    let (pad_h, pad_w) = (p.geom.padding[0] as i64, p.geom.padding[1] as i64);
+    let cols = (r1 - r0) * w;
+    let (r0i, r1i) = (r0 as i64, r1 as i64);
+    for c in 0..channels {
+        let chan =
+            layout.offset + b as i64 * layout.strides[0] + (c0 + c) as i64 * layout.strides[1];
+        for kh in 0..k_h {
+            // Output rows whose input row oh + kh - pad_h is inside the input.
+            let shift_h = kh as i64 - pad_h;
+            let lo_h = (-shift_h).clamp(r0i, r1i);
+            let hi_h = (h_in - shift_h).clamp(lo_h, r1i);
+            let (top, body) = ((lo_h - r0i) as usize * w, (hi_h - lo_h) as usize * w);
+            for kw in 0..k_w {
+                let kk = kh * k_w + kw;
+                let dst = &mut col[(c * k_h * k_w + kk) * cols..][..cols];
+                let (above, rest) = dst.split_at_mut(top);
+                let (run, below) = rest.split_at_mut(body);
+                above.iter_mut().for_each(|x| *x = T::default());
+                below.iter_mut().for_each(|x| *x = T::default());
+                if run.is_empty() {
+                    continue;
+                }
+                // Element j of the run is input element `first + j` of the plane; the ones
+                // before the plane's start or past its end are side padding (zeroed here or
+                // below), never read.
+                let shift_w = kw as i64 - pad_w;
+                let first = (lo_h + shift_h) * w as i64 + shift_w;
+                let j0 = (-first).clamp(0, body as i64) as usize;
+                let j1 = (plane - first).clamp(j0 as i64, body as i64) as usize;
+                run[..j0].iter_mut().for_each(|x| *x = T::default());
+                run[j1..].iter_mut().for_each(|x| *x = T::default());
+                let src = base.offset((chan + first + j0 as i64) as isize);
+                run[j0..j1].copy_from_slice(std::slice::from_raw_parts(src, j1 - j0));
+                // Columns whose window starts left of the input or ends right of it.
+                let lo_w = (-shift_w).clamp(0, w as i64) as usize;
+                let hi_w = (w as i64 - shift_w).clamp(lo_w as i64, w as i64) as usize;
+                if lo_w > 0 || hi_w < w {
+                    for row in run.chunks_exact_mut(w) {
+                        row[..lo_w].iter_mut().for_each(|x| *x = T::default());
+                        row[hi_w..].iter_mut().for_each(|x| *x = T::default());
+                    }
+                }
             }
         }
     }
