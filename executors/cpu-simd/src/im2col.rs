@@ -63,6 +63,9 @@ unsafe fn im2col_body<T: Real + Default>(
     if same_width(p) {
         return im2col_same_width(p, bufs, b, c0, channels, r0, r1, col);
     }
+    if plane_2d(p) {
+        return im2col_2d(p, bufs, b, c0, channels, r0, r1, col);
+    }
     let (buf, layout) = &p.a;
     let base = bufs.ptr(*buf) as *const T;
     let spatial = p.a_shape.len() - 2;
@@ -236,6 +239,102 @@ unsafe fn im2col_same_width<T: Real + Default>(
                     for row in run.chunks_exact_mut(w) {
                         row[..lo_w].iter_mut().for_each(|x| *x = T::default());
                         row[hi_w..].iter_mut().for_each(|x| *x = T::default());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A 2-D, undilated convolution over contiguous input channel planes (ResNet's strided 3x3s,
+/// 1x1 downsamples and 7x7 stem): [`im2col_2d`] walks the rows with the column bounds of each
+/// kernel column computed once, instead of the general path's per-row multi-index.
+fn plane_2d(p: &ConvPlan) -> bool {
+    let (s, l) = (&p.a_shape, &p.a.1);
+    s.len() == 4
+        && p.geom.dilation == [1, 1]
+        && p.out_shape[3] > 0
+        && l.strides[3] == 1
+        && (l.strides[2] == s[3] as i64 || s[2] == 1)
+}
+
+/// [`im2col`] for the [`plane_2d`] case.
+///
+/// # Safety
+/// As for `run_typed`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn im2col_2d<T: Real + Default>(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    channels: usize,
+    r0: usize,
+    r1: usize,
+    col: &mut [T],
+) {
+    let (buf, layout) = &p.a;
+    let base = bufs.ptr(*buf) as *const T;
+    let (h_in, w_in) = (p.a_shape[2] as i64, p.a_shape[3] as i64);
+    let width = p.out_shape[3];
+    let (k_h, k_w) = (p.w_shape[2], p.w_shape[3]);
+    let (s_h, s_w) = (p.geom.stride[0] as i64, p.geom.stride[1]);
+    let (pad_h, pad_w) = (p.geom.padding[0] as i64, p.geom.padding[1] as i64);
+    let cols = (r1 - r0) * width;
+    for c in 0..channels {
+        let chan =
+            layout.offset + b as i64 * layout.strides[0] + (c0 + c) as i64 * layout.strides[1];
+        for kh in 0..k_h {
+            for kw in 0..k_w {
+                // Output columns whose input column ow * s_w + kw - pad_w is inside the input.
+                let shift_w = kw as i64 - pad_w;
+                let sw = s_w as i64;
+                let lo = if shift_w >= 0 {
+                    0
+                } else {
+                    (-shift_w + sw - 1) / sw
+                };
+                let hi = if w_in - shift_w <= 0 {
+                    0
+                } else {
+                    (w_in - shift_w + sw - 1) / sw
+                };
+                let (lo, hi) = (lo.min(width as i64) as usize, hi.min(width as i64) as usize);
+                let hi = hi.max(lo);
+                let kk = kh * k_w + kw;
+                let dst = &mut col[(c * k_h * k_w + kk) * cols..][..cols];
+                for (i, row) in dst.chunks_exact_mut(width).enumerate() {
+                    let ih = (r0 + i) as i64 * s_h + kh as i64 - pad_h;
+                    if ih < 0 || ih >= h_in || lo == hi {
+                        row.iter_mut().for_each(|x| *x = T::default());
+                        continue;
+                    }
+                    row[..lo].iter_mut().for_each(|x| *x = T::default());
+                    row[hi..].iter_mut().for_each(|x| *x = T::default());
+                    // Input elements lo * s_w + shift_w ..= (hi - 1) * s_w + shift_w of row ih,
+                    // all inside it.
+                    let start = chan + ih * w_in + lo as i64 * sw + shift_w;
+                    let n = hi - lo;
+                    let src =
+                        std::slice::from_raw_parts(base.offset(start as isize), (n - 1) * s_w + 1);
+                    let out = &mut row[lo..hi];
+                    match s_w {
+                        1 => out.copy_from_slice(src),
+                        2 => {
+                            // Pairs, so the loop vectorises; the last element alone (its odd
+                            // neighbour may be past the row).
+                            let (body, last) = out.split_at_mut(n - 1);
+                            for (slot, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
+                                *slot = pair[0];
+                            }
+                            last[0] = src[2 * (n - 1)];
+                        }
+                        _ => {
+                            for (slot, x) in out.iter_mut().zip(src.iter().step_by(s_w)) {
+                                *slot = *x;
+                            }
+                        }
                     }
                 }
             }

@@ -436,3 +436,25 @@ fn same_width_convolutions_unroll_whole_row_runs() {
     check(&case(2, 2, 3, &[5, 1], &[3, 1]).pad(&[1, 0]), Tail::None);
     check(&case(1, 2, 2, &[3, 4], &[3, 3]).pad(&[3, 1]), Tail::None);
 }
+
+#[test]
+fn strided_2d_convolutions_over_row_blocks() {
+    // The 2-D row path (column bounds per kernel column): stride 2 with odd sizes over many
+    // row blocks, stride 3 in w only, and a kernel wider than the padded input's last column.
+    check(
+        &case(1, 512, 8, &[21, 13], &[3, 3])
+            .stride(&[2, 2])
+            .pad(&[1, 1]),
+        Tail::Relu,
+    );
+    check(
+        &case(2, 3, 4, &[9, 17], &[2, 4])
+            .stride(&[1, 3])
+            .pad(&[1, 2]),
+        Tail::AddRelu,
+    );
+    check(
+        &case(1, 2, 3, &[5, 3], &[3, 5]).stride(&[2, 2]).pad(&[0, 2]),
+        Tail::None,
+    );
+}
