@@ -140,10 +140,12 @@ pub(crate) fn output_shape(a: &[usize], w: &[usize], g: &ConvGeometry) -> Vec<us
 pub(crate) fn run(p: &ConvPlan, bufs: &Bufs) {
     if crate::exec::trace() {
         let t = std::time::Instant::now();
+        let c0 = thread_cpu_us();
         run_untraced(p, bufs);
         eprintln!(
-            "cpu-simd conv:  {:>9.1} us in {:?} w {:?} out {:?} {:?} residual {} relu {}",
+            "cpu-simd conv:  {:>9.1} us (this thread's cpu {:>9.1} us) in {:?} w {:?} out {:?} {:?} residual {} relu {}",
             t.elapsed().as_secs_f64() * 1e6,
+            thread_cpu_us() - c0,
             p.a_shape,
             p.w_shape,
             p.out_shape,
@@ -154,6 +156,33 @@ pub(crate) fn run(p: &ConvPlan, bufs: &Bufs) {
     } else {
         run_untraced(p, bufs);
     }
+}
+
+/// The calling thread's CPU time in microseconds (0 where unknown), so a trace on a shared
+/// machine can tell work from waiting for a core. With one thread the whole convolution runs
+/// on the calling thread; with more, this is the caller's share.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+pub(crate) fn thread_cpu_us() -> f64 {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut t = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec (64-bit Linux layout) for this clock.
+    if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0.0;
+    }
+    t.sec as f64 * 1e6 + t.nsec as f64 * 1e-3
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+pub(crate) fn thread_cpu_us() -> f64 {
+    0.0
 }
 
 fn run_untraced(p: &ConvPlan, bufs: &Bufs) {

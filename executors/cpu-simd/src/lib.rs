@@ -41,6 +41,7 @@ mod gemm_run;
 mod gemm_sum;
 mod gemm_t;
 mod group;
+mod im2col;
 mod kernels;
 mod layer_norm;
 mod layout;

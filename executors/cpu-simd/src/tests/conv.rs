@@ -417,3 +417,44 @@ fn maximum_with_negative_zero_is_not_a_relu_epilogue() {
     assert_eq!(got[0][0].to_bits(), (-0.0f32).to_bits());
     assert_eq!(got[0][1], 2.0);
 }
+
+#[test]
+fn same_width_convolutions_unroll_whole_row_runs() {
+    // Stride 1, output as wide as the input: im2col copies each block's rows as one run of
+    // the input plane and zeroes the side padding. Many row blocks (a 4608-long reduction
+    // gives 64-column blocks: 6 rows of 10), so blocks start and end mid-image.
+    check(
+        &case(1, 512, 16, &[20, 10], &[3, 3]).pad(&[1, 1]),
+        Tail::Relu,
+    );
+    // Wider padding (the run starts two elements before the plane), no padding in h (fewer
+    // output rows than input rows), a single input row, width 1, and output rows that lie
+    // entirely in the padding.
+    check(&case(2, 3, 4, &[6, 9], &[5, 5]).pad(&[2, 2]), Tail::None);
+    check(&case(1, 2, 3, &[7, 8], &[3, 5]).pad(&[0, 2]), Tail::AddRelu);
+    check(&case(1, 2, 3, &[1, 6], &[3, 3]).pad(&[1, 1]), Tail::None);
+    check(&case(2, 2, 3, &[5, 1], &[3, 1]).pad(&[1, 0]), Tail::None);
+    check(&case(1, 2, 2, &[3, 4], &[3, 3]).pad(&[3, 1]), Tail::None);
+}
+
+#[test]
+fn strided_2d_convolutions_over_row_blocks() {
+    // The 2-D row path (column bounds per kernel column): stride 2 with odd sizes over many
+    // row blocks, stride 3 in w only, and a kernel wider than the padded input's last column.
+    check(
+        &case(1, 512, 8, &[21, 13], &[3, 3])
+            .stride(&[2, 2])
+            .pad(&[1, 1]),
+        Tail::Relu,
+    );
+    check(
+        &case(2, 3, 4, &[9, 17], &[2, 4])
+            .stride(&[1, 3])
+            .pad(&[1, 2]),
+        Tail::AddRelu,
+    );
+    check(
+        &case(1, 2, 3, &[5, 3], &[3, 5]).stride(&[2, 2]).pad(&[0, 2]),
+        Tail::None,
+    );
+}

@@ -4,6 +4,7 @@
 mod attn;
 mod chain;
 mod conv;
+mod conv_bench;
 mod ftz;
 mod gemm_epi;
 mod gemm_fold;
