@@ -156,6 +156,10 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
         })
         .collect();
     if plan.numel > 0 {
+        if let Some(copy) = crate::row_copy::row_copy_of(plan) {
+            crate::row_copy::run(plan, bufs, copy);
+            return;
+        }
         let r = plan.shape.len();
         let ctx = Ctx {
             plan,

@@ -51,6 +51,7 @@ mod ops;
 mod plan;
 mod plan_ops;
 mod region;
+mod row_copy;
 mod sdpa;
 #[cfg(target_arch = "x86_64")]
 mod simd;

@@ -428,3 +428,38 @@ fn cat_matches_the_definition() {
     cat_case(&[vec![2, 0], vec![2, 3], vec![2, 0]], 1);
     cat_case(&[vec![5], vec![0], vec![2]], 0);
 }
+
+/// A head transpose `[B, T, H, D] -> [B, H, T, D]` materialized by a group that only copies
+/// (`row_copy.rs`: one `memcpy` per row of D), against the index map; small enough for one
+/// thread, and large enough to split its rows between threads.
+#[test]
+fn head_transposes_copy_whole_rows() {
+    for shape in [
+        [2usize, 3, 4, 8],
+        [2, 128, 4, 64],
+        [4, 128, 8, 64],
+        [1, 5, 1, 1],
+    ] {
+        let mut t = Tb::default();
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let out_dims = [dims[0], dims[2], dims[1], dims[3]];
+        let a = t.value(F32, &dims);
+        let y = t.op(
+            "transpose",
+            vec![ArgView::Value(a), ints(&[0, 2, 1, 3])],
+            F32,
+            &out_dims,
+        );
+        let da = data(shape.iter().product(), 11);
+        let got = t.run(&[(a, da.clone())], &[y]);
+        let out_shape = [shape[0], shape[2], shape[1], shape[3]];
+        let st = strides(&shape);
+        let want: Vec<f64> = (0..da.len())
+            .map(|flat| {
+                let o = unravel(flat, &out_shape);
+                da[o[0] * st[0] + o[2] * st[1] + o[1] * st[2] + o[3] * st[3]] as f64
+            })
+            .collect();
+        assert_close(&got[0], &want, 0.0, 0.0, &format!("transpose {shape:?}"));
+    }
+}
