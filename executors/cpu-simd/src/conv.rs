@@ -9,7 +9,7 @@
 //! as its **epilogue**: they run on each output block right after its GEMM, while it is in
 //! cache, instead of as passes over the whole feature map.
 
-use crate::decode::{fail, Cx, Decoded, Lit, Op, Operand, Ty, R};
+use crate::decode::{fail, Cx, Decoded, Op, Operand, Ty, R};
 use crate::exec::Bufs;
 use crate::group::BufId;
 use crate::layout::Layout;
@@ -201,27 +201,9 @@ pub(crate) fn find_epilogues(
     outputs: &[u32],
     taken: &HashSet<usize>,
 ) -> HashMap<usize, ConvEpi> {
-    let mut reads: HashMap<u32, Vec<usize>> = HashMap::new();
-    let mut producer: HashMap<u32, usize> = HashMap::new();
-    for (j, d) in ops.iter().enumerate() {
-        producer.insert(d.out, j);
-        for v in crate::attn_match::inputs_of(&d.op) {
-            reads.entry(v).or_default().push(j);
-        }
-    }
-    // The one op reading `v`, when `v` is an intermediate read once.
-    let sole = |v: u32| -> Option<usize> {
-        match reads.get(&v).map(Vec::as_slice) {
-            Some(&[j]) if !outputs.contains(&v) && !taken.contains(&j) => Some(j),
-            _ => None,
-        }
-    };
-    // `maximum(x, +0.0)` in either order (a `-0.0` literal would keep `-0.0` for negatives).
-    let plus_zero = |o: &Operand| matches!(o, Operand::Lit(Lit::F(z)) if z.to_bits() == 0);
-    let is_relu = |d: &Decoded, v: u32| {
-        matches!(&d.op, Op::Binary { op: BinaryOp::Maximum, a, b }
-            if (*a == Operand::Val(v) && plus_zero(b)) || (*b == Operand::Val(v) && plus_zero(a)))
-    };
+    let uses = crate::fusion::Uses::of(ops);
+    let producer = &uses.producer;
+    let sole = |v: u32| uses.sole(v, outputs, taken);
     let mut found = HashMap::new();
     let mut used: HashSet<usize> = HashSet::new();
     for (i, d) in ops.iter().enumerate() {
@@ -258,7 +240,7 @@ pub(crate) fn find_epilogues(
             }
         }
         if let Some(j) = sole(cur).filter(|j| !used.contains(j)) {
-            if is_relu(&ops[j], cur) && ops[j].shape == d.shape {
+            if crate::fusion::is_relu(&ops[j], cur) && ops[j].shape == d.shape {
                 epi.relu = true;
                 epi.ops.push(j);
             }

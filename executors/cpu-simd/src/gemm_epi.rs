@@ -8,13 +8,12 @@
 //! The epilogue does the separate ops' arithmetic in their order on the rounded product
 //! (`(x @ w) + b`, then the ReLU), so results are bit for bit those of the unfused ops.
 
-use crate::decode::{Decoded, Lit, Op, Operand};
+use crate::decode::{Decoded, Op, Operand};
 use crate::exec::Bufs;
 use crate::group::BufId;
 use crate::layout::Layout;
 use crate::ops::{BinaryOp, Real};
-use crate::plan::{numel, Planner};
-use crate::stages::{GemmPlan, Stage};
+use crate::plan::Planner;
 use std::collections::{HashMap, HashSet};
 use thunder_abi::PluginError;
 
@@ -43,21 +42,9 @@ pub(crate) fn find(
     outputs: &[u32],
     taken: &HashSet<usize>,
 ) -> HashMap<usize, Found> {
-    let mut reads: HashMap<u32, Vec<usize>> = HashMap::new();
-    let mut producer: HashMap<u32, usize> = HashMap::new();
-    for (j, d) in ops.iter().enumerate() {
-        producer.insert(d.out, j);
-        for v in crate::attn_match::inputs_of(&d.op) {
-            reads.entry(v).or_default().push(j);
-        }
-    }
-    // The one op reading `v`, when `v` is an intermediate read once and not otherwise fused.
-    let sole = |v: u32| -> Option<usize> {
-        match reads.get(&v).map(Vec::as_slice) {
-            Some(&[j]) if !outputs.contains(&v) && !taken.contains(&j) => Some(j),
-            _ => None,
-        }
-    };
+    let uses = crate::fusion::Uses::of(ops);
+    let producer = &uses.producer;
+    let sole = |v: u32| uses.sole(v, outputs, taken);
     let mut found = HashMap::new();
     for (i, d) in ops.iter().enumerate() {
         if !matches!(d.op, Op::Matmul { .. }) || taken.contains(&i) || !d.ty.is_float() {
@@ -102,7 +89,7 @@ pub(crate) fn find(
             ops: vec![bpos, j],
         };
         if let Some(k) = sole(ops[j].out) {
-            if is_relu(&ops[k], ops[j].out) && ops[k].shape == d.shape {
+            if crate::fusion::is_relu(&ops[k], ops[j].out) && ops[k].shape == d.shape {
                 epi.relu = true;
                 epi.ops.push(k);
             }
@@ -110,13 +97,6 @@ pub(crate) fn find(
         found.insert(i, epi);
     }
     found
-}
-
-/// `maximum(v, +0.0)` in either order (a `-0.0` literal would keep `-0.0` for negatives).
-fn is_relu(d: &Decoded, v: u32) -> bool {
-    let plus_zero = |o: &Operand| matches!(o, Operand::Lit(Lit::F(z)) if z.to_bits() == 0);
-    matches!(&d.op, Op::Binary { op: BinaryOp::Maximum, a, b }
-        if (*a == Operand::Val(v) && plus_zero(b)) || (*b == Operand::Val(v) && plus_zero(a)))
 }
 
 impl Planner {
@@ -130,33 +110,15 @@ impl Planner {
         let Op::Matmul { a, b } = mm.op else {
             return Err(crate::plan::internal("a GEMM epilogue without its matmul"));
         };
-        let (abuf, alay) = self.materialize(a)?;
-        let (bbuf, blay) = self.materialize(b)?;
+        let mut plan = self
+            .product(mm.ty, (a, b), (last.out, mm.ty, &mm.shape), false)?
+            .fold_broadcast_batches();
         let bias = self.materialize(epi.bias)?;
-        let ashape = self.val(a)?.shape.clone();
-        let bshape = self.val(b)?.shape.clone();
-        let r = ashape.len();
-        let out = self.new_buf(last.out, mm.ty, numel(&mm.shape));
-        let mut plan = GemmPlan {
-            ty: mm.ty,
-            a: (abuf, alay),
-            b: (bbuf, blay),
-            out,
-            batch: ashape[..r - 2].to_vec(),
-            m: ashape[r - 2],
-            k: ashape[r - 1],
-            n: bshape[r - 1],
-            accumulate: false,
-            epilogue: None,
-        }
-        .fold_broadcast_batches();
         plan.epilogue = Some(GemmEpi {
             bias,
             relu: epi.relu,
         });
-        self.stages.push(Stage::Gemm(plan));
-        self.producer.insert(out, self.stages.len() - 1);
-        self.define(last, None, Some((out, Layout::contiguous(&mm.shape))), None);
+        self.push_product(plan, last, &mm.shape);
         Ok(())
     }
 }

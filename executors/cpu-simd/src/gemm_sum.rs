@@ -3,10 +3,8 @@
 //! no `[batch, m, n]` intermediate and no reduction pass (`GemmPlan::fold_summed_batches`).
 
 use crate::decode::{Decoded, Op};
-use crate::layout::Layout;
 use crate::ops::ReduceOp;
-use crate::plan::{numel, Planner};
-use crate::stages::{GemmPlan, Stage};
+use crate::plan::Planner;
 use std::collections::HashMap;
 use thunder_abi::PluginError;
 
@@ -48,29 +46,10 @@ impl Planner {
         let Op::Matmul { a, b } = mm.op else {
             return Err(crate::plan::internal("a matmul-sum without its matmul"));
         };
-        let (abuf, alay) = self.materialize(a)?;
-        let (bbuf, blay) = self.materialize(b)?;
-        let ashape = self.val(a)?.shape.clone();
-        let bshape = self.val(b)?.shape.clone();
-        let r = ashape.len();
-        let out = self.new_buf(sum.out, sum.ty, numel(&sum.shape));
-        self.stages.push(Stage::Gemm(
-            GemmPlan {
-                ty: mm.ty,
-                a: (abuf, alay),
-                b: (bbuf, blay),
-                out,
-                batch: ashape[..r - 2].to_vec(),
-                m: ashape[r - 2],
-                k: ashape[r - 1],
-                n: bshape[r - 1],
-                accumulate: true,
-                epilogue: None,
-            }
-            .fold_summed_batches(),
-        ));
-        self.producer.insert(out, self.stages.len() - 1);
-        self.define(sum, None, Some((out, Layout::contiguous(&sum.shape))), None);
+        let plan = self
+            .product(mm.ty, (a, b), (sum.out, sum.ty, &sum.shape), true)?
+            .fold_summed_batches();
+        self.push_product(plan, sum, &sum.shape);
         Ok(())
     }
 }

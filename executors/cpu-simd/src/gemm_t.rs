@@ -7,8 +7,8 @@
 
 use crate::decode::{Decoded, Op};
 use crate::layout::Layout;
-use crate::plan::{numel, Planner};
-use crate::stages::{GemmPlan, Stage};
+use crate::plan::Planner;
+use crate::stages::GemmPlan;
 use std::collections::HashMap;
 use thunder_abi::PluginError;
 
@@ -91,33 +91,15 @@ impl Planner {
                 "a transposed product without its matmul",
             ));
         };
-        let (abuf, alay) = self.materialize(a)?;
-        let (bbuf, blay) = self.materialize(b)?;
-        let ashape = self.val(a)?.shape.clone();
-        let bshape = self.val(b)?.shape.clone();
-        let r = ashape.len();
-        let out = self.new_buf(t.out, t.ty, numel(&t.shape));
-        let plan = GemmPlan {
-            ty: mm.ty,
-            a: (abuf, alay),
-            b: (bbuf, blay),
-            out,
-            batch: ashape[..r - 2].to_vec(),
-            m: ashape[r - 2],
-            k: ashape[r - 1],
-            n: bshape[r - 1],
-            accumulate: sum.is_some(),
-            epilogue: None,
-        }
-        .transposed();
+        let plan = self
+            .product(mm.ty, (a, b), (t.out, t.ty, &t.shape), sum.is_some())?
+            .transposed();
         let plan = if sum.is_some() {
             plan.fold_summed_batches()
         } else {
             plan.fold_broadcast_batches()
         };
-        self.stages.push(Stage::Gemm(plan));
-        self.producer.insert(out, self.stages.len() - 1);
-        self.define(t, None, Some((out, Layout::contiguous(&t.shape))), None);
+        self.push_product(plan, t, &t.shape);
         Ok(())
     }
 }

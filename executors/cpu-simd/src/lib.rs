@@ -36,6 +36,7 @@ mod decode;
 mod decode_shape;
 mod exec;
 mod ftz;
+mod fusion;
 mod gemm_epi;
 mod gemm_run;
 mod gemm_sum;

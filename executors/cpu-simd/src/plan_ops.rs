@@ -219,29 +219,10 @@ impl Planner {
             }
             Op::Reduce { op, a, dims } => self.reduce(d, *op, *a, dims)?,
             Op::Matmul { a, b } => {
-                let (abuf, alay) = self.materialize(*a)?;
-                let (bbuf, blay) = self.materialize(*b)?;
-                let ashape = self.val(*a)?.shape.clone();
-                let bshape = self.val(*b)?.shape.clone();
-                let out = self.new_buf(d.out, d.ty, numel(&d.shape));
-                let r = ashape.len();
-                self.stages.push(Stage::Gemm(
-                    GemmPlan {
-                        ty: d.ty,
-                        a: (abuf, alay),
-                        b: (bbuf, blay),
-                        out,
-                        batch: ashape[..r - 2].to_vec(),
-                        m: ashape[r - 2],
-                        k: ashape[r - 1],
-                        n: bshape[r - 1],
-                        accumulate: false,
-                        epilogue: None,
-                    }
-                    .fold_broadcast_batches(),
-                ));
-                self.producer.insert(out, self.stages.len() - 1);
-                self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
+                let plan = self
+                    .product(d.ty, (*a, *b), (d.out, d.ty, &d.shape), false)?
+                    .fold_broadcast_batches();
+                self.push_product(plan, d, &d.shape);
             }
             Op::Conv { .. } => self.add_conv(d, None, d)?,
             Op::Full { value } => {
@@ -343,5 +324,45 @@ fn convert_lit(l: Lit, ty: Ty) -> Lit {
         (Lit::F(v), Ty::I64) => Lit::I(v as i64),
         (Lit::I(v), Ty::I64) => Lit::I(v),
         (Lit::B(v), Ty::I64) => Lit::I(i64::from(v)),
+    }
+}
+
+impl Planner {
+    /// `a @ b` of type `ty` (`[..., m, k] @ [..., k, n]`; `accumulate`: summed over the batch
+    /// dims) into a new buffer for value `out` (its id, dtype and shape), the operands
+    /// materialized; not yet a stage: see [`Planner::push_product`].
+    pub(crate) fn product(
+        &mut self,
+        ty: Ty,
+        (a, b): (u32, u32),
+        (out, out_ty, out_shape): (u32, Ty, &[usize]),
+        accumulate: bool,
+    ) -> Result<GemmPlan, PluginError> {
+        let (abuf, alay) = self.materialize(a)?;
+        let (bbuf, blay) = self.materialize(b)?;
+        let ashape = self.val(a)?.shape.clone();
+        let bshape = self.val(b)?.shape.clone();
+        let r = ashape.len();
+        let out = self.new_buf(out, out_ty, numel(out_shape));
+        Ok(GemmPlan {
+            ty,
+            a: (abuf, alay),
+            b: (bbuf, blay),
+            out,
+            batch: ashape[..r - 2].to_vec(),
+            m: ashape[r - 2],
+            k: ashape[r - 1],
+            n: bshape[r - 1],
+            accumulate,
+            epilogue: None,
+        })
+    }
+
+    /// Runs `plan` as a stage and defines `dest` as its output, contiguous of `shape`.
+    pub(crate) fn push_product(&mut self, plan: GemmPlan, dest: &Decoded, shape: &[usize]) {
+        let out = plan.out;
+        self.stages.push(Stage::Gemm(plan));
+        self.producer.insert(out, self.stages.len() - 1);
+        self.define(dest, None, Some((out, Layout::contiguous(shape))), None);
     }
 }
