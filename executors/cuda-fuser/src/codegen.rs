@@ -573,31 +573,9 @@ fn vector_strided_loads(em: &mut Emitter, vec: u32, last: usize) {
         }
         let d = k.inputs[*input].dtype;
         let raw = raw_type(d.size_bytes() * vec as usize);
-        let offset: Vec<String> = (*base != 0)
-            .then(|| format!("{base}LL"))
-            .into_iter()
-            .chain(
-                strides
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &s)| s != 0)
-                    .map(|(dim, &s)| {
-                        let at = if dim == last {
-                            format!("i{dim}_0")
-                        } else {
-                            format!("i{dim}")
-                        };
-                        if s == 1 {
-                            at
-                        } else {
-                            format!("{at} * {s}LL")
-                        }
-                    }),
-            )
-            .collect();
         let read = format!(
             "*reinterpret_cast<const {raw}*>(in{input} + ({}))",
-            offset.join(" + ")
+            crate::col_kernel::first_offset(em, *base, strides)
         );
         match guard {
             None => em.line(&format!("const {raw} r_n{id} = {read};")),

@@ -195,7 +195,7 @@ fn vector_loads(k: &Kernel, vec: u32) -> Vec<(NodeId, usize, i64, Vec<i64>)> {
 }
 
 /// The offset of a full-level read at the thread's first column (`i<last>_0`).
-fn first_offset(em: &Emitter, base: i64, strides: &[i64]) -> String {
+pub(crate) fn first_offset(em: &Emitter, base: i64, strides: &[i64]) -> String {
     let nd = strides.len();
     let mut s = strides.to_vec();
     let unit = s[nd - 1];

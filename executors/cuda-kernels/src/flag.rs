@@ -12,6 +12,7 @@
 //! (PyTorch's device-side asserts surface the same way, at a later call). `sync_checks = true`
 //! or `THUNDER_CUDA_SYNC_CHECKS=1` makes every run wait and report at once.
 
+use crate::run::cu;
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -27,10 +28,6 @@ pub fn sync_checks_from_env() -> bool {
             .map(|v| !matches!(v.trim(), "" | "0" | "false"))
             .unwrap_or(false)
     })
-}
-
-fn cu(what: &str, r: Result<(), result::DriverError>) -> Result<(), PluginError> {
-    r.map_err(|e| PluginError::internal(format!("cuda-kernels: {what}: {e:?}")))
 }
 
 /// A compiled op's flag for runs that do not wait: the kernels' copy on the device, and the

@@ -81,7 +81,10 @@ impl Drop for Scratch<'_> {
     }
 }
 
-fn cu(what: &str, r: Result<(), cudarc::driver::DriverError>) -> Result<(), PluginError> {
+pub(crate) fn cu(
+    what: &str,
+    r: Result<(), cudarc::driver::DriverError>,
+) -> Result<(), PluginError> {
     r.map_err(|e| PluginError::internal(format!("cuda-kernels: {what}: {e:?}")))
 }
 
