@@ -131,15 +131,54 @@ fn recomputable(b: &BoundSymbol) -> bool {
             || p.class() == PrimClass::Factory)
 }
 
+/// Forward values that every executor writes to memory whether saved or not: those an op no
+/// fuser joins reads (attention's q, k, v), and those read past such an op after them (a
+/// residual stream read again after the block's GEMMs): fusion regions do not span a GEMM.
+fn written_anyway(forward: &[BoundSymbol]) -> HashSet<Value> {
+    let unfused: Vec<bool> = forward
+        .iter()
+        .map(|b| !super::schedule::fusible(b))
+        .collect();
+    let mut made_at: HashMap<Value, usize> = HashMap::new();
+    let mut out = HashSet::new();
+    // Index of the latest op no fuser joins at or before each position.
+    let mut last_unfused: Option<usize> = None;
+    for (i, b) in forward.iter().enumerate() {
+        for v in b.input_values() {
+            let crosses = made_at
+                .get(&v)
+                .is_some_and(|&at| last_unfused.is_some_and(|u| u > at));
+            if unfused[i] || crosses {
+                out.insert(v);
+            }
+        }
+        if unfused[i] {
+            last_unfused = Some(i);
+        }
+        for &o in &b.outputs {
+            made_at.insert(o, i);
+        }
+    }
+    out
+}
+
 /// The forward's cheap bound symbols (elementwise, shape and factory prims) that the backward
 /// should recompute instead of reading their outputs as residuals, in forward order.
 ///
 /// Greedy, latest residual first, until nothing changes: a residual made by such a prim is
 /// recomputed from what its chain of such prims starts from when the values of that frontier
 /// not already kept cost fewer bytes than it does (or none at all). Inputs of the trace and the
-/// values the forward returns cost nothing: they are alive anyway. So an f32 chain (a GELU's tanh, a layer norm's centered input, the exp of a
-/// softmax over the vocabulary) collapses onto the bf16 GEMM output it started from, and the
-/// backward's fusions recompute it next to where they read it, as the forward's did.
+/// values the forward returns cost nothing: they are alive anyway. So an f32 chain (a GELU's
+/// tanh, a layer norm's centered input, the exp of a softmax over the vocabulary) collapses
+/// onto the bf16 GEMM output it started from, and the backward's fusions recompute it next to
+/// where they read it, as the forward's did.
+///
+/// A tie goes to the frontier when every value on it is made by an op no fuser joins (a GEMM)
+/// and the residual is not written anyway ([`written_anyway`]): the frontier is in memory
+/// regardless, while the residual, made inside a fusion, is a second write. Not when the
+/// chain also reads another kept residual: its recomputation would then be shared with that
+/// residual's readers, and a fuser would write it between their regions. A linear layer's biased output before its GELU is the case: saving it made
+/// the forward's GELU kernel write both it and the activation.
 pub(super) fn elementwise_to_recompute(
     joint: &Trace,
     forward_len: usize,
@@ -185,6 +224,7 @@ pub(super) fn elementwise_to_recompute(
         }
     }
     let bytes = |v: Value| joint.ty(v).size_bytes();
+    let written_anyway = written_anyway(forward);
     let mut chosen: BTreeSet<usize> = BTreeSet::new();
     loop {
         let mut changed = false;
@@ -210,11 +250,13 @@ pub(super) fn elementwise_to_recompute(
             let mut seen: HashSet<Value> = HashSet::new();
             let mut stack = vec![v];
             let mut affordable = true;
+            let mut reads_kept = false;
             while let Some(u) = stack.pop() {
                 if !seen.insert(u) || free.contains(&u) {
                     continue;
                 }
                 if u != v && is_kept(u, &kept) {
+                    reads_kept = true;
                     continue;
                 }
                 let Some(&j) = producer.get(&u) else { continue };
@@ -230,13 +272,20 @@ pub(super) fn elementwise_to_recompute(
                 } else {
                     frontier.push(u);
                     cost += bytes(u);
-                    if cost >= budget {
+                    if cost > budget {
                         affordable = false;
                         break;
                     }
                 }
             }
-            if !affordable {
+            let tie_goes_to_frontier = !reads_kept
+                && !written_anyway.contains(&v)
+                && frontier.iter().all(|u| {
+                    producer
+                        .get(u)
+                        .is_some_and(|&j| !super::schedule::fusible(&forward[j]))
+                });
+            if !affordable || (cost == budget && !tie_goes_to_frontier) {
                 continue;
             }
             if let Some(vs) = kept.get_mut(&i) {

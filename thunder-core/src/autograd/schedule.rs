@@ -16,7 +16,7 @@ use thunder_abi::prims::Prim;
 
 /// Whether a fuser may join `b` to its neighbours: an elementwise, reduction, shape, factory or
 /// slicing/padding/concatenation prim.
-fn fusible(b: &BoundSymbol) -> bool {
+pub(super) fn fusible(b: &BoundSymbol) -> bool {
     let Some(p) = b.sym.prim() else {
         return false;
     };
