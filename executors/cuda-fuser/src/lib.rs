@@ -16,6 +16,7 @@
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
 mod c_types;
+pub mod claim;
 pub mod codegen;
 mod col_kernel;
 mod compiled;
@@ -34,7 +35,6 @@ pub use thunder_cuda_common::nvrtc;
 use compiled::{device_of, CompiledKernel, FusedRegion};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use thunder_abi::claim::contiguous_runs;
 use thunder_abi::export::{option_bool, CompiledRegion, Executor, HostLogger};
 use thunder_abi::prims::Prim;
 use thunder_abi::{
@@ -131,7 +131,7 @@ impl Executor for CudaFuser {
         }
         // The converts and reshapes cuda-kernels runs inside its cross-entropy kernels.
         let left = thunder_cuda_common::cross_entropy::joined_ops(view);
-        Ok(contiguous_runs(view, |op| {
+        Ok(claim::runs(view, |op| {
             support::accepts(view, op) && !left.iter().any(|&i| std::ptr::eq(&view.ops[i], op))
         }))
     }

@@ -4,10 +4,12 @@
 mod converts;
 mod cse;
 mod dce;
+mod merged_cat;
 
 pub use converts::RoundTripConverts;
 pub use cse::Cse;
 pub use dce::Dce;
+pub use merged_cat::MergedCats;
 
 use crate::error::Result;
 use crate::ir::{BoundSymbol, Trace, Value};
@@ -24,6 +26,7 @@ pub fn default_passes() -> Vec<Box<dyn Pass + Send + Sync>> {
         Box::new(Dce),
         Box::new(RoundTripConverts),
         Box::new(Cse),
+        Box::new(MergedCats),
         Box::new(Dce),
     ]
 }
