@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::host::exec_trace::{ExecStep, ExecutionTrace, Note};
 use crate::host::partition::{partition_among, Lineup, Partition, Region, Rejection};
 use crate::host::PluginHost;
-use crate::ir::{ShapeDisplay, TensorType, Trace, Value};
+use crate::ir::{BoundSymbol, ShapeDisplay, TensorType, Trace, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use thunder_abi::abi_stable::std_types::RSlice;
@@ -18,7 +18,8 @@ struct Step {
     executor: usize,
     name: String,
     region: usize,
-    compiled: CompiledBox,
+    /// `None` for an alias step: the plugin never compiled it.
+    compiled: Option<CompiledBox>,
     /// Where the step's tensors live, which picks the context and stream it runs with.
     device: Device,
     inputs: Vec<usize>,
@@ -32,15 +33,28 @@ struct Step {
 }
 
 /// Whether step `s` of `et` is a reshape the runtime runs as an alias (see [`Step::alias`]).
+#[cfg(test)]
 fn is_alias_step(t: &Trace, s: &ExecStep) -> bool {
-    let (&[input], &[output]) = (s.inputs.as_slice(), s.outputs.as_slice()) else {
+    is_alias(t, &t.bsyms, &s.ops, &s.inputs, &s.outputs)
+}
+
+/// Whether a region of `bsyms` (values typed by `t`) only reshapes one value `t` does not
+/// return: the runtime runs it as an alias (see [`Step::alias`]), so it is not compiled.
+fn is_alias(
+    t: &Trace,
+    bsyms: &[BoundSymbol],
+    ops: &[usize],
+    inputs: &[Value],
+    outputs: &[Value],
+) -> bool {
+    let (&[input], &[output]) = (inputs, outputs) else {
         return false;
     };
     let (a, b) = (t.ty(input), t.ty(output));
-    !s.ops.is_empty()
-        && s.ops
+    !ops.is_empty()
+        && ops
             .iter()
-            .all(|&i| t.bsyms.get(i).is_some_and(|b| b.sym.id == "prims.reshape"))
+            .all(|&i| bsyms.get(i).is_some_and(|b| b.sym.id == "prims.reshape"))
         && !t.outputs.contains(&output)
         && a.dtype == b.dtype
         && a.device == b.device
@@ -184,12 +198,24 @@ fn compile_among(
         }
         let mut compiled = Vec::with_capacity(part.regions.len());
         for region in &part.regions {
+            if is_alias(
+                trace,
+                &part.bsyms,
+                &region.ops,
+                &region.inputs,
+                &region.outputs,
+            ) {
+                // Run by the runtime as a view of its input: compiling it (a copy kernel and
+                // its module load on a GPU) was translation time spent for nothing.
+                compiled.push(None);
+                continue;
+            }
             let name = lineup.name(region.executor);
             let exec = lineup.executor(region.executor).ok_or_else(|| {
                 Error::Bug(format!("executor {name} claimed without being created"))
             })?;
             match exec.compile(&part.view, &region.spec()).into_result() {
-                Ok(c) => compiled.push(c),
+                Ok(c) => compiled.push(Some(c)),
                 Err(e) => {
                     let failure = format!(
                         "compile failed for a region of {}: {e}",
@@ -248,7 +274,7 @@ impl CompiledProgram {
     fn new(
         et: &ExecutionTrace,
         executors: &[usize],
-        compiled: Vec<CompiledBox>,
+        compiled: Vec<Option<CompiledBox>>,
         rebuild: Option<Rebuild>,
     ) -> CompiledProgram {
         let t = &et.trace;
@@ -272,7 +298,7 @@ impl CompiledProgram {
                 .map(|&v| t.ty(v).device)
                 .next()
                 .unwrap_or(Device::Cpu);
-            let alias = is_alias_step(t, s);
+            let alias = c.is_none();
             steps.push(Step {
                 executor,
                 // Profiles show who ran it: the runtime, not the plugin that claimed it.
@@ -559,6 +585,8 @@ impl CompiledProgram {
                 .collect();
             let start = std::time::Instant::now();
             step.compiled
+                .as_ref()
+                .ok_or_else(|| Error::Bug(format!("step {k} runs without being compiled")))?
                 .run(
                     RSlice::from_slice(&in_descs),
                     RSlice::from_slice(&out_descs),
