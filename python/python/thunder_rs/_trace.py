@@ -17,6 +17,7 @@ import linecache
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import _fast_meta
 from . import _indexing as I
 from . import _mapping as M
 from . import _native
@@ -61,7 +62,8 @@ class Recorder:
         self.val = {}  # id(meta tensor) -> value number
         self.keep = []  # meta tensors kept alive while their ids are keys
         self.n = 0
-        self.inputs = []  # (name, meta)
+        self.inputs = []  # (name, real, meta)
+        self.input_values = []  # each input's value number when it was added
         self.captured = []  # real tensors met during tracing, passed as extra inputs
         self.captured_ids = {}
         self.unsupported = []  # (torch name, site)
@@ -84,8 +86,22 @@ class Recorder:
             self.device = str(real.device)
         meta = torch.empty(real.shape, dtype=real.dtype, device="meta", requires_grad=False)
         self.inputs.append((name, real, meta))
-        self.new_value(meta)
+        self.input_values.append(self.new_value(meta))
         return meta
+
+    def numbering(self):
+        """Old value number -> the program's: input ``i`` is value ``i`` there, and a tensor
+        captured mid-trace (a closure's module weight) was numbered when met, after ops."""
+        first = {old: pos for pos, old in enumerate(self.input_values)}
+        order = {}
+        nxt = len(first)
+        for old in range(self.n):
+            if old in first:
+                order[old] = first[old]
+            else:
+                order[old] = nxt
+                nxt += 1
+        return order
 
     def write(self, x, new):
         """An in-place write of ``new`` (a value) to the tensor ``x``: later reads of ``x``
@@ -232,7 +248,9 @@ class TracingMode(TorchFunctionMode):
         if handler is None:
             return self._unsupported(func, args, kwargs, None)
         # Factories make their tensor on meta, like every traced value.
-        out = func(*args, **dict(kwargs, device="meta")) if func in M.FACTORIES else func(*args, **kwargs)
+        out = _fast_meta.output(func, args, kwargs)
+        if out is None:
+            out = func(*args, **dict(kwargs, device="meta")) if func in M.FACTORIES else func(*args, **kwargs)
         rec.out = out
         try:
             result = handler(rec, args, kwargs)
