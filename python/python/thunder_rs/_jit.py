@@ -33,6 +33,19 @@ def _key_of(x):
     return (type(x), id(x))
 
 
+def _renumbered(args, num):
+    """Tagged op arguments with their value numbers mapped through ``num``."""
+    out = []
+    for a in args:
+        if isinstance(a, tuple) and a and a[0] == "v":
+            out.append(("v", num[a[1]]))
+        elif isinstance(a, tuple) and a and a[0] == "T":
+            out.append(("T", [num[v] for v in a[1]]))
+        else:
+            out.append(a)
+    return out
+
+
 class _Entry:
     """One compiled signature."""
 
@@ -188,6 +201,7 @@ class JittedFunction:
         if rec.unsupported:  # only when collecting; trace raises on the first otherwise
             name, site, _ = rec.unsupported[0]
             raise UnsupportedOpError(f"thunder_rs does not support {name}, called at {site}")
+        num = rec.numbering()
         flat_out, out_spec = pytree.tree_flatten(out) if out is not None else ([], None)
         if isinstance(out, torch.Tensor):
             out_spec = _SINGLE
@@ -197,19 +211,19 @@ class JittedFunction:
                 raise UnsupportedOpError(
                     f"the function returned a {type(o).__name__}; thunder_rs returns tensors only"
                 )
-            outputs.append(rec.val[id(o)])
+            outputs.append(num[rec.val[id(o)]])
         n_outputs = len(outputs)
         # Inputs written in place: their final values are extra outputs, copied back.
         mutated = []
         for pos, (name, real, meta) in enumerate(rec.inputs):
-            if rec.val[id(meta)] != pos:
+            if rec.val[id(meta)] != rec.input_values[pos]:
                 if real.requires_grad and grad_on:
                     raise UnsupportedOpError(
                         f"in-place write to input {name!r}, which requires grad; wrap the update in "
                         "torch.no_grad() (as optimizers do)"
                     )
                 mutated.append((pos, len(outputs)))
-                outputs.append(rec.val[id(meta)])
+                outputs.append(num[rec.val[id(meta)]])
         inputs = []
         for name, real, meta in rec.inputs:
             inputs.append((name, list(real.shape), M.DTYPES[real.dtype], str(real.device),
@@ -223,7 +237,10 @@ class JittedFunction:
         if len(devices) > 1:
             raise UnsupportedOpError(f"inputs on several devices ({', '.join(sorted(devices))}); move them to one")
         need_grad = grad_on and bool(wrt)
-        ops = [(s, a, [tuple(o) for o in outs], site) for s, a, outs, site in rec.ops]
+        ops = [
+            (s, _renumbered(a, num), [(num[o[0]], *o[1:]) for o in outs], site)
+            for s, a, outs, site in rec.ops
+        ]
         program = _native.Program(inputs, ops, outputs, float_outs if need_grad else None)
         entry = _Entry(program, list(rec.captured), out_spec, n_outputs, mutated, float_outs, wrt, int_outputs)
         entry.cuda = next((torch.device(d) for d in devices if d.startswith("cuda")), None)
