@@ -213,3 +213,40 @@ fn per_token_f32_statistics_do_not_narrow_the_column_vectors() {
         "16-byte column loads: {text}"
     );
 }
+
+/// Attention's qkv gradient after `passes::MergedCats`: dq, dk, dv ([B, H, T, D]) catted along
+/// H of their [B, T, H, D] transposes, then the bias gradient's sum over (B, T).
+const QKV_GRAD_CAT_OF_HEADS: &str = r#"def computation(dq, dk, dv):
+  # dq: "cuda:0 bf16[8, 12, 1024, 64]"
+  # dk: "cuda:0 bf16[8, 12, 1024, 64]"
+  # dv: "cuda:0 bf16[8, 12, 1024, 64]"
+  t0 = prims.transpose(dq, [0, 2, 1, 3])
+  t1 = prims.transpose(dk, [0, 2, 1, 3])
+  t2 = prims.transpose(dv, [0, 2, 1, 3])
+  t3 = prims.cat(2, t0, t1, t2)
+  t4 = prims.sum(t3, [0, 1])
+  return (t3, t4)
+"#;
+
+/// The cat reads every head in place, 16 bytes at a time (a vector never crosses a head, D
+/// being a multiple of 8), and the column sum reads the cat's output once: two kernels, where
+/// three transposes were written before the cat.
+#[test]
+fn the_qkv_gradient_cats_the_heads_in_place_then_sums_the_columns() {
+    let (launches, text) = generate(QKV_GRAD_CAT_OF_HEADS);
+    assert_eq!(launches.len(), 2, "{text}");
+    assert!(
+        matches!(launches[0], Launch::Pointwise { .. }),
+        "{launches:?}"
+    );
+    assert!(
+        matches!(launches[1], Launch::SplitRows { .. }),
+        "{launches:?}"
+    );
+    let cat = text
+        .split("// launch: SplitRows")
+        .next()
+        .unwrap_or_default();
+    assert_eq!(cat.matches("uint4 r_n").count(), 3, "{text}");
+    check_golden("qkv_grad_cat_of_heads", &text);
+}

@@ -1,0 +1,212 @@
+// launch: Pointwise { numel: 18874368, vec: 8, block: 256 }
+// thunder cuda-fuser kernel over [8, 1024, 36, 64]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+struct MinOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_min(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
+  const i64_t n = 18874368LL;
+  const i64_t step = (i64_t)gridDim.x * blockDim.x;
+  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (i64_t q = first; q < n / 8; q += step) {
+    __align__(16) u16_t s_out0[8];
+    const i64_t e0 = q * 8;
+    const i64_t i0 = (e0 / 2359296LL);
+    const i64_t i1 = (e0 / 2304LL) % 1024LL;
+    const i64_t i2 = (e0 / 64LL) % 36LL;
+    const i64_t i3_0 = e0 % 64LL;
+    uint4 r_n0 = {};
+    if (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 24LL && i2 < 36LL && i3_0 >= 0LL && i3_0 < 64LL) r_n0 = *reinterpret_cast<const uint4*>(in0 + (-1572864LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3_0));
+    const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+    uint4 r_n1 = {};
+    if (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3_0 >= 0LL && i3_0 < 64LL) r_n1 = *reinterpret_cast<const uint4*>(in1 + (-786432LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3_0));
+    const u16_t* e_n1 = reinterpret_cast<const u16_t*>(&r_n1);
+    uint4 r_n4 = {};
+    if (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3_0 >= 0LL && i3_0 < 64LL) r_n4 = *reinterpret_cast<const uint4*>(in2 + (i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3_0));
+    const u16_t* e_n4 = reinterpret_cast<const u16_t*>(&r_n4);
+    #pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const i64_t e = e0 + j;
+      const i64_t i3 = i3_0 + j;
+      const bool v5 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3 >= 0LL && i3 < 64LL);
+      const float v4 = bf16_to_f32(e_n4[j]);
+      const bool v2 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3 >= 0LL && i3 < 64LL);
+      const float v1 = bf16_to_f32(e_n1[j]);
+      const float v0 = bf16_to_f32(e_n0[j]);
+      const float v3 = (v2 ? v1 : v0);
+      const float v6 = (v5 ? v4 : v3);
+      s_out0[j] = f32_to_bf16(v6);
+    }
+    reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
+  }
+  for (i64_t e = (n / 8) * 8 + first; e < n; e += step) {
+    const i64_t i0 = (e / 2359296LL);
+    const i64_t i1 = (e / 2304LL) % 1024LL;
+    const i64_t i2 = (e / 64LL) % 36LL;
+    const i64_t i3 = e % 64LL;
+    const bool v5 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3 >= 0LL && i3 < 64LL);
+    const float v4 = ((i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3 >= 0LL && i3 < 64LL) ? bf16_to_f32(in2[i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3]) : 0);
+    const bool v2 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3 >= 0LL && i3 < 64LL);
+    const float v1 = ((i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3 >= 0LL && i3 < 64LL) ? bf16_to_f32(in1[-786432LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3]) : 0);
+    const float v0 = ((i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 24LL && i2 < 36LL && i3 >= 0LL && i3 < 64LL) ? bf16_to_f32(in0[-1572864LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3]) : 0);
+    const float v3 = (v2 ? v1 : v0);
+    const float v6 = (v5 ? v4 : v3);
+    out0[e] = f32_to_bf16(v6);
+  }
+}
+
+// launch: SplitRows { rows: 36, block: 256, splits: 15, scratch: 276624, counters: 276480 }
+// thunder cuda-fuser kernel over [8, 1024, 36, 64], reducing dims [0, 1]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+struct MinOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_min(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <typename T, int TX, int TEAM, int V, typename Op>
+__device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
+  __shared__ T scratch[TEAM][TX * V + 1];
+  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < V; ++j) scratch[ty][tx * V + j] = v[j];
+  __syncthreads();
+#pragma unroll
+  for (int s = TEAM / 2; s > 0; s >>= 1) {
+    if (ty < s) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) scratch[ty][tx * V + j] = op(scratch[ty][tx * V + j], scratch[ty + s][tx * V + j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) v[j] = scratch[0][tx * V + j];
+}
+extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const u16_t* __restrict__ in0, u16_t* __restrict__ out0, unsigned char* __restrict__ split_scratch) {
+  const i64_t rows = 2304LL, cols = 8192LL, tiles = 36LL, splits = 15LL;
+  const i64_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
+  const i64_t chunk = (cols + splits - 1) / splits;
+  __shared__ bool split_last;
+  for (i64_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
+    const i64_t t = u / splits, part = u % splits;
+    const i64_t rv = t * 64LL + tx * 8LL;
+    const bool live = rv < rows;
+    const i64_t i2 = (rv / 64LL);
+    const i64_t i3_0 = rv % 64LL;
+    float acc1[8];
+    #pragma unroll
+    for (int j = 0; j < 8; ++j) acc1[j] = 0.0f;
+    const i64_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
+    if (live) {
+      #pragma unroll 4
+      for (i64_t c = part * chunk + ty; c < c_end; c += 32LL) {
+        const i64_t i0 = (c / 1024LL);
+        const i64_t i1 = c % 1024LL;
+        const i64_t e0 = i0 * 2359296LL + i1 * 2304LL + i2 * 64LL + i3_0;
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 2359296LL + i1 * 2304LL + i2 * 64LL + i3_0));
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t i3 = i3_0 + j;
+          const i64_t e = e0 + j;
+          const float v0 = bf16_to_f32(e_n0[j]);
+          acc1[j] += v0;
+        }
+      }
+    }
+    team_reduce_v<float, 8, 32, 8>(acc1, SumOp());
+    if (ty == 0 && live) {
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) reinterpret_cast<float*>(split_scratch)[(0LL * splits + part) * rows + rv + j] = acc1[j];
+      __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 276480LL) + t, 1u) == (unsigned)(splits - 1);
+    }
+    __syncthreads();
+    if (!split_last) continue;
+    __threadfence();
+    #pragma unroll
+    for (int j = 0; j < 8; ++j) acc1[j] = 0.0f;
+    if (live) {
+      for (i64_t p = ty; p < splits; p += 32LL) {
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) acc1[j] = SumOp()(acc1[j], reinterpret_cast<volatile float*>(split_scratch)[(0LL * splits + p) * rows + rv + j]);
+      }
+    }
+    team_reduce_v<float, 8, 32, 8>(acc1, SumOp());
+    if (ty == 0 && live) {
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const i64_t r = rv + j;
+        const i64_t i3 = i3_0 + j;
+        const float v1 = round_bf16(acc1[j]);
+        out0[r] = f32_to_bf16(v1);
+      }
+    }
+  }
+}
+
