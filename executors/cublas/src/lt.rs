@@ -155,7 +155,38 @@ fn layout(
     Ok(l)
 }
 
-/// Builds the descriptors for `g` on `cuda:ordinal` and asks the heuristic for an algorithm.
+/// What the heuristic's answer depends on: the product (shapes, layouts, dtype, epilogue), the
+/// device, the compute type and the workspace it may use.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct AlgoKey {
+    gemm: Gemm,
+    ordinal: u32,
+    tf32: bool,
+    workspace_bytes: usize,
+}
+
+/// Algorithms the heuristic picked in this process. A GPT-2 step has 144 products but a dozen
+/// distinct ones (every layer repeats the same shapes), and each heuristic query is a
+/// translation-time cost; a few dozen entries are searched in order.
+fn algos() -> &'static Mutex<Vec<(AlgoKey, ltsys::cublasLtMatmulAlgo_t)>> {
+    static ALGOS: OnceLock<Mutex<Vec<(AlgoKey, ltsys::cublasLtMatmulAlgo_t)>>> = OnceLock::new();
+    ALGOS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn known_algo(key: &AlgoKey) -> Option<ltsys::cublasLtMatmulAlgo_t> {
+    let algos = algos().lock().unwrap_or_else(PoisonError::into_inner);
+    algos.iter().find(|(k, _)| k == key).map(|(_, a)| *a)
+}
+
+fn remember_algo(key: AlgoKey, algo: ltsys::cublasLtMatmulAlgo_t) {
+    let mut algos = algos().lock().unwrap_or_else(PoisonError::into_inner);
+    if !algos.iter().any(|(k, _)| *k == key) {
+        algos.push((key, algo));
+    }
+}
+
+/// Builds the descriptors for `g` on `cuda:ordinal` and asks the heuristic for an algorithm
+/// (once per distinct product in the process).
 pub fn prepare(
     g: Gemm,
     ordinal: u32,
@@ -204,6 +235,26 @@ pub fn prepare(
         let a = layout(g.dtype, call.a)?;
         let b = layout(g.dtype, call.b)?;
         let d = layout(g.dtype, call.d)?;
+        let key = AlgoKey {
+            gemm: g,
+            ordinal,
+            tf32,
+            workspace_bytes,
+        };
+        if let Some(algo) = known_algo(&key) {
+            return Ok(Prepared {
+                gemm: g,
+                handle,
+                workspace,
+                workspace_bytes,
+                desc,
+                a,
+                b,
+                d,
+                algo,
+                lock: Mutex::new(()),
+            });
+        }
         let pref = lt::create_matmul_pref().map_err(|e| format!("preference: {e:?}"))?;
         let ws = workspace_bytes as u64;
         // SAFETY: a u64 attribute.
@@ -223,6 +274,7 @@ pub fn prepare(
         // SAFETY: created above, used only by the heuristic query.
         let _ = unsafe { lt::destroy_matmul_pref(pref) };
         let heuristic = heuristic.map_err(|e| format!("no cuBLASLt algorithm for {g:?}: {e:?}"))?;
+        remember_algo(key, heuristic.algo);
         Ok(Prepared {
             gemm: g,
             handle,
@@ -295,5 +347,56 @@ impl Drop for Prepared {
             let _ = lt::destroy_matrix_layout(self.d);
             let _ = lt::destroy_matmul_desc(self.desc);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Operand;
+    use thunder_abi::DTypeCode;
+
+    fn gemm(m: u64) -> Gemm {
+        Gemm {
+            m,
+            n: 8,
+            k: 4,
+            batch: 1,
+            dtype: DTypeCode::BF16,
+            lhs: Operand::row_major(m, 4),
+            rhs: Operand::row_major(4, 8),
+            out: Operand::row_major(m, 8),
+            bias: false,
+            gelu: false,
+        }
+    }
+
+    fn algo(tag: u64) -> ltsys::cublasLtMatmulAlgo_t {
+        ltsys::cublasLtMatmulAlgo_t { data: [tag; 8] }
+    }
+
+    /// A product's algorithm is found again for the same product, device, compute type and
+    /// workspace only: any of them differing asks the heuristic again.
+    #[test]
+    fn an_algorithm_is_reused_only_for_the_same_product_and_settings() {
+        let key = |m, ordinal, tf32, workspace_bytes| AlgoKey {
+            gemm: gemm(m),
+            ordinal,
+            tf32,
+            workspace_bytes,
+        };
+        remember_algo(key(1001, 0, false, 1 << 20), algo(7));
+        assert_eq!(known_algo(&key(1001, 0, false, 1 << 20)), Some(algo(7)));
+        for other in [
+            key(1002, 0, false, 1 << 20),
+            key(1001, 1, false, 1 << 20),
+            key(1001, 0, true, 1 << 20),
+            key(1001, 0, false, 1 << 21),
+        ] {
+            assert_eq!(known_algo(&other), None);
+        }
+        // The first answer stays.
+        remember_algo(key(1001, 0, false, 1 << 20), algo(9));
+        assert_eq!(known_algo(&key(1001, 0, false, 1 << 20)), Some(algo(7)));
     }
 }
