@@ -113,6 +113,33 @@ pub struct Function {
 unsafe impl Send for Function {}
 unsafe impl Sync for Function {}
 
+/// [`load`], once per image, kernel name and device in the process: the same kernel in every
+/// layer of a model (the same source, so the same image) shares one module. Each load was a
+/// `cuModuleLoadData` at translation, hundreds for a GPT-2 step. Functions carry no state
+/// between launches (no module globals, no attributes set), so sharing one is safe.
+pub fn load_once(ordinal: u32, image: &[u8], name: &str) -> Result<Function, String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, PoisonError};
+    // Keyed by the image itself (tens of KB each, a few dozen distinct), not a hash of it.
+    type Loaded = Mutex<HashMap<(u32, String, Vec<u8>), Function>>;
+    static LOADED: OnceLock<Loaded> = OnceLock::new();
+    let key = (ordinal, name.to_string(), image.to_vec());
+    let loaded = LOADED.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(f) = loaded
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return Ok(*f);
+    }
+    let f = load(image, name)?;
+    loaded
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, f);
+    Ok(f)
+}
+
 pub fn load(image: &[u8], name: &str) -> Result<Function, String> {
     guarded("cuModuleLoadData", || {
         // The image must be NUL-terminated when it is PTX; a cubin ignores the extra byte.

@@ -5,7 +5,8 @@
 //!   CUDA tensors ([`support`]); a region becomes as few kernels as its shapes allow
 //!   ([`plan`]), each generated as CUDA C++ ([`codegen`]).
 //! - Kernels are cached in memory and on disk, keyed by source hash, arch, driver and NVRTC
-//!   version ([`nvrtc`]).
+//!   version ([`nvrtc`]), and each distinct one is loaded into a module once per process and
+//!   device (`device::load_once`): the same kernel in every layer shares it.
 //! - Without a CUDA driver or NVRTC the plugin still loads, reports itself unavailable with the
 //!   reason and claims nothing.
 //!
@@ -187,7 +188,8 @@ impl Executor for CudaFuser {
                     );
                 }
             }
-            let function = device::load(&image, &generated.name).map_err(PluginError::internal)?;
+            let function = device::load_once(ordinal, &image, &generated.name)
+                .map_err(PluginError::internal)?;
             for v in k
                 .inputs
                 .iter()

@@ -191,7 +191,8 @@ impl Executor for CudaKernels {
                 LogLevel::Debug,
                 &format!("{}: {origin:?} ({})", kernel.name, key.0),
             );
-            let function = device::load(&image, &kernel.name).map_err(PluginError::internal)?;
+            let function =
+                device::load_once(ordinal, &image, &kernel.name).map_err(PluginError::internal)?;
             kernels.push(run::Loaded { kernel, function });
         }
         let operand_slots = spec
