@@ -110,6 +110,40 @@ unsafe impl Sync for Function {}
 /// more than 48 KiB of dynamic shared memory prefers shared memory over L1 and opts in with
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (Triton first tries the oversized
 /// shared-memory mode of newer drivers; that is for more than 228 KiB, which sm_90 lacks).
+/// [`load`] of the cubin at `path`, once per file, kernel, launch and device in the process:
+/// every layer's attention shares the package's modules (each was a file read and a
+/// `cuModuleLoadData` at translation). The function attributes `load` sets are the same for
+/// every use of the same launch.
+pub fn load_file_once(
+    ordinal: u32,
+    path: &std::path::Path,
+    name: &str,
+    shared: u32,
+    block: u32,
+    props: DeviceProps,
+) -> Result<Function, String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, PoisonError};
+    type Key = (u32, std::path::PathBuf, String, u32, u32);
+    static LOADED: OnceLock<Mutex<HashMap<Key, Function>>> = OnceLock::new();
+    let key = (ordinal, path.to_path_buf(), name.to_string(), shared, block);
+    let loaded = LOADED.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(f) = loaded
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return Ok(*f);
+    }
+    let image = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f = load(&image, name, shared, block, props)?;
+    loaded
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, f);
+    Ok(f)
+}
+
 pub fn load(
     image: &[u8],
     name: &str,

@@ -312,12 +312,16 @@ impl Executor for Triton {
         device::make_current(plan.device).map_err(PluginError::internal)?;
         let mut functions = Vec::with_capacity(pkg.launches.len());
         for (k, lp) in pkg.launches.iter().zip(&plan.launches) {
-            let image = std::fs::read(&k.cubin).map_err(|e| {
-                PluginError::internal(format!("{NAME}: {}: {e}", k.cubin.display()))
-            })?;
             functions.push(
-                device::load(&image, &k.kernel, lp.shared, lp.block, props)
-                    .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", pkg.name())))?,
+                device::load_file_once(
+                    plan.device,
+                    &k.cubin,
+                    &k.kernel,
+                    lp.shared,
+                    lp.block,
+                    props,
+                )
+                .map_err(|e| PluginError::internal(format!("{NAME}: {}: {e}", pkg.name())))?,
             );
         }
         Ok(Box::new(Launch {
