@@ -170,6 +170,19 @@ row(torch.rsub, sig="input, other, *, alpha=1")(
 row(torch.square, T.square, sig="input")(
     lambda r, a: Generic("ltorch.mul", None, "torch.square")(r, (a["input"], a["input"]), {})
 )
+
+
+def _outer(r, a):
+    """``outer(u, v)``: ``u[:, None] * v[None, :]`` for two 1-D tensors."""
+    u, v = a["input"], a["vec2"]
+    if not (isinstance(u, torch.Tensor) and isinstance(v, torch.Tensor)) or u.dim() != 1 or v.dim() != 1:
+        raise NotImplementedError("outer takes two 1-D tensors")
+    col = r.emit1("ltorch.reshape", [r.v(u), ("I", [u.shape[0], 1])])
+    row_ = r.emit1("ltorch.reshape", [r.v(v), ("I", [1, v.shape[0]])])
+    return r.emit1("ltorch.mul", [r.v(col), r.v(row_)])
+
+
+row(torch.outer, T.outer, torch.ger, T.ger, sig="input, vec2")(_outer)
 # Tensor methods whose self is not the op's first parameter.
 TABLE[T.where] = lambda r, args, kw: Generic("ltorch.where", None, "Tensor.where")(
     r, (args[1], args[0], *args[2:]), kw)
