@@ -301,6 +301,7 @@ def ltorch_refs():
     r["ltorch.sdpa_bwd"] = sdpa_reference.bwd_formula
     r["ltorch.linear"] = F.linear
     r["ltorch.cat"] = lambda d, *ts: torch.cat(ts, d)
+    r["ltorch.einsum"] = lambda eq, *ts: torch.einsum(eq, *ts)
     r["ltorch.stack"] = lambda d, *ts: torch.stack(ts, d)
     r["ltorch.split"] = lambda a, s, d: tuple(torch.split(a, s, d))
     r["ltorch.chunk"] = lambda a, n, d: tuple(torch.chunk(a, n, d))

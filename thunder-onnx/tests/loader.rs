@@ -261,7 +261,7 @@ fn initializer_data_must_fill_its_shape() {
 fn bad_einsum_equations_are_named() {
     let cases = [
         ("ii->i", "a label repeated within operand `ii` (a diagonal)"),
-        ("ij,jk->ik", "has 2 operands, the node 1 inputs"),
+        ("ij,jk->ik", "has 2 operands, 1 were given"),
         ("ijk->i", "term `ijk` has 3 labels for an operand of rank 2"),
         ("ij->iz", "output label `z` is in no operand"),
         ("i1->i", "`1` in term `i1` is not a letter"),

@@ -14,6 +14,7 @@ mod attention;
 mod conv;
 mod cross_entropy;
 mod declaration;
+mod einsum;
 mod elementwise;
 mod factory;
 mod indexing;
@@ -32,6 +33,7 @@ pub use activations::*;
 pub use attention::*;
 pub use conv::*;
 pub use cross_entropy::{cross_entropy_bwd, cross_entropy_lse};
+pub use einsum::{einsum, einsum_of, EinsumError};
 pub use elementwise::*;
 pub use factory::*;
 pub use indexing::*;
@@ -189,6 +191,7 @@ ltorch_table! {
     "unsqueeze" => shape::unsqueeze_rule, "input: Tensor, dim: int",
     "expand" => shape::expand_rule, "input: Tensor, size: list[int]",
     "cat" => indexing::cat_rule, "tensors: list[Tensor], dim: int = 0",
+    "einsum" => einsum::einsum_rule, "equation: str, operands: list[Tensor]",
     "stack" => indexing::stack_rule, "tensors: list[Tensor], dim: int = 0",
     "split" => indexing::split_rule, "tensor: Tensor, split_size_or_sections: int|list[int], dim: int = 0",
     "chunk" => indexing::chunk_rule, "input: Tensor, chunks: int, dim: int = 0",

@@ -183,6 +183,17 @@ def _outer(r, a):
 
 
 row(torch.outer, T.outer, torch.ger, T.ger, sig="input, vec2")(_outer)
+
+
+def _einsum(r, args, kwargs):
+    """``torch.einsum(equation, *operands)`` or ``(equation, [operands])``: ``ltorch.einsum``."""
+    if kwargs or not args or not isinstance(args[0], str):
+        raise NotImplementedError("einsum takes (equation, *operands)")
+    operands = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
+    return r.call("ltorch.einsum", args[0], list(operands))
+
+
+TABLE[torch.einsum] = _einsum
 # Tensor methods whose self is not the op's first parameter.
 TABLE[T.where] = lambda r, args, kw: Generic("ltorch.where", None, "Tensor.where")(
     r, (args[1], args[0], *args[2:]), kw)

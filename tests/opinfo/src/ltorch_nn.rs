@@ -528,7 +528,63 @@ pub(crate) fn nn_ops() -> Vec<OpInfo> {
             )]
         })),
         linalg("bmm", NUMERIC),
+        einsum(),
     ]
+}
+
+fn einsum() -> OpInfo {
+    OpInfo::new(
+        "ltorch.einsum",
+        NUMERIC,
+        Box::new(|g: &mut Gen, d| {
+            let eq = |e: &str, shapes: &[&[i64]], g: &mut Gen| {
+                let mut args = vec![string(e)];
+                args.extend(shapes.iter().map(|sh| g.t(sh, d)));
+                args
+            };
+            vec![
+                s(
+                    "batched product",
+                    eq("bhid,bhjd->bhij", &[&[2, 3, 4, 5], &[2, 3, 6, 5]], g),
+                ),
+                s("matrix product", eq("ij,jk->ik", &[&[3, 4], &[4, 5]], g)),
+                s("transpose", eq("ij->ji", &[&[3, 4]], g)),
+                s("sum of a dim", eq("ijk->ik", &[&[2, 3, 4]], g)),
+                s("implicit output", eq("ij,jk", &[&[2, 3], &[3, 4]], g)),
+                s(
+                    "ellipsis",
+                    eq("...ij,...jk->...ik", &[&[2, 2, 3], &[2, 3, 4]], g),
+                ),
+                s("outer", eq("i,j->ij", &[&[3], &[4]], g)),
+                s(
+                    "three operands",
+                    eq("ij,jk,kl->il", &[&[2, 3], &[3, 4], &[4, 2]], g),
+                ),
+                s("empty rows", eq("ij,jk->ik", &[&[0, 3], &[3, 4]], g)),
+                s("spaces", eq(" ij , jk -> ik ", &[&[2, 3], &[3, 2]], g)),
+            ]
+        }),
+    )
+    .tol(Tol::Accum)
+    .errors(Box::new(|g: &mut Gen| {
+        vec![
+            e(
+                "diagonal",
+                vec![string("ii->i"), f32t(g, &[3, 3])],
+                "a label repeated within operand",
+            ),
+            e(
+                "operand count",
+                vec![string("ij,jk->ik"), f32t(g, &[2, 3])],
+                "has 2 operands, 1 were given",
+            ),
+            e(
+                "label sizes",
+                vec![string("ij,jk->ik"), f32t(g, &[2, 3]), f32t(g, &[4, 2])],
+                "label `j` is 3 in one operand and 4 in the other",
+            ),
+        ]
+    }))
 }
 
 fn linalg(name: &'static str, dtypes: &[DType]) -> OpInfo {
