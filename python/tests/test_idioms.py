@@ -65,3 +65,43 @@ def test_einsum_operands_in_a_list_and_its_gradient():
 def test_an_einsum_diagonal_is_refused_by_name():
     with pytest.raises(Exception, match="a label repeated within operand"):
         thunder_rs.jit(lambda x: torch.einsum("ii->i", x))(torch.randn(3, 3))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("need_weights,average", [(False, True), (True, True), (True, False)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_multihead_attention_as_torch(batch_first, need_weights, average, bias):
+    torch.manual_seed(3)
+    m = torch.nn.MultiheadAttention(16, 4, bias=bias, batch_first=batch_first).eval()
+    x = torch.randn(2, 5, 16) if batch_first else torch.randn(5, 2, 16)
+    y = torch.randn(2, 7, 16) if batch_first else torch.randn(7, 2, 16)
+
+    def f(a, b):
+        out, w = m(a, b, b, need_weights=need_weights, average_attn_weights=average)
+        return (out, w) if need_weights else out
+
+    with torch.no_grad():
+        got, want = thunder_rs.jit(f)(x, y), f(x, y)
+    for g, w in zip(got if need_weights else [got], want if need_weights else [want]):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float32])
+def test_multihead_attention_with_a_2d_mask_and_unbatched(mask_dtype):
+    torch.manual_seed(4)
+    m = torch.nn.MultiheadAttention(8, 2).eval()
+    causal = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
+    mask = causal if mask_dtype == torch.bool else torch.zeros(6, 6).masked_fill(causal, float("-inf"))
+    x = torch.randn(6, 8)
+    f = lambda a: m(a, a, a, need_weights=False, attn_mask=mask)[0]  # noqa: E731
+    with torch.no_grad():
+        torch.testing.assert_close(thunder_rs.jit(f)(x), f(x), rtol=1e-5, atol=1e-5)
+
+
+def test_multihead_attention_with_a_key_padding_mask_is_refused_by_name():
+    m = torch.nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = torch.randn(2, 3, 8)
+    pad = torch.tensor([[False, False, True], [False, False, False]])
+    with pytest.raises(thunder_rs.UnsupportedOpError, match="key_padding_mask"):
+        with torch.no_grad():
+            thunder_rs.jit(lambda a: m(a, a, a, key_padding_mask=pad, need_weights=False)[0])(x)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import builtins
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -194,6 +196,76 @@ def _einsum(r, args, kwargs):
 
 
 TABLE[torch.einsum] = _einsum
+
+
+def _mha_forward(r, a):
+    """``F.multi_head_attention_forward`` (``nn.MultiheadAttention``, torchvision's ViT) with a
+    packed in-projection: the three projections, heads, ``scaled_dot_product_attention`` (or
+    the explicit softmax when the weights are wanted) and the out-projection. A 2-D mask is
+    passed on (a boolean one inverted: True masks out here, lets through in sdpa)."""
+    refused = [
+        name
+        for name, on in [
+            ("bias_k/bias_v", a["bias_k"] is not None or a["bias_v"] is not None),
+            ("add_zero_attn", a["add_zero_attn"]),
+            ("dropout while training", a["training"] and a["dropout_p"] > 0),
+            ("key_padding_mask", a["key_padding_mask"] is not None),
+            ("separate q/k/v projection weights", a["use_separate_proj_weight"]),
+            ("static_k/static_v", a["static_k"] is not None or a["static_v"] is not None),
+            ("an attention mask that is not 2-D", a["attn_mask"] is not None and a["attn_mask"].dim() != 2),
+            ("need_weights with a mask", a["need_weights"] and a["attn_mask"] is not None),
+        ]
+        if on
+    ]
+    if refused:
+        raise NotImplementedError("multi_head_attention_forward with " + ", ".join(refused))
+    q, k, v, heads_n = a["query"], a["key"], a["value"], a["num_heads"]
+    batched = q.dim() == 3
+    L, S, E = q.shape[0], k.shape[0], q.shape[-1]
+    N = q.shape[1] if batched else 1
+    hd = E // heads_n
+    W, B = a["in_proj_weight"], a["in_proj_bias"]
+
+    def proj(x, i):
+        if not batched:
+            x = r.call("ltorch.reshape", x, [x.shape[0], 1, E])
+        w = r.call("ltorch.narrow", W, 0, i * E, E)
+        b = r.call("ltorch.narrow", B, 0, i * E, E) if B is not None else None
+        return r.call("ltorch.linear", x, w, b)
+
+    def heads(t, n):  # (n, N, E) -> (N, H, n, hd)
+        t = r.call("ltorch.reshape", t, [n, N, heads_n, hd])
+        return r.call("ltorch.permute", t, [1, 2, 0, 3])
+
+    qh, kh, vh = heads(proj(q, 0), L), heads(proj(k, 1), S), heads(proj(v, 2), S)
+    weights = None
+    if a["need_weights"]:
+        scores = r.call("ltorch.matmul", qh, r.call("ltorch.transpose", kh, -2, -1))
+        scores = r.call("ltorch.mul", scores, 1.0 / math.sqrt(hd))
+        probs = r.call("ltorch.softmax", scores, -1)
+        o = r.call("ltorch.matmul", probs, vh)
+        weights = r.call("ltorch.mean", probs, [1]) if a["average_attn_weights"] else probs
+        if not batched:
+            weights = r.call("ltorch.reshape", weights, [L, S] if a["average_attn_weights"] else [heads_n, L, S])
+    else:
+        mask = a["attn_mask"]
+        if mask is not None and mask.dtype == torch.bool:
+            mask = r.call("ltorch.logical_not", mask)
+        o = r.call("ltorch.scaled_dot_product_attention", qh, kh, vh, mask, is_causal=bool(a["is_causal"]) and mask is None)
+    o = r.call("ltorch.permute", o, [2, 0, 1, 3])
+    o = r.call("ltorch.reshape", o, [L, N, E] if batched else [L, E])
+    out = r.call("ltorch.linear", o, a["out_proj_weight"], a["out_proj_bias"])
+    return (out, weights)
+
+
+row(
+    F.multi_head_attention_forward,
+    sig="query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k, "
+    "bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True, "
+    "key_padding_mask=None, need_weights=True, attn_mask=None, use_separate_proj_weight=False, "
+    "q_proj_weight=None, k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None, "
+    "average_attn_weights=True, is_causal=False",
+)(_mha_forward)
 # Tensor methods whose self is not the op's first parameter.
 TABLE[T.where] = lambda r, args, kw: Generic("ltorch.where", None, "Tensor.where")(
     r, (args[1], args[0], *args[2:]), kw)
@@ -346,7 +418,8 @@ row(torch.full, sig="size, fill_value, *, out=None, dtype=None, layout=None, dev
 # ---------------------------------------------------------------- metadata (run on meta as is)
 
 for _f in [T.size, T.dim, T.numel, T.__len__, T.is_contiguous, T.element_size, T.is_floating_point,
-           T.__format__, T.__repr__, T.__hash__, T.data_ptr, T.stride]:
+           T.__format__, T.__repr__, T.__hash__, T.data_ptr, T.stride, torch.is_floating_point,
+           torch.is_complex, T.is_complex, torch.numel]:
     PASSTHROUGH.add(_f)
 _GETTERS_PASS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf", "grad_fn", "layout",
                  "is_cuda", "is_meta", "names", "_base", "data", "is_sparse", "is_quantized", "is_nested"}
