@@ -279,3 +279,99 @@ fn mlp_training_steps_match_the_interpreter() {
         }
     }
 }
+
+/// `index_add` (an embedding's backward) runs on cpu-simd: duplicates accumulate in order, any
+/// dim, a strided source, a `full` base filled rather than read; f32, f64 and i64 agree with
+/// the interpreter, and an index out of range is an error naming the prim.
+#[test]
+fn index_add_runs_on_cpu_simd_and_matches_the_interpreter() {
+    thunder_torch::register();
+    let programs = [
+        (
+            "rows, duplicates",
+            "def f(a, i, s):\n  # a: \"cpu DT[6, 5]\"\n  # i: \"cpu i64[4]\"\n  # s: \"cpu DT[4, 5]\"\n  t0 = prims.index_add(a, i, s, 0)\n  return (t0,)\n",
+            vec![2i64, 0, 2, 5],
+        ),
+        (
+            "dim 1 of a transposed source",
+            "def f(a, i, s):\n  # a: \"cpu DT[3, 6, 2]\"\n  # i: \"cpu i64[4]\"\n  # s: \"cpu DT[2, 4, 3]\"\n  t0 = prims.transpose(s, [2, 1, 0])\n  t1 = prims.index_add(a, i, t0, 1)\n  return (t1,)\n",
+            vec![1i64, 1, 4, 0],
+        ),
+        (
+            "a zeros base",
+            "def f(a, i, s):\n  # a: \"cpu DT[6, 5]\"\n  # i: \"cpu i64[3]\"\n  # s: \"cpu DT[3, 5]\"\n  t0 = prims.full([6, 5], ZERO, devices.cpu, dtypes.DT)\n  t1 = prims.index_add(t0, i, s, 0)\n  t2 = prims.add(t1, a)\n  return (t2,)\n",
+            vec![3i64, 3, 1],
+        ),
+    ];
+    for dtype in [DType::F32, DType::F64, DType::I64] {
+        for (what, text, index) in &programs {
+            let zero = if dtype == DType::I64 { "0" } else { "0.0" };
+            let text = text.replace("DT", dtype.short_name()).replace("ZERO", zero);
+            let prog = thunder_torch::parse_trace(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let inputs: Vec<Array> = prog
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| {
+                    let ty = prog.ty(v);
+                    if k == 1 {
+                        Array::from_f64(
+                            &index.iter().map(|&x| x as f64).collect::<Vec<_>>(),
+                            &ty.shape,
+                            DType::I64,
+                        )
+                        .expect("index")
+                    } else {
+                        Array::random(&ty.shape, dtype, 7 + k as u64).expect("input")
+                    }
+                })
+                .collect();
+            let (traces, simd) =
+                thunder_core::compile_trace(&simd_host(), prog.clone()).expect("compiles");
+            let exec = traces.execution.print();
+            // The executor of the region each `prims.index_add` line is listed under.
+            let mut current = "";
+            let mut ran_by = Vec::new();
+            for l in exec.lines() {
+                if let Some(at) = l.find(".region") {
+                    current = l[..at].rsplit(' ').next().unwrap_or("");
+                }
+                if l.contains("prims.index_add") {
+                    ran_by.push(current);
+                }
+            }
+            assert_eq!(ran_by, ["cpu-simd"], "{what} {dtype:?}:\n{exec}");
+            let (_, reference) =
+                thunder_core::compile_trace(&interpreter_host(), prog).expect("compiles");
+            let (got, want) = (
+                simd.run(&inputs).expect("runs"),
+                reference.run(&inputs).expect("runs"),
+            );
+            let (rtol, atol) = if dtype == DType::F32 {
+                (1e-6, 1e-6)
+            } else {
+                (1e-12, 1e-12)
+            };
+            if let Some(m) = mismatch(&got[0], &want[0], rtol, atol, false) {
+                panic!("{what} {dtype:?}: {m}");
+            }
+        }
+    }
+    // An index past the rows: an error naming the prim, from cpu-simd's run.
+    let text = programs[0].1.replace("DT", "f32");
+    let prog = thunder_torch::parse_trace(&text).expect("parses");
+    let (_, simd) = thunder_core::compile_trace(&simd_host(), prog).expect("compiles");
+    let bad = Array::from_f64(&[0.0, 6.0, 1.0, 1.0], &[4], DType::I64).expect("index");
+    let err = simd
+        .run(&[
+            Array::random(&[6, 5], DType::F32, 1).expect("a"),
+            bad,
+            Array::random(&[4, 5], DType::F32, 2).expect("s"),
+        ])
+        .expect_err("index 6 of 6 rows")
+        .to_string();
+    assert!(
+        err.contains("prims.index_add") && err.contains("index 6 is out of bounds"),
+        "{err}"
+    );
+}

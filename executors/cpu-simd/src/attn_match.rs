@@ -102,6 +102,7 @@ pub(crate) fn inputs_of(op: &Op) -> Vec<u32> {
             .flatten()
             .collect(),
         Op::Matmul { a, b } | Op::Take { a, index: b, .. } => vec![*a, *b],
+        Op::IndexAdd { a, index, src, .. } => vec![*a, *index, *src],
         Op::Conv { a, w, bias, .. } => [Some(*a), Some(*w), *bias].into_iter().flatten().collect(),
         Op::Cat { parts, .. } => parts.clone(),
         Op::Full { .. } | Op::Iota { .. } => vec![],

@@ -101,6 +101,14 @@ pub(crate) enum Op {
         index: u32,
         dim: usize,
     },
+    /// `a` with row `index[j]` of dim `dim` plus row `j` of `src`, for every `j` in order (an
+    /// i64 `index`, checked when run).
+    IndexAdd {
+        a: u32,
+        index: u32,
+        src: u32,
+        dim: usize,
+    },
     /// `(low, high, interior)` padding per dim (low/high may be negative: a crop).
     Pad {
         a: u32,
@@ -217,14 +225,15 @@ fn decode_prim(view: &TraceView, prim: Prim, op: &OpView) -> R<Decoded> {
             ShapePrim::Reshape => cx.reshape(),
             ShapePrim::Transpose => cx.transpose(),
         },
-        // Slices are views, pads and cats strided copies, takes a row gather; the other
-        // gathers and scatters stay with the interpreter.
+        // Slices are views, pads and cats strided copies, takes a row gather and index_add a
+        // row scatter-add; the other gathers and scatters stay with the interpreter.
         PrimKind::Indexing(p) => match p {
             IndexingPrim::Slice => cx.slice(),
             IndexingPrim::Pad => cx.pad(),
             IndexingPrim::Cat => cx.cat(),
             IndexingPrim::Take => cx.take(),
-            _ => not_here("scatters, take_along_axis and flip"),
+            IndexingPrim::IndexAdd => cx.index_add(),
+            _ => not_here("scatter_add, take_along_axis and flip"),
         },
         PrimKind::Reduction(p) => match p {
             ReductionPrim::Sum => cx.reduce(ReduceOp::Sum),

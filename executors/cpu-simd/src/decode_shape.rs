@@ -143,6 +143,37 @@ impl Cx<'_> {
         Ok(Op::Take { a, index, dim })
     }
 
+    /// `index_add(a, index, src, dim)`: `index` a 1-D i64 tensor of `src.shape[dim]` values
+    /// (checked when run), `src` shaped as `a` but for `dim`; f32, f64 and i64.
+    pub(crate) fn index_add(&self) -> R<Op> {
+        self.arity(4)?;
+        let (a, ty, in_shape) = self.tensor(0)?;
+        let (index, ity, ishape) = self.tensor(1)?;
+        let (src, sty, sshape) = self.tensor(2)?;
+        let dim = match self.args.get(3) {
+            Some(ArgView::Int(d)) => usize::try_from(*d)
+                .ok()
+                .filter(|&d| d < in_shape.len())
+                .ok_or_else(|| format!("dim {d} is not in [0, {})", in_shape.len()))?,
+            other => return fail(format!("argument 3 must be an int dim, got {other:?}")),
+        };
+        if !matches!(ty, Ty::F32 | Ty::F64 | Ty::I64) || sty != ty {
+            return fail(format!("index_add of {ty:?} with a {sty:?} source"));
+        }
+        if ity != Ty::I64 || ishape.len() != 1 {
+            return fail(format!(
+                "index must be a 1-D i64 tensor, got {ity:?}{ishape:?}"
+            ));
+        }
+        let mut want = in_shape.clone();
+        want[dim] = ishape[0];
+        if sshape != want {
+            return fail(format!("source {sshape:?} does not fit {want:?}"));
+        }
+        self.expect_out(ty, &in_shape)?;
+        Ok(Op::IndexAdd { a, index, src, dim })
+    }
+
     /// `pad(a, value, config)` with `(low, high, interior)` per dim, as the interpreter.
     pub(crate) fn pad(&self) -> R<Op> {
         self.arity(3)?;

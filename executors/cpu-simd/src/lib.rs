@@ -43,6 +43,7 @@ mod gemm_sum;
 mod gemm_t;
 mod group;
 mod im2col;
+mod index_add;
 mod kernels;
 mod layer_norm;
 mod layout;

@@ -217,6 +217,33 @@ impl Planner {
                 self.producer.insert(out, self.stages.len() - 1);
                 self.define(d, None, Some((out, Layout::contiguous(&d.shape))), None);
             }
+            Op::IndexAdd { a, index, src, dim } => {
+                let shape = d.shape.clone();
+                // A constant base (the zeros a gradient starts from) is filled, not read.
+                let base = match self.val(*a)? {
+                    st if st.mem.is_none() && st.konst.is_some() => {
+                        crate::index_add::Base::Fill(st.konst.unwrap_or(Lit::F(0.0)))
+                    }
+                    _ => crate::index_add::Base::Buf(self.materialize(*a)?),
+                };
+                let len = self.val(*src)?.shape[*dim];
+                let src = self.materialize(*src)?;
+                let index = self.materialize(*index)?;
+                let out = self.new_buf(d.out, d.ty, numel(&shape));
+                self.stages
+                    .push(Stage::IndexAdd(crate::index_add::IndexAddPlan {
+                        ty: d.ty,
+                        base,
+                        shape: shape.clone(),
+                        index,
+                        src,
+                        dim: *dim,
+                        len,
+                        out,
+                    }));
+                self.producer.insert(out, self.stages.len() - 1);
+                self.define(d, None, Some((out, Layout::contiguous(&shape))), None);
+            }
             Op::Reduce { op, a, dims } => self.reduce(d, *op, *a, dims)?,
             Op::Matmul { a, b } => {
                 let plan = self

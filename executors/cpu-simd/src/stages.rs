@@ -18,6 +18,7 @@ pub(crate) enum Stage {
     Attn(crate::attn::AttnPlan),
     AttnBwd(crate::attn_bwd::AttnBwdPlan),
     Take(crate::movement::TakePlan),
+    IndexAdd(crate::index_add::IndexAddPlan),
     LayerNorm(crate::layer_norm::LayerNormPlan),
 }
 
@@ -123,7 +124,7 @@ impl Stage {
         }
     }
 
-    /// Runs the stage; only a take can fail (an index out of range).
+    /// Runs the stage; only a take or an index_add can fail (an index out of range).
     pub(crate) fn run(&self, bufs: &Bufs) -> Result<(), thunder_abi::PluginError> {
         // Products flush subnormals on this thread as on the workers (`ftz.rs`).
         let _flush = matches!(
@@ -133,6 +134,7 @@ impl Stage {
         .then(crate::ftz::FlushGuard::flush);
         match self {
             Stage::Take(t) => return crate::movement::run_take(t, bufs),
+            Stage::IndexAdd(p) => return crate::index_add::run(p, bufs),
             Stage::Ready(g) => exec::run_group(g, bufs),
             Stage::Gemm(g) => run_gemm(g, bufs),
             Stage::Iota(i) => run_iota(i, bufs),
