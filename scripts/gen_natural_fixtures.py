@@ -124,7 +124,12 @@ def _cross_entropy_bwd(grad_loss, input, target, logsumexp, *, ignore_index=-100
     return ce_reference.ce_bwd(grad_loss, input, target, logsumexp, ignore_index)
 
 
+def _einsum(equation, operands):
+    return torch.einsum(equation, *operands)
+
+
 NAMES = {
+    "einsum": _einsum,
     "cross_entropy_lse": _cross_entropy_lse,
     "cross_entropy_bwd": _cross_entropy_bwd,
     "sdpa_fwd_lse": _sdpa_fwd_lse,
