@@ -88,8 +88,8 @@ fn last_traces_show_every_stage() {
         initial.contains("ltorch.sub(a, b)") && initial.contains("ltorch.sum("),
         "{initial}"
     );
-    // dce, round-trip converts, cse, merged cats, dce
-    assert_eq!(t.passes.len(), 5);
+    // dce, round-trip converts, cse, merged cats, index-adds into sums, dce
+    assert_eq!(t.passes.len(), 6);
     assert_eq!(t.final_trace().provenance, "Dead Code Elimination");
     let exec = t.execution.print();
     assert!(

@@ -4,11 +4,13 @@
 mod converts;
 mod cse;
 mod dce;
+mod index_add_into;
 mod merged_cat;
 
 pub use converts::RoundTripConverts;
 pub use cse::Cse;
 pub use dce::Dce;
+pub use index_add_into::IndexAddInto;
 pub use merged_cat::MergedCats;
 
 use crate::error::Result;
@@ -27,6 +29,7 @@ pub fn default_passes() -> Vec<Box<dyn Pass + Send + Sync>> {
         Box::new(RoundTripConverts),
         Box::new(Cse),
         Box::new(MergedCats),
+        Box::new(IndexAddInto),
         Box::new(Dce),
     ]
 }
