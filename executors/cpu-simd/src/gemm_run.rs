@@ -13,9 +13,10 @@
 //! input 279 against 252, 256x1024x256 205 against 193, the rest within a few percent
 //! (sgemm 2048: 359 against 354; one thread 177).
 //!
-//! Small products stay on the calling thread ([`PAR_MIN`]): waking a parked rayon worker
-//! costs tens of microseconds on that machine, so a 256x128x128 product (about 45 us on one
-//! thread) took 80-100 us on two, whoever splits it.
+//! Medium products ([`TEAM_MIN`] to [`PAR_MIN`]) are cut the same way but run on the spinning
+//! team of `team.rs`, not rayon: waking a parked rayon worker costs tens of microseconds on
+//! that machine, so a 256x128x128 product (about 45 us on one thread) took 80-100 us on two
+//! through rayon. The smallest stay on the calling thread.
 use crate::decode::Ty;
 use crate::exec::Bufs;
 use crate::gemm_epi::EpiRun;
@@ -29,6 +30,19 @@ use rayon::prelude::*;
 /// Xeon above, 256x256x128 (2^23) ran at 153 GFLOP/s on two threads against 166 on one, and
 /// 256x256x256 (2^24) at 187-189 against 160.
 const PAR_MIN: usize = 1 << 24;
+
+/// From this many multiply-adds (about 6 us on one core) up to [`PAR_MIN`] a product is cut
+/// into panels for the spinning team (`team.rs`), whose hand-off costs about a microsecond
+/// when the helper is awake, and at worst the caller runs every panel itself.
+const TEAM_MIN: usize = 1 << 20;
+const TEAM_PANEL_MIN: usize = 1 << 19;
+
+/// Whether medium products use the team (`THUNDER_CPU_SIMD_TEAM=0` keeps them on the calling
+/// thread, for A/B runs).
+pub(crate) fn team_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_TEAM").as_deref() != Ok("0"))
+}
 
 /// A panel gets at least this many multiply-adds; a product gets fewer panels than threads
 /// rather than smaller ones.
@@ -154,9 +168,14 @@ impl<T: Real> Product<T> {
     /// As for [`Product::run_serial_epi`] with `c0 = 0`.
     pub(crate) unsafe fn run(&self, epi: Option<&EpiRun<T>>) {
         let work = self.m * self.n * self.k;
-        let threads = rayon::current_num_threads();
-        let panels = threads.min(work / PANEL_MIN);
-        if work < PAR_MIN || panels < 2 {
+        let (panels, team) = if work >= PAR_MIN {
+            (rayon::current_num_threads().min(work / PANEL_MIN), false)
+        } else if work >= TEAM_MIN && team_enabled() {
+            (crate::team::threads().min(work / TEAM_PANEL_MIN), true)
+        } else {
+            (1, false)
+        };
+        if panels < 2 {
             // SAFETY: forwarded from the caller.
             return unsafe { self.run_serial_epi(epi, 0) };
         }
@@ -167,7 +186,7 @@ impl<T: Real> Product<T> {
             (self.n, COL_ALIGN)
         };
         let edges = panel_edges(len, panels, align);
-        edges.par_windows(2).for_each(|w| {
+        let panel = |w: &[usize]| {
             let (part, c0) = if rows {
                 (self.rows(w[0], w[1]), 0)
             } else {
@@ -176,7 +195,12 @@ impl<T: Real> Product<T> {
             // SAFETY: panels cover disjoint rows (columns) of `dst` and read inside the
             // caller's views.
             unsafe { part.run_serial_epi(epi, c0) }
-        });
+        };
+        if team {
+            crate::team::run(edges.len() - 1, &|p| panel(&edges[p..p + 2]));
+        } else {
+            edges.par_windows(2).for_each(panel);
+        }
     }
 }
 
