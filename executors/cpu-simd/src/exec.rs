@@ -181,11 +181,9 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             copy: None,
             chain: None,
             rows: 1,
-            rows_contig: plan
-                .access_strides
-                .iter()
-                .map(|st| r == 2 && st[1] == 1 && st[0] == plan.shape[1] as i64)
-                .collect(),
+            // Filled below when tiles span rows (an allocation per run costs the smallest
+            // groups a measurable share).
+            rows_contig: Vec::new(),
         };
         let last = plan.shape[r - 1];
         let mut ctx = ctx;
@@ -238,6 +236,11 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             && rows_enabled()
         {
             ctx.rows = TILE / last;
+            ctx.rows_contig = plan
+                .access_strides
+                .iter()
+                .map(|st| r == 2 && st[1] == 1 && st[0] == last as i64)
+                .collect();
         }
         let items = if ctx.rows > 1 {
             (plan.numel / last).div_ceil(ctx.rows)
