@@ -37,13 +37,6 @@ const PAR_MIN: usize = 1 << 24;
 const TEAM_MIN: usize = 1 << 20;
 const TEAM_PANEL_MIN: usize = 1 << 19;
 
-/// Whether medium products use the team (`THUNDER_CPU_SIMD_TEAM=0` keeps them on the calling
-/// thread, for A/B runs).
-pub(crate) fn team_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_TEAM").as_deref() != Ok("0"))
-}
-
 /// A panel gets at least this many multiply-adds; a product gets fewer panels than threads
 /// rather than smaller ones.
 const PANEL_MIN: usize = 1 << 23;
@@ -170,7 +163,7 @@ impl<T: Real> Product<T> {
         let work = self.m * self.n * self.k;
         let (panels, team) = if work >= PAR_MIN {
             (rayon::current_num_threads().min(work / PANEL_MIN), false)
-        } else if work >= TEAM_MIN && team_enabled() {
+        } else if work >= TEAM_MIN && crate::team::usable() {
             (crate::team::threads().min(work / TEAM_PANEL_MIN), true)
         } else {
             (1, false)

@@ -125,6 +125,17 @@ pub(crate) fn threads() -> usize {
     team().helpers.len() + 1
 }
 
+/// Whether a job run from this thread now would get helpers: the team is on
+/// (`THUNDER_CPU_SIMD_TEAM=0` turns it off, for A/B runs), has helpers, and this thread is
+/// neither a rayon worker nor running a part of a job (then the cores are taken).
+pub(crate) fn usable() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_TEAM").as_deref() != Ok("0"))
+        && !INSIDE.with(|c| c.get())
+        && rayon::current_thread_index().is_none()
+        && !team().helpers.is_empty()
+}
+
 fn helper_loop(slot: &Slot) {
     crate::ftz::worker_start();
     INSIDE.with(|c| c.set(true));
