@@ -31,11 +31,13 @@ use rayon::prelude::*;
 /// 256x256x256 (2^24) at 187-189 against 160.
 const PAR_MIN: usize = 1 << 24;
 
-/// From this many multiply-adds (about 6 us on one core) up to [`PAR_MIN`] a product is cut
-/// into panels for the spinning team (`team.rs`), whose hand-off costs about a microsecond
-/// when the helper is awake, and at worst the caller runs every panel itself.
-const TEAM_MIN: usize = 1 << 20;
-const TEAM_PANEL_MIN: usize = 1 << 19;
+/// From this many multiply-adds (a few microseconds on one core) up to [`PAR_MIN`] a product
+/// is cut into panels for the spinning team (`team.rs`), whose hand-off costs about a
+/// microsecond when the helper is awake, and at worst the caller runs every panel itself.
+/// 2^18 rather than 2^20 took the MLP step's three 256x128x10-sized products onto the team:
+/// median 279 -> 273 us over 4 interleaved runs (chrt).
+const TEAM_MIN: usize = 1 << 18;
+const TEAM_PANEL_MIN: usize = 1 << 17;
 
 /// A panel gets at least this many multiply-adds; a product gets fewer panels than threads
 /// rather than smaller ones.
