@@ -87,9 +87,9 @@ fn panels_match_one_call() {
     }
 }
 
-/// Products of the team's range (2^20 to 2^24 multiply-adds), run from a thread outside rayon
-/// as a region runs, against one single-threaded call: row panels (`a` the cheaper to repeat)
-/// and column panels (a transposed weight), overwriting and accumulating. Small integer
+/// Products of the team's range (2^18 to 2^24 multiply-adds), run from a thread outside rayon
+/// as a region runs, against one single-threaded call: row panels, and column panels when the
+/// rows are too few, overwriting and accumulating. Small integer
 /// operands make every order of summation exact.
 #[test]
 fn team_panels_match_one_call() {
@@ -98,6 +98,8 @@ fn team_panels_match_one_call() {
         (256, 64, 128, false, false),
         (128, 256, 128, true, false),
         (250, 70, 90, false, false),
+        // Too few rows for two row panels: column panels.
+        (40, 256, 256, false, true),
     ] {
         let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
         let b: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
