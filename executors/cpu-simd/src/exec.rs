@@ -9,14 +9,18 @@ use crate::ops::ReduceOp;
 use crate::tile::{exec_tile, RegFile};
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Elements per register: 4 KiB of f32, so a program's live registers stay in L1/L2.
 pub(crate) const TILE: usize = 4096;
-/// Groups smaller than this run on the calling thread: waking workers costs more.
+/// Groups smaller than this run on the calling thread or the team (from [`TEAM_MIN`]):
+/// waking rayon's workers costs more.
 const PAR_MIN: usize = 1 << 17;
 /// The least work per chunk when a group is split across threads.
 const CHUNK_MIN: usize = 1 << 14;
+/// Groups from this size up to [`PAR_MIN`] run on the spinning team (`team.rs`), whose
+/// hand-off costs about a microsecond where rayon's wake-ups cost tens.
+const TEAM_MIN: usize = 1 << 11;
 /// Groups at least this large store contiguous tiles with non-temporal stores: their outputs
 /// are far larger than the caches, so writing around them saves the read-for-ownership traffic.
 const STREAM_MIN: usize = 1 << 20;
@@ -29,6 +33,11 @@ const BLOCK_ROWS: usize = 16;
 /// a bias add (AVX-512, 2 threads), rows of 64 run 1.7x faster as a chain than as the tile
 /// path's several-rows tiles, rows of 32 twice as slow (one item and a padded tail per row).
 const CHAIN_ROW_MIN: usize = 64;
+
+/// The longest rows a group that folds its rows runs several to a tile: a loss's bias
+/// gradient over 10 classes ran 1.5x faster so, while rows of 128 (an MLP layer's) ran
+/// slower in tiles of 32 rows than row by row.
+const FOLD_ROW_MAX: usize = 32;
 
 /// Base pointers of every buffer of one run. The host keeps inputs and outputs alive for the
 /// call and the region owns the scratch, so they outlive every chunk.
@@ -100,6 +109,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) chain: Option<crate::chain::Chain>,
     /// Rows per tile when a tile spans several short rows (1: a tile is part of one row).
     pub(crate) rows: usize,
+    /// Per access, whether consecutive rows of a 2-D nest follow each other in memory, so a
+    /// tile of several rows loads or stores with one copy instead of one per row.
+    pub(crate) rows_contig: Vec<bool>,
 }
 
 // SAFETY: as for `Bufs`; the accumulators of a parallel group are written at disjoint indices.
@@ -173,6 +185,9 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             copy: None,
             chain: None,
             rows: 1,
+            // Filled below when tiles span rows (an allocation per run costs the smallest
+            // groups a measurable share).
+            rows_contig: Vec::new(),
         };
         let last = plan.shape[r - 1];
         let mut ctx = ctx;
@@ -210,8 +225,20 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
         // paid once per `TILE` elements rather than once per row. With reductions (a softmax
         // or a loss over a few classes) only on a plain matrix none of whose reductions folds
         // the rows, so that any split of the rows between threads folds each output element
-        // on one thread.
-        let rows_fold = plan.reductions.is_empty() || (r == 2 && plan.parallel);
+        // on one thread; or on a group that folds its rows (a bias gradient) with rows of at
+        // most [`FOLD_ROW_MAX`]: such a group runs on one thread or in chunks of private
+        // accumulators, and its rows are folded in order either way.
+        // Groups too small for rayon's workers but with some work run on the team
+        // (`team.rs`), as parallel chunks or private-accumulator chunks like rayon's.
+        let team = plan.numel >= TEAM_MIN && plan.numel < PAR_MIN && crate::team::usable();
+        let threads = if team {
+            crate::team::threads()
+        } else {
+            rayon::current_num_threads()
+        };
+        let rows_fold = plan.reductions.is_empty()
+            || (r == 2 && plan.parallel)
+            || (!plan.parallel && last <= FOLD_ROW_MAX);
         if r >= 2
             && rows_fold
             && ctx.block == 1
@@ -221,6 +248,15 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             && rows_enabled()
         {
             ctx.rows = TILE / last;
+            if team {
+                // A tile per thread at least, so the rows can be shared.
+                ctx.rows = ctx.rows.min((plan.numel / last).div_ceil(threads));
+            }
+            ctx.rows_contig = plan
+                .access_strides
+                .iter()
+                .map(|st| r == 2 && st[1] == 1 && st[0] == last as i64)
+                .collect();
         }
         let items = if ctx.rows > 1 {
             (plan.numel / last).div_ceil(ctx.rows)
@@ -235,29 +271,41 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             items / plan.shape[0]
         };
         let units = items / granule;
-        let threads = rayon::current_num_threads();
-        let chunks = if plan.parallel && threads > 1 && plan.numel >= PAR_MIN {
+        let chunks = if team && plan.parallel {
+            // Two chunks per thread: a late helper leaves the caller half of its share.
+            units.min(threads * 2)
+        } else if plan.parallel && threads > 1 && plan.numel >= PAR_MIN {
             units.min(plan.numel / CHUNK_MIN).clamp(1, threads * 4)
         } else {
             1
         };
         let range = |c: usize| (c * units / chunks) * granule..((c + 1) * units / chunks) * granule;
-        let private = private_chunks(plan, &accs, units, threads);
+        let private = private_chunks(plan, &accs, units, threads, team);
         if private > 1 {
             // Each chunk folds its rows into accumulators of its own; they are combined in
             // chunk order, so the result depends only on the size and the thread count.
             let range =
                 |c: usize| (c * units / private) * granule..((c + 1) * units / private) * granule;
-            let parts: Vec<Vec<Vec<f64>>> = (0..private)
-                .into_par_iter()
-                .map(|c| {
-                    let _ieee = crate::ftz::FlushGuard::ieee();
-                    let mut mine = accs.clone();
-                    let own = ctx.with_accs(mine.iter_mut().map(|a| a.as_mut_ptr()).collect());
-                    run_chunk(&own, range(c));
-                    mine
-                })
-                .collect();
+            let part = |c: usize| {
+                let _ieee = crate::ftz::FlushGuard::ieee();
+                let mut mine = accs.clone();
+                let own = ctx.with_accs(mine.iter_mut().map(|a| a.as_mut_ptr()).collect());
+                run_chunk(&own, range(c));
+                mine
+            };
+            let parts: Vec<Vec<Vec<f64>>> = if team {
+                let slots: Vec<Mutex<Vec<Vec<f64>>>> =
+                    (0..private).map(|_| Mutex::new(Vec::new())).collect();
+                crate::team::run(private, &|c| {
+                    *slots[c].lock().unwrap_or_else(PoisonError::into_inner) = part(c)
+                });
+                slots
+                    .into_iter()
+                    .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+                    .collect()
+            } else {
+                (0..private).into_par_iter().map(part).collect()
+            };
             for part in parts {
                 for ((acc, red), p) in accs.iter_mut().zip(&plan.reductions).zip(part) {
                     for (a, x) in acc.iter_mut().zip(p) {
@@ -267,6 +315,11 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             }
         } else if chunks == 1 {
             run_chunk(&ctx, 0..items);
+        } else if team {
+            crate::team::run(chunks, &|c| {
+                let _ieee = crate::ftz::FlushGuard::ieee();
+                run_chunk(&ctx, range(c))
+            });
         } else {
             (0..chunks).into_par_iter().for_each(|c| {
                 // Workers flush subnormals for the products; fused loops keep IEEE
@@ -298,9 +351,15 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
 /// leading dim: a bias gradient, a layer norm's weight gradient) runs as, each with private
 /// accumulators: 1 (on one thread) when the group is small or its outputs are not small next
 /// to its work.
-fn private_chunks(plan: &GroupPlan, accs: &[Vec<f64>], units: usize, threads: usize) -> usize {
+fn private_chunks(
+    plan: &GroupPlan,
+    accs: &[Vec<f64>],
+    units: usize,
+    threads: usize,
+    team: bool,
+) -> usize {
     let acc_len: usize = accs.iter().map(Vec::len).sum();
-    if plan.parallel || accs.is_empty() || threads < 2 || plan.numel < PAR_MIN {
+    if plan.parallel || accs.is_empty() || threads < 2 || (plan.numel < PAR_MIN && !team) {
         return 1;
     }
     if acc_len * threads * 8 > plan.numel {
@@ -324,6 +383,7 @@ impl Ctx<'_> {
             copy: self.copy,
             chain: self.chain.clone(),
             rows: self.rows,
+            rows_contig: self.rows_contig.clone(),
         }
     }
 }
@@ -419,6 +479,21 @@ fn run_rows<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mut RegF
     for item in items {
         let row0 = item * per;
         let n = per.min(rows - row0);
+        if r == 2 {
+            // One dim of rows: no odometer.
+            for q in 0..n {
+                let i = (row0 + q) as i64;
+                for a in 0..na {
+                    offs[a * per + q] = plan.offsets[a] + i * plan.access_strides[a][0];
+                }
+                for k in 0..nr {
+                    red_offs[k * per + q] = i * plan.red_strides[k][0];
+                }
+            }
+            // SAFETY: as below.
+            unsafe { crate::tile::exec_rows::<FMA>(ctx, regs, &offs, &red_offs, per, n, last) };
+            continue;
+        }
         for q in 0..n {
             let mut rem = row0 + q;
             for a in 0..na {

@@ -57,6 +57,13 @@ fn set_on_this_thread() {
     write_csr(read_csr() | FTZ_DAZ);
 }
 
+/// Sets FTZ and DAZ on a worker thread as it starts (unless turned off), as rayon's workers.
+pub(crate) fn worker_start() {
+    if enabled() {
+        set_on_this_thread();
+    }
+}
+
 /// Builds rayon's global pool with workers that flush subnormals, once. Called before any
 /// region runs (at compile); if something built the pool first (only possible where this crate
 /// is linked as an rlib beside other rayon users), the workers keep their state.

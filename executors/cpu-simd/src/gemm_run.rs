@@ -13,9 +13,10 @@
 //! input 279 against 252, 256x1024x256 205 against 193, the rest within a few percent
 //! (sgemm 2048: 359 against 354; one thread 177).
 //!
-//! Small products stay on the calling thread ([`PAR_MIN`]): waking a parked rayon worker
-//! costs tens of microseconds on that machine, so a 256x128x128 product (about 45 us on one
-//! thread) took 80-100 us on two, whoever splits it.
+//! Medium products ([`TEAM_MIN`] to [`PAR_MIN`]) are cut the same way but run on the spinning
+//! team of `team.rs`, not rayon: waking a parked rayon worker costs tens of microseconds on
+//! that machine, so a 256x128x128 product (about 45 us on one thread) took 80-100 us on two
+//! through rayon. The smallest stay on the calling thread.
 use crate::decode::Ty;
 use crate::exec::Bufs;
 use crate::gemm_epi::EpiRun;
@@ -29,6 +30,14 @@ use rayon::prelude::*;
 /// Xeon above, 256x256x128 (2^23) ran at 153 GFLOP/s on two threads against 166 on one, and
 /// 256x256x256 (2^24) at 187-189 against 160.
 const PAR_MIN: usize = 1 << 24;
+
+/// From this many multiply-adds (a few microseconds on one core) up to [`PAR_MIN`] a product
+/// is cut into panels for the spinning team (`team.rs`), whose hand-off costs about a
+/// microsecond when the helper is awake, and at worst the caller runs every panel itself.
+/// 2^18 rather than 2^20 took the MLP step's three 256x128x10-sized products onto the team:
+/// median 279 -> 273 us over 4 interleaved runs (chrt).
+const TEAM_MIN: usize = 1 << 18;
+const TEAM_PANEL_MIN: usize = 1 << 17;
 
 /// A panel gets at least this many multiply-adds; a product gets fewer panels than threads
 /// rather than smaller ones.
@@ -154,20 +163,33 @@ impl<T: Real> Product<T> {
     /// As for [`Product::run_serial_epi`] with `c0 = 0`.
     pub(crate) unsafe fn run(&self, epi: Option<&EpiRun<T>>) {
         let work = self.m * self.n * self.k;
-        let threads = rayon::current_num_threads();
-        let panels = threads.min(work / PANEL_MIN);
-        if work < PAR_MIN || panels < 2 {
+        let (panels, team) = if work >= PAR_MIN {
+            (rayon::current_num_threads().min(work / PANEL_MIN), false)
+        } else if work >= TEAM_MIN && crate::team::usable() {
+            (crate::team::threads().min(work / TEAM_PANEL_MIN), true)
+        } else {
+            (1, false)
+        };
+        if panels < 2 {
             // SAFETY: forwarded from the caller.
             return unsafe { self.run_serial_epi(epi, 0) };
         }
-        let rows = split_rows(&self.a, &self.b, (self.m, self.k, self.n));
+        // On the team, row panels whenever there are two row blocks: the next stages read
+        // the output, and the helper's rows stay in its cache for its share of them. The MLP
+        // step took 273 us with row panels against 287 as `split_rows` picks and 304 with
+        // column panels (medians of 4 interleaved runs, chrt).
+        let rows = if team {
+            self.m >= 2 * ROW_ALIGN
+        } else {
+            split_rows(&self.a, &self.b, (self.m, self.k, self.n))
+        };
         let (len, align) = if rows {
             (self.m, ROW_ALIGN)
         } else {
             (self.n, COL_ALIGN)
         };
         let edges = panel_edges(len, panels, align);
-        edges.par_windows(2).for_each(|w| {
+        let panel = |w: &[usize]| {
             let (part, c0) = if rows {
                 (self.rows(w[0], w[1]), 0)
             } else {
@@ -176,7 +198,12 @@ impl<T: Real> Product<T> {
             // SAFETY: panels cover disjoint rows (columns) of `dst` and read inside the
             // caller's views.
             unsafe { part.run_serial_epi(epi, c0) }
-        });
+        };
+        if team {
+            crate::team::run(edges.len() - 1, &|p| panel(&edges[p..p + 2]));
+        } else {
+            edges.par_windows(2).for_each(panel);
+        }
     }
 }
 

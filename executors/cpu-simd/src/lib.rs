@@ -58,6 +58,7 @@ mod sdpa;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 mod stages;
+mod team;
 mod tile;
 #[cfg(target_arch = "x86_64")]
 mod vmath;

@@ -166,6 +166,18 @@ unsafe fn float_ins<T: Real, const FMA: bool>(file: *mut T, b8: *mut u8, ins: &I
                 src(file, b, len, lit),
             ),
             Ins::Compare { op, dst, a, b, .. } => match (a, b) {
+                // A literal this type holds exactly (a ReLU's 0.0) compares the same in it as
+                // in f64, without widening every element.
+                (Src::Reg(_), Src::Lit(Lit::F(v))) | (Src::Lit(Lit::F(v)), Src::Reg(_))
+                    if T::exact(v) =>
+                {
+                    kernels::compare(
+                        op,
+                        reg(b8, dst, len),
+                        src(file, a, len, lit),
+                        src(file, b, len, lit),
+                    )
+                }
                 (Src::Reg(x), Src::Lit(l)) => kernels::compare_wide(
                     op,
                     reg(b8, dst, len),
@@ -242,6 +254,27 @@ unsafe fn exec<const FMA: bool>(
     unsafe {
         for ins in &ctx.plan.ins {
             match *ins {
+                Ins::Load { ty, dst, acc } if rows.is_some() && ctx.rows_contig[acc] => {
+                    // The tile's rows are one contiguous run (see `Ctx::rows_contig`).
+                    let (per, _) = rows.unwrap_or((1, len));
+                    let (b, o) = (ctx.base[acc], offs[acc * per]);
+                    match ty {
+                        Ty::F32 => load(b, o, 1, reg(f32p, dst, len), false),
+                        Ty::F64 => load(b, o, 1, reg(f64p, dst, len), false),
+                        Ty::B8 => load(b, o, 1, reg(b8p, dst, len), false),
+                        Ty::I64 => load(b, o, 1, reg(i64p, dst, len), false),
+                    }
+                }
+                Ins::Store { ty, src: r, acc } if rows.is_some() && ctx.rows_contig[acc] => {
+                    let (per, _) = rows.unwrap_or((1, len));
+                    let (b, o, st) = (ctx.base[acc], offs[acc * per], ctx.stream);
+                    match ty {
+                        Ty::F32 => store::<_, FMA>(b, o, 1, rd(f32p, r, len), st),
+                        Ty::F64 => store::<_, FMA>(b, o, 1, rd(f64p, r, len), st),
+                        Ty::B8 => store::<_, FMA>(b, o, 1, rd(b8p, r, len), st),
+                        Ty::I64 => store::<_, FMA>(b, o, 1, rd(i64p, r, len), st),
+                    }
+                }
                 Ins::Load { ty, dst, acc } if rows.is_some() => {
                     let (per, w) = rows.unwrap_or((1, len));
                     let (b, s) = (ctx.base[acc], ctx.last[acc]);

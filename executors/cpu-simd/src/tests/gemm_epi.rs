@@ -144,6 +144,11 @@ fn bias_and_relu_run_on_the_product_bit_for_bit() {
     check(&[], (5, 3, 7));
     check(&[], (64, 33, 10));
     check(&[2, 3], (4, 6, 9));
+    // On the team (2^18 to 2^24 multiply-adds): row panels, and column panels (each taking
+    // its own part of the bias) when the rows are too few.
+    check(&[], (256, 128, 128));
+    check(&[], (200, 64, 130));
+    check(&[], (40, 128, 256));
     // Threaded: 2^24 multiply-adds and more, cut into column and row panels.
     check(&[], (256, 256, 300));
     check(&[], (600, 256, 128));

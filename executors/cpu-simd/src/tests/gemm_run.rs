@@ -86,3 +86,48 @@ fn panels_match_one_call() {
         }
     }
 }
+
+/// Products of the team's range (2^18 to 2^24 multiply-adds), run from a thread outside rayon
+/// as a region runs, against one single-threaded call: row panels, and column panels when the
+/// rows are too few, overwriting and accumulating. Small integer
+/// operands make every order of summation exact.
+#[test]
+fn team_panels_match_one_call() {
+    for &(m, k, n, ta, tb) in &[
+        (256, 128, 128, false, true),
+        (256, 64, 128, false, false),
+        (128, 256, 128, true, false),
+        (250, 70, 90, false, false),
+        // Too few rows for two row panels: column panels.
+        (40, 256, 256, false, true),
+    ] {
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 11) as f32 - 5.0).collect();
+        let init: Vec<f32> = (0..m * n).map(|i| (i % 3) as f32).collect();
+        for read_dst in [false, true] {
+            let mut want = init.clone();
+            let mut p = Product {
+                m,
+                n,
+                k,
+                a: view(&a, m, k, ta),
+                b: view(&b, k, n, tb),
+                dst: want.as_mut_ptr(),
+                ld: n as isize,
+                read_dst,
+            };
+            // SAFETY: the views and outputs are the vectors above, sized m*k, k*n and m*n.
+            unsafe { p.run_serial() };
+            for round in 0..3 {
+                let mut got = init.clone();
+                p.dst = got.as_mut_ptr();
+                // SAFETY: as above.
+                unsafe { p.run(None) };
+                assert_eq!(
+                    want, got,
+                    "m {m} k {k} n {n} read_dst {read_dst} round {round}"
+                );
+            }
+        }
+    }
+}

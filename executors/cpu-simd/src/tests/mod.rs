@@ -5,6 +5,7 @@ mod attn;
 mod chain;
 mod conv;
 mod conv_bench;
+mod fold_rows;
 mod ftz;
 mod gemm_epi;
 mod gemm_fold;
