@@ -6,6 +6,7 @@ mod chain;
 mod conv;
 mod conv_bench;
 mod ftz;
+pub(crate) mod gelu_bench;
 mod gemm_epi;
 mod gemm_fold;
 mod gemm_run;
