@@ -17,6 +17,10 @@ use thunder_torch as ltorch;
 pub struct Weights {
     pub declared: HashMap<String, Tensor>,
     pub missing: Vec<(String, Arc<Array>)>,
+    /// MatMul outputs computed as one 2-d product on flattened rows (then reshaped): the
+    /// product, by the output's name, so that a bias Add reading the output can add to the
+    /// product itself (see `elementwise::add`).
+    pub flat_products: HashMap<String, Tensor>,
 }
 
 pub struct NodeCtx<'a> {

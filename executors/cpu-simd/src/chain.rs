@@ -6,6 +6,12 @@
 //! through all ops in vector registers, read straight from the sources and written straight
 //! into the outputs, so the loads of the next block overlap the arithmetic of this one.
 //!
+//! A group whose values do not form one running chain (GELU reads its input twice: `y *
+//! (1 + erf(y / sqrt 2))`) but whose instructions all have vector forms runs as a *program*
+//! instead: the group's own instructions, interpreted per block on a small file of vector
+//! registers (`MAX_REGS` blocks on the stack, in L1), so a long step such as erf still runs
+//! at full width with no tile of memory between its operations.
+//!
 //! The loop is compiled for AVX-512 (16 lanes) and AVX2+FMA (8 lanes), picked by
 //! `exec::isa_level`; every step rounds exactly as the tile path's kernel for it does (see
 //! `simd.rs`, `vmath.rs`), so which path runs a group never changes its result.
@@ -56,20 +62,67 @@ pub(crate) enum Step {
         splat: bool,
         first: bool,
     },
+    Unary(Un),
+    /// Stores `x` into access `acc` (contiguous).
+    Store(usize),
+}
+
+/// The unary ops with a vector form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Un {
     Neg,
     Abs,
     Sqrt,
     Reciprocal,
     Tanh,
-    /// Stores `x` into access `acc` (contiguous).
-    Store(usize),
+    Exp,
+    Erf,
 }
 
-/// A chain: the access it loads and its steps.
+/// An operand of a program instruction: a register or an f32 literal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Val {
+    Reg(u8),
+    Lit(f32),
+}
+
+/// One instruction of a program (registers index the program's register file).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Vi {
+    /// Access `acc` into `dst`: contiguous, or one value per row when `splat`.
+    Load {
+        dst: u8,
+        acc: usize,
+        splat: bool,
+    },
+    Unary {
+        op: Un,
+        dst: u8,
+        a: u8,
+    },
+    Binary {
+        op: Arith,
+        dst: u8,
+        a: Val,
+        b: Val,
+    },
+    /// `src` into access `acc` (contiguous).
+    Store {
+        src: u8,
+        acc: usize,
+    },
+}
+
+/// The most f32 registers a program may use: 8 blocks of 64 floats (2 KB of stack).
+const MAX_REGS: usize = 8;
+
+/// How a group runs in vector registers.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Chain {
-    pub(crate) load: usize,
-    pub(crate) steps: Vec<Step>,
+pub(crate) enum Chain {
+    /// One running value: the access it loads and its steps.
+    Line { load: usize, steps: Vec<Step> },
+    /// The group's instructions on a register file.
+    Prog(Vec<Vi>),
 }
 
 fn lit_f32(l: Lit) -> Option<f32> {
@@ -89,13 +142,15 @@ fn lit_step(op: BinaryOp, l: Lit, first: bool) -> Option<Step> {
     })
 }
 
-fn unary_step(op: UnaryOp) -> Option<Step> {
+fn un(op: UnaryOp) -> Option<Un> {
     Some(match op {
-        UnaryOp::Neg => Step::Neg,
-        UnaryOp::Abs => Step::Abs,
-        UnaryOp::Sqrt => Step::Sqrt,
-        UnaryOp::Reciprocal => Step::Reciprocal,
-        UnaryOp::Tanh => Step::Tanh,
+        UnaryOp::Neg => Un::Neg,
+        UnaryOp::Abs => Un::Abs,
+        UnaryOp::Sqrt => Un::Sqrt,
+        UnaryOp::Reciprocal => Un::Reciprocal,
+        UnaryOp::Tanh => Un::Tanh,
+        UnaryOp::Exp => Un::Exp,
+        UnaryOp::Erf => Un::Erf,
         // The others have no vector form here and keep the tile path.
         _ => return None,
     })
@@ -175,7 +230,7 @@ impl Builder<'_> {
                 op,
                 dst,
                 a,
-            } if self.is_cur(a) => self.written(dst, unary_step(op)?),
+            } if self.is_cur(a) => self.written(dst, Step::Unary(un(op)?)),
             Ins::Binary {
                 ty: Ty::F32,
                 op,
@@ -215,12 +270,17 @@ impl Builder<'_> {
     }
 }
 
-/// The chain a group's program is, if it is one whose every step has a vector form; `last` is
-/// each access's stride along the tiled dim.
+/// How a group runs in vector registers, if every instruction has a vector form: as one
+/// chain where it is one, else as a program; `last` is each access's stride along the tiled
+/// dim.
 pub(crate) fn chain_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
     if !plan.reductions.is_empty() {
         return None;
     }
+    line_of(plan, last).or_else(|| prog_of(plan, last))
+}
+
+fn line_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
     let mut b = Builder {
         last,
         loaded: Vec::new(),
@@ -235,10 +295,70 @@ pub(crate) fn chain_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
     b.steps
         .iter()
         .any(|s| matches!(s, Step::Store(_)))
-        .then_some(Chain {
+        .then_some(Chain::Line {
             load,
             steps: b.steps,
         })
+}
+
+/// The group's instructions as a program: f32 only, contiguous or per-row loads, contiguous
+/// stores, ops with vector forms, f32 literals, registers below `MAX_REGS` (they are the
+/// group's own register numbers, already allocated so that a destination never overwrites a
+/// value still to be read).
+fn prog_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
+    let reg = |r: u32| (r < MAX_REGS as u32).then_some(r as u8);
+    let val = |s: &Src| match *s {
+        Src::Reg(r) => reg(r).map(Val::Reg),
+        Src::Lit(l) => lit_f32(l).map(Val::Lit),
+    };
+    let mut prog = Vec::with_capacity(plan.ins.len());
+    for i in &plan.ins {
+        prog.push(match i {
+            Ins::Load {
+                ty: Ty::F32,
+                dst,
+                acc,
+            } if matches!(last[*acc], 0 | 1) => Vi::Load {
+                dst: reg(*dst)?,
+                acc: *acc,
+                splat: last[*acc] == 0,
+            },
+            Ins::Store {
+                ty: Ty::F32,
+                src,
+                acc,
+            } if last[*acc] == 1 => Vi::Store {
+                src: reg(*src)?,
+                acc: *acc,
+            },
+            Ins::Unary {
+                ty: Ty::F32,
+                op,
+                dst,
+                a,
+            } => Vi::Unary {
+                op: un(*op)?,
+                dst: reg(*dst)?,
+                a: reg(*a)?,
+            },
+            Ins::Binary {
+                ty: Ty::F32,
+                op,
+                dst,
+                a,
+                b,
+            } => Vi::Binary {
+                op: Arith::of(*op)?,
+                dst: reg(*dst)?,
+                a: val(a)?,
+                b: val(b)?,
+            },
+            _ => return None,
+        });
+    }
+    prog.iter()
+        .any(|i| matches!(i, Vi::Store { .. }))
+        .then_some(Chain::Prog(prog))
 }
 
 /// How far ahead (bytes) a large group's sources are prefetched.
@@ -305,11 +425,15 @@ unsafe fn run_v<V: crate::simd::Vf32, const K: usize>(
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
         let ptr = |acc: usize| (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
-        let src = ptr(chain.load) as *const f32;
+        let (load, steps) = match chain {
+            Chain::Line { load, steps } => (*load, steps),
+            Chain::Prog(prog) => return run_prog::<V, K>(ctx, prog, offs, len),
+        };
+        let src = ptr(load) as *const f32;
         // Non-temporal stores need aligned destinations; they go around the caches for
         // groups far larger than them (`exec::STREAM_MIN`).
         let stream = ctx.stream
-            && chain.steps.iter().all(|s| match *s {
+            && steps.iter().all(|s| match *s {
                 Step::Store(acc) => (ptr(acc) as usize).is_multiple_of(V::LANES * 4),
                 _ => true,
             });
@@ -327,7 +451,7 @@ unsafe fn run_v<V: crate::simd::Vf32, const K: usize>(
             for (k, v) in x.iter_mut().enumerate() {
                 *v = V::load(src.add(o + V::LANES * k));
             }
-            steps::<V, K>(ctx, chain, offs, &mut x, At::Full { o, stream });
+            run_steps::<V, K>(ctx, steps, offs, &mut x, At::Full { o, stream });
         }
         let o = blocks * BLOCK;
         let n = len - o;
@@ -338,7 +462,177 @@ unsafe fn run_v<V: crate::simd::Vf32, const K: usize>(
             for (k, v) in x.iter_mut().enumerate() {
                 *v = V::load(buf.as_ptr().add(V::LANES * k));
             }
-            steps::<V, K>(ctx, chain, offs, &mut x, At::Tail { o, n });
+            run_steps::<V, K>(ctx, steps, offs, &mut x, At::Tail { o, n });
+        }
+    }
+}
+
+/// A unary op on one vector.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
+    use crate::vmath;
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        match op {
+            Un::Neg => V::neg(v),
+            Un::Abs => V::abs(v),
+            Un::Sqrt => V::sqrt(v),
+            Un::Reciprocal => V::div(V::splat(1.0), v),
+            Un::Tanh => vmath::tanh(v),
+            Un::Exp => vmath::exp(v),
+            Un::Erf => vmath::erf(v),
+        }
+    }
+}
+
+/// Loads a block of access `p` (contiguous) at `at`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn load_block<V: crate::simd::Vf32, const K: usize>(
+    p: *const f32,
+    at: At,
+    prefetch: bool,
+) -> [V; K] {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    // SAFETY (whole fn): forwarded from the caller: the block is inside the buffer.
+    unsafe {
+        let mut y = [V::splat(0.0); K];
+        match at {
+            At::Full { o, .. } => {
+                if prefetch {
+                    let ahead = (p.add(o) as *const i8).wrapping_add(PREFETCH);
+                    for l in 0..4 {
+                        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l));
+                    }
+                }
+                for (k, v) in y.iter_mut().enumerate() {
+                    *v = V::load(p.add(o + V::LANES * k));
+                }
+            }
+            At::Tail { o, n } => {
+                let mut buf = [0f32; BLOCK];
+                std::ptr::copy_nonoverlapping(p.add(o), buf.as_mut_ptr(), n);
+                for (k, v) in y.iter_mut().enumerate() {
+                    *v = V::load(buf.as_ptr().add(V::LANES * k));
+                }
+            }
+        }
+        y
+    }
+}
+
+/// Stores a block into access `p` (contiguous) at `at`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn store_block<V: crate::simd::Vf32, const K: usize>(p: *mut f32, x: &[V; K], at: At) {
+    // SAFETY (whole fn): forwarded from the caller: the block is inside the buffer, aligned
+    // when streamed.
+    unsafe {
+        match at {
+            At::Full { o, stream: true } => {
+                for (k, v) in x.iter().enumerate() {
+                    V::stream(p.add(o + V::LANES * k), *v);
+                }
+            }
+            At::Full { o, stream: false } => {
+                for (k, v) in x.iter().enumerate() {
+                    V::store(p.add(o + V::LANES * k), *v);
+                }
+            }
+            At::Tail { o, n } => {
+                let mut buf = [0f32; BLOCK];
+                for (k, v) in x.iter().enumerate() {
+                    V::store(buf.as_mut_ptr().add(V::LANES * k), *v);
+                }
+                std::ptr::copy_nonoverlapping(buf.as_ptr(), p.add(o), n);
+            }
+        }
+    }
+}
+
+/// Runs a program over `len` elements, block by block, on a register file of `MAX_REGS`
+/// blocks.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn run_prog<V: crate::simd::Vf32, const K: usize>(
+    ctx: &Ctx<'_>,
+    prog: &[Vi],
+    offs: &[i64],
+    len: usize,
+) {
+    // SAFETY (whole fn): forwarded from `run_v`: every pointer is inside its buffer.
+    unsafe {
+        let ptr = |acc: usize| (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
+        let stream = ctx.stream
+            && prog.iter().all(|i| match *i {
+                Vi::Store { acc, .. } => (ptr(acc) as usize).is_multiple_of(V::LANES * 4),
+                _ => true,
+            });
+        let mut regs = [[V::splat(0.0); K]; MAX_REGS];
+        let blocks = len / BLOCK;
+        for b in 0..blocks {
+            let at = At::Full {
+                o: b * BLOCK,
+                stream,
+            };
+            prog_block::<V, K>(ctx, prog, offs, &mut regs, at);
+        }
+        let o = blocks * BLOCK;
+        if len > o {
+            prog_block::<V, K>(ctx, prog, offs, &mut regs, At::Tail { o, n: len - o });
+        }
+    }
+}
+
+/// One block of a program. A function rather than a closure: a closure is compiled without
+/// the caller's target features, and its vector operations would be calls.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn prog_block<V: crate::simd::Vf32, const K: usize>(
+    ctx: &Ctx<'_>,
+    prog: &[Vi],
+    offs: &[i64],
+    regs: &mut [[V; K]; MAX_REGS],
+    at: At,
+) {
+    use crate::simd::arith;
+    // SAFETY (whole fn): forwarded from `run_prog`.
+    unsafe {
+        for i in prog {
+            match *i {
+                Vi::Load { dst, acc, splat } => {
+                    let p = (ctx.base[acc] as *const f32).offset(offs[acc] as isize);
+                    regs[dst as usize] = if splat {
+                        [V::splat(*p); K]
+                    } else {
+                        load_block::<V, K>(p, at, ctx.stream)
+                    };
+                }
+                Vi::Unary { op, dst, a } => {
+                    let x = regs[a as usize];
+                    for (d, x) in regs[dst as usize].iter_mut().zip(x) {
+                        *d = unary(op, x);
+                    }
+                }
+                Vi::Binary { op, dst, a, b } => {
+                    let x = match a {
+                        Val::Reg(r) => regs[r as usize],
+                        Val::Lit(c) => [V::splat(c); K],
+                    };
+                    let y = match b {
+                        Val::Reg(r) => regs[r as usize],
+                        Val::Lit(c) => [V::splat(c); K],
+                    };
+                    for ((d, x), y) in regs[dst as usize].iter_mut().zip(x).zip(y) {
+                        *d = arith(op, x, y);
+                    }
+                }
+                Vi::Store { src, acc } => {
+                    let p = (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
+                    store_block::<V, K>(p, &regs[src as usize], at);
+                }
+            }
         }
     }
 }
@@ -346,19 +640,18 @@ unsafe fn run_v<V: crate::simd::Vf32, const K: usize>(
 /// Runs every step on one block `x`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn steps<V: crate::simd::Vf32, const K: usize>(
+unsafe fn run_steps<V: crate::simd::Vf32, const K: usize>(
     ctx: &Ctx<'_>,
-    chain: &Chain,
+    steps: &[Step],
     offs: &[i64],
     x: &mut [V; K],
     at: At,
 ) {
     use crate::simd::arith;
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
     // SAFETY (whole fn): forwarded from `run_v`: every pointer is inside its buffer.
     unsafe {
         let ptr = |acc: usize| (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
-        for s in &chain.steps {
+        for s in steps {
             match *s {
                 Step::Lit { op, c, first } => {
                     let c = V::splat(c);
@@ -382,31 +675,11 @@ unsafe fn steps<V: crate::simd::Vf32, const K: usize>(
                     first,
                 } => {
                     let p = ptr(acc) as *const f32;
-                    let mut y = [V::splat(0.0); K];
-                    if splat {
-                        y = [V::splat(*p); K];
+                    let y = if splat {
+                        [V::splat(*p); K]
                     } else {
-                        match at {
-                            At::Full { o, .. } => {
-                                if ctx.stream {
-                                    let ahead = (p.add(o) as *const i8).wrapping_add(PREFETCH);
-                                    for l in 0..4 {
-                                        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l));
-                                    }
-                                }
-                                for (k, v) in y.iter_mut().enumerate() {
-                                    *v = V::load(p.add(o + V::LANES * k));
-                                }
-                            }
-                            At::Tail { o, n } => {
-                                let mut buf = [0f32; BLOCK];
-                                std::ptr::copy_nonoverlapping(p.add(o), buf.as_mut_ptr(), n);
-                                for (k, v) in y.iter_mut().enumerate() {
-                                    *v = V::load(buf.as_ptr().add(V::LANES * k));
-                                }
-                            }
-                        }
-                    }
+                        load_block::<V, K>(p, at, ctx.stream)
+                    };
                     for (v, y) in x.iter_mut().zip(y) {
                         *v = if first {
                             arith(op, y, *v)
@@ -415,54 +688,12 @@ unsafe fn steps<V: crate::simd::Vf32, const K: usize>(
                         };
                     }
                 }
-                Step::Neg => {
+                Step::Unary(op) => {
                     for v in x.iter_mut() {
-                        *v = V::neg(*v);
+                        *v = unary(op, *v);
                     }
                 }
-                Step::Abs => {
-                    for v in x.iter_mut() {
-                        *v = V::abs(*v);
-                    }
-                }
-                Step::Sqrt => {
-                    for v in x.iter_mut() {
-                        *v = V::sqrt(*v);
-                    }
-                }
-                Step::Reciprocal => {
-                    let one = V::splat(1.0);
-                    for v in x.iter_mut() {
-                        *v = V::div(one, *v);
-                    }
-                }
-                Step::Tanh => {
-                    for v in x.iter_mut() {
-                        *v = crate::vmath::tanh(*v);
-                    }
-                }
-                Step::Store(acc) => {
-                    let p = ptr(acc);
-                    match at {
-                        At::Full { o, stream: true } => {
-                            for (k, v) in x.iter().enumerate() {
-                                V::stream(p.add(o + V::LANES * k), *v);
-                            }
-                        }
-                        At::Full { o, stream: false } => {
-                            for (k, v) in x.iter().enumerate() {
-                                V::store(p.add(o + V::LANES * k), *v);
-                            }
-                        }
-                        At::Tail { o, n } => {
-                            let mut buf = [0f32; BLOCK];
-                            for (k, v) in x.iter().enumerate() {
-                                V::store(buf.as_mut_ptr().add(V::LANES * k), *v);
-                            }
-                            std::ptr::copy_nonoverlapping(buf.as_ptr(), p.add(o), n);
-                        }
-                    }
-                }
+                Step::Store(acc) => store_block::<V, K>(ptr(acc), x, at),
             }
         }
     }

@@ -217,7 +217,7 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             ctx.chain = crate::chain::chain_of(plan, &ctx.last);
             if trace() {
                 if let Some(c) = &ctx.chain {
-                    eprintln!("cpu-simd group runs as a chain: {:?}", c.steps);
+                    eprintln!("cpu-simd group runs as a chain: {c:?}");
                 }
             }
         }

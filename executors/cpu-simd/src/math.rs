@@ -36,32 +36,37 @@ fn pow2(k: i32) -> f32 {
     f32::from_bits((k.wrapping_add(127) as u32) << 23)
 }
 
+/// 1.5 * 2^23: adding it rounds an f32 below 2^22 to an integer (ties to even).
+pub(crate) const MAGIC: f32 = 12_582_912.0;
+/// Cody-Waite: ln 2 split so that n * LN2_HI is exact.
+pub(crate) const LN2_HI: f32 = 0.693_359_4;
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
+/// exp(r) = 1 + r + r^2 P(r) on |r| <= ln2/2 (Cephes expf).
+pub(crate) const EXP_P: [f32; 6] = [
+    1.987_569_1e-4,
+    1.398_199_9e-3,
+    8.333_452e-3,
+    4.166_579_6e-2,
+    1.666_666_5e-1,
+    5.000_000_1e-1,
+];
+/// exp's clamp: n stays in [-150, 128].
+pub(crate) const EXP_LO: f32 = -104.0;
+pub(crate) const EXP_HI: f32 = 89.0;
+
 #[inline(always)]
 pub(crate) fn exp<const FMA: bool>(x: f32) -> f32 {
     // Clamping keeps n in [-150, 128], so the two power-of-two factors below stay normal and
     // the product overflows to inf or underflows through the subnormals with one rounding.
-    let xc = x.clamp(-104.0, 89.0);
-    const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer (ties to even)
+    let xc = x.clamp(EXP_LO, EXP_HI);
     let t = xc * std::f32::consts::LOG2_E + MAGIC;
     let n = t - MAGIC;
     // n as an integer, read from the low mantissa bits of `t` (exact for |n| < 2^22): an `as`
     // cast would saturate and map NaN to 0, which LLVM does not vectorize. For NaN the value
     // is garbage and the result is replaced below.
     let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
-    // Cody-Waite: ln 2 split so that n * LN2_HI is exact.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
     let r = fma::<FMA>(n, -LN2_LO, fma::<FMA>(n, -LN2_HI, xc));
-    // exp(r) on |r| <= ln2/2 (Cephes expf).
-    const P: [f32; 6] = [
-        1.987_569_1e-4,
-        1.398_199_9e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        1.666_666_5e-1,
-        5.000_000_1e-1,
-    ];
-    let p = fma::<FMA>(r * r, poly::<FMA, 6>(r, &P), r + 1.0);
+    let p = fma::<FMA>(r * r, poly::<FMA, 6>(r, &EXP_P), r + 1.0);
     let n1 = ni >> 1;
     let y = p * pow2(n1) * pow2(ni.wrapping_sub(n1));
     if x.is_nan() {
@@ -117,25 +122,31 @@ pub(crate) fn log<const FMA: bool>(x: f32) -> f32 {
 /// 11 multiply-adds and one division, about half the work of `1 - 2 / (e^2|x| + 1)` with a
 /// polynomial for small |x| (both computed for every lane, then selected). The cost is
 /// accuracy: within 5 ulp with fused multiply-adds and 7 without (2 before), which
-/// `tests/math.rs` checks over every f32 step of the range.
+/// `tests/math.rs` checks over every 61st f32 of the range.
+///
+/// Evaluated on |x| with the sign put back at the end (one operation on AVX-512), and with
+/// no small-|x| case: 4 vector operations fewer than clamping x on both sides and selecting
+/// twice (as before), with the same bits from 4e-4 on (rounding is symmetric in the sign).
+/// Both polynomials are the fit's times 256, which changes no bit of `P / Q` (a power of two)
+/// but moves their constant terms from 0.0049 to 1.25: `|x| P(0)` no longer loses bits for
+/// subnormal |x|, and tiny |x| come out within 3 ulp of x (`|x| P(0) / Q(0)`, with P(0) /
+/// Q(0) = 1 - 1.3e-7 in the fit) where a case of their own returned x. The clamp stays: the
+/// fit is within half an ulp of tanh up to 9.1 in exact arithmetic, but evaluated in f32 it
+/// can exceed 1 past 9.
 #[inline(always)]
 pub(crate) fn tanh<const FMA: bool>(x: f32) -> f32 {
     let z = x.abs();
-    let xc = x.clamp(-TANH_CLAMP, TANH_CLAMP);
-    let s = xc * xc;
-    let r = poly::<FMA, 7>(s, &TANH_P) * xc / poly::<FMA, 4>(s, &TANH_Q);
-    let r = if z >= TANH_BIG { 1f32.copysign(x) } else { r };
-    // Below `TANH_SMALL` tanh(x) is x within half an ulp (the fit's tiny values lose bits
-    // there); a NaN fails the comparison and is returned as it came.
-    if z >= TANH_SMALL {
-        r
-    } else {
-        x
-    }
+    // Written as `minps(CLAMP, z)` computes it, so that a NaN passes (`f32::min` would not).
+    let zc = if TANH_CLAMP < z { TANH_CLAMP } else { z };
+    let s = zc * zc;
+    let r = poly::<FMA, 7>(s, &TANH_P) * zc / poly::<FMA, 4>(s, &TANH_Q);
+    // A NaN fails the comparison and stays NaN.
+    let r = if z >= TANH_BIG { 1.0 } else { r };
+    r.copysign(x)
 }
 
-/// tanh's numerator and denominator, in x^2 (shared with `vmath.rs`).
-pub(crate) const TANH_P: [f32; 7] = [
+/// The fit's numerator and denominator, in x^2.
+const TANH_P_FIT: [f32; 7] = [
     -2.76076847742355e-16,
     2.00018790482477e-13,
     -8.60467152213735e-11,
@@ -144,50 +155,66 @@ pub(crate) const TANH_P: [f32; 7] = [
     6.37261928875436e-04,
     4.89352455891786e-03,
 ];
-pub(crate) const TANH_Q: [f32; 4] = [
+const TANH_Q_FIT: [f32; 4] = [
     1.19825839466702e-06,
     1.18534705686654e-04,
     2.26843463243900e-03,
     4.89352518554385e-03,
 ];
+
+/// Each coefficient times a power of two (exact).
+const fn scaled<const N: usize>(c: [f32; N], by: f32) -> [f32; N] {
+    let mut out = c;
+    let mut i = 0;
+    while i < N {
+        out[i] = c[i] * by;
+        i += 1;
+    }
+    out
+}
+
+/// tanh's numerator and denominator as evaluated (shared with `vmath.rs`): the fit's, times
+/// 256.
+pub(crate) const TANH_P: [f32; 7] = scaled(TANH_P_FIT, 256.0);
+pub(crate) const TANH_Q: [f32; 4] = scaled(TANH_Q_FIT, 256.0);
 /// The fit reaches 1 - 2^-22 at this |x| and is held there; from `TANH_BIG` on tanh rounds
 /// to 1.
 pub(crate) const TANH_CLAMP: f32 = 7.905_311;
 pub(crate) const TANH_BIG: f32 = 9.1;
-pub(crate) const TANH_SMALL: f32 = 4e-4;
+
+/// |x| < 1: x P(x^2), a Chebyshev fit of erf(x)/x in x^2 (max error 1.2e-9).
+pub(crate) const ERF_S: [f32; 7] = [
+    7.875_875e-5,
+    -8.016_864_3e-4,
+    5.189_087_4e-3,
+    -2.685_421_2e-2,
+    1.128_359_5e-1,
+    -3.761_262_7e-1,
+    1.128_379_2,
+];
+/// 1 <= |x| < 4: 1 - exp(-x^2) Q(|x| - 2.5), Q a Chebyshev fit of erfc(x) e^(x^2) centred
+/// on [1, 4] (max error 1e-8); beyond 4 erf is 1 in f32.
+pub(crate) const ERF_L: [f32; 12] = [
+    -4.123_142_8e-7,
+    1.669_836_8e-6,
+    -3.834_632_2e-6,
+    1.436_468_2e-5,
+    -5.932_730_3e-5,
+    2.129_504_7e-4,
+    -7.333_448_8e-4,
+    2.466e-3,
+    -8.001_617e-3,
+    2.493_819_9e-2,
+    -7.434_734_5e-2,
+    2.108_063_6e-1,
+];
 
 #[inline(always)]
 pub(crate) fn erf<const FMA: bool>(x: f32) -> f32 {
     let z = x.abs();
-    // |x| < 1: x P(x^2), a Chebyshev fit of erf(x)/x in x^2 (max error 1.2e-9).
-    const S: [f32; 7] = [
-        7.875_875e-5,
-        -8.016_864_3e-4,
-        5.189_087_4e-3,
-        -2.685_421_2e-2,
-        1.128_359_5e-1,
-        -3.761_262_7e-1,
-        1.128_379_2,
-    ];
-    let small = x * poly::<FMA, 7>(x * x, &S);
-    // 1 <= |x| < 4: 1 - exp(-x^2) Q(|x| - 2.5), Q a Chebyshev fit of erfc(x) e^(x^2) centred
-    // on [1, 4] (max error 1e-8); beyond 4 erf is 1 in f32.
-    const L: [f32; 12] = [
-        -4.123_142_8e-7,
-        1.669_836_8e-6,
-        -3.834_632_2e-6,
-        1.436_468_2e-5,
-        -5.932_730_3e-5,
-        2.129_504_7e-4,
-        -7.333_448_8e-4,
-        2.466e-3,
-        -8.001_617e-3,
-        2.493_819_9e-2,
-        -7.434_734_5e-2,
-        2.108_063_6e-1,
-    ];
+    let small = x * poly::<FMA, 7>(x * x, &ERF_S);
     let zc = z.min(4.0);
-    let large = 1.0 - exp::<FMA>(-(zc * zc)) * poly::<FMA, 12>(zc - 2.5, &L);
+    let large = 1.0 - exp::<FMA>(-(zc * zc)) * poly::<FMA, 12>(zc - 2.5, &ERF_L);
     let large = if z >= 4.0 { 1.0 } else { large };
     // NaN fails `z >= 1` and takes the small branch, which propagates it.
     if z >= 1.0 {

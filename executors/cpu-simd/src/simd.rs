@@ -24,7 +24,8 @@ pub(crate) trait Vf32: Copy {
     unsafe fn div(a: Self, b: Self) -> Self;
     /// `a / b` for finite, normal `b`, faithfully rounded (within an ulp of the correctly
     /// rounded quotient, nearly always equal to it): for a division inside a longer formula
-    /// whose error bound allows it, where the division instruction would set the pace.
+    /// whose error bound allows it, where the division instruction would set the pace. Other
+    /// `b` give some value (no trap), for lanes the caller then replaces.
     unsafe fn div_approx(a: Self, b: Self) -> Self;
     /// `a * b + c` with one rounding.
     unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
@@ -36,8 +37,18 @@ pub(crate) trait Vf32: Copy {
     unsafe fn clamp(x: Self, lo: f32, hi: f32) -> Self;
     /// Per lane: `a >= b ? t : f` (false for NaN).
     unsafe fn select_ge(a: Self, b: Self, t: Self, f: Self) -> Self;
-    /// `1.0` with the sign of `x`.
-    unsafe fn one_signed(x: Self) -> Self;
+    /// `r.copysign(x)` for `r` whose sign bit is clear (+0.0, positive, or a positive NaN):
+    /// ORs in `x`'s sign bit.
+    unsafe fn or_sign(r: Self, x: Self) -> Self;
+    /// `x.min(c)` for a `c` that is not NaN (a NaN `x` gives `c`, as in std).
+    unsafe fn min_lit(x: Self, c: f32) -> Self;
+    /// `if c < x { c } else { x }`: the minimum, a NaN `x` passing through.
+    unsafe fn min_nan(x: Self, c: f32) -> Self;
+    /// Per lane: `x` where `x` is NaN, else `y`.
+    unsafe fn keep_nan(x: Self, y: Self) -> Self;
+    /// `p * 2^n` for integral `n` in [-150, 128], rounded once: `math::exp`'s
+    /// `p * pow2(n1) * pow2(n - n1)`, whose first product is exact, so the same bits.
+    unsafe fn scale_pow2(p: Self, n: Self) -> Self;
 }
 
 /// `a op b` in f32.
@@ -139,12 +150,32 @@ impl Vf32 for V512 {
         V512(_mm512_mask_blend_ps(m, f.0, t.0))
     }
     #[inline(always)]
-    unsafe fn one_signed(x: Self) -> Self {
-        let sign = _mm512_and_si512(_mm512_castps_si512(x.0), _mm512_set1_epi32(i32::MIN));
-        V512(_mm512_castsi512_ps(_mm512_or_si512(
-            sign,
-            _mm512_castps_si512(_mm512_set1_ps(1.0)),
+    unsafe fn or_sign(r: Self, x: Self) -> Self {
+        // One ternary-logic op: r | (x & sign), truth table 0xF8 for (A, B, C) = (r, x, sign).
+        V512(_mm512_castsi512_ps(_mm512_ternarylogic_epi32::<0xF8>(
+            _mm512_castps_si512(r.0),
+            _mm512_castps_si512(x.0),
+            _mm512_set1_epi32(i32::MIN),
         )))
+    }
+    #[inline(always)]
+    unsafe fn min_lit(x: Self, c: f32) -> Self {
+        // minps returns its second operand when either is NaN: `c` goes second.
+        V512(_mm512_min_ps(x.0, _mm512_set1_ps(c)))
+    }
+    #[inline(always)]
+    unsafe fn min_nan(x: Self, c: f32) -> Self {
+        V512(_mm512_min_ps(_mm512_set1_ps(c), x.0))
+    }
+    #[inline(always)]
+    unsafe fn keep_nan(x: Self, y: Self) -> Self {
+        let m = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x.0, x.0);
+        V512(_mm512_mask_blend_ps(m, y.0, x.0))
+    }
+    #[inline(always)]
+    unsafe fn scale_pow2(p: Self, n: Self) -> Self {
+        // vscalefps: p * 2^floor(n), one rounding (to a subnormal or inf where it must).
+        V512(_mm512_scalef_ps(p.0, n.0))
     }
 }
 
@@ -223,8 +254,32 @@ impl Vf32 for V256 {
         V256(_mm256_blendv_ps(f.0, t.0, m))
     }
     #[inline(always)]
-    unsafe fn one_signed(x: Self) -> Self {
-        let sign = _mm256_and_ps(x.0, _mm256_set1_ps(-0.0));
-        V256(_mm256_or_ps(sign, _mm256_set1_ps(1.0)))
+    unsafe fn or_sign(r: Self, x: Self) -> Self {
+        V256(_mm256_or_ps(r.0, _mm256_and_ps(x.0, _mm256_set1_ps(-0.0))))
+    }
+    #[inline(always)]
+    unsafe fn min_lit(x: Self, c: f32) -> Self {
+        // As for V512: `c` second.
+        V256(_mm256_min_ps(x.0, _mm256_set1_ps(c)))
+    }
+    #[inline(always)]
+    unsafe fn min_nan(x: Self, c: f32) -> Self {
+        V256(_mm256_min_ps(_mm256_set1_ps(c), x.0))
+    }
+    #[inline(always)]
+    unsafe fn keep_nan(x: Self, y: Self) -> Self {
+        let m = _mm256_cmp_ps::<_CMP_UNORD_Q>(x.0, x.0);
+        V256(_mm256_blendv_ps(y.0, x.0, m))
+    }
+    #[inline(always)]
+    unsafe fn scale_pow2(p: Self, n: Self) -> Self {
+        // As `math::pow2` twice: n1 = n >> 1 and n - n1 each give a normal power of two.
+        let ni = _mm256_cvtps_epi32(n.0);
+        let n1 = _mm256_srai_epi32::<1>(ni);
+        let n2 = _mm256_sub_epi32(ni, n1);
+        let bias = _mm256_set1_epi32(127);
+        let f1 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(n1, bias)));
+        let f2 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(n2, bias)));
+        V256(_mm256_mul_ps(_mm256_mul_ps(p.0, f1), f2))
     }
 }

@@ -1,11 +1,16 @@
 //! `math.rs`'s f32 functions on whole vectors, operation for operation (the same constants,
-//! the same fused multiply-adds in the same order). One exception: a division may be
-//! `Vf32::div_approx` (on AVX-512, a reciprocal and a correction), which is faithfully rounded
-//! rather than correctly rounded; `tests/vmath.rs` checks each function against the
-//! correctly rounded result with `math.rs`'s own bound, and against the scalar bits where the
-//! division is exact.
+//! the same fused multiply-adds in the same order). Exceptions, none of which changes a bit
+//! except the first: a division may be `Vf32::div_approx` (on AVX-512, a reciprocal and a
+//! correction), which is faithfully rounded rather than correctly rounded; exp's final
+//! scaling by 2^n is one `Vf32::scale_pow2` (exact where the scalar code's two products are);
+//! and erf's exp skips the clamp and NaN case its argument, in [-16, 0], never meets.
+//! `tests/vmath.rs` checks each function against the correctly rounded result with
+//! `math.rs`'s own bound, and against the scalar bits where the division is exact.
 
-use crate::math::{TANH_BIG, TANH_CLAMP, TANH_P, TANH_Q, TANH_SMALL};
+use crate::math::{
+    ERF_L, ERF_S, EXP_HI, EXP_LO, EXP_P, LN2_HI, LN2_LO, MAGIC, TANH_BIG, TANH_CLAMP, TANH_P,
+    TANH_Q,
+};
 use crate::simd::Vf32;
 
 /// Horner's rule over coefficients from the highest degree down, as `math::poly`.
@@ -30,11 +35,58 @@ pub(crate) unsafe fn tanh<V: Vf32>(x: V) -> V {
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
         let z = V::abs(x);
-        let xc = V::clamp(x, -TANH_CLAMP, TANH_CLAMP);
-        let s = V::mul(xc, xc);
-        // Q(s) lies in [0.0049, 0.0129]: finite and normal, as `div_approx` needs.
-        let r = V::div_approx(V::mul(poly(s, &TANH_P), xc), poly(s, &TANH_Q));
-        let r = V::select_ge(z, V::splat(TANH_BIG), V::one_signed(x), r);
-        V::select_ge(z, V::splat(TANH_SMALL), r, x)
+        let zc = V::min_nan(z, TANH_CLAMP);
+        let s = V::mul(zc, zc);
+        // Q(s) lies in [1.25, 231]: finite and normal, as `div_approx` needs (NaN: the lane
+        // stays NaN).
+        let r = V::div_approx(V::mul(poly(s, &TANH_P), zc), poly(s, &TANH_Q));
+        let r = V::select_ge(z, V::splat(TANH_BIG), V::splat(1.0), r);
+        // `r` is +0.0, positive or a positive NaN (from |x|): its sign bit is clear.
+        V::or_sign(r, x)
+    }
+}
+
+/// exp's core for an argument already in [EXP_LO, EXP_HI] (NaN: some NaN).
+#[inline(always)]
+unsafe fn exp_core<V: Vf32>(xc: V) -> V {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        let magic = V::splat(MAGIC);
+        let t = V::add(V::mul(xc, V::splat(std::f32::consts::LOG2_E)), magic);
+        let n = V::sub(t, magic);
+        let r = V::fma(n, V::splat(-LN2_LO), V::fma(n, V::splat(-LN2_HI), xc));
+        let p = V::fma(V::mul(r, r), poly(r, &EXP_P), V::add(r, V::splat(1.0)));
+        V::scale_pow2(p, n)
+    }
+}
+
+/// `math::exp::<true>` on every lane (the same bits).
+///
+/// # Safety
+/// As for [`tanh`].
+#[inline(always)]
+pub(crate) unsafe fn exp<V: Vf32>(x: V) -> V {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe { V::keep_nan(x, exp_core(V::clamp(x, EXP_LO, EXP_HI))) }
+}
+
+/// `math::erf::<true>` on every lane (the same bits).
+///
+/// # Safety
+/// As for [`tanh`].
+#[inline(always)]
+pub(crate) unsafe fn erf<V: Vf32>(x: V) -> V {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        let z = V::abs(x);
+        let small = V::mul(x, poly(V::mul(x, x), &ERF_S));
+        let zc = V::min_lit(z, 4.0);
+        // -(zc^2) lies in [-16, 0]: inside exp's clamp, and never NaN (a NaN `z` gives 4).
+        let e = exp_core(V::neg(V::mul(zc, zc)));
+        let l = poly(V::sub(zc, V::splat(2.5)), &ERF_L);
+        let large = V::sub(V::splat(1.0), V::mul(e, l));
+        let large = V::select_ge(z, V::splat(4.0), V::splat(1.0), large);
+        // `large` is positive (erf >= 0.84 from 1 on): `or_sign` is its copysign.
+        V::select_ge(z, V::splat(1.0), V::or_sign(large, x), small)
     }
 }

@@ -42,6 +42,49 @@ fn binary(
     Ok(vec![Val::Traced(traced(a, b)?)])
 }
 
+/// Add; a bias added to a MatMul of flattened rows is added to the 2-d product, before the
+/// reshape back to the batch's shape. The product then has the add as its only reader, with
+/// the bias broadcast along its last dim: the pattern cpu-simd runs as the GEMM's epilogue
+/// (each output panel gets its bias while in cache) rather than as a pass of its own over
+/// the output (every Linear layer of BERT and GPT-2). Same operations, same results.
+pub fn add(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
+    if let Some(y) = bias_of_product(ctx)? {
+        return Ok(vec![Val::Traced(y)]);
+    }
+    binary(ctx, |a, b| a + b, false, ltorch::add)
+}
+
+/// `product + bias` in 2-d, reshaped, when one input is a flattened MatMul's output and the
+/// other a vector as long as its last dim, of the same float type.
+fn bias_of_product(ctx: &mut NodeCtx) -> Result<Option<Tensor>> {
+    for (p, q) in [(0, 1), (1, 0)] {
+        let Some(prod) = ctx
+            .node
+            .input
+            .get(p)
+            .and_then(|name| ctx.weights.flat_products.get(name))
+            .cloned()
+        else {
+            continue;
+        };
+        let n = prod.shape()[prod.rank() - 1];
+        let dtype = ctx.input(q)?.dtype();
+        if ctx.shape(q)? != [n] || dtype != prod.dtype() || !dtype.is_float() {
+            continue;
+        }
+        let shape = ctx.shape(p)?;
+        let bias = ctx.tensor(q)?;
+        // The operands in the node's order (addition commutes bit for bit anyway).
+        let y = if p == 0 {
+            ltorch::add(&prod, &bias)?
+        } else {
+            ltorch::add(&bias, &prod)?
+        };
+        return Ok(Some(ltorch::reshape(&y, &shape)?));
+    }
+    Ok(None)
+}
+
 macro_rules! binaries {
     ($($name:ident, $host:expr, $bool_out:expr, $traced:expr;)*) => {$(
         pub fn $name(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
@@ -51,7 +94,6 @@ macro_rules! binaries {
 }
 
 binaries! {
-    add, |a, b| a + b, false, ltorch::add;
     sub, |a, b| a - b, false, ltorch::sub;
     mul, |a, b| a * b, false, ltorch::mul;
     equal, |a, b| (a == b) as i64 as f64, true, ltorch::eq;

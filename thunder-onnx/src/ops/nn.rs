@@ -16,6 +16,9 @@ pub fn matmul(ctx: &mut NodeCtx) -> Result<Vec<Val>> {
         let rows: i64 = a.shape()[..a.rank() - 1].iter().product();
         let flat = ltorch::reshape(&a, &[rows, k])?;
         let y = ltorch::matmul(&flat, &b)?;
+        if let Some(out) = ctx.node.output.first().filter(|o| !o.is_empty()) {
+            ctx.weights.flat_products.insert(out.clone(), y.clone());
+        }
         let mut shape = a.shape()[..a.rank() - 1].to_vec();
         shape.push(n);
         return Ok(vec![Val::Traced(ltorch::reshape(&y, &shape)?)]);

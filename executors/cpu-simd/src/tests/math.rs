@@ -50,9 +50,18 @@ fn max_ulp(f: impl Fn(f32) -> f32, reference: impl Fn(f64) -> f64, xs: &[f32]) -
         .unwrap_or((0, 0.0))
 }
 
+/// exp's range and beyond, plus the subnormal results near its low end.
+pub(super) fn exp_samples() -> Vec<f32> {
+    let mut xs = samples(-104.0, 89.0, 400_000);
+    xs.extend(samples(-104.0, -87.0, 20_000));
+    xs.extend(samples(-1e-3, 1e-3, 2_000));
+    xs.extend([-200.0, 200.0, -1e30, 1e30]);
+    xs
+}
+
 #[test]
 fn exp_is_within_1_ulp() {
-    let xs = samples(-104.0, 89.0, 400_000);
+    let xs = exp_samples();
     for (u, x) in [
         max_ulp(math::exp::<true>, f64::exp, &xs),
         max_ulp(math::exp::<false>, f64::exp, &xs),
@@ -92,16 +101,31 @@ pub(super) fn tanh_samples() -> Vec<f32> {
 fn tanh_is_within_5_ulp_with_fma_and_7_without() {
     let xs = tanh_samples();
     let (u, x) = max_ulp(math::tanh::<true>, f64::tanh, &xs);
+    println!("tanh with FMA: {u} ulp at {x}");
     assert!(u <= 5, "tanh with FMA: {u} ulp at {x}");
     let (u, x) = max_ulp(math::tanh::<false>, f64::tanh, &xs);
+    println!("tanh without FMA: {u} ulp at {x}");
     assert!(u <= 7, "tanh without FMA: {u} ulp at {x}");
+}
+
+/// erf's two cases and their seams, small arguments, and every 997th f32 of [2^-126, 5]
+/// with its negative.
+pub(super) fn erf_samples() -> Vec<f32> {
+    let mut xs = samples(-6.0, 6.0, 400_000);
+    xs.extend(samples(-1.2, 1.2, 200_000));
+    xs.extend(samples(-1e-3, 1e-3, 10_000));
+    let (lo, hi) = (f32::MIN_POSITIVE.to_bits(), 5f32.to_bits());
+    xs.extend(
+        (lo..hi)
+            .step_by(997)
+            .flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]),
+    );
+    xs
 }
 
 #[test]
 fn erf_is_within_3_ulp() {
-    let mut xs = samples(-6.0, 6.0, 400_000);
-    xs.extend(samples(-1.2, 1.2, 200_000));
-    xs.extend(samples(-1e-3, 1e-3, 10_000));
+    let xs = erf_samples();
     for (u, x) in [
         max_ulp(math::erf::<true>, libm::erf, &xs),
         max_ulp(math::erf::<false>, libm::erf, &xs),
@@ -120,6 +144,16 @@ fn special_values() {
     assert_eq!(math::tanh::<true>(f32::INFINITY), 1.0);
     assert_eq!(math::tanh::<true>(f32::NEG_INFINITY), -1.0);
     assert!(math::tanh::<true>(f32::NAN).is_nan());
+    assert_eq!(math::tanh::<true>(-0.0).to_bits(), (-0.0f32).to_bits());
+    assert_eq!(math::tanh::<true>(9.1), 1.0);
+    assert_eq!(math::tanh::<true>(-1e30), -1.0);
+    // Tiny and subnormal |x|: tanh(x) rounds to x; the rational is within 3 ulp of it.
+    for x in [1e-45f32, -1e-40, 3e-39, f32::MIN_POSITIVE, -1e-20, 3e-4] {
+        for y in [math::tanh::<true>(x), math::tanh::<false>(x)] {
+            let u = ulp_distance(y, x);
+            assert!(u <= 3, "tanh({x}) = {y}: {u} ulp");
+        }
+    }
     assert_eq!(math::erf::<true>(f32::NEG_INFINITY), -1.0);
     assert!(math::erf::<true>(f32::NAN).is_nan());
     assert_eq!(math::erf::<true>(-0.0).to_bits(), (-0.0f32).to_bits());

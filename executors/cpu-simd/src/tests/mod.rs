@@ -7,6 +7,7 @@ mod conv;
 mod conv_bench;
 mod fold_rows;
 mod ftz;
+pub(crate) mod gelu_bench;
 mod gemm_epi;
 mod gemm_fold;
 mod gemm_run;
