@@ -71,25 +71,13 @@ impl Elem for i64 {
 }
 
 pub(crate) fn run(p: &IndexAddPlan, bufs: &Bufs) -> Result<(), PluginError> {
-    let size = p.shape[p.dim];
-    let len = p.len;
-    let (ib, il) = (&p.index.0, &p.index.1);
-    let ip = bufs.ptr(*ib) as *const i64;
-    // SAFETY: the index view addresses `len` i64 elements of its buffer.
-    let rows: Vec<usize> = (0..len)
-        .map(|j| unsafe { *ip.offset((il.offset + j as i64 * il.strides[0]) as isize) })
-        .map(|i| {
-            usize::try_from(i)
-                .ok()
-                .filter(|&u| u < size)
-                .ok_or_else(|| {
-                    PluginError::invalid(format!(
-                        "prims.index_add: index {i} is out of bounds for dim {} with size {size}",
-                        p.dim
-                    ))
-                })
-        })
-        .collect::<Result<_, _>>()?;
+    let rows = crate::movement::checked_rows(
+        "prims.index_add",
+        &p.index,
+        p.len,
+        (p.dim, p.shape[p.dim]),
+        bufs,
+    )?;
     // SAFETY: every row index is checked; the views address their shapes, the output holds
     // `shape` contiguously.
     unsafe {

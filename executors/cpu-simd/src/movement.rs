@@ -134,12 +134,19 @@ pub(crate) struct TakePlan {
     pub(crate) len: usize,
 }
 
-pub(crate) fn run_take(p: &TakePlan, bufs: &Bufs) -> Result<(), PluginError> {
-    let size = p.in_shape[p.dim];
-    let (ib, il) = (&p.index.0, &p.index.1);
+/// The `len` values of the 1-D i64 view `index`, each checked to be a row of dim `dim` of
+/// size `size`; an error names `prim` and the first value out of range.
+pub(crate) fn checked_rows(
+    prim: &str,
+    index: &(BufId, Layout),
+    len: usize,
+    (dim, size): (usize, usize),
+    bufs: &Bufs,
+) -> Result<Vec<usize>, PluginError> {
+    let (ib, il) = index;
     let ip = bufs.ptr(*ib) as *const i64;
     // SAFETY: the index view addresses `len` i64 elements of its buffer.
-    let rows: Vec<usize> = (0..p.len)
+    (0..len)
         .map(|j| unsafe { *ip.offset((il.offset + j as i64 * il.strides[0]) as isize) })
         .map(|i| {
             usize::try_from(i)
@@ -147,12 +154,21 @@ pub(crate) fn run_take(p: &TakePlan, bufs: &Bufs) -> Result<(), PluginError> {
                 .filter(|&u| u < size)
                 .ok_or_else(|| {
                     PluginError::invalid(format!(
-                        "prims.take: index {i} is out of bounds for dim {} with size {size}",
-                        p.dim
+                        "{prim}: index {i} is out of bounds for dim {dim} with size {size}"
                     ))
                 })
         })
-        .collect::<Result<_, _>>()?;
+        .collect()
+}
+
+pub(crate) fn run_take(p: &TakePlan, bufs: &Bufs) -> Result<(), PluginError> {
+    let rows = checked_rows(
+        "prims.take",
+        &p.index,
+        p.len,
+        (p.dim, p.in_shape[p.dim]),
+        bufs,
+    )?;
     let (src, out) = (bufs.ptr(p.src.0), bufs.ptr(p.out));
     // SAFETY: every row index is checked; the source view addresses `in_shape`, the output
     // holds the gathered shape.
