@@ -87,6 +87,17 @@ impl Planner {
         }
     }
 
+    /// Lets value `src` take the output slot of region output `out`, a reshape of it that is
+    /// its only reader: both are contiguous, so writing `src` there writes `out`, and the copy
+    /// of a product into its reshaped output (GPT-2's `[T, vocab]` logits) is gone.
+    pub(crate) fn share_output_slot(&mut self, src: u32, out: u32) {
+        if let Some(&j) = self.outputs.get(&out) {
+            if !self.outputs.contains_key(&src) && !self.vals.contains_key(&src) {
+                self.outputs.insert(src, j);
+            }
+        }
+    }
+
     /// A buffer for value `id`: its output slot when it is a region output, else scratch.
     pub(crate) fn new_buf(&mut self, id: u32, ty: Ty, n: usize) -> BufId {
         if let Some(&j) = self.outputs.get(&id) {

@@ -1,7 +1,7 @@
 //! A compiled region: its stages in run order, plus what `run` checks the host's tensors
 //! against. Scratch buffers come from the host's allocator for the duration of one run.
 
-use crate::decode::{decode, value_meta, Ty};
+use crate::decode::{decode, value_meta, Op, Ty};
 use crate::exec::Bufs;
 use crate::plan::Planner;
 use crate::stages::Stage;
@@ -110,6 +110,19 @@ impl Region {
             .chain(in_epilogue.iter().copied())
             .chain(epilogues.keys().copied())
             .collect();
+        // A region output that reshapes a value only it reads: the value is computed into the
+        // output's buffer (not region inputs: those are read in place, and `vals` has them).
+        for d in &decoded {
+            if let Op::Reshape { a } = d.op {
+                let readers = decoded
+                    .iter()
+                    .filter(|o| crate::attn_match::inputs_of(&o.op).contains(&a))
+                    .count();
+                if readers == 1 && !read_outside.contains(&a) {
+                    planner.share_output_slot(a, d.out);
+                }
+            }
+        }
         let gemm_epilogues = crate::gemm_epi::find(&decoded, &read_outside, &taken);
         in_epilogue.extend(gemm_epilogues.values().flat_map(|e| e.ops.iter().copied()));
         for item in &order {

@@ -97,3 +97,46 @@ fn transposed_products_match_naive() {
     // The product is needed as it is too: computed once, then transposed.
     check(&[2], (6, 4, 5), false, true);
 }
+
+/// A region output that reshapes a product only it reads (a model's `[B*T, vocab]` logits
+/// returned as `[B, T, vocab]`): the product is computed into the output's buffer, one GEMM
+/// stage and no copy; read by anything else too, the product keeps its own buffer.
+#[test]
+fn a_reshaped_product_output_is_written_in_place() {
+    for also_summed in [false, true] {
+        let mut t = Tb::default();
+        let (m, k, n) = (6i64, 5i64, 7i64);
+        let a = t.value(F32, &[m, k]);
+        let b = t.value(F32, &[k, n]);
+        let p = t.op("matmul", vec![v(a), v(b)], F32, &[m, n]);
+        let out = t.op("reshape", vec![v(p), ints(&[2, 3, n])], F32, &[2, 3, n]);
+        let mut outputs = vec![out];
+        if also_summed {
+            outputs.push(t.op("sum", vec![v(p), ints(&[0])], F32, &[n]));
+        }
+        let view = t.view(&[a, b], &outputs);
+        let spec = RegionSpec {
+            ops: (0..view.ops.len() as u32).collect(),
+            inputs: vec![a, b].into(),
+            outputs: outputs.clone().into(),
+        };
+        let region = Region::compile(&view, &spec, super::services()).expect("compile");
+        if !also_summed {
+            assert_eq!(region.stage_counts(), (1, 0), "one GEMM, no copy");
+        }
+        let (ad, bd) = (data((m * k) as usize, 1), data((k * n) as usize, 2));
+        let got = t.run(&[(a, ad.clone()), (b, bd.clone())], &outputs);
+        let want = naive_t(&ad, &bd, (1, m as usize, k as usize, n as usize), false);
+        // `naive_t` gives the product transposed: read it back row-major.
+        let want: Vec<f64> = (0..(m * n) as usize)
+            .map(|e| want[(e % n as usize) * m as usize + e / n as usize])
+            .collect();
+        assert_close(&got[0], &want, 1e-5, 1e-6, "reshaped product");
+        if also_summed {
+            let sums: Vec<f64> = (0..n as usize)
+                .map(|j| (0..m as usize).map(|i| want[i * n as usize + j]).sum())
+                .collect();
+            assert_close(&got[1], &sums, 1e-5, 1e-5, "its column sums");
+        }
+    }
+}
