@@ -357,6 +357,19 @@ fn index_add_runs_on_cpu_simd_and_matches_the_interpreter() {
             }
         }
     }
+    // i64 sums wrap (as torch's and the interpreter's do) rather than panic.
+    let text = programs[0].1.replace("DT", "i64");
+    let prog = thunder_torch::parse_trace(&text).expect("parses");
+    let (_, simd) = thunder_core::compile_trace(&simd_host(), prog).expect("compiles");
+    let wide = Array::from_slice(&[i64::MAX; 30], &[6, 5]).expect("a");
+    let ones = Array::from_slice(&[1i64; 20], &[4, 5]).expect("s");
+    let idx = Array::from_slice(&[0i64, 0, 1, 5], &[4]).expect("index");
+    let got = simd.run(&[wide, idx, ones]).expect("runs")[0]
+        .to_vec::<i64>()
+        .expect("i64");
+    assert_eq!(&got[..5], &[i64::MIN + 1; 5], "row 0: MAX + 1 + 1 wraps");
+    assert_eq!(&got[5..10], &[i64::MIN; 5], "row 1: MAX + 1 wraps");
+    assert_eq!(&got[10..15], &[i64::MAX; 5], "row 2: untouched");
     // An index past the rows: an error naming the prim, from cpu-simd's run.
     let text = programs[0].1.replace("DT", "f32");
     let prog = thunder_torch::parse_trace(&text).expect("parses");

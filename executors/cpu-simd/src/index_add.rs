@@ -36,11 +36,16 @@ pub(crate) struct IndexAddPlan {
     pub(crate) out: BufId,
 }
 
-trait Elem: Copy + std::ops::AddAssign {
+trait Elem: Copy {
     fn of(l: Lit) -> Self;
+    /// `self + other`; integers wrap, as torch's do (a debug build must not panic on it).
+    fn plus(self, other: Self) -> Self;
 }
 
 impl Elem for f32 {
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
     fn of(l: Lit) -> Self {
         match l {
             Lit::F(x) => x as f32,
@@ -51,6 +56,9 @@ impl Elem for f32 {
 }
 
 impl Elem for f64 {
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
     fn of(l: Lit) -> Self {
         match l {
             Lit::F(x) => x,
@@ -61,6 +69,9 @@ impl Elem for f64 {
 }
 
 impl Elem for i64 {
+    fn plus(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
     fn of(l: Lit) -> Self {
         match l {
             Lit::F(x) => x as i64,
@@ -144,12 +155,12 @@ unsafe fn index_add<T: Elem>(p: &IndexAddPlan, rows: &[usize], bufs: &Bufs) {
                         std::slice::from_raw_parts(s_row, inner),
                     );
                     for (x, &y) in dst.iter_mut().zip(s) {
-                        *x += y;
+                        *x = x.plus(y);
                     }
                 } else {
                     for e in 0..inner {
-                        *dst.add(e) +=
-                            *s_row.offset(offset_of(e, inner_shape, &st[d + 1..]) as isize);
+                        let y = *s_row.offset(offset_of(e, inner_shape, &st[d + 1..]) as isize);
+                        *dst.add(e) = (*dst.add(e)).plus(y);
                     }
                 }
             }
