@@ -220,11 +220,11 @@ impl Planner {
             Op::IndexAdd { a, index, src, dim } => {
                 let shape = d.shape.clone();
                 // A constant base (the zeros a gradient starts from) is filled, not read.
-                let base = match self.val(*a)? {
-                    st if st.mem.is_none() && st.konst.is_some() => {
-                        crate::index_add::Base::Fill(st.konst.unwrap_or(Lit::F(0.0)))
-                    }
-                    _ => crate::index_add::Base::Buf(self.materialize(*a)?),
+                let st = self.val(*a)?;
+                let fill = if st.mem.is_none() { st.konst } else { None };
+                let base = match fill {
+                    Some(l) => crate::index_add::Base::Fill(l),
+                    None => crate::index_add::Base::Buf(self.materialize(*a)?),
                 };
                 let len = self.val(*src)?.shape[*dim];
                 let src = self.materialize(*src)?;

@@ -112,13 +112,12 @@ impl Region {
             .collect();
         // A region output that reshapes a value only it reads: the value is computed into the
         // output's buffer (not region inputs: those are read in place, and `vals` has them).
+        let uses = crate::fusion::Uses::of(&decoded);
         for d in &decoded {
             if let Op::Reshape { a } = d.op {
-                let readers = decoded
-                    .iter()
-                    .filter(|o| crate::attn_match::inputs_of(&o.op).contains(&a))
-                    .count();
-                if readers == 1 && !read_outside.contains(&a) {
+                if region.outputs.contains(&d.out)
+                    && uses.sole(a, &read_outside, &HashSet::new()).is_some()
+                {
                     planner.share_output_slot(a, d.out);
                 }
             }

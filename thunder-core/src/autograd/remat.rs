@@ -175,10 +175,11 @@ fn written_anyway(forward: &[BoundSymbol]) -> HashSet<Value> {
 ///
 /// A tie goes to the frontier when every value on it is made by an op no fuser joins (a GEMM)
 /// and the residual is not written anyway ([`written_anyway`]): the frontier is in memory
-/// regardless, while the residual, made inside a fusion, is a second write. Not when the
-/// chain also reads another kept residual: its recomputation would then be shared with that
-/// residual's readers, and a fuser would write it between their regions. A linear layer's biased output before its GELU is the case: saving it made
-/// the forward's GELU kernel write both it and the activation.
+/// regardless, while the residual, made inside a fusion, is a second write. A linear layer's
+/// biased output before its GELU is the case: saving it made the forward's GELU kernel write
+/// both it and the activation. Not when the chain also reads another kept residual: its
+/// recomputation would then be shared with that residual's readers, and a fuser would write
+/// it between their regions.
 pub(super) fn elementwise_to_recompute(
     joint: &Trace,
     forward_len: usize,

@@ -30,12 +30,12 @@ impl Pass for MergedCats {
         out.bsyms.clear();
         let mut names: HashSet<String> = trace.values.iter().map(|v| v.name.clone()).collect();
         let mut fresh = 0usize;
-        // value -> the source and target shape of the reshape that made it
+        // value -> the source of the reshape that made it
         let mut reshaped: HashMap<Value, Value> = HashMap::new();
         for b in &trace.bsyms {
             let rewritten = match b.sym.prim() {
-                Some(Prim::Cat) => cat_of_merges(&mut out, b, &reshaped),
-                Some(Prim::Sum) => sum_of_merge(&mut out, b, &reshaped),
+                Some(Prim::Cat) => cat_of_merges(&out, b, &reshaped),
+                Some(Prim::Sum) => sum_of_merge(&out, b, &reshaped),
                 _ => None,
             };
             let Some((inner, reshape_args)) = rewritten else {
@@ -92,7 +92,7 @@ fn merges_tail(from: &[i64], to: &[i64], k: usize) -> bool {
 }
 
 fn cat_of_merges(
-    out: &mut Trace,
+    out: &Trace,
     b: &BoundSymbol,
     reshaped: &HashMap<Value, Value>,
 ) -> Option<Rewrite> {
@@ -130,11 +130,7 @@ fn cat_of_merges(
     Some(((args, ty), vec![Arg::Ints(y_ty.shape)]))
 }
 
-fn sum_of_merge(
-    out: &mut Trace,
-    b: &BoundSymbol,
-    reshaped: &HashMap<Value, Value>,
-) -> Option<Rewrite> {
+fn sum_of_merge(out: &Trace, b: &BoundSymbol, reshaped: &HashMap<Value, Value>) -> Option<Rewrite> {
     let (Some(Arg::Value(y)), Some(Arg::Ints(dims)), [s]) =
         (b.args.first(), b.args.get(1), b.outputs.as_slice())
     else {
