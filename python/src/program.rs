@@ -424,6 +424,21 @@ impl Program {
         self.timings.clone()
     }
 
+    /// Seconds spent inside each side's "passes + claim + compile", finer:
+    /// `[(side, stage, seconds)]` with side `forward` or `backward` and stages `passes`,
+    /// `executors`, `claim` and `compile NAME (N regions)`.
+    fn build_stages(&self) -> Vec<(&'static str, String, f64)> {
+        let sides = std::iter::once(("forward", &self.forward))
+            .chain(self.backward.as_ref().map(|b| ("backward", b)));
+        sides
+            .flat_map(|(side, p)| {
+                p.build_stages()
+                    .iter()
+                    .map(move |(stage, s)| (side, stage.clone(), *s))
+            })
+            .collect()
+    }
+
     #[getter]
     fn has_backward(&self) -> bool {
         self.backward.is_some()

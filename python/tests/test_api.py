@@ -134,6 +134,22 @@ def test_compile_timings_name_every_stage():
         thunder_rs.compile_timings(lambda x: x)
 
 
+def test_compile_timings_in_detail_split_each_side():
+    f = thunder_rs.jit(lambda x: (torch.tanh(x) * 2).sum())
+    x = torch.randn(5, requires_grad=True)
+    f(x).backward()
+    detail = thunder_rs.compile_timings(f, detail=True)
+    for side in ("forward", "backward"):
+        stages = [st for sd, st, _ in detail if sd == side]
+        assert stages[:3] == ["passes", "executors", "claim"], stages
+        assert any(st.startswith("compile ") and st.endswith(" regions)") for st in stages), stages
+    # The finer stages lie inside the coarse ones: their sum cannot exceed them.
+    coarse = dict(thunder_rs.compile_timings(f))
+    for side in ("forward", "backward"):
+        inner = sum(sec for sd, _, sec in detail if sd == side)
+        assert inner <= coarse[f"{side}: passes + claim + compile"] + 1e-6
+
+
 def test_closure_constants_become_inputs():
     w = torch.randn(4)
     f = thunder_rs.jit(lambda x: x * w)

@@ -191,6 +191,7 @@ def run_step_peer(a):
         stages = thunder_rs.compile_timings(fn)
         out["translation_stages_s"] = stages
         out["translation_s"] = sum(sec for _, sec in stages)
+        out["build_stages_s"] = thunder_rs.compile_timings(fn, detail=True)
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -282,6 +283,12 @@ def main():
                 if "translation_s" in r:
                     parts = ", ".join(f"{s} {sec * 1e3:.0f} ms" for s, sec in r["translation_stages_s"])
                     print(f"{'':8s} translation {r['translation_s']:.3f} s: {parts}")
+                    for side in ("forward", "backward"):
+                        inner = ", ".join(
+                            f"{st} {sec * 1e3:.0f} ms" for sd, st, sec in r.get("build_stages_s", []) if sd == side
+                        )
+                        if inner:
+                            print(f"{'':10s} {side}: {inner}")
         eager = next((r for r in results if r.get("peer") == "eager" and "step_ms_median" in r), None)
         for r in results:
             if eager and "step_ms_median" in r and r is not eager:

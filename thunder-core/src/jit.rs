@@ -31,13 +31,16 @@ impl Traces {
 
 /// Runs the default passes on a trace and compiles it.
 pub fn compile_trace(host: &PluginHost, initial: Trace) -> Result<(Traces, CompiledProgram)> {
+    let start = std::time::Instant::now();
     let mut passes = Vec::new();
     let mut current = initial.clone();
     for pass in default_passes() {
         current = pass.run(&current)?;
         passes.push(current.clone());
     }
-    let (execution, program) = compile(host, &current)?;
+    let passes_s = start.elapsed().as_secs_f64();
+    let (execution, mut program) = compile(host, &current)?;
+    program.record_earlier_stage("passes", passes_s);
     Ok((
         Traces {
             initial,

@@ -31,14 +31,18 @@ def last_traces(jfn):
     return jfn.last_traces()
 
 
-def compile_timings(jfn):
+def compile_timings(jfn, detail=False):
     """Seconds spent translating the last call's signature, per stage, in order: the Python
     trace, then thunder-core's stages (for a differentiated call: the joint trace and VJP, the
     forward/backward split, then each side's passes + claims + compile, which includes the
-    executors' kernel compilation or kernel-cache reads). Their sum is the translation time."""
+    executors' kernel compilation or kernel-cache reads). Their sum is the translation time.
+
+    With ``detail=True``, each side's "passes + claims + compile" split further, as
+    ``[(side, stage, seconds)]``: ``passes``, ``executors``, ``claim``, then
+    ``compile NAME (N regions)`` per executor."""
     if not isinstance(jfn, JittedFunction):
         raise TypeError("thunder_rs.compile_timings: expected a function returned by thunder_rs.jit")
-    return jfn.last_compile_timings()
+    return jfn.last_compile_timings(detail=detail)
 
 
 def plugins():

@@ -252,9 +252,11 @@ class JittedFunction:
             return []
         return list(self._last.program.traces())
 
-    def last_compile_timings(self):
+    def last_compile_timings(self, detail=False):
         if self._last is None:
             return []
+        if detail:
+            return list(self._last.program.build_stages())
         return [("python trace", self._last.trace_s)] + list(self._last.program.timings())
 
 

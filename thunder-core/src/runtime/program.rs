@@ -10,6 +10,7 @@ use crate::host::PluginHost;
 use crate::ir::{BoundSymbol, ShapeDisplay, TensorType, Trace, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Instant;
 use thunder_abi::abi_stable::std_types::RSlice;
 use thunder_abi::{CompiledBox, ExecContext, PluginError, TensorDesc};
 
@@ -80,6 +81,8 @@ pub struct CompiledProgram {
     steps: Vec<Step>,
     /// Present when an executor of a step has `run_fallback = true`.
     rebuild: Option<Rebuild>,
+    /// Seconds spent building this program, by stage (see [`CompiledProgram::build_stages`]).
+    build_stages: Vec<(String, f64)>,
 }
 
 /// What a program keeps to replace itself when a step of an executor with `run_fallback` fails
@@ -169,12 +172,43 @@ fn describe_region(part: &Partition, region: &Region) -> String {
 /// and the trace is partitioned again without it, so its regions fall to the next executor.
 /// Rejected claims and compile failures become notes of the execution trace.
 pub fn compile(host: &PluginHost, trace: &Trace) -> Result<(ExecutionTrace, CompiledProgram)> {
-    compile_among(
-        &Arc::new(Lineup::of(host)),
-        trace,
-        HashSet::new(),
-        Vec::new(),
-    )
+    let start = Instant::now();
+    let lineup = Arc::new(Lineup::of(host));
+    let lineup_s = start.elapsed().as_secs_f64();
+    let (et, mut program) = compile_among(&lineup, trace, HashSet::new(), Vec::new())?;
+    program.record_earlier_stage("executors", lineup_s);
+    Ok((et, program))
+}
+
+/// Seconds per build stage, summed over regions and attempts: claiming, then each executor's
+/// compile calls in order of first use (with their count), which is where a warm translation's
+/// time goes on a GPU (module loads, library plans).
+#[derive(Default)]
+struct StageClock {
+    claim_s: f64,
+    compiles: Vec<(String, usize, f64)>,
+}
+
+impl StageClock {
+    fn compiled(&mut self, executor: &str, seconds: f64) {
+        match self.compiles.iter_mut().find(|(e, _, _)| e == executor) {
+            Some((_, n, s)) => {
+                *n += 1;
+                *s += seconds;
+            }
+            None => self.compiles.push((executor.to_string(), 1, seconds)),
+        }
+    }
+
+    fn stages(self) -> Vec<(String, f64)> {
+        std::iter::once(("claim".to_string(), self.claim_s))
+            .chain(
+                self.compiles
+                    .into_iter()
+                    .map(|(e, n, s)| (format!("compile {e} ({n} regions)"), s)),
+            )
+            .collect()
+    }
 }
 
 fn compile_among(
@@ -185,7 +219,9 @@ fn compile_among(
 ) -> Result<(ExecutionTrace, CompiledProgram)> {
     // The last compile failure, to explain why nobody is left to run an op.
     let mut last_failure: Option<(String, String)> = None;
+    let mut clock = StageClock::default();
     'attempt: loop {
+        let claim_start = Instant::now();
         let part = partition_among(lineup, trace, &excluded).map_err(|e| match &last_failure {
             Some((plugin, failure)) => Error::Plugin {
                 plugin: plugin.clone(),
@@ -193,6 +229,7 @@ fn compile_among(
             },
             None => e,
         })?;
+        clock.claim_s += claim_start.elapsed().as_secs_f64();
         for r in &part.rejections {
             add_note(&mut notes, &r.executor, rejection_message(r));
         }
@@ -214,7 +251,10 @@ fn compile_among(
             let exec = lineup.executor(region.executor).ok_or_else(|| {
                 Error::Bug(format!("executor {name} claimed without being created"))
             })?;
-            match exec.compile(&part.view, &region.spec()).into_result() {
+            let compile_start = Instant::now();
+            let result = exec.compile(&part.view, &region.spec()).into_result();
+            clock.compiled(name, compile_start.elapsed().as_secs_f64());
+            match result {
                 Ok(c) => compiled.push(Some(c)),
                 Err(e) => {
                     let failure = format!(
@@ -265,7 +305,8 @@ fn compile_among(
                 fallback: OnceLock::new(),
                 building: Mutex::new(()),
             });
-        let program = CompiledProgram::new(&exec_trace, &executors, compiled, rebuild);
+        let mut program = CompiledProgram::new(&exec_trace, &executors, compiled, rebuild);
+        program.build_stages = clock.stages();
         return Ok((exec_trace, program));
     }
 }
@@ -329,6 +370,7 @@ impl CompiledProgram {
             outputs,
             steps,
             rebuild,
+            build_stages: Vec::new(),
         }
     }
 
@@ -346,6 +388,18 @@ impl CompiledProgram {
             p = &fb.program;
         }
         n
+    }
+
+    /// Seconds spent building this program, by stage, in order: the passes (when built by
+    /// `jit::compile_trace`), creating the executors, claiming, then each executor's compile
+    /// calls as `compile NAME (N regions)`.
+    pub fn build_stages(&self) -> &[(String, f64)] {
+        &self.build_stages
+    }
+
+    /// Puts a stage that ran before `compile` (the passes) first in [`Self::build_stages`].
+    pub(crate) fn record_earlier_stage(&mut self, stage: &str, seconds: f64) {
+        self.build_stages.insert(0, (stage.to_string(), seconds));
     }
 
     /// The execution trace that runs follow now, when run failures replaced this program
