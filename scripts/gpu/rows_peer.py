@@ -85,7 +85,9 @@ def thunder(bin_dir, config, case, grad):
              "w": f"randn:{case['dt']}[{C}]", "b": f"randn:{case['dt']}[{C}]",
              "t": f"zeros:i64[{R}]"}
     if grad and "r" in params:
-        specs["r"] = specs["x"]
+        # r weighs y, whose shape is x's except for the transpose case (reversed).
+        y_shape = case["shape"][::-1] if case["name"].startswith("transpose") else case["shape"]
+        specs["r"] = f"randn:{case['dt']}[{','.join(map(str, y_shape))}]"
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "prog.py")
         open(p, "w").write(text)
