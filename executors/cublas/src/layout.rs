@@ -12,7 +12,10 @@
 //! `(A B)^T = B^T A^T`.
 
 use crate::shape::Gemm;
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
 use thunder_abi::prims::Prim;
 use thunder_abi::{ArgView, OpView, TraceView};
 
@@ -188,6 +191,40 @@ pub struct Uses {
     /// The op reading each value, for values read once.
     reader: HashMap<u32, u32>,
     outputs: HashSet<u32>,
+}
+
+/// [`Uses::of`] `view`, kept for the next call on the same view. The host compiles every
+/// region of a partition against one view: a GPT-2 backward's hundred products each rebuilt
+/// the maps over its thousands of ops. The key is the view's whole dataflow (every op's
+/// outputs and inputs, in order), so a different view never gets another's maps.
+pub fn uses_of(view: &TraceView) -> Arc<Uses> {
+    static LAST: Mutex<Option<(u64, Arc<Uses>)>> = Mutex::new(None);
+    let key = dataflow_key(view);
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, uses)) = last.as_ref().filter(|(k, _)| *k == key) {
+        return uses.clone();
+    }
+    let uses = Arc::new(Uses::of(view));
+    *last = Some((key, uses.clone()));
+    uses
+}
+
+/// A hash of which op writes and reads which value (and of the trace's outputs): all that
+/// [`Uses`] is built from.
+fn dataflow_key(view: &TraceView) -> u64 {
+    let mut h = DefaultHasher::new();
+    (view.ops.len(), view.values.len()).hash(&mut h);
+    view.outputs.as_slice().hash(&mut h);
+    for op in view.ops.iter() {
+        op.outputs.as_slice().hash(&mut h);
+        // Separates one op's outputs from its inputs and from the next op.
+        u32::MAX.hash(&mut h);
+        for v in op.input_values() {
+            v.hash(&mut h);
+        }
+        (u32::MAX - 1).hash(&mut h);
+    }
+    h.finish()
 }
 
 impl Uses {
@@ -367,19 +404,23 @@ pub struct Plan {
 
 /// The plan of the `prims.matmul` at op `i`, folding the operand and output chains whose ops
 /// `take` accepts (the claim offers every unclaimed op; compile offers the region's ops).
-pub fn plan_matmul(view: &TraceView, i: u32, take: &dyn Fn(u32) -> bool) -> Option<Plan> {
+pub fn plan_matmul(
+    view: &TraceView,
+    uses: &Uses,
+    i: u32,
+    take: &dyn Fn(u32) -> bool,
+) -> Option<Plan> {
     let op = view.ops.get(i as usize)?;
     let gemm = crate::shape::gemm_of(view, op)?;
     if op.symbol.as_str() != Prim::Matmul.id() {
         return None;
     }
-    let uses = Uses::of(view);
     let mut args = op.input_values();
     let (a, b) = (args.next()?, args.next()?);
     // `matmul(t, t)`: the value is read twice, so no chain is taken and both read it as is.
-    let (a_ops, a_root, a_layout) = operand_of(view, &uses, a, take)?;
-    let (b_ops, b_root, b_layout) = operand_of(view, &uses, b, take)?;
-    let (o_ops, out, o_layout) = output_of(view, &uses, op.outputs[0], take)?;
+    let (a_ops, a_root, a_layout) = operand_of(view, uses, a, take)?;
+    let (b_ops, b_root, b_layout) = operand_of(view, uses, b, take)?;
+    let (o_ops, out, o_layout) = output_of(view, uses, op.outputs[0], take)?;
     let mut gemm = Gemm {
         lhs: a_layout,
         rhs: b_layout,

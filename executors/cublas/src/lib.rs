@@ -77,6 +77,8 @@ impl Cublas {
 pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
     let mut out = Vec::new();
     let mut taken: HashSet<u32> = HashSet::new();
+    // Built once: a backward has a hundred products over thousands of ops.
+    let uses = layout::Uses::of(view);
     for (i, op) in view.ops.iter().enumerate() {
         let i = i as u32;
         if op.claimed || taken.contains(&i) || shape::gemm_of(view, op).is_none() {
@@ -96,7 +98,7 @@ pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
             }
         } else {
             let free = |j: u32| !view.ops[j as usize].claimed && !taken.contains(&j);
-            match layout::plan_matmul(view, i, &free) {
+            match layout::plan_matmul(view, &uses, i, &free) {
                 Some(plan) => plan.ops,
                 None => continue,
             }
@@ -161,7 +163,7 @@ pub fn plan_region(view: &TraceView, region: &RegionSpec) -> Result<Plan, Plugin
         )));
     };
     let member = |j: u32| ops.contains(&j);
-    let plan = layout::plan_matmul(view, *i, &member).ok_or_else(|| {
+    let plan = layout::plan_matmul(view, &layout::uses_of(view), *i, &member).ok_or_else(|| {
         PluginError::unsupported(format!("{NAME}: cannot run op {i} ({})", Prim::Matmul.id()))
     })?;
     let mut sorted = ops.to_vec();

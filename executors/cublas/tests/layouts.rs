@@ -327,3 +327,40 @@ fn every_dtype_cublas_runs_claims_the_same_chains() {
         assert!(claim_rounds(&trace, &[]).2.is_empty(), "{x} @ {w}^T");
     }
 }
+
+#[test]
+fn plans_of_two_views_with_the_same_shape_but_other_readers_differ() {
+    // The same ops and values, except who reads the transpose: folding it into the product is
+    // right only where the product alone reads it. `plan_region` keeps the last view's use
+    // maps; planned with the shared view's maps, the other view's product would not fold t0.
+    let text = |neg_of: &str| {
+        prog(
+            &[("a", "f32[6, 8]"), ("w", "f32[5, 8]")],
+            &[
+                "t0 = prims.transpose(w, [1, 0])",
+                "t1 = prims.matmul(a, t0)",
+                &format!("t2 = prims.neg({neg_of})"),
+            ],
+            "t1, t2",
+        )
+    };
+    thunder_torch::register();
+    let plan = |text: &str, ops: &[u32]| {
+        let trace = thunder_torch::parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let view = thunder_core::host::view::trace_view(&trace, &trace.bsyms);
+        let spec = common::spec(&trace, &trace.bsyms, ops);
+        plan_region(&view, &spec).map(|p| p.ops)
+    };
+    for _ in 0..2 {
+        assert_eq!(
+            plan(&text("t0"), &[1]),
+            Ok(vec![1]),
+            "t0 is also read by neg: the product reads it as a value"
+        );
+        assert_eq!(
+            plan(&text("a"), &[0, 1]),
+            Ok(vec![0, 1]),
+            "the product alone reads t0: the transpose folds"
+        );
+    }
+}

@@ -175,10 +175,9 @@ fn decompose_unclaimed(bsyms: &[BoundSymbol], owner: &[Option<usize>]) -> Option
 }
 
 fn region_io(
-    trace: &Trace,
     bsyms: &[BoundSymbol],
     ops: &[usize],
-    owner: &[Option<usize>],
+    readers: &ReaderClaims,
     me: usize,
 ) -> (Vec<Value>, Vec<Value>) {
     let mut produced_here = HashSet::new();
@@ -191,18 +190,56 @@ fn region_io(
         }
         produced_here.extend(bsyms[i].outputs.iter().copied());
     }
-    let mut needed: HashSet<Value> = trace.outputs.iter().copied().collect();
-    for (b, o) in bsyms.iter().zip(owner) {
-        if *o != Some(me) {
-            needed.extend(b.input_values());
-        }
-    }
     let outputs = ops
         .iter()
         .flat_map(|&i| bsyms[i].outputs.iter().copied())
-        .filter(|v| needed.contains(v))
+        .filter(|&v| readers.needed_outside(v, me))
         .collect();
     (inputs, outputs)
+}
+
+/// Which claims read each value, found in one pass over the trace: a region's outputs are the
+/// values it writes that the trace returns or another claim reads (asked once per region, a
+/// scan of the whole trace per region cost a GPT-2 backward tens of milliseconds).
+struct ReaderClaims {
+    returned: HashSet<Value>,
+    /// The one claim reading the value, or `None` when several do.
+    only_reader: HashMap<Value, Option<usize>>,
+}
+
+impl ReaderClaims {
+    fn of(trace: &Trace, bsyms: &[BoundSymbol], owner: &[Option<usize>]) -> ReaderClaims {
+        let mut only_reader: HashMap<Value, Option<usize>> = HashMap::new();
+        for (b, o) in bsyms.iter().zip(owner) {
+            // Every op is owned by now (partitioning failed otherwise); an unowned reader
+            // counts as a claim of its own.
+            let claim = o.unwrap_or(usize::MAX);
+            for v in b.input_values() {
+                only_reader
+                    .entry(v)
+                    .and_modify(|r| {
+                        if *r != Some(claim) {
+                            *r = None;
+                        }
+                    })
+                    .or_insert(Some(claim));
+            }
+        }
+        ReaderClaims {
+            returned: trace.outputs.iter().copied().collect(),
+            only_reader,
+        }
+    }
+
+    /// Whether `v`, written by claim `me`, is returned or read by another claim.
+    fn needed_outside(&self, v: Value, me: usize) -> bool {
+        self.returned.contains(&v)
+            || match self.only_reader.get(&v) {
+                Some(Some(claim)) => *claim != me,
+                Some(None) => true,
+                None => false,
+            }
+    }
 }
 
 /// Orders regions so each runs after the regions whose outputs it reads; ties go to the
@@ -336,11 +373,12 @@ pub fn partition_among(
         for (op, o) in view.ops.iter_mut().zip(&owner) {
             op.claimed = o.is_some();
         }
+        let readers = ReaderClaims::of(trace, &bsyms, &owner);
         let regions = claims
             .into_iter()
             .enumerate()
             .map(|(claim, (executor, ops))| {
-                let (inputs, outputs) = region_io(trace, &bsyms, &ops, &owner, claim);
+                let (inputs, outputs) = region_io(&bsyms, &ops, &readers, claim);
                 Region {
                     executor,
                     ops,
