@@ -26,10 +26,10 @@ struct Step {
     inputs: Vec<usize>,
     outputs: Vec<usize>,
     frees: Vec<usize>,
-    /// The region only reshapes one value that the program does not return: every array is
-    /// contiguous, so its output is the input's buffer under the new shape, and the plugin is
-    /// not called (a lone reshape that several regions read, such as a gradient that two GEMMs
-    /// and a bias reduction take, was a copy kernel).
+    /// The region only reshapes one value whose buffer the program alone holds (see
+    /// `is_alias`): every array is contiguous, so its output is the input's buffer under the
+    /// new shape, and the plugin is not called (a lone reshape that several regions read, such
+    /// as a gradient that two GEMMs and a bias reduction take, was a copy kernel).
     alias: bool,
 }
 
@@ -39,8 +39,10 @@ fn is_alias_step(t: &Trace, s: &ExecStep) -> bool {
     is_alias(t, &t.bsyms, &s.ops, &s.inputs, &s.outputs)
 }
 
-/// Whether a region of `bsyms` (values typed by `t`) only reshapes one value `t` does not
-/// return: the runtime runs it as an alias (see [`Step::alias`]), so it is not compiled.
+/// Whether a region of `bsyms` (values typed by `t`) only reshapes one value into a buffer
+/// the program alone holds: the runtime runs it as an alias (see [`Step::alias`]), so it is
+/// not compiled. (A gradient returned reshaped, such as GPT-2's qkv bias gradient summed in
+/// its [3, C] shape, was a copy kernel.)
 fn is_alias(
     t: &Trace,
     bsyms: &[BoundSymbol],
@@ -52,11 +54,16 @@ fn is_alias(
         return false;
     };
     let (a, b) = (t.ty(input), t.ty(output));
+    // A returned reshape may share its input's buffer only when that buffer is the program's
+    // own: not an input (the caller's tensor) nor another output, and returned once.
+    let returned = t.outputs.iter().filter(|&&o| o == output).count();
+    let may_alias = returned == 0
+        || (returned == 1 && !t.inputs.contains(&input) && !t.outputs.contains(&input));
     !ops.is_empty()
         && ops
             .iter()
             .all(|&i| bsyms.get(i).is_some_and(|b| b.sym.id == "prims.reshape"))
-        && !t.outputs.contains(&output)
+        && may_alias
         && a.dtype == b.dtype
         && a.device == b.device
         && a.size_bytes() == b.size_bytes()
@@ -714,9 +721,41 @@ mod tests {
         assert!(is_alias_step(&t, &step_of(&t, 0)));
         // The exp is not a reshape.
         assert!(!is_alias_step(&t, &step_of(&t, 1)));
-        // A returned reshape is copied: the caller may write into one output in place.
+        // A returned reshape of an input is copied: the caller may write into the output in
+        // place, which must not change its input.
         let t = reshape_trace(true);
         assert!(!is_alias_step(&t, &step_of(&t, 0)));
+    }
+
+    /// `e = exp(x)`, `r = reshape(e, [6, 2])`; returns `r`, and `e` too with `return_e`.
+    fn returned_reshape_of_an_intermediate(return_e: bool) -> Trace {
+        let x = TensorType::new(vec![3, 4], DType::F32, Device::Cpu);
+        trace_with(&[("x".into(), x)], HashSet::new(), "test", |xs| {
+            let e = clang::unary(
+                "exp",
+                crate::prims::Prim::Exp,
+                &xs[0],
+                clang::Promotion::Default,
+            )?;
+            let r = clang::reshape(&e, vec![6, 2])?;
+            Ok(if return_e { vec![r, e] } else { vec![r] })
+        })
+        .expect("trace")
+    }
+
+    #[test]
+    fn a_returned_reshape_aliases_only_a_buffer_nothing_else_returns() {
+        let t = returned_reshape_of_an_intermediate(false);
+        assert_eq!(t.bsyms[1].sym.id, "prims.reshape");
+        assert!(
+            is_alias_step(&t, &step_of(&t, 1)),
+            "exp's buffer is the program's alone: the output takes it"
+        );
+        let t = returned_reshape_of_an_intermediate(true);
+        assert!(
+            !is_alias_step(&t, &step_of(&t, 1)),
+            "two outputs would share one buffer"
+        );
     }
 
     #[test]
