@@ -442,11 +442,11 @@ pub fn gpt2_inputs(cfg: &Gpt2Config, seed: u64, scale: f64) -> Vec<Array> {
 
 /// One-hot rows as f32: `ids[..., None] == arange(0, classes)`. Stands in for a gather
 /// (embedding lookup) until thunder-core has a gather prim.
-fn one_hot(ids: &Tensor, classes: i64) -> thunder_core::Result<Tensor> {
-    let iota = thunder_torch::arange(0, classes, 1, Device::Cpu, DType::I64)?;
+fn one_hot(ids: &Tensor, classes: i64, dtype: DType) -> thunder_core::Result<Tensor> {
+    let iota = thunder_torch::arange(0, classes, 1, ids.device(), DType::I64)?;
     let mut shape = ids.shape().to_vec();
     shape.push(1);
-    Ok(ids.reshape(&shape).eq(&iota).to_dtype(DType::F32))
+    Ok(ids.reshape(&shape).eq(&iota).to_dtype(dtype))
 }
 
 /// Causal self-attention of one GPT-2 block on `x: [B, T, C]`, as nanoGPT writes it: q, k and
@@ -490,9 +490,9 @@ pub fn gpt2_loss(cfg: &Gpt2Config, xs: &[Tensor]) -> thunder_core::Result<Vec<Te
     let (b, t, c, v) = (cfg.batch, cfg.seq, cfg.embd, cfg.vocab);
     let (tokens, targets, wte, wpe) = (&xs[0], &xs[1], &xs[2], &xs[3]);
     // Embeddings as one-hot matmuls (see `one_hot`): [B, T, V] @ [V, C] and [T, T] @ [T, C].
-    let positions = thunder_torch::arange(0, t, 1, Device::Cpu, DType::I64)?;
-    let tok_emb = one_hot(tokens, v)?.matmul(wte);
-    let pos_emb = one_hot(&positions, cfg.seq)?.matmul(wpe);
+    let positions = thunder_torch::arange(0, t, 1, tokens.device(), DType::I64)?;
+    let tok_emb = one_hot(tokens, v, wte.dtype())?.matmul(wte);
+    let pos_emb = one_hot(&positions, cfg.seq, wpe.dtype())?.matmul(wpe);
     let mut x = tok_emb + pos_emb;
     let n_block = GPT2_BLOCK_INPUT_NAMES.len();
     let blocks_end = GPT2_LEADING_INPUTS + cfg.layers * n_block;
