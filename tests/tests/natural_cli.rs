@@ -193,6 +193,23 @@ fn bench_grad_times_forward_and_backward() {
         passes.contains(&"forward") && passes.contains(&"backward"),
         "{passes:?}"
     );
+    // --print-traces: both execution traces on stderr, the JSON report unchanged on stdout.
+    let o = thunder(
+        dir.path(),
+        &args(
+            &["bench", "--grad", "--reps", "3", "--json", "--print-traces"],
+            Path::new("loss.py"),
+            &inputs,
+        ),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    serde_json::from_str::<serde_json::Value>(&out).expect("stdout is still the JSON report");
+    assert!(
+        err.contains("def computation(") && err.contains("def backward("),
+        "{err}"
+    );
+    assert!(err.contains("# Executors:"), "{err}");
 }
 
 #[test]

@@ -144,6 +144,9 @@ enum Command {
         /// With PROGRAM: time the forward and backward of its first output (value and grad).
         #[arg(long, requires = "program")]
         grad: bool,
+        /// With PROGRAM: write the execution traces (each region and what it runs) to stderr.
+        #[arg(long, requires = "program")]
+        print_traces: bool,
         /// Print machine-readable results (docs/bench-json.md describes them).
         #[arg(long)]
         json: bool,
@@ -259,6 +262,7 @@ fn main() -> ExitCode {
             program: Some(program),
             io,
             grad,
+            print_traces,
             json,
             reps,
             min_time,
@@ -269,6 +273,7 @@ fn main() -> ExitCode {
             &io,
             &commands::bench_program::ProgramBenchOptions {
                 grad,
+                print_traces,
                 json,
                 reps,
                 min_time,

@@ -20,6 +20,8 @@ use thunder_core::{Array, Tensor};
 
 pub struct ProgramBenchOptions {
     pub grad: bool,
+    /// Write the execution traces to stderr (the report stays on stdout).
+    pub print_traces: bool,
     pub json: bool,
     /// Timed samples (default: as many as fit in `min_time`, at least 5).
     pub reps: Option<usize>,
@@ -239,6 +241,9 @@ fn forward_report(
     run(arrays)?;
     let first_run = t.elapsed().as_secs_f64();
     let first_total = start.elapsed().as_secs_f64();
+    if opts.print_traces {
+        eprintln!("{}", ExecutionTrace::print(execution));
+    }
     let steady = steady(opts, || run(arrays).map(|_| ()).map_err(Into::into))?;
     let runs = (0..PROFILED_CALLS)
         .map(|_| run_profiled(arrays).map(|(_, s)| s))
@@ -288,6 +293,10 @@ fn bench_grad(
     let traces = f
         .last_traces()
         .ok_or_else(|| anyhow::anyhow!("the grad call kept no traces"))?;
+    if opts.print_traces {
+        eprintln!("{}", ExecutionTrace::print(&traces.forward.execution));
+        eprintln!("{}", ExecutionTrace::print(&traces.backward.execution));
+    }
     let mut regions = regions("forward", &traces.forward.execution, &fwd_runs);
     regions.extend(self::regions(
         "backward",
