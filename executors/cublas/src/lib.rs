@@ -12,6 +12,7 @@
 
 pub mod layout;
 mod lt;
+mod lt_api;
 pub mod shape;
 
 pub use layout::Plan;

@@ -1,8 +1,9 @@
 //! cuBLASLt: one handle and one workspace per device, created on first use and kept for the
 //! process; a compiled product holds its descriptors and the algorithm picked for its shape.
 
+use crate::lt_api::{api, check};
 use crate::shape::{Gemm, LtMatrix};
-use cudarc::cublaslt::{result as lt, sys as ltsys};
+use cudarc::cublaslt::sys as ltsys;
 use cudarc::driver::{result as cu, sys as cusys};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -20,9 +21,7 @@ pub fn availability() -> Result<i32, String> {
                 if !unsafe { cusys::is_culib_present() } {
                     return Err("no CUDA driver: libcuda.so was not found".into());
                 }
-                if !keep_open("cublasLt") {
-                    return Err("cuBLASLt (libcublasLt.so) was not found".into());
-                }
+                api()?;
                 cu::init().map_err(|e| format!("no CUDA driver: cuInit failed: {e:?}"))?;
                 let n = cu::device::get_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))?;
                 if n <= 0 {
@@ -32,23 +31,6 @@ pub fn availability() -> Result<i32, String> {
             })
         })
         .clone()
-}
-
-/// Opens the first of cudarc's names for `lib` that loads and keeps it open for the process,
-/// as cudarc would find it. cudarc's presence probe opens and closes the library, and its
-/// first call opens it again: for cuBLASLt (hundreds of MB) unmapped in between, that was a
-/// second load, about 65 ms of a warm translation on an H100 host. Held open here, both are
-/// reference counts on this mapping.
-fn keep_open(lib: &str) -> bool {
-    for name in cudarc::get_lib_name_candidates(lib) {
-        // SAFETY: loading a CUDA library runs its initializers, as cudarc's own load does.
-        if let Ok(handle) = unsafe { libloading::Library::new(&name) } {
-            // Never closed: the mapping cudarc's own handle will share.
-            std::mem::forget(handle);
-            return true;
-        }
-    }
-    false
 }
 
 pub fn make_current(ordinal: u32) -> Result<(), String> {
@@ -81,7 +63,9 @@ fn device_state(ordinal: u32, workspace_bytes: usize) -> Result<(usize, u64, usi
         return Ok((s.handle as usize, s.workspace, s.workspace_bytes));
     }
     make_current(ordinal)?;
-    let handle = lt::create_handle().map_err(|e| format!("cublasLtCreate: {e:?}"))?;
+    let mut handle: ltsys::cublasLtHandle_t = std::ptr::null_mut();
+    // SAFETY: writes one handle.
+    check("cublasLtCreate", unsafe { (api()?.create)(&mut handle) })?;
     // SAFETY: the device's context is current.
     let workspace = unsafe { cu::malloc_sync(workspace_bytes.max(1)) }
         .map_err(|e| format!("workspace cuMemAlloc({workspace_bytes}): {e:?}"))?;
@@ -129,44 +113,51 @@ fn set_attr<T>(
     value: &T,
 ) -> Result<(), String> {
     // SAFETY: `value` is the attribute's C type, read during the call.
-    unsafe {
-        lt::set_matmul_desc_attribute(
+    let status = unsafe {
+        (api()?.matmul_desc_set_attribute)(
             desc,
             attr,
             value as *const T as *const c_void,
             std::mem::size_of::<T>(),
         )
-    }
-    .map_err(|e| format!("cublasLtMatmulDescSetAttribute({attr:?}): {e:?}"))
+    };
+    check(&format!("cublasLtMatmulDescSetAttribute({attr:?})"), status)
 }
 
 fn layout(
     dtype: thunder_abi::DTypeCode,
     m: LtMatrix,
 ) -> Result<ltsys::cublasLtMatrixLayout_t, String> {
-    let l = lt::create_matrix_layout(data_type(dtype), m.rows, m.cols, m.ld as i64)
-        .map_err(|e| format!("cublasLtMatrixLayoutCreate: {e:?}"))?;
+    let api = api()?;
+    let mut l: ltsys::cublasLtMatrixLayout_t = std::ptr::null_mut();
+    // SAFETY: writes one layout handle.
+    let status = unsafe {
+        (api.matrix_layout_create)(&mut l, data_type(dtype), m.rows, m.cols, m.ld as i64)
+    };
+    check("cublasLtMatrixLayoutCreate", status)?;
     if m.batch > 1 {
         let count = m.batch as i32;
         let stride = m.stride as i64;
         // SAFETY: attribute types per the cuBLASLt docs (int32 count, int64 stride).
-        unsafe {
-            lt::set_matrix_layout_attribute(
+        let status = unsafe {
+            (api.matrix_layout_set_attribute)(
                 l,
                 ltsys::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
                 &count as *const i32 as *const c_void,
                 4,
             )
-            .and_then(|_| {
-                lt::set_matrix_layout_attribute(
-                    l,
-                    ltsys::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                    &stride as *const i64 as *const c_void,
-                    8,
-                )
-            })
-        }
-        .map_err(|e| format!("cublasLtMatrixLayoutSetAttribute: {e:?}"))?;
+        };
+        check("cublasLtMatrixLayoutSetAttribute(batch count)", status)?;
+        // SAFETY: as above.
+        let status = unsafe {
+            (api.matrix_layout_set_attribute)(
+                l,
+                ltsys::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                &stride as *const i64 as *const c_void,
+                8,
+            )
+        };
+        check("cublasLtMatrixLayoutSetAttribute(batch stride)", status)?;
     }
     Ok(l)
 }
@@ -216,8 +207,13 @@ pub fn prepare(
         } else {
             ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F
         };
-        let desc = lt::create_matmul_desc(compute, ltsys::cudaDataType::CUDA_R_32F)
-            .map_err(|e| format!("cublasLtMatmulDescCreate: {e:?}"))?;
+        let api = api()?;
+        let mut desc: ltsys::cublasLtMatmulDesc_t = std::ptr::null_mut();
+        // SAFETY: writes one descriptor handle.
+        let status = unsafe {
+            (api.matmul_desc_create)(&mut desc, compute, ltsys::cudaDataType::CUDA_R_32F)
+        };
+        check("cublasLtMatmulDescCreate", status)?;
         let call = g.lt_call();
         for (attr, on) in [
             (
@@ -271,25 +267,52 @@ pub fn prepare(
                 lock: Mutex::new(()),
             });
         }
-        let pref = lt::create_matmul_pref().map_err(|e| format!("preference: {e:?}"))?;
+        let mut pref: ltsys::cublasLtMatmulPreference_t = std::ptr::null_mut();
+        // SAFETY: writes one preference handle.
+        check("cublasLtMatmulPreferenceCreate", unsafe {
+            (api.preference_create)(&mut pref)
+        })?;
         let ws = workspace_bytes as u64;
         // SAFETY: a u64 attribute.
-        unsafe {
-            lt::set_matmul_pref_attribute(
+        let status = unsafe {
+            (api.preference_set_attribute)(
                 pref,
                 ltsys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                 &ws as *const u64 as *const c_void,
                 8,
             )
-        }
-        .map_err(|e| format!("preference workspace: {e:?}"))?;
-        // SAFETY: every descriptor was created above.
-        let heuristic = unsafe {
-            lt::get_matmul_algo_heuristic(handle as ltsys::cublasLtHandle_t, desc, a, b, d, d, pref)
         };
+        let mut found = 0;
+        // SAFETY: plain C data, written by the call below.
+        let mut heuristic: ltsys::cublasLtMatmulHeuristicResult_t = unsafe { std::mem::zeroed() };
+        let asked =
+            check("cublasLtMatmulPreferenceSetAttribute(workspace)", status).and_then(|_| {
+                // SAFETY: every descriptor was created above; room for the one result asked.
+                let status = unsafe {
+                    (api.algo_get_heuristic)(
+                        handle as ltsys::cublasLtHandle_t,
+                        desc,
+                        a,
+                        b,
+                        d,
+                        d,
+                        pref,
+                        1,
+                        &mut heuristic,
+                        &mut found,
+                    )
+                };
+                check("cublasLtMatmulAlgoGetHeuristic", status)
+            });
         // SAFETY: created above, used only by the heuristic query.
-        let _ = unsafe { lt::destroy_matmul_pref(pref) };
-        let heuristic = heuristic.map_err(|e| format!("no cuBLASLt algorithm for {g:?}: {e:?}"))?;
+        let _ = unsafe { (api.preference_destroy)(pref) };
+        asked
+            .and_then(|_| {
+                (found > 0)
+                    .then_some(())
+                    .ok_or_else(|| "no algorithm returned".to_string())
+            })
+            .map_err(|e| format!("no cuBLASLt algorithm for {g:?}: {e}"))?;
         remember_algo(key, heuristic.algo);
         Ok(Prepared {
             gemm: g,
@@ -327,18 +350,19 @@ impl Prepared {
         }
         let (alpha, beta) = (1.0f32, 0.0f32);
         guarded("cublasLtMatmul", || {
+            let api = api()?;
             // SAFETY: the layouts describe exactly these contiguous buffers (checked by the
             // caller), the workspace belongs to this device, the stream is the host's.
-            unsafe {
-                lt::matmul(
+            let status = unsafe {
+                (api.matmul)(
                     self.handle as ltsys::cublasLtHandle_t,
                     self.desc,
                     &alpha as *const f32 as *const c_void,
-                    &beta as *const f32 as *const c_void,
                     rhs as *const c_void,
                     self.a,
                     lhs as *const c_void,
                     self.b,
+                    &beta as *const f32 as *const c_void,
                     out as *const c_void,
                     self.d,
                     out as *mut c_void,
@@ -348,20 +372,22 @@ impl Prepared {
                     self.workspace_bytes,
                     stream as ltsys::cudaStream_t,
                 )
-            }
-            .map_err(|e| format!("cublasLtMatmul for {:?}: {e:?}", self.gemm))
+            };
+            check(&format!("cublasLtMatmul for {:?}", self.gemm), status)
         })
     }
 }
 
 impl Drop for Prepared {
     fn drop(&mut self) {
+        // Created through the loaded library, which outlives every `Prepared`.
+        let Ok(api) = api() else { return };
         // SAFETY: created in `prepare`, used by no one else.
         unsafe {
-            let _ = lt::destroy_matrix_layout(self.a);
-            let _ = lt::destroy_matrix_layout(self.b);
-            let _ = lt::destroy_matrix_layout(self.d);
-            let _ = lt::destroy_matmul_desc(self.desc);
+            let _ = (api.matrix_layout_destroy)(self.a);
+            let _ = (api.matrix_layout_destroy)(self.b);
+            let _ = (api.matrix_layout_destroy)(self.d);
+            let _ = (api.matmul_desc_destroy)(self.desc);
         }
     }
 }
