@@ -1,6 +1,6 @@
-//! What the fuser claims: exit reshapes (a reshape of a run's value that only ops outside the
-//! run read) become regions of their own, chains of them included; a reshape read inside the
-//! run, or of a value the run does not compute, stays in the run.
+//! What the fuser claims: exit reshapes (a reshape that only ops outside the run read, of a
+//! run's value or not) become regions of their own, chains of them included; a reshape read
+//! inside the run stays in it.
 
 mod common;
 
@@ -37,4 +37,30 @@ fn exit_reshapes_and_their_chains_are_regions_of_their_own() {
     );
     assert_eq!(runs[1], [4]);
     assert_eq!(runs[2], [5]);
+}
+
+/// The seed of a backward and the saved logits reshaped for the loss gradient: two unrelated
+/// ops in one run. The reshape's result leaves the run unread by it, so it is a region of its
+/// own (an alias at run time), not a copy inside the seed's kernel.
+const SEED_AND_LOGITS: &str = r#"def computation(logits, w):
+  # logits: "cuda:0 bf16[6, 5]"
+  # w: "cuda:0 bf16[5, 4]"
+  t0 = prims.full([], 1.0, devices.cuda0, dtypes.f32)
+  t1 = prims.reshape(logits, [2, 3, 5])
+  t2 = prims.reshape(t1, [6, 5])
+  t3 = prims.matmul(t2, w)
+  return (t3, t0)
+"#;
+
+#[test]
+fn a_reshape_of_an_input_that_only_leaves_the_run_is_a_region_of_its_own() {
+    let view = common::view_of(SEED_AND_LOGITS);
+    let runs = claim::runs(&view, |op| support::accepts(&view, op));
+    assert!(runs.contains(&vec![0]), "the seed alone: {runs:?}");
+    assert!(
+        !runs
+            .iter()
+            .any(|r| r.len() > 1 && (r.contains(&1) || r.contains(&2))),
+        "no reshape shares a region: {runs:?}"
+    );
 }
