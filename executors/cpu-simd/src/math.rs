@@ -122,27 +122,28 @@ pub(crate) fn log<const FMA: bool>(x: f32) -> f32 {
 /// 11 multiply-adds and one division, about half the work of `1 - 2 / (e^2|x| + 1)` with a
 /// polynomial for small |x| (both computed for every lane, then selected). The cost is
 /// accuracy: within 5 ulp with fused multiply-adds and 7 without (2 before), which
-/// `tests/math.rs` checks over every 61st f32 of the range.
+/// `tests/math.rs` checks over every 61st f32 of the range (and `tanh_exhaustive`, run on
+/// demand, over every f32 up to 10).
 ///
-/// Evaluated on |x| with the sign put back at the end (one operation on AVX-512), and with
-/// no small-|x| case: 4 vector operations fewer than clamping x on both sides and selecting
-/// twice (as before), with the same bits from 4e-4 on (rounding is symmetric in the sign).
+/// Evaluated on x clamped to [-C, C], with no other case: the rational is odd and every
+/// rounding is symmetric in the sign, so `tanh(-x) = -tanh(x)` bit for bit, -0.0 stays -0.0
+/// and a NaN passes the clamp (as `minps`/`maxps` with x second pass it) and stays NaN. `C`
+/// is the least f32 at which the rational, evaluated in f32, is exactly 1 (with fused
+/// multiply-adds 7.9988117, Eigen's constant; 7.905311 without): the rational stays at or
+/// below 1 up to it and reaches 1 - 2^-22 at 7.905, tanh is within 5 ulp of 1 from 7.81 on,
+/// so clamping there gives 1 exactly for every larger |x| (infinities included) with no
+/// select: 3 vector operations fewer than clamping |x| and putting 1 and the sign back.
 /// Both polynomials are the fit's times 256, which changes no bit of `P / Q` (a power of two)
-/// but moves their constant terms from 0.0049 to 1.25: `|x| P(0)` no longer loses bits for
-/// subnormal |x|, and tiny |x| come out within 3 ulp of x (`|x| P(0) / Q(0)`, with P(0) /
-/// Q(0) = 1 - 1.3e-7 in the fit) where a case of their own returned x. The clamp stays: the
-/// fit is within half an ulp of tanh up to 9.1 in exact arithmetic, but evaluated in f32 it
-/// can exceed 1 past 9.
+/// but moves their constant terms from 0.0049 to 1.25: `x P(0)` no longer loses bits for
+/// subnormal x, and tiny x come out within 3 ulp of x (`x P(0) / Q(0)`, with P(0) / Q(0) =
+/// 1 - 1.3e-7 in the fit) where a case of their own returned x.
 #[inline(always)]
 pub(crate) fn tanh<const FMA: bool>(x: f32) -> f32 {
-    let z = x.abs();
-    // Written as `minps(CLAMP, z)` computes it, so that a NaN passes (`f32::min` would not).
-    let zc = if TANH_CLAMP < z { TANH_CLAMP } else { z };
-    let s = zc * zc;
-    let r = poly::<FMA, 7>(s, &TANH_P) * zc / poly::<FMA, 4>(s, &TANH_Q);
-    // A NaN fails the comparison and stays NaN.
-    let r = if z >= TANH_BIG { 1.0 } else { r };
-    r.copysign(x)
+    let c = if FMA { TANH_CLAMP_FMA } else { TANH_CLAMP };
+    // std's clamp keeps a NaN and -0.0, as `Vf32::clamp` does.
+    let xc = x.clamp(-c, c);
+    let s = xc * xc;
+    poly::<FMA, 7>(s, &TANH_P) * xc / poly::<FMA, 4>(s, &TANH_Q)
 }
 
 /// The fit's numerator and denominator, in x^2.
@@ -177,10 +178,10 @@ const fn scaled<const N: usize>(c: [f32; N], by: f32) -> [f32; N] {
 /// 256.
 pub(crate) const TANH_P: [f32; 7] = scaled(TANH_P_FIT, 256.0);
 pub(crate) const TANH_Q: [f32; 4] = scaled(TANH_Q_FIT, 256.0);
-/// The fit reaches 1 - 2^-22 at this |x| and is held there; from `TANH_BIG` on tanh rounds
-/// to 1.
+/// tanh's clamp: the least f32 whose rational is exactly 1.0 evaluated without fused
+/// multiply-adds, and with them (`vmath::tanh` always has them).
 pub(crate) const TANH_CLAMP: f32 = 7.905_311;
-pub(crate) const TANH_BIG: f32 = 9.1;
+pub(crate) const TANH_CLAMP_FMA: f32 = 7.998_811_7;
 
 /// |x| < 1: x P(x^2), a Chebyshev fit of erf(x)/x in x^2 (max error 1.2e-9).
 pub(crate) const ERF_S: [f32; 7] = [
