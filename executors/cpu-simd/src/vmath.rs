@@ -35,7 +35,7 @@ pub(crate) unsafe fn tanh<V: Vf32>(x: V) -> V {
     unsafe {
         let xc = V::clamp(x, -TANH_CLAMP_FMA, TANH_CLAMP_FMA);
         let s = V::mul(xc, xc);
-        // Q(s) lies in [1.25, 244]: finite and normal, as `div_approx` needs (NaN: the lane
+        // Q(s) lies in [1, 248]: finite and normal, as `div_approx` needs (NaN: the lane
         // stays NaN).
         V::div_approx(V::mul(poly(s, &TANH_P), xc), poly(s, &TANH_Q))
     }
