@@ -124,9 +124,10 @@ pub(crate) fn log<const FMA: bool>(x: f32) -> f32 {
 /// [0.25, 8]. 8 multiply-adds and one division, one multiply-add fewer than the degree 6 / 3
 /// fit of Eigen, XLA and MLAS (`generic_fast_tanh_float`) used before, and about half the work
 /// of `1 - 2 / (e^2|x| + 1)` with a polynomial for small |x|. Every coefficient is positive,
-/// so Horner's rule never cancels. Over every f32 of [2^-126, 10] (`tanh_exhaustive`, on
-/// demand; `tests/math.rs` checks every 61st): within 5 ulp with fused multiply-adds (39 f32 at
-/// 5, 6806 at 4; Eigen's fit: 43 at 5, 166 412 at 4) and 6 without (Eigen's: 7).
+/// so Horner's rule never cancels. Over every f32 of [2^-126, 10] (`tanh_exhaustive` and,
+/// on each ISA, `vector_tanh_exhaustive`, run on demand; `tests/math.rs` checks every 61st):
+/// within 5 ulp with fused multiply-adds (39 f32 at 5, 6806 at 4; Eigen's fit: 43 at 5,
+/// 166 412 at 4) and 6 without (Eigen's: 7).
 ///
 /// Evaluated on x clamped to [-C, C], with no other case: the rational is odd and every
 /// rounding is symmetric in the sign, so `tanh(-x) = -tanh(x)` bit for bit, -0.0 stays -0.0

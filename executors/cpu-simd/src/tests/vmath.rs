@@ -179,3 +179,39 @@ fn vector_exp_within_1_ulp_and_scalar_bits_on_each_isa() {
 fn vector_erf_within_3_ulp_and_scalar_bits_on_each_isa() {
     each_isa(F::Erf, erf_samples());
 }
+
+/// The vector tanh on every f32 of [2^-126, 10] on each instruction set (as `math.rs`'s
+/// `tanh_exhaustive`; AVX-512 divides approximately, so it is not covered by the scalar
+/// check). Slow: `cargo test --release -p thunder-cpu-simd -- --ignored tanh_exhaustive`.
+#[test]
+#[ignore]
+fn vector_tanh_exhaustive() {
+    let (lo, hi) = (f32::MIN_POSITIVE.to_bits(), 10f32.to_bits());
+    let chunk = 1u32 << 20;
+    let isas: [(&str, bool, unsafe fn(F, &[f32]) -> Vec<f32>); 2] = [
+        (
+            "avx2",
+            is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+            on_avx2,
+        ),
+        ("avx512", is_x86_feature_detected!("avx512f"), on_avx512),
+    ];
+    for (isa, _, run) in isas.into_iter().filter(|i| i.1) {
+        let mut worst = (0, 0f32);
+        for start in (lo..=hi).step_by(chunk as usize) {
+            let xs: Vec<f32> = (start..start.saturating_add(chunk))
+                .map(|b| f32::from_bits(b.min(hi)))
+                .collect();
+            // SAFETY: the CPU has the features (filtered above).
+            let got = unsafe { run(F::Tanh, &xs) };
+            for (&x, &y) in xs.iter().zip(&got) {
+                let u = ulp_distance(y, f64::from(x).tanh() as f32);
+                if u > worst.0 {
+                    worst = (u, x);
+                }
+            }
+        }
+        println!("{isa}: tanh within {} ulp (worst at {})", worst.0, worst.1);
+        assert!(worst.0 <= 5, "{isa}: tanh {} ulp at {}", worst.0, worst.1);
+    }
+}
