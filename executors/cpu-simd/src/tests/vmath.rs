@@ -180,6 +180,9 @@ fn vector_erf_within_3_ulp_and_scalar_bits_on_each_isa() {
     each_isa(F::Erf, erf_samples());
 }
 
+/// One of `on_avx2`, `on_avx512`.
+type OnIsa = unsafe fn(F, &[f32]) -> Vec<f32>;
+
 /// The vector tanh on every f32 of [2^-126, 10] on each instruction set (as `math.rs`'s
 /// `tanh_exhaustive`; AVX-512 divides approximately, so it is not covered by the scalar
 /// check). Slow: `cargo test --release -p thunder-cpu-simd -- --ignored tanh_exhaustive`.
@@ -188,7 +191,7 @@ fn vector_erf_within_3_ulp_and_scalar_bits_on_each_isa() {
 fn vector_tanh_exhaustive() {
     let (lo, hi) = (f32::MIN_POSITIVE.to_bits(), 10f32.to_bits());
     let chunk = 1u32 << 20;
-    let isas: [(&str, bool, unsafe fn(F, &[f32]) -> Vec<f32>); 2] = [
+    let isas: [(&str, bool, OnIsa); 2] = [
         (
             "avx2",
             is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
