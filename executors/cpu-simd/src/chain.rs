@@ -115,7 +115,8 @@ pub(crate) enum Vi {
     },
 }
 
-/// The most f32 registers a program may use: 8 blocks of 64 floats (2 KB of stack).
+/// The most f32 registers a program may use: 8 blocks of up to `MAX_BLOCK` floats (4 KB of
+/// stack).
 const MAX_REGS: usize = 8;
 
 /// How a group runs in vector registers.
