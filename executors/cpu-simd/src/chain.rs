@@ -2,9 +2,11 @@
 //! ops each reading the previous value (and literals, or another access loaded straight from
 //! memory: a bias row, a second tensor), with contiguous stores of any of those values. The
 //! tile path writes every op's result to a tile register and reads it back for the next op,
-//! and copies each input tile into a register first; here each block of 64 elements goes
-//! through all ops in vector registers, read straight from the sources and written straight
-//! into the outputs, so the loads of the next block overlap the arithmetic of this one.
+//! and copies each input tile into a register first; here each block of 128 elements (8
+//! AVX-512 vectors; see `K512`) goes through all ops in vector registers, read straight from
+//! the sources and written straight into the outputs, so the loads of the next block overlap
+//! the arithmetic of this one, and the block's independent vectors overlap each other's
+//! latency (a chain of tanh is a chain of dependent operations).
 //!
 //! A group whose values do not form one running chain (GELU reads its input twice: `y *
 //! (1 + erf(y / sqrt 2))`) but whose instructions all have vector forms runs as a *program*
@@ -113,7 +115,8 @@ pub(crate) enum Vi {
     },
 }
 
-/// The most f32 registers a program may use: 8 blocks of 64 floats (2 KB of stack).
+/// The most f32 registers a program may use: 8 blocks of up to `MAX_BLOCK` floats (4 KB of
+/// stack).
 const MAX_REGS: usize = 8;
 
 /// How a group runs in vector registers.
@@ -387,20 +390,35 @@ pub(crate) unsafe fn run(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize)
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn run_avx512(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
     // SAFETY: forwarded.
-    unsafe { run_v::<crate::simd::V512, 4>(ctx, chain, offs, len) }
+    unsafe { run_v::<crate::simd::V512, K512, 4>(ctx, chain, offs, len) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_avx2(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
     // SAFETY: forwarded.
-    unsafe { run_v::<crate::simd::V256, 8>(ctx, chain, offs, len) }
+    unsafe { run_v::<crate::simd::V256, K256, 8>(ctx, chain, offs, len) }
 }
 
-/// Elements per block: 64 (4 AVX-512 or 8 AVX2 registers), enough independent work per step
-/// to hide its latency.
+/// Vectors per block on AVX-512 and on AVX2: independent work enough for each step to hide
+/// the latency of the one before (a tanh is about 15 dependent operations of 4 cycles, at 2
+/// a cycle), while the block, the step's temporaries and its constants stay in the registers.
+/// On a 2-core AVX-512 Xeon VM, `thunder bench`'s `tanh4_16m` took 9.6 ms with 4 vectors, 7.9
+/// with 8 and 11.6 with 16 (spilled); on its AVX2 path, 12 ms with 8 vectors and 24 with 16
+/// (AVX2 has 16 registers). A row's remainder runs in blocks of [`SMALL`] elements, then one padded
+/// tail.
 #[cfg(target_arch = "x86_64")]
-const BLOCK: usize = 64;
+const K512: usize = 8;
+#[cfg(target_arch = "x86_64")]
+const K256: usize = 8;
+
+/// Elements per block of a row's remainder (4 AVX-512 or 8 AVX2 vectors).
+#[cfg(target_arch = "x86_64")]
+const SMALL: usize = 64;
+
+/// The most elements in a block, for the tail's padded buffers.
+#[cfg(target_arch = "x86_64")]
+const MAX_BLOCK: usize = 128;
 
 /// Where a block's operands come from and its results go.
 #[cfg(target_arch = "x86_64")]
@@ -408,61 +426,94 @@ const BLOCK: usize = 64;
 enum At {
     /// A whole block at element `o` of the accesses, stores non-temporal when `stream`.
     Full { o: usize, stream: bool },
-    /// The last `n` (< BLOCK) elements, from element `o`, through padded buffers.
+    /// The last `n` (< the block's size) elements, from element `o`, through padded buffers.
     Tail { o: usize, n: usize },
 }
 
+/// Runs the chain (`K` vectors a block) or the program (`K` vectors a register) over `len`
+/// elements: blocks of `K` vectors, then of `KS` (= `SMALL` elements), then a padded tail.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn run_v<V: crate::simd::Vf32, const K: usize>(
+unsafe fn run_v<V: crate::simd::Vf32, const K: usize, const KS: usize>(
     ctx: &Ctx<'_>,
     chain: &Chain,
     offs: &[i64],
     len: usize,
 ) {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    debug_assert_eq!(V::LANES * K, BLOCK);
+    debug_assert!(V::LANES * K <= MAX_BLOCK && V::LANES * KS == SMALL);
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
         let ptr = |acc: usize| (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
-        let (load, steps) = match chain {
-            Chain::Line { load, steps } => (*load, steps),
-            Chain::Prog(prog) => return run_prog::<V, K>(ctx, prog, offs, len),
-        };
-        let src = ptr(load) as *const f32;
-        // Non-temporal stores need aligned destinations; they go around the caches for
-        // groups far larger than them (`exec::STREAM_MIN`).
-        let stream = ctx.stream
-            && steps.iter().all(|s| match *s {
-                Step::Store(acc) => (ptr(acc) as usize).is_multiple_of(V::LANES * 4),
-                _ => true,
-            });
-        let blocks = len / BLOCK;
-        for b in 0..blocks {
-            let o = b * BLOCK;
-            if ctx.stream {
-                // A prefetch never faults, so asking past the buffer's end is harmless.
-                let ahead = (src.add(o) as *const i8).wrapping_add(PREFETCH);
-                for l in 0..4 {
-                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l));
+        let big = len / (V::LANES * K) * (V::LANES * K);
+        let small = big + (len - big) / SMALL * SMALL;
+        match chain {
+            Chain::Line { load, steps } => {
+                // Non-temporal stores need aligned destinations; they go around the caches
+                // for groups far larger than them (`exec::STREAM_MIN`).
+                let stream = ctx.stream
+                    && steps.iter().all(|s| match *s {
+                        Step::Store(acc) => (ptr(acc) as usize).is_multiple_of(V::LANES * 4),
+                        _ => true,
+                    });
+                let src = ptr(*load) as *const f32;
+                line_blocks::<V, K>(ctx, steps, offs, src, (0, big), stream);
+                line_blocks::<V, KS>(ctx, steps, offs, src, (big, small), stream);
+                if len > small {
+                    let (o, n) = (small, len - small);
+                    let mut x: [V; KS] = load_block(src, At::Tail { o, n }, false);
+                    run_steps::<V, KS>(ctx, steps, offs, &mut x, At::Tail { o, n });
                 }
             }
-            let mut x = [V::splat(0.0); K];
-            for (k, v) in x.iter_mut().enumerate() {
-                *v = V::load(src.add(o + V::LANES * k));
+            Chain::Prog(prog) => {
+                let stream = ctx.stream
+                    && prog.iter().all(|i| match *i {
+                        Vi::Store { acc, .. } => (ptr(acc) as usize).is_multiple_of(V::LANES * 4),
+                        _ => true,
+                    });
+                prog_blocks::<V, K>(ctx, prog, offs, (0, big), stream);
+                prog_blocks::<V, KS>(ctx, prog, offs, (big, small), stream);
+                if len > small {
+                    let mut regs = [[V::splat(0.0); KS]; MAX_REGS];
+                    let at = At::Tail {
+                        o: small,
+                        n: len - small,
+                    };
+                    prog_block::<V, KS>(ctx, prog, offs, &mut regs, at);
+                }
             }
-            run_steps::<V, K>(ctx, steps, offs, &mut x, At::Full { o, stream });
         }
-        let o = blocks * BLOCK;
-        let n = len - o;
-        if n > 0 {
-            let mut buf = [0f32; BLOCK];
-            std::ptr::copy_nonoverlapping(src.add(o), buf.as_mut_ptr(), n);
-            let mut x = [V::splat(0.0); K];
-            for (k, v) in x.iter_mut().enumerate() {
-                *v = V::load(buf.as_ptr().add(V::LANES * k));
-            }
-            run_steps::<V, K>(ctx, steps, offs, &mut x, At::Tail { o, n });
+    }
+}
+
+/// Prefetches the block of `K` vectors at element `o` of `p`, `PREFETCH` bytes ahead.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn prefetch_block<V: crate::simd::Vf32, const K: usize>(p: *const f32, o: usize) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+    // A prefetch never faults, so asking past the buffer's end is harmless.
+    let ahead = (p.wrapping_add(o) as *const i8).wrapping_add(PREFETCH);
+    for l in 0..(V::LANES * K * 4).div_ceil(64) {
+        // SAFETY: a prefetch reads nothing.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l)) };
+    }
+}
+
+/// The chain's steps over the whole blocks of `K` vectors in elements `range`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn line_blocks<V: crate::simd::Vf32, const K: usize>(
+    ctx: &Ctx<'_>,
+    steps: &[Step],
+    offs: &[i64],
+    src: *const f32,
+    range: (usize, usize),
+    stream: bool,
+) {
+    // SAFETY (whole fn): forwarded from `run_v`: the blocks are inside the buffers.
+    unsafe {
+        for o in (range.0..range.1).step_by(V::LANES * K) {
+            let mut x: [V; K] = load_block(src, At::Full { o, stream }, ctx.stream);
+            run_steps::<V, K>(ctx, steps, offs, &mut x, At::Full { o, stream });
         }
     }
 }
@@ -494,24 +545,20 @@ unsafe fn load_block<V: crate::simd::Vf32, const K: usize>(
     at: At,
     prefetch: bool,
 ) -> [V; K] {
-    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
     // SAFETY (whole fn): forwarded from the caller: the block is inside the buffer.
     unsafe {
         let mut y = [V::splat(0.0); K];
         match at {
             At::Full { o, .. } => {
                 if prefetch {
-                    let ahead = (p.add(o) as *const i8).wrapping_add(PREFETCH);
-                    for l in 0..4 {
-                        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * l));
-                    }
+                    prefetch_block::<V, K>(p, o);
                 }
                 for (k, v) in y.iter_mut().enumerate() {
                     *v = V::load(p.add(o + V::LANES * k));
                 }
             }
             At::Tail { o, n } => {
-                let mut buf = [0f32; BLOCK];
+                let mut buf = [0f32; MAX_BLOCK];
                 std::ptr::copy_nonoverlapping(p.add(o), buf.as_mut_ptr(), n);
                 for (k, v) in y.iter_mut().enumerate() {
                     *v = V::load(buf.as_ptr().add(V::LANES * k));
@@ -541,7 +588,7 @@ unsafe fn store_block<V: crate::simd::Vf32, const K: usize>(p: *mut f32, x: &[V;
                 }
             }
             At::Tail { o, n } => {
-                let mut buf = [0f32; BLOCK];
+                let mut buf = [0f32; MAX_BLOCK];
                 for (k, v) in x.iter().enumerate() {
                     V::store(buf.as_mut_ptr().add(V::LANES * k), *v);
                 }
@@ -551,36 +598,22 @@ unsafe fn store_block<V: crate::simd::Vf32, const K: usize>(p: *mut f32, x: &[V;
     }
 }
 
-/// Runs a program over `len` elements, block by block, on a register file of `MAX_REGS`
-/// blocks.
+/// A program over the whole blocks of `K` vectors in elements `range`, on a register file of
+/// `MAX_REGS` blocks.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn run_prog<V: crate::simd::Vf32, const K: usize>(
+unsafe fn prog_blocks<V: crate::simd::Vf32, const K: usize>(
     ctx: &Ctx<'_>,
     prog: &[Vi],
     offs: &[i64],
-    len: usize,
+    range: (usize, usize),
+    stream: bool,
 ) {
-    // SAFETY (whole fn): forwarded from `run_v`: every pointer is inside its buffer.
+    // SAFETY (whole fn): forwarded from `run_v`: the blocks are inside the buffers.
     unsafe {
-        let ptr = |acc: usize| (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
-        let stream = ctx.stream
-            && prog.iter().all(|i| match *i {
-                Vi::Store { acc, .. } => (ptr(acc) as usize).is_multiple_of(V::LANES * 4),
-                _ => true,
-            });
         let mut regs = [[V::splat(0.0); K]; MAX_REGS];
-        let blocks = len / BLOCK;
-        for b in 0..blocks {
-            let at = At::Full {
-                o: b * BLOCK,
-                stream,
-            };
-            prog_block::<V, K>(ctx, prog, offs, &mut regs, at);
-        }
-        let o = blocks * BLOCK;
-        if len > o {
-            prog_block::<V, K>(ctx, prog, offs, &mut regs, At::Tail { o, n: len - o });
+        for o in (range.0..range.1).step_by(V::LANES * K) {
+            prog_block::<V, K>(ctx, prog, offs, &mut regs, At::Full { o, stream });
         }
     }
 }

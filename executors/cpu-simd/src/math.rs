@@ -5,7 +5,7 @@
 //!
 //! Accuracy against the correctly rounded result (std's f64 functions, rounded to f32) is
 //! checked in `tests/math.rs`: exp and log within 1 ulp, erf within 3 ulp (relative error
-//! below 4e-7), tanh within 5 ulp (7 without fused multiply-adds).
+//! below 4e-7), tanh within 5 ulp (6 without fused multiply-adds).
 
 // Coefficients are written as the fits printed them; the compiler rounds them to f32. The erf
 // fit's leading coefficient is near 2/sqrt(pi) by nature, not a typo of the constant.
@@ -117,70 +117,54 @@ pub(crate) fn log<const FMA: bool>(x: f32) -> f32 {
     }
 }
 
-/// tanh as an odd rational function, `x P(x^2) / Q(x^2)` with P of degree 6 and Q of degree 3
-/// in x^2: the minimax fit Eigen, XLA and ONNX Runtime's MLAS use (`generic_fast_tanh_float`),
-/// 11 multiply-adds and one division, about half the work of `1 - 2 / (e^2|x| + 1)` with a
-/// polynomial for small |x| (both computed for every lane, then selected). The cost is
-/// accuracy: within 5 ulp with fused multiply-adds and 7 without (2 before), which
-/// `tests/math.rs` checks over every 61st f32 of the range.
+/// tanh as an odd rational function, `x P(x^2) / Q(x^2)` with P and Q of degree 4 in x^2 and
+/// P(0) = Q(0) = 1: a minimax fit of tanh(x) / x's relative error on [0, 8] (0.11 ulp in
+/// exact arithmetic; `scripts/tanh_fit.py`), whose f32 coefficients were then moved by an ulp
+/// or two each while that lowered the worst error of the f32 evaluation over every f32 of
+/// [0.25, 8]. 8 multiply-adds and one division, one multiply-add fewer than the degree 6 / 3
+/// fit of Eigen, XLA and MLAS (`generic_fast_tanh_float`) used before, and about half the work
+/// of `1 - 2 / (e^2|x| + 1)` with a polynomial for small |x|. Every coefficient is positive,
+/// so Horner's rule never cancels. Over every f32 of [2^-126, 10] (`tanh_exhaustive` and,
+/// on each ISA, `vector_tanh_exhaustive`, run on demand; `tests/math.rs` checks every 61st):
+/// within 5 ulp with fused multiply-adds (39 f32 at 5, 6806 at 4; Eigen's fit: 43 at 5,
+/// 166 412 at 4) and 6 without (Eigen's: 7).
 ///
-/// Evaluated on |x| with the sign put back at the end (one operation on AVX-512), and with
-/// no small-|x| case: 4 vector operations fewer than clamping x on both sides and selecting
-/// twice (as before), with the same bits from 4e-4 on (rounding is symmetric in the sign).
-/// Both polynomials are the fit's times 256, which changes no bit of `P / Q` (a power of two)
-/// but moves their constant terms from 0.0049 to 1.25: `|x| P(0)` no longer loses bits for
-/// subnormal |x|, and tiny |x| come out within 3 ulp of x (`|x| P(0) / Q(0)`, with P(0) /
-/// Q(0) = 1 - 1.3e-7 in the fit) where a case of their own returned x. The clamp stays: the
-/// fit is within half an ulp of tanh up to 9.1 in exact arithmetic, but evaluated in f32 it
-/// can exceed 1 past 9.
+/// Evaluated on x clamped to [-C, C], with no other case: the rational is odd and every
+/// rounding is symmetric in the sign, so `tanh(-x) = -tanh(x)` bit for bit, -0.0 stays -0.0
+/// and a NaN passes the clamp (as `minps`/`maxps` with x second pass it) and stays NaN. `C`
+/// is the least f32 at which the rational, evaluated in f32, is exactly 1 (8.037809 with
+/// fused multiply-adds, 7.966406 without), below which it stays below 1; from 7.96 on tanh
+/// rounds to within 4 ulp of 1, so the clamp gives 1 exactly for every larger |x|
+/// (infinities included) with no select. Below |x| = 1e-4 both polynomials round to 1 and tanh(x) = x
+/// exactly, subnormals included.
 #[inline(always)]
 pub(crate) fn tanh<const FMA: bool>(x: f32) -> f32 {
-    let z = x.abs();
-    // Written as `minps(CLAMP, z)` computes it, so that a NaN passes (`f32::min` would not).
-    let zc = if TANH_CLAMP < z { TANH_CLAMP } else { z };
-    let s = zc * zc;
-    let r = poly::<FMA, 7>(s, &TANH_P) * zc / poly::<FMA, 4>(s, &TANH_Q);
-    // A NaN fails the comparison and stays NaN.
-    let r = if z >= TANH_BIG { 1.0 } else { r };
-    r.copysign(x)
+    let c = if FMA { TANH_CLAMP_FMA } else { TANH_CLAMP };
+    // std's clamp keeps a NaN and -0.0, as `Vf32::clamp` does.
+    let xc = x.clamp(-c, c);
+    let s = xc * xc;
+    poly::<FMA, 5>(s, &TANH_P) * xc / poly::<FMA, 5>(s, &TANH_Q)
 }
 
-/// The fit's numerator and denominator, in x^2.
-const TANH_P_FIT: [f32; 7] = [
-    -2.76076847742355e-16,
-    2.00018790482477e-13,
-    -8.60467152213735e-11,
-    5.12229709037114e-08,
-    1.48572235717979e-05,
-    6.37261928875436e-04,
-    4.89352455891786e-03,
+/// tanh's numerator and denominator in x^2, from the highest degree (shared with `vmath.rs`).
+pub(crate) const TANH_P: [f32; 5] = [
+    1.529_297_2e-8,
+    2.193_952e-5,
+    3.574_337_3e-3,
+    0.134_468_18,
+    1.0,
 ];
-const TANH_Q_FIT: [f32; 4] = [
-    1.19825839466702e-06,
-    1.18534705686654e-04,
-    2.26843463243900e-03,
-    4.89352518554385e-03,
+pub(crate) const TANH_Q: [f32; 5] = [
+    8.547_912_7e-7,
+    3.415_758_3e-4,
+    2.617_489_7e-2,
+    0.467_801_5,
+    1.0,
 ];
-
-/// Each coefficient times a power of two (exact).
-const fn scaled<const N: usize>(c: [f32; N], by: f32) -> [f32; N] {
-    let mut out = c;
-    let mut i = 0;
-    while i < N {
-        out[i] = c[i] * by;
-        i += 1;
-    }
-    out
-}
-
-/// tanh's numerator and denominator as evaluated (shared with `vmath.rs`): the fit's, times
-/// 256.
-pub(crate) const TANH_P: [f32; 7] = scaled(TANH_P_FIT, 256.0);
-pub(crate) const TANH_Q: [f32; 4] = scaled(TANH_Q_FIT, 256.0);
-/// The fit reaches 1 - 2^-22 at this |x| and is held there; from `TANH_BIG` on tanh rounds
-/// to 1.
-pub(crate) const TANH_CLAMP: f32 = 7.905_311;
-pub(crate) const TANH_BIG: f32 = 9.1;
+/// tanh's clamp: the least f32 whose rational is exactly 1.0 evaluated without fused
+/// multiply-adds, and with them (`vmath::tanh` always has them).
+pub(crate) const TANH_CLAMP: f32 = 7.966_406;
+pub(crate) const TANH_CLAMP_FMA: f32 = 8.037_809;
 
 /// |x| < 1: x P(x^2), a Chebyshev fit of erf(x)/x in x^2 (max error 1.2e-9).
 pub(crate) const ERF_S: [f32; 7] = [

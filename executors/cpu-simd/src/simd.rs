@@ -24,8 +24,9 @@ pub(crate) trait Vf32: Copy {
     unsafe fn div(a: Self, b: Self) -> Self;
     /// `a / b` for finite, normal `b`, faithfully rounded (within an ulp of the correctly
     /// rounded quotient, nearly always equal to it): for a division inside a longer formula
-    /// whose error bound allows it, where the division instruction would set the pace. Other
-    /// `b` give some value (no trap), for lanes the caller then replaces.
+    /// whose error bound allows it, where the division instruction would set the pace; a zero
+    /// `a` gives a zero of the exact quotient's sign. Other `b` give some value (no trap), for
+    /// lanes the caller then replaces.
     unsafe fn div_approx(a: Self, b: Self) -> Self;
     /// `a * b + c` with one rounding.
     unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
@@ -42,8 +43,6 @@ pub(crate) trait Vf32: Copy {
     unsafe fn or_sign(r: Self, x: Self) -> Self;
     /// `x.min(c)` for a `c` that is not NaN (a NaN `x` gives `c`, as in std).
     unsafe fn min_lit(x: Self, c: f32) -> Self;
-    /// `if c < x { c } else { x }`: the minimum, a NaN `x` passing through.
-    unsafe fn min_nan(x: Self, c: f32) -> Self;
     /// Per lane: `x` where `x` is NaN, else `y`.
     unsafe fn keep_nan(x: Self, y: Self) -> Self;
     /// `p * 2^n` for integral `n` in [-150, 128], rounded once: `math::exp`'s
@@ -110,11 +109,13 @@ impl Vf32 for V512 {
     unsafe fn div_approx(a: Self, b: Self) -> Self {
         // A 16-lane division issues once per ~10 cycles on current Intel cores, most of a
         // tanh's time; instead: r ~ 1/b within 2^-14, y0 = a r, and one correction
-        // y = y0 + r (a - b y0), whose relative error is ~2^-28 before its final rounding.
+        // y = y0 - r (b y0 - a), whose relative error is ~2^-28 before its final rounding.
+        // Written with `b y0 - a` rather than `a - b y0` so that a zero `a` keeps its sign:
+        // for a = -0.0, e = -0.0 - -0.0 = +0.0 and y0 - r e = -0.0 - +0.0 = -0.0.
         let r = _mm512_rcp14_ps(b.0);
         let y0 = _mm512_mul_ps(a.0, r);
-        let e = _mm512_fnmadd_ps(b.0, y0, a.0);
-        V512(_mm512_fmadd_ps(e, r, y0))
+        let e = _mm512_fmsub_ps(b.0, y0, a.0);
+        V512(_mm512_fnmadd_ps(e, r, y0))
     }
     #[inline(always)]
     unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
@@ -162,10 +163,6 @@ impl Vf32 for V512 {
     unsafe fn min_lit(x: Self, c: f32) -> Self {
         // minps returns its second operand when either is NaN: `c` goes second.
         V512(_mm512_min_ps(x.0, _mm512_set1_ps(c)))
-    }
-    #[inline(always)]
-    unsafe fn min_nan(x: Self, c: f32) -> Self {
-        V512(_mm512_min_ps(_mm512_set1_ps(c), x.0))
     }
     #[inline(always)]
     unsafe fn keep_nan(x: Self, y: Self) -> Self {
@@ -261,10 +258,6 @@ impl Vf32 for V256 {
     unsafe fn min_lit(x: Self, c: f32) -> Self {
         // As for V512: `c` second.
         V256(_mm256_min_ps(x.0, _mm256_set1_ps(c)))
-    }
-    #[inline(always)]
-    unsafe fn min_nan(x: Self, c: f32) -> Self {
-        V256(_mm256_min_ps(_mm256_set1_ps(c), x.0))
     }
     #[inline(always)]
     unsafe fn keep_nan(x: Self, y: Self) -> Self {

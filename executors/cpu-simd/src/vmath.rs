@@ -8,8 +8,7 @@
 //! `math.rs`'s own bound, and against the scalar bits where the division is exact.
 
 use crate::math::{
-    ERF_L, ERF_S, EXP_HI, EXP_LO, EXP_P, LN2_HI, LN2_LO, MAGIC, TANH_BIG, TANH_CLAMP, TANH_P,
-    TANH_Q,
+    ERF_L, ERF_S, EXP_HI, EXP_LO, EXP_P, LN2_HI, LN2_LO, MAGIC, TANH_CLAMP_FMA, TANH_P, TANH_Q,
 };
 use crate::simd::Vf32;
 
@@ -34,15 +33,11 @@ unsafe fn poly<V: Vf32, const N: usize>(x: V, c: &[f32; N]) -> V {
 pub(crate) unsafe fn tanh<V: Vf32>(x: V) -> V {
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
-        let z = V::abs(x);
-        let zc = V::min_nan(z, TANH_CLAMP);
-        let s = V::mul(zc, zc);
-        // Q(s) lies in [1.25, 231]: finite and normal, as `div_approx` needs (NaN: the lane
+        let xc = V::clamp(x, -TANH_CLAMP_FMA, TANH_CLAMP_FMA);
+        let s = V::mul(xc, xc);
+        // Q(s) lies in [1, 248]: finite and normal, as `div_approx` needs (NaN: the lane
         // stays NaN).
-        let r = V::div_approx(V::mul(poly(s, &TANH_P), zc), poly(s, &TANH_Q));
-        let r = V::select_ge(z, V::splat(TANH_BIG), V::splat(1.0), r);
-        // `r` is +0.0, positive or a positive NaN (from |x|): its sign bit is clear.
-        V::or_sign(r, x)
+        V::div_approx(V::mul(poly(s, &TANH_P), xc), poly(s, &TANH_Q))
     }
 }
 

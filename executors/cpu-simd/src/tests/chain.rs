@@ -53,7 +53,7 @@ fn bias_row_and_row_scale_are_exact() {
 
 #[test]
 fn tanh_sqrt_reciprocal_chain() {
-    for n in [1usize, 63, 65, 4097, 300_007, (1 << 20) + 9] {
+    for n in [1usize, 63, 65, 128, 200, 4097, 300_007, (1 << 20) + 9] {
         let mut t = Tb::default();
         let sh = [n as i64];
         let x = t.value(F32, &sh);
@@ -66,7 +66,7 @@ fn tanh_sqrt_reciprocal_chain() {
         let dx = data(n, 24);
         let got = t.run(&[(x, dx.clone())], &[h, re]);
         // `math::tanh`'s bounds: 5 ulp with fused multiply-adds, 7 on the scalar path.
-        let bound = if crate::exec::isa_level() >= 1 { 5 } else { 7 };
+        let bound = if crate::exec::isa_level() >= 1 { 5 } else { 6 };
         for (i, &v) in dx.iter().enumerate() {
             let a = v * 3.0 + 0.5;
             let u = ulp_distance(got[0][i], f64::from(a).tanh() as f32);
@@ -90,7 +90,14 @@ fn gelu_programs() {
     use super::gelu_bench::{erf_gelu, tanh_gelu};
     let fma = crate::exec::isa_level() >= 1;
     let sqrt2 = std::f32::consts::SQRT_2;
-    for (r, c) in [(37i64, 384i64), (3, 1000), (1, 1536), (300, 513), (64, 64)] {
+    for (r, c) in [
+        (37i64, 384i64),
+        (3, 1000),
+        (5, 200),
+        (1, 1536),
+        (300, 513),
+        (64, 64),
+    ] {
         let (n, cu) = ((r * c) as usize, c as usize);
         // Inputs in [-6, 6): erf's both cases and its saturation at 4 * sqrt(2).
         let dx: Vec<f32> = data(n, 31).iter().map(|v| v * 6.0).collect();
