@@ -54,19 +54,45 @@ fn is_alias(
         return false;
     };
     let (a, b) = (t.ty(input), t.ty(output));
-    // A returned reshape may share its input's buffer only when that buffer is the program's
-    // own: not an input (the caller's tensor) nor another output, and returned once.
-    let returned = t.outputs.iter().filter(|&&o| o == output).count();
-    let may_alias = returned == 0
-        || (returned == 1 && !t.inputs.contains(&input) && !t.outputs.contains(&input));
-    !ops.is_empty()
+    let only_reshapes = !ops.is_empty()
         && ops
             .iter()
-            .all(|&i| bsyms.get(i).is_some_and(|b| b.sym.id == "prims.reshape"))
-        && may_alias
+            .all(|&i| bsyms.get(i).is_some_and(|b| b.sym.id == "prims.reshape"));
+    // A returned reshape may share its input's buffer only when that buffer is the program's
+    // own: the value it reshapes (through any chain of reshapes, each possibly an alias
+    // itself) is not an input (the caller's tensor), and no other output is that value or a
+    // reshape of it (two outputs would share storage).
+    let may_alias = || {
+        if !t.outputs.contains(&output) {
+            return true;
+        }
+        let root = reshape_root(bsyms, input);
+        !t.inputs.contains(&root)
+            && t.outputs
+                .iter()
+                .filter(|&&o| reshape_root(bsyms, o) == root)
+                .count()
+                == 1
+    };
+    only_reshapes
         && a.dtype == b.dtype
         && a.device == b.device
         && a.size_bytes() == b.size_bytes()
+        && may_alias()
+}
+
+/// The value `v` reshapes, through any chain of `prims.reshape` in `bsyms` (`v` itself when
+/// no reshape writes it).
+fn reshape_root(bsyms: &[BoundSymbol], mut v: Value) -> Value {
+    while let Some(source) = bsyms
+        .iter()
+        .find(|b| b.outputs.contains(&v))
+        .filter(|b| b.sym.id == "prims.reshape")
+        .and_then(|b| b.input_values().next())
+    {
+        v = source;
+    }
+    v
 }
 
 /// How long one step (a region call) took in [`CompiledProgram::run_profiled`].
@@ -756,6 +782,45 @@ mod tests {
             !is_alias_step(&t, &step_of(&t, 1)),
             "two outputs would share one buffer"
         );
+    }
+
+    /// `e = exp(x)`, `r1 = reshape(e)`, `r2 = reshape(r1)`, `r3 = reshape(e)`; returns `r2`
+    /// and, by `also`, `e` or `r3`.
+    fn reshape_chain(also: &str) -> Trace {
+        let x = TensorType::new(vec![3, 4], DType::F32, Device::Cpu);
+        trace_with(&[("x".into(), x)], HashSet::new(), "test", |xs| {
+            let e = clang::unary(
+                "exp",
+                crate::prims::Prim::Exp,
+                &xs[0],
+                clang::Promotion::Default,
+            )?;
+            let r1 = clang::reshape(&e, vec![12])?;
+            let r2 = clang::reshape(&r1, vec![6, 2])?;
+            let r3 = clang::reshape(&e, vec![2, 6])?;
+            Ok(match also {
+                "e" => vec![r2, e],
+                "r3" => vec![r2, r3],
+                _ => vec![r2],
+            })
+        })
+        .expect("trace")
+    }
+
+    #[test]
+    fn returned_reshapes_of_one_buffer_through_a_chain_are_not_aliases() {
+        // r1 is an intermediate alias of e's buffer: r2 returned alone may take it too.
+        let t = reshape_chain("");
+        assert!(is_alias_step(&t, &step_of(&t, 1)));
+        assert!(is_alias_step(&t, &step_of(&t, 2)));
+        // With e returned too, r2 (through r1) would share e's buffer.
+        let t = reshape_chain("e");
+        assert!(is_alias_step(&t, &step_of(&t, 1)), "r1 is not returned");
+        assert!(!is_alias_step(&t, &step_of(&t, 2)));
+        // With r3, another returned reshape of e, neither may take e's buffer.
+        let t = reshape_chain("r3");
+        assert!(!is_alias_step(&t, &step_of(&t, 2)));
+        assert!(!is_alias_step(&t, &step_of(&t, 3)));
     }
 
     #[test]
