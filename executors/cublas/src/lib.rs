@@ -78,8 +78,9 @@ impl Cublas {
 pub fn claims(view: &TraceView) -> Vec<Vec<u32>> {
     let mut out = Vec::new();
     let mut taken: HashSet<u32> = HashSet::new();
-    // Built once: a backward has a hundred products over thousands of ops.
-    let uses = layout::Uses::of(view);
+    // Built once (and kept for the compiles of the same view): a backward has a hundred
+    // products over thousands of ops.
+    let uses = layout::uses_of(view);
     for (i, op) in view.ops.iter().enumerate() {
         let i = i as u32;
         if op.claimed || taken.contains(&i) || shape::gemm_of(view, op).is_none() {
