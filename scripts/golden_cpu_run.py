@@ -22,6 +22,8 @@ GOLDEN = ROOT / "executors/cuda-fuser/tests/golden"
 D = pathlib.Path(tempfile.mkdtemp(prefix="golden_cpu_"))
 HARNESS = r'''
 #include <barrier>
+#include <algorithm>
+#include <memory>
 #include <thread>
 #include <vector>
 #include <atomic>
@@ -44,7 +46,17 @@ std::barrier<>* g_bar;
 void __syncthreads() { g_bar->arrive_and_wait(); }
 void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-template <typename T> T __shfl_xor_sync(unsigned, T v, int) { return v; }
+// A warp's lanes swap values through one slot per thread, a barrier per warp on each side.
+alignas(8) unsigned char g_shfl[1024][8];
+std::barrier<>* g_warp_bar[32];
+template <typename T> T __shfl_xor_sync(unsigned, T v, int o) {
+  const unsigned t = threadIdx.x;
+  memcpy(g_shfl[t], &v, sizeof(T));
+  g_warp_bar[t >> 5]->arrive_and_wait();
+  T r; memcpy(&r, g_shfl[t ^ o], sizeof(T));
+  g_warp_bar[t >> 5]->arrive_and_wait();
+  return r;
+}
 float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
@@ -62,10 +74,15 @@ def rbf(a):
 
 def run(name, ins, outs, grid_cap):
     src = (GOLDEN / f'{name}.cu').read_text()
-    launch = re.search(r'// launch: (\w+) \{ rows: (\d+), block: (\d+)(?:, splits: (\d+), scratch: (\d+))?', src)
-    kind, rows, block = launch.group(1), int(launch.group(2)), int(launch.group(3))
-    splits = int(launch.group(4) or 1); scratch = int(launch.group(5) or 0)
-    units = rows * splits
+    warp = re.search(r'// launch: WarpRows \{ rows: (\d+), rows_per_block: (\d+)', src)
+    if warp:
+        kind, rows, per_block = 'WarpRows', int(warp.group(1)), int(warp.group(2))
+        block, splits, scratch, units = 32 * per_block, 1, 0, -(-rows // per_block)
+    else:
+        launch = re.search(r'// launch: (\w+) \{ rows: (\d+), block: (\d+)(?:, splits: (\d+), scratch: (\d+))?', src)
+        kind, rows, block = launch.group(1), int(launch.group(2)), int(launch.group(3))
+        splits = int(launch.group(4) or 1); scratch = int(launch.group(5) or 0)
+        units = rows * splits
     grid = min(units, grid_cap)
     kname = re.search(r'void __launch_bounds__\(\d+\) (\w+)\(', src).group(1)
     body = src.split('typedef unsigned char u8_t;', 1)[1]
@@ -85,7 +102,8 @@ def run(name, ins, outs, grid_cap):
         src_nm = 'scr' if nm == 'split_scratch' else nm
         cargs.append(f'({ty})({src_nm})')
     lines.append(f'  blockDim.x = {block}; gridDim.x = {grid};')
-    lines.append(f'  for (unsigned b = 0; b < {grid}; ++b) {{ std::barrier<> bar({block}); g_bar = &bar; std::vector<std::thread> ts;')
+    lines.append(f'  for (unsigned b = 0; b < {grid}; ++b) {{ std::barrier<> bar({block}); g_bar = &bar; std::vector<std::unique_ptr<std::barrier<>>> wb;')
+    lines.append(f'    for (unsigned w = 0; w < {(block + 31) // 32}; ++w) {{ wb.emplace_back(new std::barrier<>(std::min(32u, {block}u - 32 * w))); g_warp_bar[w] = wb.back().get(); }} std::vector<std::thread> ts;')
     lines.append(f'    for (unsigned t = 0; t < {block}; ++t) ts.emplace_back([=]() {{ threadIdx.x = t; blockIdx.x = b; {kname}({", ".join(cargs)}); }});')
     lines.append('    for (auto& t : ts) t.join(); }')
     for i, (shape, dt) in enumerate(outs):
@@ -106,6 +124,38 @@ def check(label, got, want, tol):
     scale = max(1.0, np.max(np.abs(want)))
     ok = err <= tol * scale
     print(f'  {"ok " if ok else "BAD"} {label}: max err {err:.3g} (scale {scale:.3g})')
+    return ok
+
+
+def check_rel(label, got, want, ulps):
+    """Elementwise: within `ulps` bf16 units (2^-8 relative) of the f64 reference."""
+    err = np.abs(got.astype(np.float64) - want) / np.maximum(np.abs(want), 2.0**-8)
+    ok = bool(np.all(err <= ulps * 2.0**-8))
+    print(f'  {"ok " if ok else "BAD"} {label}: max err {np.max(err) / 2.0**-8:.2f} bf16 ulps')
+    return ok
+
+
+def rows_kernels():
+    """Row kernels with shuffles (a warp per row; a block of four-vector threads), against
+    numpy in f64, each on a small grid (warps and blocks take many rows in turn)."""
+    ok = True
+    x = bf16(rng.standard_normal((8192, 768), dtype=np.float32))
+    w = bf16(rng.standard_normal(768, dtype=np.float32))
+    b = bf16(rng.standard_normal(768, dtype=np.float32))
+    xf = unbf16(x).astype(np.float64)
+    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
+    want = want * unbf16(w) + unbf16(b)
+    for cap in (5, 10**9):
+        (o0,), info = run('layer_norm_bf16_gpt2', [(x, 0), (w, 0), (b, 0)], [((8192, 768), np.uint16)], cap)
+        print('layer_norm_bf16_gpt2', info)
+        ok &= check_rel('layer_norm', unbf16(o0), want, 1.01)
+    x = bf16(rng.standard_normal((8192, 4096), dtype=np.float32) * 3)
+    xf = unbf16(x).astype(np.float64)
+    e = np.exp(xf - xf.max(1, keepdims=True))
+    want = e / e.sum(1, keepdims=True)
+    (o0,), info = run('softmax_bf16_4096', [(x, 0)], [((8192, 4096), np.uint16)], 7)
+    print('softmax_bf16_4096', info)
+    ok &= check_rel('softmax', unbf16(o0), want, 1.01)
     return ok
 
 
@@ -130,6 +180,7 @@ def main():
         (o0,), info = run('column_sum', [(g, 0)], [((512,), np.float32)], cap)
         print('column_sum', info)
         allok &= check('sum', o0, g.astype(np.float64).sum(0), 1e-5)
+    allok &= rows_kernels()
     print('ALL OK' if allok else 'FAILURES')
     return 0 if allok else 1
 

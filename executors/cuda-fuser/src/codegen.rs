@@ -45,6 +45,8 @@ pub enum Launch {
     /// Blocks of `block = tile * team` threads, each over `tile` consecutive rows with
     /// `team` threads per row.
     ColumnTiles { rows: u64, tile: u32, block: u32 },
+    /// Blocks of `rows_per_block` warps, a warp per row.
+    WarpRows { rows: u64, rows_per_block: u32 },
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +89,16 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+"#;
+
+/// The shuffle-only combination of a warp's partials (a warp-per-row kernel's reductions): a
+/// fixed butterfly, so every lane gets the same bits.
+pub const WARP_REDUCE: &str = r#"template <typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;

@@ -50,6 +50,14 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
             rows.div_ceil(u64::from(tile.max(1))).clamp(1, cap) as u32,
             block,
         ),
+        Launch::WarpRows {
+            rows,
+            rows_per_block,
+        } => (
+            rows.div_ceil(u64::from(rows_per_block.max(1)))
+                .clamp(1, cap) as u32,
+            32 * rows_per_block.max(1),
+        ),
     }
 }
 
@@ -58,7 +66,8 @@ fn has_work(launch: Launch) -> bool {
         Launch::Pointwise { numel, .. } => numel > 0,
         Launch::BlockPerRow { rows, .. }
         | Launch::ColumnTiles { rows, .. }
-        | Launch::SplitRows { rows, .. } => rows > 0,
+        | Launch::SplitRows { rows, .. }
+        | Launch::WarpRows { rows, .. } => rows > 0,
         Launch::Tiles { tiles, .. } => tiles > 0,
     }
 }
@@ -249,6 +258,11 @@ mod tests {
             block: 1024,
         };
         assert_eq!(grid(l, 132), (63, 1024));
+        let l = Launch::WarpRows {
+            rows: 8192,
+            rows_per_block: 4,
+        };
+        assert_eq!(grid(l, 132), (2048, 128));
         let l = Launch::SplitRows {
             rows: 2,
             block: 1024,

@@ -9,7 +9,7 @@ use crate::codegen::{
 };
 use crate::plan::{contiguous_strides, Fold, Kernel, Level, NodeId, NodeKind, Operand};
 use crate::reduce_layout::{self, Team};
-use crate::row_vector::RowVector;
+use crate::row_vector::{RowTeam, RowVector};
 use std::collections::{HashMap, HashSet};
 
 /// Reductions of one loop: a reduction's depth is one more than the deepest reduction its
@@ -219,9 +219,18 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     } else {
         None
     };
-    let block = match &vector {
-        Some(v) => crate::row_vector::block_for(block, cols_n, v.width),
-        None => block,
+    // A split row is one team however many rows there are (so never a warp per row).
+    let team = vector.as_ref().map(|v| {
+        crate::row_vector::team_for(block, if split { 1 } else { rows_n }, cols_n, v.width)
+    });
+    let warp_rows = match team {
+        Some(RowTeam::Warp { rows_per_block }) => Some(rows_per_block),
+        _ => None,
+    };
+    let (block, team_threads) = match team {
+        Some(RowTeam::Warp { rows_per_block }) => (32 * rows_per_block, 32),
+        Some(RowTeam::Block { block }) => (block, block),
+        None => (block, block),
     };
     if let Some(v) = vector.as_mut().filter(|_| !split) {
         // The values each pass over the row computes: a stage's reduction inputs, then the
@@ -241,12 +250,15 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         if !full_outputs.is_empty() {
             passes.push(full_outputs.iter().map(|&(_, n)| n).collect());
         }
-        v.plan_cache(k, cols_n, block, &passes);
+        v.plan_cache(k, cols_n, team_threads, &passes);
     }
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     if !block_team {
         em.out.push_str(reduce_layout::TEAM_REDUCE);
+    }
+    if warp_rows.is_some() {
+        em.out.push_str(crate::codegen::WARP_REDUCE);
     }
     em.out.push_str(&device_functions(k));
     em.line(&format!("{} {{", signature(k, name, block, split)));
@@ -262,6 +274,12 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         em.line("for (i64_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {");
         em.line("  const i64_t r = rb / splits, part = rb % splits;");
         em.line("  const i64_t lane = part * blockDim.x + threadIdx.x, team = (i64_t)blockDim.x * splits;");
+    } else if let Some(per_block) = warp_rows {
+        // Warps run their rows independently: nothing below synchronizes the block.
+        em.line("const i64_t lane = threadIdx.x & 31, team = 32;");
+        em.line(&format!(
+            "for (i64_t r = (i64_t)blockIdx.x * {per_block} + (threadIdx.x >> 5); r < rows; r += (i64_t)gridDim.x * {per_block}) {{"
+        ));
     } else if block_team {
         em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
         em.line("for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {");
@@ -360,6 +378,9 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
             let acc_ty = ctype(k.nodes[*input].dtype);
             let (identity, op) = reduction_identity(*fold, acc_ty == "double");
             match layout {
+                Team::Block { .. } if warp_rows.is_some() => {
+                    em.line(&format!("acc{r} = warp_reduce<{acc_ty}>(acc{r}, {op});"))
+                }
                 Team::Block { .. } => em.line(&format!(
                     "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
                 )),
@@ -449,6 +470,10 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
                 splits,
                 scratch: split_counters_at(k.reductions.len(), rows_n, splits) + 4 * rows_n as u64,
                 counters: split_counters_at(k.reductions.len(), rows_n, splits),
+            },
+            Team::Block { .. } if warp_rows.is_some() => Launch::WarpRows {
+                rows: rows_n as u64,
+                rows_per_block: warp_rows.unwrap_or(1),
             },
             Team::Block { .. } => Launch::BlockPerRow {
                 rows: rows_n as u64,

@@ -71,6 +71,56 @@ fn bf16_layer_norm_is_one_kernel_computed_in_f32() {
     check_golden("layer_norm_bf16", &text);
 }
 
+const LAYER_NORM_BF16_GPT2: &str = r#"def computation(x, w, b):
+  # x: "cuda:0 bf16[8192, 768]"
+  # w: "cuda:0 bf16[768]"
+  # b: "cuda:0 bf16[768]"
+  t0 = ltorch.layer_norm(x, [768], w, b, 1e-05)
+  return (t0,)
+"#;
+
+#[test]
+fn many_short_rows_get_a_warp_each() {
+    // 8192 rows of 96 vectors: a warp per row (three vectors a lane, held in registers),
+    // four rows a block, the partials combined by shuffles with no block barrier.
+    let (kernels, launches, text) = common::generate(LAYER_NORM_BF16_GPT2);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert_eq!(
+        launches,
+        vec![codegen::Launch::WarpRows {
+            rows: 8192,
+            rows_per_block: 4
+        }]
+    );
+    assert!(text.contains("__launch_bounds__(128)"), "{text}");
+    assert!(text.contains("uint4 cache_n0[3];"), "{text}");
+    assert_eq!(text.matches("warp_reduce<float>(acc").count(), 2, "{text}");
+    let body = text.split("extern \"C\"").nth(1).unwrap_or_default();
+    assert!(!body.contains("block_reduce"), "{text}");
+    check_golden("layer_norm_bf16_gpt2", &text);
+}
+
+const SOFTMAX_BF16_4096: &str = r#"def computation(x):
+  # x: "cuda:0 bf16[8192, 4096]"
+  t0 = ltorch.softmax(x, -1)
+  return (t0,)
+"#;
+
+#[test]
+fn long_rows_keep_four_vectors_a_thread_where_the_rows_fill_the_gpu() {
+    // 512 vectors a row: 128 threads of four (in registers) rather than 512 of one.
+    let (_, launches, text) = common::generate(SOFTMAX_BF16_4096);
+    assert_eq!(
+        launches,
+        vec![codegen::Launch::BlockPerRow {
+            rows: 8192,
+            block: 128
+        }]
+    );
+    assert!(text.contains("uint4 cache_n0[4];"), "{text}");
+    check_golden("softmax_bf16_4096", &text);
+}
+
 const BIAS_GRAD: &str = r#"def computation(g):
   # g: "cuda:0 f32[256, 512]"
   t0 = prims.sum(g, [0])
