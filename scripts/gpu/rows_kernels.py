@@ -10,6 +10,8 @@ launch cost). This script sums the durations of the kernels themselves, as CUPTI
   reads from DRAM, like the floor; copies are not kernels and are not counted;
 - forward: `f(x)` on inputs that need no grad; backward: (`f(x)` then its grad) minus the same
   forward on inputs that need grad (the training forward may save more than the inference one);
+- "copy of x": the same bytes copied (x into a buffer like it), timed the same way: a small
+  case cannot reach the large copy's bandwidth (launch and tail), nor can its own copy;
 - the floor is the case's bytes (inputs read once, outputs written once) over the bandwidth of
   that copy (its bytes read and written over its duration); the backward floor counts x and dy
   read and dx written.
@@ -57,7 +59,8 @@ class Kernels:
     """Runs `fn` `reps` times under the profiler, a cache-evicting copy before each call, and
     returns the kernels' total duration per call (µs) with the per-kernel means."""
 
-    def __init__(self):
+    def __init__(self, profiled=True):
+        self.profiled = profiled
         self.src = torch.empty(FLUSH, dtype=torch.uint8, device="cuda")
         self.dst = torch.empty_like(self.src)
 
@@ -65,6 +68,11 @@ class Kernels:
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
+        if not self.profiled:  # under ncu, which profiles by itself
+            for _ in range(reps):
+                fn()
+            torch.cuda.synchronize()
+            return float("nan"), {}, [float("nan")] * 2 * reps
         with profile(activities=[ProfilerActivity.CUDA]) as p:
             for _ in range(reps):
                 self.dst.copy_(self.src)
@@ -83,10 +91,10 @@ class Kernels:
                 k[0] += e["dur"]
                 k[1] += 1
             elif e.get("cat") == "gpu_memcpy":
-                copies.append(e["dur"])
+                copies.append((e["ts"], e["dur"]))
         total = sum(v[0] for v in kernels.values()) / reps
         named = {n: (v[0] / v[1], v[1] / reps) for n, v in kernels.items()}
-        return total, named, copies
+        return total, named, [d for _, d in sorted(copies)]
 
 
 def main():
@@ -95,8 +103,9 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json")
     ap.add_argument("--kernels", action="store_true", help="print each kernel's mean duration")
+    ap.add_argument("--no-profiler", action="store_true", help="only run the calls (under ncu)")
     a = ap.parse_args()
-    k = Kernels()
+    k = Kernels(profiled=not a.no_profiler)
     _, _, copies = k.per_call(lambda: None, a.reps)
     copies.sort()
     copy_us = copies[len(copies) // 2]
@@ -120,7 +129,7 @@ def main():
         # case cannot reach the 256 MiB copy's bandwidth (launch and tail), nor can its copy.
         xc = torch.empty_like(x)
         _, _, cs = k.per_call(lambda: xc.copy_(x), a.reps)
-        cs = sorted(cs)[: len(cs) // 2]  # the case's copies are the shorter half (the flushes are 256 MiB)
+        cs = sorted(cs[1::2])  # in time order: flush, copy of x, flush, ...
         same_copy = cs[len(cs) // 2] if cs else float("nan")
         fn = c["fn"]
         jfn = thunder_rs.jit(lambda x, w, b, t: fn(x, w, b, t))

@@ -160,16 +160,62 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
     })
 }
 
-/// Vector loads a thread of a vectorized row kernel aims to hold (a cached row keeps them in
-/// registers; otherwise they are loop trips): one 16-byte load per thread between two
-/// reductions left a bf16 layer_norm over 8192 x 768 at 2.3x the copy floor on an H200 (too
-/// few bytes in flight per SM), while an f32 one over 16384 x 4096, two per thread, ran at 1.07x.
-const VECTORS_PER_THREAD: i64 = 4;
-/// Threads a row kernel's grid keeps at least (about what a large GPU holds resident): a team
-/// is made narrower than its row's vectors only while the rows still fill the GPU.
-const GRID_THREADS: i64 = 1 << 17;
-/// Rows a block of one-warp teams holds (warps per block).
-const WARP_ROWS_PER_BLOCK: u32 = 4;
+/// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
+/// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,unroll=4,grid=131072`; unnamed keys keep
+/// their defaults). Read once per process; not a user setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowTuning {
+    /// Vector loads a thread of a vectorized row kernel aims to hold (a cached row keeps them
+    /// in registers; otherwise they are loop trips): one 16-byte load per thread between two
+    /// reductions left a bf16 layer_norm over 8192 x 768 at 2.3x the copy floor on an H200
+    /// (too few bytes in flight per SM), while an f32 one over 16384 x 4096, two per thread,
+    /// ran at 1.07x.
+    pub vectors_per_thread: i64,
+    /// Rows a block of one-warp teams holds (warps per block); 0: no warp-per-row teams.
+    pub warp_rows: u32,
+    /// Unrolling of the vector loop of uncached rows (several loads in flight per thread);
+    /// 0 or 1: none.
+    pub unroll: u32,
+    /// Threads a row kernel's grid keeps at least (about what a large GPU holds resident): a
+    /// team is made narrower than its row's vectors only while the rows still fill the GPU.
+    pub grid_threads: i64,
+}
+
+const DEFAULT_TUNING: RowTuning = RowTuning {
+    vectors_per_thread: 4,
+    warp_rows: 4,
+    unroll: 4,
+    grid_threads: 1 << 17,
+};
+
+impl RowTuning {
+    fn parse(text: &str) -> RowTuning {
+        let mut t = DEFAULT_TUNING;
+        // A sweep's own variable: a malformed or unknown entry keeps the default.
+        for (key, value) in text.split(',').filter_map(|kv| kv.split_once('=')) {
+            let Ok(v) = value.trim().parse::<i64>() else {
+                continue;
+            };
+            match key.trim() {
+                "vectors" => t.vectors_per_thread = v.max(1),
+                "warp_rows" => t.warp_rows = u32::try_from(v.clamp(0, 32)).unwrap_or(4),
+                "unroll" => t.unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(4),
+                "grid" => t.grid_threads = v.max(1),
+                _ => {}
+            }
+        }
+        t
+    }
+}
+
+pub(crate) fn tuning() -> RowTuning {
+    static TUNING: std::sync::OnceLock<RowTuning> = std::sync::OnceLock::new();
+    *TUNING.get_or_init(|| {
+        std::env::var("THUNDER_CUDA_FUSER_ROWS")
+            .map(|s| RowTuning::parse(&s))
+            .unwrap_or(DEFAULT_TUNING)
+    })
+}
 
 /// How the threads of a vectorized row kernel share the rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,19 +228,23 @@ pub enum RowTeam {
 }
 
 /// The team of a row kernel over `rows` rows of `cols` elements read `width` at a time, with
-/// at most `block` threads a row: about [`VECTORS_PER_THREAD`] vectors per thread where the
+/// at most `block` threads a row: about `vectors_per_thread` vectors per thread where the
 /// rows fill the GPU, whole warps, and a warp per row where one is enough.
 pub fn team_for(block: u32, rows: i64, cols: i64, width: u32) -> RowTeam {
+    team_with(tuning(), block, rows, cols, width)
+}
+
+fn team_with(t: RowTuning, block: u32, rows: i64, cols: i64, width: u32) -> RowTeam {
     let w = i64::from(width.max(1));
     let vectors = ((cols.max(0) + w - 1) / w).max(1);
-    let mut threads = (vectors + VECTORS_PER_THREAD - 1) / VECTORS_PER_THREAD;
-    while threads < vectors && threads.saturating_mul(rows.max(1)) < GRID_THREADS {
+    let mut threads = (vectors + t.vectors_per_thread - 1) / t.vectors_per_thread;
+    while threads < vectors && threads.saturating_mul(rows.max(1)) < t.grid_threads {
         threads *= 2;
     }
     let warps = ((threads.min(vectors) + 31) / 32).max(1);
-    if warps == 1 && rows >= i64::from(WARP_ROWS_PER_BLOCK) {
+    if warps == 1 && t.warp_rows > 0 && rows >= i64::from(t.warp_rows) {
         return RowTeam::Warp {
-            rows_per_block: WARP_ROWS_PER_BLOCK,
+            rows_per_block: t.warp_rows,
         };
     }
     RowTeam::Block {
@@ -270,7 +320,10 @@ pub(crate) fn open(
         };
         // Several vector loads in flight per thread (a row of 50,257 is six trips of a
         // 1024-thread block).
-        em.line("#pragma unroll 4");
+        let unroll = tuning().unroll;
+        if unroll > 1 {
+            em.line(&format!("#pragma unroll {unroll}"));
+        }
         em.line(&format!(
             "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
         ));
@@ -386,6 +439,20 @@ mod tests {
         assert_eq!(
             team_for(1024, 4096, 50257, 8),
             RowTeam::Block { block: 1024 }
+        );
+    }
+
+    #[test]
+    fn the_tuning_reads_its_keys_and_keeps_defaults_for_the_rest() {
+        let t = RowTuning::parse("vectors=2, warp_rows=0,bogus=1,unroll=x");
+        assert_eq!(t.vectors_per_thread, 2);
+        assert_eq!(t.warp_rows, 0);
+        assert_eq!(t.unroll, DEFAULT_TUNING.unroll);
+        assert_eq!(t.grid_threads, DEFAULT_TUNING.grid_threads);
+        // No warp teams when warp_rows is 0.
+        assert_eq!(
+            team_with(t, 256, 8192, 768, 8),
+            RowTeam::Block { block: 64 }
         );
     }
 
