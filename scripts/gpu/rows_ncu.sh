@@ -15,20 +15,4 @@ metrics+=,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
 metrics+=,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
 ncu --clock-control none -k regex:thunder_ --metrics "$metrics" --csv --print-units base \
   bash "$here/rows_kernels.sh" "$bin" --no-profiler --reps 1 --only "$@" 2>/dev/null \
-  | python3 -c '
-import csv, sys
-rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
-if not rows:
-    sys.exit("no ncu rows")
-head = rows[0]
-ix = {h: i for i, h in enumerate(head)}
-kern = {}
-for r in rows[1:]:
-    key = (r[ix["ID"]], r[ix["Kernel Name"]][:40])
-    kern.setdefault(key, {})[r[ix["Metric Name"]]] = r[ix["Metric Value"]]
-short = lambda m: m.split("__")[1].split(".")[0][:22]
-ms = sorted({m for v in kern.values() for m in v})
-print(f"{\"id\":>4} {\"kernel\":40} " + " ".join(f"{short(m):>22}" for m in ms))
-for (i, n), v in kern.items():
-    print(f"{i:>4} {n:40} " + " ".join(f"{v.get(m, \"\"):>22}" for m in ms))
-'
+  | python3 "$here/ncu_table.py"

@@ -219,9 +219,33 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     } else {
         None
     };
+    // The values each pass over the row computes: a stage's reduction inputs, then the full
+    // outputs.
+    let mut passes: Vec<Vec<NodeId>> = (1..=max_depth)
+        .map(|d| {
+            k.reductions
+                .iter()
+                .filter(|&&r| depths[r] == d)
+                .filter_map(|&r| match &k.nodes[r].kind {
+                    NodeKind::Reduce { input, .. } => Some(*input),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    if !full_outputs.is_empty() {
+        passes.push(full_outputs.iter().map(|&(_, n)| n).collect());
+    }
     // A split row is one team however many rows there are (so never a warp per row).
     let team = vector.as_ref().map(|v| {
-        crate::row_vector::team_for(block, if split { 1 } else { rows_n }, cols_n, v.width)
+        let arrays = v.read_again(k, &passes).len();
+        crate::row_vector::team_for(
+            block,
+            if split { 1 } else { rows_n },
+            cols_n,
+            v.width,
+            arrays,
+        )
     });
     let warp_rows = match team {
         Some(RowTeam::Warp { rows_per_block }) => Some(rows_per_block),
@@ -233,23 +257,6 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         None => (block, block),
     };
     if let Some(v) = vector.as_mut().filter(|_| !split) {
-        // The values each pass over the row computes: a stage's reduction inputs, then the
-        // full outputs.
-        let mut passes: Vec<Vec<NodeId>> = (1..=max_depth)
-            .map(|d| {
-                k.reductions
-                    .iter()
-                    .filter(|&&r| depths[r] == d)
-                    .filter_map(|&r| match &k.nodes[r].kind {
-                        NodeKind::Reduce { input, .. } => Some(*input),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .collect();
-        if !full_outputs.is_empty() {
-            passes.push(full_outputs.iter().map(|&(_, n)| n).collect());
-        }
         v.plan_cache(k, cols_n, team_threads, &passes);
     }
     em.out.push_str(&header(k));

@@ -47,13 +47,7 @@ impl RowVector {
         }
         let per_sweep = i64::from(block) * i64::from(self.width);
         let vectors = (cols + per_sweep - 1) / per_sweep;
-        let reads: Vec<Vec<NodeId>> = passes.iter().map(|p| loads_of(k, p)).collect();
-        let cached: Vec<NodeId> = self
-            .loads
-            .iter()
-            .map(|(n, _, _)| *n)
-            .filter(|n| reads.iter().filter(|r| r.contains(n)).count() >= 2)
-            .collect();
+        let cached = self.read_again(k, passes);
         if cached.is_empty()
             || vectors > MAX_CACHED_VECTORS
             || vectors * cached.len() as i64 > MAX_CACHED_TOTAL
@@ -62,6 +56,19 @@ impl RowVector {
         }
         self.cache = vectors as u32;
         self.cached = cached;
+    }
+
+    /// The vector loads that more than one of `passes` reads: those a cached row keeps.
+    pub fn read_again(&self, k: &Kernel, passes: &[Vec<NodeId>]) -> Vec<NodeId> {
+        if self.peel || passes.len() < 2 {
+            return Vec::new();
+        }
+        let reads: Vec<Vec<NodeId>> = passes.iter().map(|p| loads_of(k, p)).collect();
+        self.loads
+            .iter()
+            .map(|(n, _, _)| *n)
+            .filter(|n| reads.iter().filter(|r| r.contains(n)).count() >= 2)
+            .collect()
     }
 
     /// Declares the register arrays of the cached loads (row scope).
@@ -165,26 +172,31 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 /// their defaults). Read once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
-    /// Vector loads a thread of a vectorized row kernel aims to hold (a cached row keeps them
-    /// in registers; otherwise they are loop trips): one 16-byte load per thread between two
+    /// Vector loads a thread of a vectorized row kernel aims to hold over all the arrays it
+    /// keeps (a cached row keeps them in registers; otherwise they are loop trips), and never
+    /// fewer than [`MIN_VECTORS_PER_ARRAY`] per array: one 16-byte load per thread between two
     /// reductions left a bf16 layer_norm over 8192 x 768 at 2.3x the copy floor on an H200
-    /// (too few bytes in flight per SM), while an f32 one over 16384 x 4096, two per thread,
-    /// ran at 1.07x.
+    /// (too few bytes in flight per SM). In the H200 sweep (`docs/gpu-wave/2026-11-26-s6`),
+    /// four per thread beat two on forwards (one array kept), and two per array beat four on
+    /// five of six backwards (two kept: the activation and its gradient).
     pub vectors_per_thread: i64,
     /// Rows a block of one-warp teams holds (warps per block); 0: no warp-per-row teams.
     pub warp_rows: u32,
-    /// Unrolling of the vector loop of uncached rows (several loads in flight per thread);
-    /// 0 or 1: none.
+    /// Unrolling of the vector loop of uncached rows; 0 or 1: none. Unrolling by 4 slowed
+    /// five of six vocabulary-row kernels by 15-30% in the H200 sweep.
     pub unroll: u32,
     /// Threads a row kernel's grid keeps at least (about what a large GPU holds resident): a
     /// team is made narrower than its row's vectors only while the rows still fill the GPU.
     pub grid_threads: i64,
 }
 
+/// Vectors a thread holds per kept array at least (see `vectors_per_thread`).
+const MIN_VECTORS_PER_ARRAY: i64 = 2;
+
 const DEFAULT_TUNING: RowTuning = RowTuning {
     vectors_per_thread: 4,
     warp_rows: 4,
-    unroll: 4,
+    unroll: 0,
     grid_threads: 1 << 17,
 };
 
@@ -228,25 +240,33 @@ pub enum RowTeam {
 }
 
 /// The team of a row kernel over `rows` rows of `cols` elements read `width` at a time, with
-/// at most `block` threads a row: about `vectors_per_thread` vectors per thread where the
-/// rows fill the GPU, whole warps, and a warp per row where one is enough.
-pub fn team_for(block: u32, rows: i64, cols: i64, width: u32) -> RowTeam {
-    team_with(tuning(), block, rows, cols, width)
+/// at most `block` threads a row and `arrays` vector loads kept over passes: about
+/// `vectors_per_thread` vectors per thread over those arrays where the rows fill the GPU,
+/// whole warps, and a warp per row where one holds the row at `vectors_per_thread` a lane.
+pub fn team_for(block: u32, rows: i64, cols: i64, width: u32, arrays: usize) -> RowTeam {
+    team_with(tuning(), block, rows, cols, width, arrays)
 }
 
-fn team_with(t: RowTuning, block: u32, rows: i64, cols: i64, width: u32) -> RowTeam {
+fn team_with(t: RowTuning, block: u32, rows: i64, cols: i64, width: u32, arrays: usize) -> RowTeam {
     let w = i64::from(width.max(1));
     let vectors = ((cols.max(0) + w - 1) / w).max(1);
-    let mut threads = (vectors + t.vectors_per_thread - 1) / t.vectors_per_thread;
-    while threads < vectors && threads.saturating_mul(rows.max(1)) < t.grid_threads {
-        threads *= 2;
-    }
-    let warps = ((threads.min(vectors) + 31) / 32).max(1);
-    if warps == 1 && t.warp_rows > 0 && rows >= i64::from(t.warp_rows) {
+    if t.warp_rows > 0
+        && rows >= i64::from(t.warp_rows)
+        && vectors <= 32 * t.vectors_per_thread
+        && 32 * rows >= t.grid_threads
+    {
         return RowTeam::Warp {
             rows_per_block: t.warp_rows,
         };
     }
+    let arrays = i64::try_from(arrays.max(1)).unwrap_or(1);
+    let per_thread =
+        (t.vectors_per_thread / arrays).max(MIN_VECTORS_PER_ARRAY.min(t.vectors_per_thread));
+    let mut threads = (vectors + per_thread - 1) / per_thread;
+    while threads < vectors && threads.saturating_mul(rows.max(1)) < t.grid_threads {
+        threads *= 2;
+    }
+    let warps = ((threads.min(vectors) + 31) / 32).max(1);
     RowTeam::Block {
         block: block.min(u32::try_from(warps * 32).unwrap_or(block)),
     }
@@ -429,29 +449,61 @@ mod tests {
     fn teams_hold_about_four_vectors_a_thread_while_the_rows_fill_the_gpu() {
         // GPT-2's bf16 rows of 768 (96 vectors): a warp each.
         assert_eq!(
-            team_for(256, 8192, 768, 8),
+            team_for(256, 8192, 768, 8, 1),
             RowTeam::Warp { rows_per_block: 4 }
         );
         // 512 and 1024 vectors a row: four a thread.
-        assert_eq!(team_for(512, 8192, 4096, 8), RowTeam::Block { block: 128 });
-        assert_eq!(team_for(512, 16384, 4096, 4), RowTeam::Block { block: 256 });
+        assert_eq!(
+            team_for(512, 8192, 4096, 8, 1),
+            RowTeam::Block { block: 128 }
+        );
+        assert_eq!(
+            team_for(512, 16384, 4096, 4, 1),
+            RowTeam::Block { block: 256 }
+        );
+        // A backward keeps two arrays (activation and gradient): two vectors of each.
+        assert_eq!(
+            team_for(512, 8192, 4096, 8, 2),
+            RowTeam::Block { block: 256 }
+        );
+        assert_eq!(
+            team_for(512, 16384, 4096, 4, 2),
+            RowTeam::Block { block: 512 }
+        );
+        // A warp per row holds rows of up to 128 vectors, whatever it keeps.
+        assert_eq!(
+            team_for(256, 8192, 768, 8, 2),
+            RowTeam::Warp { rows_per_block: 4 }
+        );
         // A vocabulary row keeps the widest block it is given.
         assert_eq!(
-            team_for(1024, 4096, 50257, 8),
+            team_for(1024, 4096, 50257, 8, 0),
             RowTeam::Block { block: 1024 }
         );
     }
 
     #[test]
     fn the_tuning_reads_its_keys_and_keeps_defaults_for_the_rest() {
-        let t = RowTuning::parse("vectors=2, warp_rows=0,bogus=1,unroll=x");
+        let t = RowTuning::parse("vectors=2, warp_rows=0,bogus=1,grid=x");
         assert_eq!(t.vectors_per_thread, 2);
         assert_eq!(t.warp_rows, 0);
         assert_eq!(t.unroll, DEFAULT_TUNING.unroll);
         assert_eq!(t.grid_threads, DEFAULT_TUNING.grid_threads);
+        assert_eq!(RowTuning::parse("unroll=4").unroll, 4);
+        // One vector a thread and no warp teams: the layout before the tuning (a block as
+        // wide as the row's vectors), which sweeps keep as their baseline.
+        let old = RowTuning::parse("vectors=1,warp_rows=0");
+        assert_eq!(
+            team_with(old, 256, 8192, 768, 8, 1),
+            RowTeam::Block { block: 96 }
+        );
+        assert_eq!(
+            team_with(old, 512, 8192, 4096, 8, 2),
+            RowTeam::Block { block: 512 }
+        );
         // No warp teams when warp_rows is 0.
         assert_eq!(
-            team_with(t, 256, 8192, 768, 8),
+            team_with(t, 256, 8192, 768, 8, 1),
             RowTeam::Block { block: 64 }
         );
     }
@@ -459,11 +511,11 @@ mod tests {
     #[test]
     fn few_rows_keep_wide_teams() {
         // 8 rows of 96 vectors: a vector a thread, so the GPU still gets 768 threads.
-        assert_eq!(team_for(256, 8, 768, 8), RowTeam::Block { block: 96 });
-        assert_eq!(team_for(512, 64, 4096, 4), RowTeam::Block { block: 512 });
+        assert_eq!(team_for(256, 8, 768, 8, 1), RowTeam::Block { block: 96 });
+        assert_eq!(team_for(512, 64, 4096, 4, 1), RowTeam::Block { block: 512 });
         // Fewer rows than a block of warps holds: a block per row.
-        assert_eq!(team_for(256, 2, 64, 4), RowTeam::Block { block: 32 });
+        assert_eq!(team_for(256, 2, 64, 4, 1), RowTeam::Block { block: 32 });
         // Empty rows still get a thread team.
-        assert_eq!(team_for(256, 0, 0, 8), RowTeam::Block { block: 32 });
+        assert_eq!(team_for(256, 0, 0, 8, 0), RowTeam::Block { block: 32 });
     }
 }

@@ -51,7 +51,6 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v1 = ((float)v0);
       acc2 = nan_max(acc2, v1);
     }
-    #pragma unroll 4
     for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
       const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
@@ -85,7 +84,6 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v5 = expf(v4);
       acc6 += v5;
     }
-    #pragma unroll 4
     for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
       const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
@@ -127,7 +125,6 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v10 = round_bf16((float)v9);
       out0[e] = f32_to_bf16(v10);
     }
-    #pragma unroll 4
     for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
       const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);

@@ -44,7 +44,6 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     const i64_t r = rb / splits, part = rb % splits;
     const i64_t lane = part * blockDim.x + threadIdx.x, team = (i64_t)blockDim.x * splits;
     float acc7 = 0.0f;
-    #pragma unroll 4
     for (i64_t c0 = lane * 8LL; c0 < cols; c0 += team * 8LL) {
       const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + 0 + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
