@@ -57,7 +57,8 @@ void expect(bool ok, const char* what, double a, double b) { if (!ok) { ++fails;
 
 // bf16 head forward + backward ([2,4,16] logits, i64 targets, ignore -100), logits stored
 // from `base` with element strides (s0, s1, s2).
-void bf16_case(const char* name, int offset, i64_t s0, i64_t s1, i64_t s2, std::vector<i64_t> tgt, unsigned grid) {
+void bf16_case(const char* name, int offset, i64_t s0, i64_t s1, i64_t s2, std::vector<i64_t> tgt, unsigned grid,
+               int grad_offset = 0) {
   const int N = 8, C = 16;
   std::vector<u16_t> buf(4096, 0);
   u16_t* base = buf.data() + 8 + offset;  // buf is 16-byte aligned + 16 bytes; offset in elements
@@ -83,7 +84,7 @@ void bf16_case(const char* name, int offset, i64_t s0, i64_t s1, i64_t s2, std::
   expect(err[0] == 0, "no device error", err[0], 0);
   // backward: grad 1.0 (f32), the lse just computed; output bf16 [N, C] contiguous
   float g = 1.0f, scale[1]; std::vector<u16_t> out(N * C + 64);
-  u16_t* o = out.data() + 8;  // 16-byte aligned if the vector's storage is
+  u16_t* o = out.data() + 8 + grad_offset;  // 16-byte aligned if the vector's storage is and grad_offset is 0
   launch(1, 1024, [&] { ce5_0(&g, tgt.data(), 1, scale); });
   launch(grid, 32, [&] { ce5_1(base, s0, s1, s2, tgt.data(), 1, lse.data(), 1, scale, o); });
   for (int r = 0; r < N; ++r) for (int j = 0; j < C; ++j) {
@@ -100,6 +101,9 @@ int main() {
   bf16_case("bf16 misaligned by 1 element, 3 blocks", 1, 64, 16, 1, t, 3);
   bf16_case("bf16 misaligned by 3", 3, 64, 16, 1, t, 2);
   bf16_case("bf16 strided (classes stride 2)", 0, 128, 32, 2, t, 1);
+  // Logits and gradient rows both 6 bytes past a 16-byte boundary: the backward's peeled rows
+  // (a scalar head of 5, one vector, a tail of 3).
+  bf16_case("bf16 misaligned by 3, gradient likewise", 3, 64, 16, 1, t, 2, 3);
   // out of range target -> device error
   {
     std::vector<u16_t> buf(8 * 16 + 16, 0); std::vector<i64_t> bad = {3, 16, 0, 0, 0, 0, 0, 0};
