@@ -62,9 +62,12 @@ pub mod prelude {
 /// Composites with their own rule: differentiating through their decomposition would not give
 /// torch's gradient (relu is `maximum(x, 0)`, whose tie rule would send half the cotangent
 /// through at 0; torch sends none), or would be wasteful (embedding's one-hot, attention's saved
-/// T x T probabilities, split's padded copies of each piece's gradient).
+/// T x T probabilities, split's padded copies of each piece's gradient, softmax's and
+/// log_softmax's gradient through their row maximum, which is zero).
 pub const OWN_VJPS: &[(&str, CompositeVjp)] = &[
     ("ltorch.relu", vjp::relu),
+    ("ltorch.softmax", vjp::softmax),
+    ("ltorch.log_softmax", vjp::log_softmax),
     ("ltorch.embedding", indexing::embedding_vjp),
     ("ltorch.sdpa_fwd_lse", attention::sdpa_fwd_lse_vjp),
     ("ltorch.split", indexing::pieces_vjp),
@@ -323,7 +326,8 @@ mod tests {
         register();
         let relu = lookup_symbol("ltorch.relu").expect("registered");
         assert!(relu.vjp.is_some() && relu.signature.is_some());
-        assert!(lookup_symbol("ltorch.softmax").is_some_and(|s| s.vjp.is_none()));
+        assert!(lookup_symbol("ltorch.softmax").is_some_and(|s| s.vjp.is_some()));
+        assert!(lookup_symbol("ltorch.layer_norm").is_some_and(|s| s.vjp.is_none()));
         assert_eq!(
             thunder_core::ir::symbol_ids()
                 .iter()
