@@ -14,7 +14,7 @@ launch cost). This script sums the durations of the kernels themselves, as CUPTI
   case cannot reach the large copy's bandwidth (launch and tail), nor can its own copy;
 - the floor is the case's bytes (inputs read once, outputs written once) over the bandwidth of
   that copy (its bytes read and written over its duration); the backward floor counts x and dy
-  read and dx written.
+  read and dx written (cross-entropy's: the logits read and their gradient written).
 
     PYTHONPATH=<thunder_rs wheel> THUNDER_CONFIG=plugins.toml python3 scripts/gpu/rows_kernels.py \
         [--only layer_norm softmax] [--json out.json] [--kernels]
@@ -39,10 +39,11 @@ FLUSH = 256 << 20
 def cases(sel):
     out = []
 
-    def add(name, dt, shape, fn, floor_elems, needs_target=False):
+    def add(name, dt, shape, fn, floor_elems, needs_target=False, bwd_elems=3):
         if sel and not any(s in name for s in sel):
             return
-        out.append(dict(name=name, dt=dt, shape=shape, fn=fn, floor_elems=floor_elems, target=needs_target))
+        out.append(dict(name=name, dt=dt, shape=shape, fn=fn, floor_elems=floor_elems, target=needs_target,
+                        bwd_elems=bwd_elems))
 
     for dt, (R, C) in [("bf16", (8192, 768)), ("bf16", (8192, 4096)), ("f32", (16384, 4096))]:
         add(f"layer_norm {dt} {R}x{C}", dt, [R, C], lambda x, w, b, t: F.layer_norm(x, x.shape[-1:], w, b), 2)
@@ -51,7 +52,8 @@ def cases(sel):
     for dt, (R, C) in [("bf16", (4096, 50257)), ("f32", (2048, 50257))]:
         add(f"softmax {dt} {R}x{C}", dt, [R, C], lambda x, w, b, t: torch.softmax(x, -1), 2)
         add(f"log_softmax {dt} {R}x{C}", dt, [R, C], lambda x, w, b, t: torch.log_softmax(x, -1), 2)
-        add(f"cross_entropy {dt} {R}x{C}", dt, [R, C], lambda x, w, b, t: F.cross_entropy(x, t), 1, True)
+        # The loss's cotangent is a scalar: its backward reads the logits and writes their gradient.
+        add(f"cross_entropy {dt} {R}x{C}", dt, [R, C], lambda x, w, b, t: F.cross_entropy(x, t), 1, True, 2)
     return out
 
 
@@ -124,7 +126,7 @@ def main():
         b = torch.randn(C, device="cuda", dtype=dt, generator=g)
         t = torch.randint(0, C, (c["shape"][0],), device="cuda", generator=g)
         floor = x.numel() * x.element_size() * c["floor_elems"] / (bw * 1e3)
-        bfloor = 3 * x.numel() * x.element_size() / (bw * 1e3)
+        bfloor = c["bwd_elems"] * x.numel() * x.element_size() / (bw * 1e3)
         # The same bytes copied (x to a buffer of its size), timed like the cases: a small
         # case cannot reach the 256 MiB copy's bandwidth (launch and tail), nor can its copy.
         xc = torch.empty_like(x)
