@@ -317,6 +317,15 @@ fn shapes_reductions_and_matmul() {
     check("amax", op!(|x| x[0].amax(Some(&[2]), false)), vec![x()]);
     check("softmax", op!(|x| x[0].softmax(-1)), vec![x()]);
     check("log_softmax", op!(|x| x[0].log_softmax(1)), vec![x()]);
+    // Their own VJPs on a 0-d input (the gradient of a constant, 0) and over a leading dim.
+    let scalar = || values(&[], 17, -1.0, 1.0);
+    check("softmax 0-d", op!(|x| x[0].softmax(0)), vec![scalar()]);
+    check(
+        "log_softmax 0-d",
+        op!(|x| x[0].log_softmax(-1)),
+        vec![scalar()],
+    );
+    check("softmax over dim 0", op!(|x| x[0].softmax(0)), vec![x()]);
     check(
         "layer_norm",
         op!(|x| x[0].layer_norm(&[4], Some(&x[1]), Some(&x[2]), 1e-5)),

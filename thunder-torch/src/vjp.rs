@@ -35,23 +35,67 @@ pub(crate) fn relu(
     )?)])
 }
 
-/// The float tensor a VJP's first argument is and the row dim of its second (softmax's and
-/// log_softmax's `(x, dim)`), or None where nothing is differentiable.
-fn row_op_input(op: &str, args: &[Arg]) -> Result<Option<(Tensor, Vec<i64>)>> {
+/// What softmax's and log_softmax's VJPs read: the input's dtype, the row dim (of `(x, dim)`)
+/// and, in f32 for f16/bf16, the output and its cotangent; None where nothing is
+/// differentiable or the input is empty (whose gradient is the empty cotangent).
+struct RowGrad {
+    dtype: dtype::DType,
+    dims: Vec<i64>,
+    y: Tensor,
+    g: Tensor,
+}
+
+enum RowVjp {
+    Grad(RowGrad),
+    Empty(Tensor),
+    Nothing,
+}
+
+fn row_vjp_operands(
+    op: &str,
+    args: &[Arg],
+    outs: &[Tensor],
+    cots: &[Option<Tensor>],
+) -> Result<RowVjp> {
+    let (Some(y), Some(Some(g))) = (outs.first(), cots.first()) else {
+        return Ok(RowVjp::Nothing);
+    };
     let (Some(Arg::Value(x)), Some(Arg::Int(dim))) = (args.first(), args.get(1)) else {
-        return Ok(None);
+        return Ok(RowVjp::Nothing);
     };
     let x = tensor_of(*x)?;
     if !dtype::is_float(x.dtype()) {
-        return Ok(None);
+        return Ok(RowVjp::Nothing);
+    }
+    if x.numel() == 0 {
+        return Ok(RowVjp::Empty(g.clone()));
     }
     let d = clang::canonical_dim(op, *dim, x.rank())?;
-    let dims = if x.rank() == 0 {
-        vec![]
-    } else {
-        vec![d as i64]
-    };
-    Ok(Some((x, dims)))
+    Ok(RowVjp::Grad(RowGrad {
+        dtype: x.dtype(),
+        dims: if x.rank() == 0 {
+            vec![]
+        } else {
+            vec![d as i64]
+        },
+        y: upcast(y)?,
+        g: upcast(g)?,
+    }))
+}
+
+/// A row op's VJP from `rule` over its f32 operands, cast back to the input's dtype.
+fn row_vjp(
+    op: &str,
+    args: &[Arg],
+    outs: &[Tensor],
+    cots: &[Option<Tensor>],
+    rule: impl Fn(&RowGrad) -> Result<Tensor>,
+) -> Result<Vec<Option<Tensor>>> {
+    match row_vjp_operands(op, args, outs, cots)? {
+        RowVjp::Grad(r) => Ok(vec![Some(to(&rule(&r)?, r.dtype)?), None]),
+        RowVjp::Empty(g) => Ok(vec![Some(g), None]),
+        RowVjp::Nothing => Ok(vec![None; args.len()]),
+    }
 }
 
 /// torch's softmax gradient from the output: `y * (g - sum(g * y))` over the row, in f32 for
@@ -63,19 +107,10 @@ pub(crate) fn softmax(
     outs: &[Tensor],
     cots: &[Option<Tensor>],
 ) -> Result<Vec<Option<Tensor>>> {
-    let (Some(y), Some(Some(g))) = (outs.first(), cots.first()) else {
-        return Ok(vec![None; args.len()]);
-    };
-    let Some((x, dims)) = row_op_input("ltorch.softmax", args)? else {
-        return Ok(vec![None; args.len()]);
-    };
-    if x.numel() == 0 {
-        return Ok(vec![Some(g.clone()), None]);
-    }
-    let (y32, g32) = (upcast(y)?, upcast(g)?);
-    let dot = clang::reduce(Prim::Sum, &mul(&g32, &y32)?, &dims, true)?;
-    let dx = mul(&y32, &sub(&g32, &dot)?)?;
-    Ok(vec![Some(to(&dx, x.dtype())?), None])
+    row_vjp("ltorch.softmax", args, outs, cots, |r| {
+        let dot = clang::reduce(Prim::Sum, &mul(&r.g, &r.y)?, &r.dims, true)?;
+        mul(&r.y, &sub(&r.g, &dot)?)
+    })
 }
 
 /// torch's log_softmax gradient from the output: `g - exp(y) * sum(g)` over the row, in f32
@@ -85,17 +120,8 @@ pub(crate) fn log_softmax(
     outs: &[Tensor],
     cots: &[Option<Tensor>],
 ) -> Result<Vec<Option<Tensor>>> {
-    let (Some(y), Some(Some(g))) = (outs.first(), cots.first()) else {
-        return Ok(vec![None; args.len()]);
-    };
-    let Some((x, dims)) = row_op_input("ltorch.log_softmax", args)? else {
-        return Ok(vec![None; args.len()]);
-    };
-    if x.numel() == 0 {
-        return Ok(vec![Some(g.clone()), None]);
-    }
-    let (y32, g32) = (upcast(y)?, upcast(g)?);
-    let total = clang::reduce(Prim::Sum, &g32, &dims, true)?;
-    let dx = sub(&g32, &mul(&exp(&y32)?, &total)?)?;
-    Ok(vec![Some(to(&dx, x.dtype())?), None])
+    row_vjp("ltorch.log_softmax", args, outs, cots, |r| {
+        let total = clang::reduce(Prim::Sum, &r.g, &r.dims, true)?;
+        sub(&r.g, &mul(&exp(&r.y)?, &total)?)
+    })
 }
