@@ -8,11 +8,20 @@ cache="${2:-${TMPDIR:-/tmp}/thunder-gpu-kernel-cache}"
 # The packages' path is baked into the plugin at build time (this machine's checkout); name the
 # copy in the checkout running this script.
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
+# Symbols the Triton executor is not asked about (plugins.toml's `skip`), as in the repo's
+# plugins.toml; TRITON_SKIP= (empty) asks it about everything (triton-check; builds before
+# the `skip` key existed, which reject it: TRITON_SKIP=none leaves the key out).
+skip_list="${TRITON_SKIP-ltorch.rms_norm}"
+skip=""
+for s in ${skip_list//,/ }; do skip+="${skip:+, }\"$s\""; done
+skip_line="skip = [$skip]"
+[ "$skip_list" = none ] && skip_line=""
 cat <<TOML
 plugin_dirs = ["$bin"]
 [[executor]]
 name = "triton"
 priority = 50
+$skip_line
 [executor.options]
 bundled = false
 kernel_dirs = "$repo/executors/triton/kernels"

@@ -414,3 +414,53 @@ fn run_with_grad_writes_gradients() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_skipped_symbol_goes_to_the_next_executor() {
+    // cpu-simd would fuse the exp with the add; with `skip` it is never asked about exp, so the
+    // interpreter runs it. A misspelt key is still an error naming it.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let config = |skip: &str| {
+        format!(
+            "[[executor]]\nname = \"cpu-simd\"\nlibrary = \"{}\"\npriority = 20\n{skip}\n\
+             [[executor]]\nname = \"interpreter\"\nlibrary = \"{}\"\n",
+            thunder_tests::plugin_library("thunder_cpu_simd").display(),
+            interpreter_library().display()
+        )
+    };
+    std::fs::write(p.join("plain.toml"), config("")).unwrap();
+    std::fs::write(p.join("skip.toml"), config("skip = [\"prims.exp\"]")).unwrap();
+    std::fs::write(p.join("bad.toml"), config("skips = [\"prims.exp\"]")).unwrap();
+    std::fs::write(
+        p.join("prog.py"),
+        "def computation(x):\n  # x: \"cpu f32[64]\"\n  t0 = prims.add(x, 1.0)\n  t1 = prims.exp(t0)\n  return (t1,)\n",
+    )
+    .unwrap();
+    let trace = |cfg: &str| {
+        let o = thunder(
+            p,
+            &["--config", cfg, "trace", "prog.py", "--stage", "execution"],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let plain = trace("plain.toml");
+    assert!(!plain.contains("interpreter.region"), "{plain}");
+    let skipped = trace("skip.toml");
+    assert!(skipped.contains("cpu-simd.region"), "{skipped}");
+    assert!(skipped.contains("interpreter.region"), "{skipped}");
+    let o = thunder(
+        p,
+        &[
+            "--config",
+            "bad.toml",
+            "trace",
+            "prog.py",
+            "--stage",
+            "execution",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("skips"), "{}", stderr(&o));
+}

@@ -24,6 +24,7 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
                     "description": e.description,
                     "custom_ops": e.custom_ops,
                     "run_fallback": e.run_fallback,
+                    "skip": e.skip,
                 })
             })
             .collect();
@@ -62,6 +63,9 @@ pub fn run(args: &HostArgs, as_json: bool) -> Result<()> {
         );
         if !e.custom_ops.is_empty() {
             println!("    declares ops: {}", e.custom_ops.join(", "));
+        }
+        if !e.skip.is_empty() {
+            println!("    not asked about (skip): {}", e.skip.join(", "));
         }
     }
     for i in host.issues() {

@@ -42,6 +42,10 @@ pub struct ExecutorConfig {
     /// re-run on the next executors (with a warning) instead of returning the error.
     #[serde(default)]
     pub run_fallback: bool,
+    /// Symbols this executor is never asked to claim (`skip = ["ltorch.rms_norm"]`): the next
+    /// executors get them, or, for a composite nobody claims, its decomposition.
+    #[serde(default)]
+    pub skip: Vec<String>,
     #[serde(default)]
     pub options: toml::Table,
 }

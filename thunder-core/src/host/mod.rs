@@ -39,6 +39,8 @@ pub struct ExecutorEntry {
     pub custom_ops: Vec<String>,
     /// `run_fallback` from plugins.toml: a failed `run` re-runs without this executor.
     pub run_fallback: bool,
+    /// `skip` from plugins.toml: symbols this executor is never asked to claim.
+    pub skip: Vec<String>,
     /// Shared with compiled programs, which may partition again after a run failure.
     pub(crate) executor: Option<Arc<ExecutorBox>>,
 }
@@ -230,6 +232,7 @@ impl PluginHost {
             available: Err("not created".into()),
             custom_ops: Vec::new(),
             run_fallback: listed.is_some_and(|(_, e)| e.run_fallback),
+            skip: listed.map_or_else(Vec::new, |(_, e)| e.skip.clone()),
             executor: None,
         };
         let mut options: RVec<PluginOption> = RVec::new();

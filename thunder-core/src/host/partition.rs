@@ -27,6 +27,8 @@ struct Seat {
     /// `None` when the executor is not active (disabled, unavailable, failed to create).
     executor: Option<Arc<ExecutorBox>>,
     run_fallback: bool,
+    /// Symbols it is never asked to claim: shown to it as claimed already.
+    skip: Vec<String>,
 }
 
 impl Lineup {
@@ -39,6 +41,7 @@ impl Lineup {
                     name: e.name.clone(),
                     executor: e.executor.clone().filter(|_| e.is_active()),
                     run_fallback: e.run_fallback,
+                    skip: e.skip.clone(),
                 })
                 .collect(),
         }
@@ -314,7 +317,7 @@ pub fn partition_among(
                 continue;
             };
             for (op, o) in view.ops.iter_mut().zip(&owner) {
-                op.claimed = o.is_some();
+                op.claimed = o.is_some() || seat.skip.iter().any(|s| s == op.symbol.as_str());
             }
             let claimed = match exec.claim(&view).into_result() {
                 Ok(c) => c,
@@ -337,7 +340,15 @@ pub fn partition_among(
                         format!("`{}`", lineup.name(*owner_exec))
                     }
                 };
-                if let Some(reason) = check_claim(&claim.ops, &owner, &bsyms, claimed_by) {
+                let skipped = claim.ops.iter().find_map(|&i| {
+                    let id = &bsyms.get(i as usize)?.sym.id;
+                    seat.skip.iter().any(|s| s == id).then(|| {
+                        format!("op {i} ({id}) is in the executor's `skip` list (plugins.toml)")
+                    })
+                });
+                if let Some(reason) =
+                    skipped.or_else(|| check_claim(&claim.ops, &owner, &bsyms, claimed_by))
+                {
                     tracing::warn!(executor = %seat.name, ops = ?claim.ops, "claim rejected: {reason}");
                     rejections.push(Rejection {
                         executor: seat.name.clone(),
