@@ -268,7 +268,16 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         em.out.push_str(crate::codegen::WARP_REDUCE);
     }
     em.out.push_str(&device_functions(k));
-    em.line(&format!("{} {{", signature(k, name, block, split)));
+    let mut sig = signature(k, name, block, split);
+    let min_blocks = crate::row_vector::tuning().warp_min_blocks;
+    if warp_rows.is_some() && min_blocks > 0 {
+        sig = sig.replacen(
+            &format!("__launch_bounds__({block})"),
+            &format!("__launch_bounds__({block}, {min_blocks})"),
+            1,
+        );
+    }
+    em.line(&format!("{sig} {{"));
     em.indent = 1;
     em.line(&format!(
         "const i64_t rows = {rows_n}LL, cols = {cols_n}LL;"

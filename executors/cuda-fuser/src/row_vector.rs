@@ -168,7 +168,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 }
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
-/// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,unroll=4,grid=131072`; unnamed keys keep
+/// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,unroll=0,grid=131072,min_blocks=0`; unnamed keys keep
 /// their defaults). Read once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -188,6 +188,9 @@ pub(crate) struct RowTuning {
     /// Threads a row kernel's grid keeps at least (about what a large GPU holds resident): a
     /// team is made narrower than its row's vectors only while the rows still fill the GPU.
     pub grid_threads: i64,
+    /// Blocks a multiprocessor should hold of a warp-per-row kernel (`__launch_bounds__`'s
+    /// second argument, which caps registers to fit them); 0: no bound.
+    pub warp_min_blocks: u32,
 }
 
 /// Vectors a thread holds per kept array at least (see `vectors_per_thread`).
@@ -198,6 +201,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     warp_rows: 4,
     unroll: 0,
     grid_threads: 1 << 17,
+    warp_min_blocks: 0,
 };
 
 impl RowTuning {
@@ -213,6 +217,7 @@ impl RowTuning {
                 "warp_rows" => t.warp_rows = u32::try_from(v.clamp(0, 32)).unwrap_or(4),
                 "unroll" => t.unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(4),
                 "grid" => t.grid_threads = v.max(1),
+                "min_blocks" => t.warp_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0),
                 _ => {}
             }
         }
