@@ -74,10 +74,10 @@ def rbf(a):
 
 def run(name, ins, outs, grid_cap):
     src = (GOLDEN / f'{name}.cu').read_text()
-    warp = re.search(r'// launch: WarpRows \{ rows: (\d+), rows_per_block: (\d+)', src)
+    warp = re.search(r'// launch: WarpRows \{ rows: (\d+), rows_per_block: (\d+), lanes: (\d+)', src)
     if warp:
-        kind, rows, per_block = 'WarpRows', int(warp.group(1)), int(warp.group(2))
-        block, splits, scratch, units = 32 * per_block, 1, 0, -(-rows // per_block)
+        kind, rows, per_block, lanes = 'WarpRows', int(warp.group(1)), int(warp.group(2)), int(warp.group(3))
+        block, splits, scratch, units = lanes * per_block, 1, 0, -(-rows // per_block)
     else:
         launch = re.search(r'// launch: (\w+) \{ rows: (\d+), block: (\d+)(?:, splits: (\d+), scratch: (\d+))?', src)
         kind, rows, block = launch.group(1), int(launch.group(2)), int(launch.group(3))
@@ -148,6 +148,15 @@ def rows_kernels():
     for cap in (5, 10**9):
         (o0,), info = run('layer_norm_bf16_gpt2', [(x, 0), (w, 0), (b, 0)], [((8192, 768), np.uint16)], cap)
         print('layer_norm_bf16_gpt2', info)
+        ok &= check_rel('layer_norm', unbf16(o0), want, 1.01)
+    # Half-warp teams over 8191 rows: the last warp's second half-warp has no row of its own.
+    x = bf16(rng.standard_normal((8191, 768), dtype=np.float32))
+    xf = unbf16(x).astype(np.float64)
+    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
+    want = want * unbf16(w) + unbf16(b)
+    for cap in (5, 10**9):
+        (o0,), info = run('layer_norm_bf16_half_warp', [(x, 0), (w, 0), (b, 0)], [((8191, 768), np.uint16)], cap)
+        print('layer_norm_bf16_half_warp', info)
         ok &= check_rel('layer_norm', unbf16(o0), want, 1.01)
     x = bf16(rng.standard_normal((8192, 4096), dtype=np.float32) * 3)
     xf = unbf16(x).astype(np.float64)

@@ -45,8 +45,13 @@ pub enum Launch {
     /// Blocks of `block = tile * team` threads, each over `tile` consecutive rows with
     /// `team` threads per row.
     ColumnTiles { rows: u64, tile: u32, block: u32 },
-    /// Blocks of `rows_per_block` warps, a warp per row.
-    WarpRows { rows: u64, rows_per_block: u32 },
+    /// Blocks of `rows_per_block * lanes` threads, `lanes` lanes of a warp (32, 16 or 8) per
+    /// row.
+    WarpRows {
+        rows: u64,
+        rows_per_block: u32,
+        lanes: u32,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -97,10 +102,12 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
 
 /// The shuffle-only combination of a warp's partials (a warp-per-row kernel's reductions): a
 /// fixed butterfly, so every lane gets the same bits.
-pub const WARP_REDUCE: &str = r#"template <typename T, typename Op>
+/// `W` lanes (a power of two up to 32) combine among themselves: every lane of the warp takes
+/// part, each group of `W` with its own row.
+pub const WARP_REDUCE: &str = r#"template <int W, typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = W / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 "#;

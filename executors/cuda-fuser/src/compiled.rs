@@ -53,10 +53,11 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
         Launch::WarpRows {
             rows,
             rows_per_block,
+            lanes,
         } => (
             rows.div_ceil(u64::from(rows_per_block.max(1)))
                 .clamp(1, cap) as u32,
-            32 * rows_per_block.max(1),
+            lanes * rows_per_block.max(1),
         ),
     }
 }
@@ -261,8 +262,15 @@ mod tests {
         let l = Launch::WarpRows {
             rows: 8192,
             rows_per_block: 4,
+            lanes: 32,
         };
         assert_eq!(grid(l, 132), (2048, 128));
+        let l = Launch::WarpRows {
+            rows: 8192,
+            rows_per_block: 8,
+            lanes: 16,
+        };
+        assert_eq!(grid(l, 132), (1024, 128));
         let l = Launch::SplitRows {
             rows: 2,
             block: 1024,

@@ -248,11 +248,20 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         )
     });
     let warp_rows = match team {
-        Some(RowTeam::Warp { rows_per_block }) => Some(rows_per_block),
+        Some(RowTeam::Warp {
+            rows_per_block,
+            lanes,
+        }) => Some((rows_per_block, lanes)),
         _ => None,
     };
+    // Teams smaller than a warp share it: a lane past the last row computes the last row again
+    // (shuffles need the whole warp) and stores nothing.
+    let shared_warp = matches!(warp_rows, Some((_, lanes)) if lanes < 32);
     let (block, team_threads) = match team {
-        Some(RowTeam::Warp { rows_per_block }) => (32 * rows_per_block, 32),
+        Some(RowTeam::Warp {
+            rows_per_block,
+            lanes,
+        }) => (lanes * rows_per_block, lanes),
         Some(RowTeam::Block { block }) => (block, block),
         None => (block, block),
     };
@@ -290,11 +299,28 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         em.line("for (i64_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {");
         em.line("  const i64_t r = rb / splits, part = rb % splits;");
         em.line("  const i64_t lane = part * blockDim.x + threadIdx.x, team = (i64_t)blockDim.x * splits;");
-    } else if let Some(per_block) = warp_rows {
+    } else if let Some((per_block, 32)) = warp_rows {
         // Warps run their rows independently: nothing below synchronizes the block.
         em.line("const i64_t lane = threadIdx.x & 31, team = 32;");
         em.line(&format!(
             "for (i64_t r = (i64_t)blockIdx.x * {per_block} + (threadIdx.x >> 5); r < rows; r += (i64_t)gridDim.x * {per_block}) {{"
+        ));
+    } else if let Some((per_block, lanes)) = warp_rows {
+        // A warp holds 32 / lanes rows and runs its loop while its first row exists.
+        let per_warp = 32 / lanes;
+        em.line(&format!(
+            "const i64_t lane = threadIdx.x & {}, team = {lanes};",
+            lanes - 1
+        ));
+        em.line(&format!(
+            "for (i64_t r0 = (i64_t)blockIdx.x * {per_block} + (threadIdx.x >> 5) * {per_warp}; r0 < rows; r0 += (i64_t)gridDim.x * {per_block}) {{"
+        ));
+        em.indent = 2;
+        em.line(&format!(
+            "const bool live = r0 + (threadIdx.x & 31) / {lanes} < rows;"
+        ));
+        em.line(&format!(
+            "const i64_t r = live ? r0 + (threadIdx.x & 31) / {lanes} : rows - 1;"
         ));
     } else if block_team {
         em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
@@ -395,7 +421,10 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
             let (identity, op) = reduction_identity(*fold, acc_ty == "double");
             match layout {
                 Team::Block { .. } if warp_rows.is_some() => {
-                    em.line(&format!("acc{r} = warp_reduce<{acc_ty}>(acc{r}, {op});"))
+                    let lanes = warp_rows.map_or(32, |(_, l)| l);
+                    em.line(&format!(
+                        "acc{r} = warp_reduce<{lanes}, {acc_ty}>(acc{r}, {op});"
+                    ))
                 }
                 Team::Block { .. } => em.line(&format!(
                     "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
@@ -429,7 +458,7 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     }
     // Full outputs: one more pass over the row.
     if !full_outputs.is_empty() {
-        if !block_team {
+        if !block_team || shared_warp {
             em.line("if (live) {");
             em.indent = 3;
         }
@@ -452,7 +481,7 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
             depth,
             &store,
         );
-        if !block_team {
+        if !block_team || shared_warp {
             em.indent = 2;
             em.line("}");
         }
@@ -461,7 +490,7 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     if !row_outputs.is_empty() {
         em.line(if split {
             "if (threadIdx.x == 0) {"
-        } else if block_team {
+        } else if block_team && !shared_warp {
             "if (lane == 0) {"
         } else {
             "if (lane == 0 && live) {"
@@ -487,10 +516,14 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
                 scratch: split_counters_at(k.reductions.len(), rows_n, splits) + 4 * rows_n as u64,
                 counters: split_counters_at(k.reductions.len(), rows_n, splits),
             },
-            Team::Block { .. } if warp_rows.is_some() => Launch::WarpRows {
-                rows: rows_n as u64,
-                rows_per_block: warp_rows.unwrap_or(1),
-            },
+            Team::Block { .. } if warp_rows.is_some() => {
+                let (rows_per_block, lanes) = warp_rows.unwrap_or((1, 32));
+                Launch::WarpRows {
+                    rows: rows_n as u64,
+                    rows_per_block,
+                    lanes,
+                }
+            }
             Team::Block { .. } => Launch::BlockPerRow {
                 rows: rows_n as u64,
                 block,

@@ -168,7 +168,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 }
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
-/// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,unroll=0,grid=131072,min_blocks=0`; unnamed keys keep
+/// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,min_blocks=0`; unnamed keys keep
 /// their defaults). Read once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -180,8 +180,10 @@ pub(crate) struct RowTuning {
     /// four per thread beat two on forwards (one array kept), and two per array beat four on
     /// five of six backwards (two kept: the activation and its gradient).
     pub vectors_per_thread: i64,
-    /// Rows a block of one-warp teams holds (warps per block); 0: no warp-per-row teams.
+    /// Warps a block of warp-sized (or smaller) teams holds; 0: no such teams.
     pub warp_rows: u32,
+    /// Lanes of a warp that share a row (32, 16 or 8): a warp holds 32 / lanes rows.
+    pub warp_lanes: u32,
     /// Unrolling of the vector loop of uncached rows; 0 or 1: none. Unrolling by 4 slowed
     /// five of six vocabulary-row kernels by 15-30% in the H200 sweep.
     pub unroll: u32,
@@ -199,6 +201,7 @@ const MIN_VECTORS_PER_ARRAY: i64 = 2;
 const DEFAULT_TUNING: RowTuning = RowTuning {
     vectors_per_thread: 4,
     warp_rows: 4,
+    warp_lanes: 32,
     unroll: 0,
     grid_threads: 1 << 17,
     warp_min_blocks: 0,
@@ -215,6 +218,11 @@ impl RowTuning {
             match key.trim() {
                 "vectors" => t.vectors_per_thread = v.max(1),
                 "warp_rows" => t.warp_rows = u32::try_from(v.clamp(0, 32)).unwrap_or(4),
+                "warp_lanes" => {
+                    if matches!(v, 8 | 16 | 32) {
+                        t.warp_lanes = v as u32;
+                    }
+                }
                 "unroll" => t.unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(4),
                 "grid" => t.grid_threads = v.max(1),
                 "min_blocks" => t.warp_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0),
@@ -237,9 +245,9 @@ pub(crate) fn tuning() -> RowTuning {
 /// How the threads of a vectorized row kernel share the rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowTeam {
-    /// A warp per row, `rows_per_block` warps per block: the row's partials combine through
-    /// shuffles alone, with no block barrier.
-    Warp { rows_per_block: u32 },
+    /// `lanes` lanes of a warp per row (32: a warp per row), `rows_per_block` rows a block:
+    /// the row's partials combine through shuffles alone, with no block barrier.
+    Warp { rows_per_block: u32, lanes: u32 },
     /// A block of `block` threads per row.
     Block { block: u32 },
 }
@@ -261,7 +269,8 @@ fn team_with(t: RowTuning, block: u32, rows: i64, cols: i64, width: u32, arrays:
         && 32 * rows >= t.grid_threads
     {
         return RowTeam::Warp {
-            rows_per_block: t.warp_rows,
+            rows_per_block: t.warp_rows * (32 / t.warp_lanes.clamp(8, 32)),
+            lanes: t.warp_lanes.clamp(8, 32),
         };
     }
     let arrays = i64::try_from(arrays.max(1)).unwrap_or(1);
@@ -455,7 +464,10 @@ mod tests {
         // GPT-2's bf16 rows of 768 (96 vectors): a warp each.
         assert_eq!(
             team_for(256, 8192, 768, 8, 1),
-            RowTeam::Warp { rows_per_block: 4 }
+            RowTeam::Warp {
+                rows_per_block: 4,
+                lanes: 32
+            }
         );
         // 512 and 1024 vectors a row: four a thread.
         assert_eq!(
@@ -478,7 +490,10 @@ mod tests {
         // A warp per row holds rows of up to 128 vectors, whatever it keeps.
         assert_eq!(
             team_for(256, 8192, 768, 8, 2),
-            RowTeam::Warp { rows_per_block: 4 }
+            RowTeam::Warp {
+                rows_per_block: 4,
+                lanes: 32
+            }
         );
         // A vocabulary row keeps the widest block it is given.
         assert_eq!(
@@ -506,6 +521,16 @@ mod tests {
             team_with(old, 512, 8192, 4096, 8, 2),
             RowTeam::Block { block: 512 }
         );
+        // Half-warp teams: eight rows a block of four warps.
+        let half = RowTuning::parse("warp_lanes=16");
+        assert_eq!(
+            team_with(half, 256, 8192, 768, 8, 1),
+            RowTeam::Warp {
+                rows_per_block: 8,
+                lanes: 16
+            }
+        );
+        assert_eq!(RowTuning::parse("warp_lanes=12").warp_lanes, 32);
         // No warp teams when warp_rows is 0.
         assert_eq!(
             team_with(t, 256, 8192, 768, 8, 1),

@@ -89,12 +89,17 @@ fn many_short_rows_get_a_warp_each() {
         launches,
         vec![codegen::Launch::WarpRows {
             rows: 8192,
-            rows_per_block: 4
+            rows_per_block: 4,
+            lanes: 32
         }]
     );
     assert!(text.contains("__launch_bounds__(128)"), "{text}");
     assert!(text.contains("uint4 cache_n0[3];"), "{text}");
-    assert_eq!(text.matches("warp_reduce<float>(acc").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("warp_reduce<32, float>(acc").count(),
+        2,
+        "{text}"
+    );
     let body = text.split("extern \"C\"").nth(1).unwrap_or_default();
     assert!(!body.contains("block_reduce"), "{text}");
     check_golden("layer_norm_bf16_gpt2", &text);

@@ -1,4 +1,4 @@
-// launch: WarpRows { rows: 8192, rows_per_block: 4 }
+// launch: WarpRows { rows: 8192, rows_per_block: 4, lanes: 32 }
 // thunder cuda-fuser kernel over [8192, 768], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -36,10 +36,10 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-template <typename T, typename Op>
+template <int W, typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = W / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
         }
       }
     }
-    acc2 = warp_reduce<float>(acc2, SumOp());
+    acc2 = warp_reduce<32, float>(acc2, SumOp());
     const float v2 = acc2;
     const float v3 = (v2 * 0.0013020834f);
     float acc7 = 0.0f;
@@ -91,7 +91,7 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
         }
       }
     }
-    acc7 = warp_reduce<float>(acc7, SumOp());
+    acc7 = warp_reduce<32, float>(acc7, SumOp());
     const float v7 = acc7;
     const float v8 = (v7 * 0.0013020834f);
     const float v9 = (v8 + 1e-5f);

@@ -1,0 +1,139 @@
+// launch: WarpRows { rows: 8191, rows_per_block: 8, lanes: 16 }
+// thunder cuda-fuser kernel over [8191, 768], reducing dims [1]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+struct MinOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_min(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int W, typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
+  const i64_t rows = 8191LL, cols = 768LL;
+  const i64_t lane = threadIdx.x & 15, team = 16;
+  for (i64_t r0 = (i64_t)blockIdx.x * 8 + (threadIdx.x >> 5) * 2; r0 < rows; r0 += (i64_t)gridDim.x * 8) {
+    const bool live = r0 + (threadIdx.x & 31) / 16 < rows;
+    const i64_t r = live ? r0 + (threadIdx.x & 31) / 16 : rows - 1;
+    const i64_t i0 = r;
+    uint4 cache_n0[6];
+    float acc2 = 0.0f;
+    #pragma unroll
+    for (int it = 0; it < 6; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768LL + c0);
+        cache_n0[it] = r_n0;
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 768LL + i1;
+          const float v0 = bf16_to_f32(e_n0[j]);
+          const float v1 = ((float)v0);
+          acc2 += v1;
+        }
+      }
+    }
+    acc2 = warp_reduce<16, float>(acc2, SumOp());
+    const float v2 = acc2;
+    const float v3 = (v2 * 0.0013020834f);
+    float acc7 = 0.0f;
+    #pragma unroll
+    for (int it = 0; it < 6; ++it) {
+      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      if (c0 < cols) {
+        const uint4 r_n0 = cache_n0[it];
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 768LL + i1;
+          const float v0 = bf16_to_f32(e_n0[j]);
+          const float v1 = ((float)v0);
+          const float v4 = v3;
+          const float v5 = (v1 - v4);
+          const float v6 = (v5 * v5);
+          acc7 += v6;
+        }
+      }
+    }
+    acc7 = warp_reduce<16, float>(acc7, SumOp());
+    const float v7 = acc7;
+    const float v8 = (v7 * 0.0013020834f);
+    const float v9 = (v8 + 1e-5f);
+    const float v10 = (1.0f / sqrtf(v9));
+    if (live) {
+      #pragma unroll
+      for (int it = 0; it < 6; ++it) {
+        const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+        if (c0 < cols) {
+          const uint4 r_n0 = cache_n0[it];
+          const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+          const uint4 r_n13 = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
+          const u16_t* e_n13 = reinterpret_cast<const u16_t*>(&r_n13);
+          const uint4 r_n16 = *reinterpret_cast<const uint4*>(in2 + 0 + c0);
+          const u16_t* e_n16 = reinterpret_cast<const u16_t*>(&r_n16);
+          __align__(16) u16_t s_out0[8];
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const i64_t c = c0 + j;
+            const i64_t i1 = c;
+            const i64_t e = i0 * 768LL + i1;
+            const float v0 = bf16_to_f32(e_n0[j]);
+            const float v1 = ((float)v0);
+            const float v4 = v3;
+            const float v5 = (v1 - v4);
+            const float v11 = v10;
+            const float v12 = (v5 * v11);
+            const float v13 = bf16_to_f32(e_n13[j]);
+            const float v14 = ((float)v13);
+            const float v15 = (v12 * v14);
+            const float v16 = bf16_to_f32(e_n16[j]);
+            const float v17 = ((float)v16);
+            const float v18 = (v15 + v17);
+            const float v19 = round_bf16((float)v18);
+            s_out0[j] = f32_to_bf16(v19);
+          }
+          *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
+        }
+      }
+    }
+  }
+}
+
