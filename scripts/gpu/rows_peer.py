@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Row kernels (issue 17) on cuda:0: thunder's regions beside PyTorch eager, as ratios of the copy floor.
 
+Superseded for the floor target by `rows_kernels.py`, which sums the kernels' own CUPTI
+durations: the region times here are host clocks around a call and its wait (launch included),
+which double a 10 µs kernel. Kept for region-level A/B between builds (`--bin` columns).
+
 For each case a one-op program is timed with `thunder bench PROG --device cuda:0 --json`
 (forward) and `--grad` (value and grad of sum(op(x) * r)), and PyTorch eager runs the same op
 on the same shapes in the same run. The floor of a row op is its bytes (inputs read once,
