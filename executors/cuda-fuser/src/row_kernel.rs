@@ -236,15 +236,18 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     if !full_outputs.is_empty() {
         passes.push(full_outputs.iter().map(|&(_, n)| n).collect());
     }
+    // The vector loads a cached row would keep (sizing the team and then the cache).
+    let read_again = vector
+        .as_ref()
+        .map_or_else(Vec::new, |v| v.read_again(k, &passes));
     // A split row is one team however many rows there are (so never a warp per row).
     let team = vector.as_ref().map(|v| {
-        let arrays = v.read_again(k, &passes).len();
         crate::row_vector::team_for(
             block,
             if split { 1 } else { rows_n },
             cols_n,
             v.width,
-            arrays,
+            read_again.len(),
         )
     });
     let warp_rows = match team {
@@ -266,7 +269,7 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         None => (block, block),
     };
     if let Some(v) = vector.as_mut().filter(|_| !split) {
-        v.plan_cache(k, cols_n, team_threads, &passes);
+        v.plan_cache(cols_n, team_threads, read_again);
     }
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
@@ -419,20 +422,17 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
             };
             let acc_ty = ctype(k.nodes[*input].dtype);
             let (identity, op) = reduction_identity(*fold, acc_ty == "double");
-            match layout {
-                Team::Block { .. } if warp_rows.is_some() => {
-                    let lanes = warp_rows.map_or(32, |(_, l)| l);
-                    em.line(&format!(
-                        "acc{r} = warp_reduce<{lanes}, {acc_ty}>(acc{r}, {op});"
-                    ))
-                }
-                Team::Block { .. } => em.line(&format!(
+            match (layout, warp_rows) {
+                (Team::Block { .. }, Some((_, lanes))) => em.line(&format!(
+                    "acc{r} = warp_reduce<{lanes}, {acc_ty}>(acc{r}, {op});"
+                )),
+                (Team::Block { .. }, None) => em.line(&format!(
                     "acc{r} = block_reduce<{acc_ty}>(acc{r}, {op}, ({acc_ty})({identity}));"
                 )),
-                Team::Columns { tile, team } if team > 1 => em.line(&format!(
+                (Team::Columns { tile, team }, _) if team > 1 => em.line(&format!(
                     "acc{r} = team_reduce<{acc_ty}, {tile}, {team}>(acc{r}, {op});"
                 )),
-                Team::Columns { .. } => {}
+                (Team::Columns { .. }, _) => {}
             }
         }
         if split {
@@ -508,27 +508,24 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     Generated {
         name: name.to_string(),
         source: em.out,
-        launch: match layout {
-            Team::Block { .. } if split => Launch::SplitRows {
+        launch: match (layout, warp_rows) {
+            (Team::Block { .. }, _) if split => Launch::SplitRows {
                 rows: rows_n as u64,
                 block,
                 splits,
                 scratch: split_counters_at(k.reductions.len(), rows_n, splits) + 4 * rows_n as u64,
                 counters: split_counters_at(k.reductions.len(), rows_n, splits),
             },
-            Team::Block { .. } if warp_rows.is_some() => {
-                let (rows_per_block, lanes) = warp_rows.unwrap_or((1, 32));
-                Launch::WarpRows {
-                    rows: rows_n as u64,
-                    rows_per_block,
-                    lanes,
-                }
-            }
-            Team::Block { .. } => Launch::BlockPerRow {
+            (Team::Block { .. }, Some((rows_per_block, lanes))) => Launch::WarpRows {
+                rows: rows_n as u64,
+                rows_per_block,
+                lanes,
+            },
+            (Team::Block { .. }, None) => Launch::BlockPerRow {
                 rows: rows_n as u64,
                 block,
             },
-            Team::Columns { tile, .. } => Launch::ColumnTiles {
+            (Team::Columns { tile, .. }, _) => Launch::ColumnTiles {
                 rows: rows_n as u64,
                 tile,
                 block,

@@ -39,15 +39,11 @@ const MAX_CACHED_VECTORS: i64 = 8;
 const MAX_CACHED_TOTAL: i64 = 16;
 
 impl RowVector {
-    /// Holds in registers the vector loads that more than one of `passes` (each pass's roots)
-    /// reads, where rows are aligned, not split, and `cols` fit `block` threads' registers.
-    pub fn plan_cache(&mut self, k: &Kernel, cols: i64, block: u32, passes: &[Vec<NodeId>]) {
-        if self.peel || passes.len() < 2 {
-            return;
-        }
+    /// Holds in registers the vector loads `cached` (from [`Self::read_again`]), where rows
+    /// of `cols` fit `block` threads' registers (the caller leaves split rows out).
+    pub fn plan_cache(&mut self, cols: i64, block: u32, cached: Vec<NodeId>) {
         let per_sweep = i64::from(block) * i64::from(self.width);
         let vectors = (cols + per_sweep - 1) / per_sweep;
-        let cached = self.read_again(k, passes);
         if cached.is_empty()
             || vectors > MAX_CACHED_VECTORS
             || vectors * cached.len() as i64 > MAX_CACHED_TOTAL
@@ -58,7 +54,8 @@ impl RowVector {
         self.cached = cached;
     }
 
-    /// The vector loads that more than one of `passes` reads: those a cached row keeps.
+    /// The vector loads that more than one of `passes` (each pass's roots) reads: those a
+    /// cached row keeps. None where rows are peeled (not aligned) or read once.
     pub fn read_again(&self, k: &Kernel, passes: &[Vec<NodeId>]) -> Vec<NodeId> {
         if self.peel || passes.len() < 2 {
             return Vec::new();
