@@ -35,55 +35,16 @@ pub(crate) fn relu(
     )?)])
 }
 
-/// What softmax's and log_softmax's VJPs read: the input's dtype, the row dim (of `(x, dim)`)
-/// and, in f32 for f16/bf16, the output and its cotangent; None where nothing is
-/// differentiable or the input is empty (whose gradient is the empty cotangent).
+/// The f32 operands of softmax's and log_softmax's VJPs (`(x, dim)`, output `y`, cotangent
+/// `g`: the row dims, `y` and `g` upcast for f16/bf16).
 struct RowGrad {
-    dtype: dtype::DType,
     dims: Vec<i64>,
     y: Tensor,
     g: Tensor,
 }
 
-enum RowVjp {
-    Grad(RowGrad),
-    Empty(Tensor),
-    Nothing,
-}
-
-fn row_vjp_operands(
-    op: &str,
-    args: &[Arg],
-    outs: &[Tensor],
-    cots: &[Option<Tensor>],
-) -> Result<RowVjp> {
-    let (Some(y), Some(Some(g))) = (outs.first(), cots.first()) else {
-        return Ok(RowVjp::Nothing);
-    };
-    let (Some(Arg::Value(x)), Some(Arg::Int(dim))) = (args.first(), args.get(1)) else {
-        return Ok(RowVjp::Nothing);
-    };
-    let x = tensor_of(*x)?;
-    if !dtype::is_float(x.dtype()) {
-        return Ok(RowVjp::Nothing);
-    }
-    if x.numel() == 0 {
-        return Ok(RowVjp::Empty(g.clone()));
-    }
-    let d = clang::canonical_dim(op, *dim, x.rank())?;
-    Ok(RowVjp::Grad(RowGrad {
-        dtype: x.dtype(),
-        dims: if x.rank() == 0 {
-            vec![]
-        } else {
-            vec![d as i64]
-        },
-        y: upcast(y)?,
-        g: upcast(g)?,
-    }))
-}
-
-/// A row op's VJP from `rule` over its f32 operands, cast back to the input's dtype.
+/// A row op's VJP from `rule` over its f32 operands, cast back to the input's dtype: none where
+/// nothing is differentiable, the (empty) cotangent for an empty input.
 fn row_vjp(
     op: &str,
     args: &[Arg],
@@ -91,11 +52,29 @@ fn row_vjp(
     cots: &[Option<Tensor>],
     rule: impl Fn(&RowGrad) -> Result<Tensor>,
 ) -> Result<Vec<Option<Tensor>>> {
-    match row_vjp_operands(op, args, outs, cots)? {
-        RowVjp::Grad(r) => Ok(vec![Some(to(&rule(&r)?, r.dtype)?), None]),
-        RowVjp::Empty(g) => Ok(vec![Some(g), None]),
-        RowVjp::Nothing => Ok(vec![None; args.len()]),
+    let (Some(y), Some(Some(g)), Some(Arg::Value(x)), Some(Arg::Int(dim))) =
+        (outs.first(), cots.first(), args.first(), args.get(1))
+    else {
+        return Ok(vec![None; args.len()]);
+    };
+    let x = tensor_of(*x)?;
+    if !dtype::is_float(x.dtype()) {
+        return Ok(vec![None; args.len()]);
     }
+    if x.numel() == 0 {
+        return Ok(vec![Some(g.clone()), None]);
+    }
+    let d = clang::canonical_dim(op, *dim, x.rank())?;
+    let operands = RowGrad {
+        dims: if x.rank() == 0 {
+            vec![]
+        } else {
+            vec![d as i64]
+        },
+        y: upcast(y)?,
+        g: upcast(g)?,
+    };
+    Ok(vec![Some(to(&rule(&operands)?, x.dtype())?), None])
 }
 
 /// torch's softmax gradient from the output: `y * (g - sum(g * y))` over the row, in f32 for
