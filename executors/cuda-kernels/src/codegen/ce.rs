@@ -368,11 +368,8 @@ fn backward(
     }
     let _ = writeln!(
         b,
-        "    for (i64_t j = threadIdx.x; j < {c}LL; j += blockDim.x) {{\n\
-         \x20     const float r = (expf({} - lse) - (j == t ? 1.f : 0.f)) * rs;\n\
-         \x20     orow[j] = {};\n    }}\n  }}",
-        ld(d, &format!("p[j * {cs}]")),
-        st(out, "r")
+        "    for (i64_t j = threadIdx.x; j < {c}LL; j += blockDim.x) {}\n  }}",
+        scalar("j")
     );
     let k1 = Kernel {
         source: assemble(

@@ -437,10 +437,7 @@ extern "C" __global__ void ce5_1(const u16_t* __restrict__ in1, i64_t s1_0, i64_
       for (i64_t j = head + nv * 8 + threadIdx.x; j < 16LL; j += blockDim.x) { const float r = (expf(bf16_to_f32(p[j * s1_2]) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
       continue;
     }
-    for (i64_t j = threadIdx.x; j < 16LL; j += blockDim.x) {
-      const float r = (expf(bf16_to_f32(p[j * s1_2]) - lse) - (j == t ? 1.f : 0.f)) * rs;
-      orow[j] = f32_to_bf16(r);
-    }
+    for (i64_t j = threadIdx.x; j < 16LL; j += blockDim.x) { const float r = (expf(bf16_to_f32(p[j * s1_2]) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
   }
 }
 
@@ -1095,10 +1092,7 @@ extern "C" __global__ void ce12_1(const float* __restrict__ in1, i64_t s1_0, i64
       for (i64_t j = head + nv * 4 + threadIdx.x; j < 6LL; j += blockDim.x) { const float r = (expf(((float)(p[j * s1_1])) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = ((float)(r)); }
       continue;
     }
-    for (i64_t j = threadIdx.x; j < 6LL; j += blockDim.x) {
-      const float r = (expf(((float)(p[j * s1_1])) - lse) - (j == t ? 1.f : 0.f)) * rs;
-      orow[j] = ((float)(r));
-    }
+    for (i64_t j = threadIdx.x; j < 6LL; j += blockDim.x) { const float r = (expf(((float)(p[j * s1_1])) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = ((float)(r)); }
   }
 }
 
