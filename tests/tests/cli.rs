@@ -432,6 +432,7 @@ fn a_skipped_symbol_goes_to_the_next_executor() {
     std::fs::write(p.join("plain.toml"), config("")).unwrap();
     std::fs::write(p.join("skip.toml"), config("skip = [\"prims.exp\"]")).unwrap();
     std::fs::write(p.join("bad.toml"), config("skips = [\"prims.exp\"]")).unwrap();
+    std::fs::write(p.join("typo.toml"), config("skip = [\"prims.expp\"]")).unwrap();
     std::fs::write(
         p.join("prog.py"),
         "def computation(x):\n  # x: \"cpu f32[64]\"\n  t0 = prims.add(x, 1.0)\n  t1 = prims.exp(t0)\n  return (t1,)\n",
@@ -463,4 +464,12 @@ fn a_skipped_symbol_goes_to_the_next_executor() {
     );
     assert!(!o.status.success());
     assert!(stderr(&o).contains("skips"), "{}", stderr(&o));
+    // A name the plugin does not list is loaded, with a warning naming it.
+    let o = thunder(p, &["--config", "typo.toml", "plugins"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("`skip`: `prims.expp` is not among the symbols `cpu-simd` lists"),
+        "{}",
+        stderr(&o)
+    );
 }

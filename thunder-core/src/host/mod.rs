@@ -235,6 +235,13 @@ impl PluginHost {
             skip: listed.map_or_else(Vec::new, |(_, e)| e.skip.clone()),
             executor: None,
         };
+        for s in entry.skip.iter().filter(|s| !entry.symbols.contains(s)) {
+            // Not an error: a plugin may claim symbols it does not list (prims it fuses).
+            tracing::warn!(
+                executor = %name,
+                "plugins.toml `skip`: `{s}` is not among the symbols `{name}` lists; if it is misspelt, the skip has no effect"
+            );
+        }
         let mut options: RVec<PluginOption> = RVec::new();
         if let Some((i, cfg)) = listed {
             if let Err(e) = self.check_pins(i, cfg, &entry) {
