@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the column-reduction golden sources of cuda-fuser on the CPU, against numpy.
+"""Runs the reduction golden sources of cuda-fuser (columns, rows) on the CPU, against numpy.
 
 No GPU here: each kernel's CUDA C++ is compiled by g++ with a few lines that model the CUDA
 execution (a std::thread per CUDA thread, std::barrier for __syncthreads, `static` for
@@ -75,7 +75,14 @@ def rbf(a):
 def run(name, ins, outs, grid_cap):
     src = (GOLDEN / f'{name}.cu').read_text()
     warp = re.search(r'// launch: WarpRows \{ rows: (\d+), rows_per_block: (\d+), lanes: (\d+)', src)
-    if warp:
+    staged = re.search(r'// launch: StagedRows \{ rows: (\d+), block: (\d+), shared_bytes: (\d+)', src)
+    if staged:
+        # Dynamic shared memory: one array for the block's threads (blocks run in turn).
+        kind, rows, block = 'StagedRows', int(staged.group(1)), int(staged.group(2))
+        splits, scratch, units = 1, 0, rows
+        src = src.replace('extern __shared__ __align__(16) unsigned char row_stage[];',
+                          f'alignas(16) static unsigned char row_stage[{staged.group(3)}];')
+    elif warp:
         kind, rows, per_block, lanes = 'WarpRows', int(warp.group(1)), int(warp.group(2)), int(warp.group(3))
         block, splits, scratch, units = lanes * per_block, 1, 0, -(-rows // per_block)
     else:
@@ -165,6 +172,25 @@ def rows_kernels():
     (o0,), info = run('softmax_bf16_4096', [(x, 0)], [((8192, 4096), np.uint16)], 7)
     print('softmax_bf16_4096', info)
     ok &= check_rel('softmax', unbf16(o0), want, 1.01)
+    # Vocabulary rows staged in shared memory; a grid of one block takes all four rows in turn
+    # (each row starts at another alignment, so the slots hold other elements every row).
+    x = bf16(rng.standard_normal((4, 50257), dtype=np.float32) * 4)
+    xf = unbf16(x).astype(np.float64)
+    want = xf - xf.max(1, keepdims=True)
+    want = want - np.log(np.exp(want).sum(1, keepdims=True))
+    for cap in (1, 10**9):
+        (o0,), info = run('log_softmax_vocab_bf16_staged', [(x, 0)], [((4, 50257), np.uint16)], cap)
+        print('log_softmax_vocab_bf16_staged', info)
+        ok &= check_rel('log_softmax', unbf16(o0), want, 1.01)
+    y = bf16(rng.random((4, 50257), dtype=np.float32) / 20)
+    g = bf16(rng.standard_normal((4, 50257), dtype=np.float32))
+    yf, gf = unbf16(y).astype(np.float64), unbf16(g).astype(np.float64)
+    want = yf * (gf - (gf * yf).sum(1, keepdims=True))
+    for cap in (1, 10**9):
+        # The kernel's parameters: the gradient (in0), then the output (in1).
+        (o0,), info = run('softmax_grad_vocab_bf16_staged', [(g, 0), (y, 0)], [((4, 50257), np.uint16)], cap)
+        print('softmax_grad_vocab_bf16_staged', info)
+        ok &= check_rel('softmax gradient', unbf16(o0), want, 1.01)
     return ok
 
 

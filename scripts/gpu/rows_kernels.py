@@ -99,6 +99,27 @@ class Kernels:
         return total, named, [d for _, d in sorted(copies)]
 
 
+def agreement(fn, jfn, args, cot, dt):
+    """thunder's output and input gradient against PyTorch's: the largest difference over the
+    largest magnitude, and whether it is within a few units of the dtype's rounding."""
+    x = args[0]
+    tol = 1e-5 if dt == "f32" else 2.0**-6
+    out = []
+    try:
+        for f in (fn, jfn):
+            xr = x.clone().requires_grad_(True)
+            y = f(xr, *args[1:])
+            (gx,) = torch.autograd.grad(y, xr, cot)
+            out.append((y.detach().float(), gx.float()))
+    except Exception as e:  # reported, not fatal: the timings still print
+        return f"check failed: {type(e).__name__}: {e}"[:200]
+    words = []
+    for what, (a, b) in zip(("out", "grad"), zip(out[0], out[1])):
+        rel = ((a - b).abs().max() / a.abs().max().clamp_min(1e-30)).item()
+        words.append(f"{what} {rel:.1e} {'ok' if rel <= tol else 'BAD'}")
+    return ", ".join(words)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="*", default=[])
@@ -153,13 +174,15 @@ def main():
             except Exception as e:  # a failing side is reported, the other still timed
                 row[who] = {"error": f"{type(e).__name__}: {e}"[:400]}
                 print(f"  {who} {c['name']}: {row[who]['error']}")
+        row["check"] = agreement(fn, jfn, (x, w, b, t), cot, c["dt"])
         res["cases"].append(row)
         tf = row["torch"].get("fwd_us", float("nan"))
         hf = row["thunder"].get("fwd_us", float("nan"))
         tb = row["torch"].get("bwd_us", float("nan"))
         hb = row["thunder"].get("bwd_us", float("nan"))
         print(f"{c['name'][:30]:30} {floor:6.1f} {tf:7.1f} {hf:7.1f} | {bfloor:6.1f} {tb:7.1f} {hb:7.1f}"
-              f" | {same_copy:7.1f}   ({tf / floor:.2f}x {hf / floor:.2f}x | {tb / bfloor:.2f}x {hb / bfloor:.2f}x)", flush=True)
+              f" | {same_copy:7.1f}   ({tf / floor:.2f}x {hf / floor:.2f}x | {tb / bfloor:.2f}x {hb / bfloor:.2f}x)"
+              f"  {row['check']}", flush=True)
         if a.kernels:
             for who in ("torch", "thunder"):
                 for what in ("fwd_kernels", "fwd_bwd_kernels"):

@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 pub struct DeviceProps {
     pub compute_capability: (i32, i32),
     pub sm_count: i32,
+    /// Shared memory a block may have when its kernel opts in (bytes).
+    pub max_shared_optin: i32,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +85,7 @@ pub fn props(ordinal: u32) -> Result<DeviceProps, String> {
                 attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
             ),
             sm_count: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_shared_optin: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
         })
     })
 }
@@ -116,7 +119,8 @@ unsafe impl Sync for Function {}
 /// [`load`], once per image, kernel name and device in the process: the same kernel in every
 /// layer of a model (the same source, so the same image) shares one module. Each load was a
 /// `cuModuleLoadData` at translation, hundreds for a GPT-2 step. Functions carry no state
-/// between launches (no module globals, no attributes set), so sharing one is safe.
+/// between launches (no module globals; the one attribute set, [`allow_shared`], follows from
+/// the source, which is the same), so sharing one is safe.
 pub fn load_once(ordinal: u32, image: &[u8], name: &str) -> Result<Function, String> {
     use std::collections::HashMap;
     use std::sync::{Mutex, PoisonError};
@@ -156,11 +160,44 @@ pub fn load(image: &[u8], name: &str) -> Result<Function, String> {
     })
 }
 
+/// Lets `f` have `bytes` of dynamic shared memory a block (beyond the 48 KiB every kernel may
+/// have without asking). Setting the same value again, for a function shared by several
+/// regions, changes nothing.
+pub fn allow_shared(f: Function, bytes: u32) -> Result<(), String> {
+    if bytes <= 48 * 1024 {
+        return Ok(());
+    }
+    guarded("cuFuncSetAttribute", || {
+        let value = i32::try_from(bytes).map_err(|e| e.to_string())?;
+        // SAFETY: a loaded function; the attribute takes an int.
+        unsafe {
+            result::function::set_function_attribute(
+                f.func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        }
+        .map_err(|e| format!("cuFuncSetAttribute(max dynamic shared = {bytes}) failed: {e:?}"))
+    })
+}
+
 /// Launches `f` on `stream` with device-pointer arguments.
 pub fn launch(
     f: Function,
     grid: u32,
     block: u32,
+    stream: *mut c_void,
+    pointers: &[u64],
+) -> Result<(), String> {
+    launch_with_shared(f, grid, block, 0, stream, pointers)
+}
+
+/// [`launch`] with `shared` bytes of dynamic shared memory a block.
+pub fn launch_with_shared(
+    f: Function,
+    grid: u32,
+    block: u32,
+    shared: u32,
     stream: *mut c_void,
     pointers: &[u64],
 ) -> Result<(), String> {
@@ -177,7 +214,7 @@ pub fn launch(
                 f.func,
                 (grid, 1, 1),
                 (block, 1, 1),
-                0,
+                shared,
                 stream as sys::CUstream,
                 &mut params,
             )

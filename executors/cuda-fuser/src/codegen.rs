@@ -52,6 +52,47 @@ pub enum Launch {
         rows_per_block: u32,
         lanes: u32,
     },
+    /// One block of `block` threads per row, which keeps the row's re-read vectors in
+    /// `shared_bytes` of dynamic shared memory (rows too long for registers).
+    StagedRows {
+        rows: u64,
+        block: u32,
+        shared_bytes: u32,
+    },
+}
+
+impl Launch {
+    /// Dynamic shared memory a block of the launch needs.
+    pub fn shared_bytes(self) -> u32 {
+        match self {
+            Launch::StagedRows { shared_bytes, .. } => shared_bytes,
+            _ => 0,
+        }
+    }
+}
+
+/// What generated code may assume of the device it will run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// Dynamic shared memory one block may ask for (the device's opt-in limit, less what the
+    /// kernels' static shared memory and the driver's reservation need).
+    pub max_shared_bytes: u32,
+}
+
+impl Target {
+    /// What every CUDA device gives a block without opting in (48 KiB), less 1 KiB.
+    pub const PORTABLE: Target = Target {
+        max_shared_bytes: 47 * 1024,
+    };
+
+    /// A device whose blocks may opt in to `optin` bytes of shared memory.
+    pub fn with_optin(optin: u32) -> Target {
+        Target {
+            max_shared_bytes: optin
+                .saturating_sub(1024)
+                .max(Self::PORTABLE.max_shared_bytes),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -386,11 +427,17 @@ pub(crate) fn raw_type(bytes: usize) -> &'static str {
     }
 }
 
+/// The kernel `k` for any CUDA device (see [`generate_for`]).
 pub fn generate(k: &Kernel, name: &str) -> Generated {
+    generate_for(k, name, Target::PORTABLE)
+}
+
+/// The kernel `k`, named `name`, for a device described by `target`.
+pub fn generate_for(k: &Kernel, name: &str, target: Target) -> Generated {
     if k.reduced.is_empty() {
         pointwise(k, name)
     } else {
-        crate::row_kernel::rows(k, name)
+        crate::row_kernel::rows(k, name, target)
     }
 }
 

@@ -35,7 +35,9 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
             let items = numel.div_ceil(u64::from(vec.max(1)));
             (items.div_ceil(u64::from(block)).clamp(1, cap) as u32, block)
         }
-        Launch::BlockPerRow { rows, block } => (rows.clamp(1, cap) as u32, block),
+        Launch::BlockPerRow { rows, block } | Launch::StagedRows { rows, block, .. } => {
+            (rows.clamp(1, cap) as u32, block)
+        }
         Launch::Tiles { tiles, block } => (tiles.clamp(1, cap) as u32, block),
         Launch::SplitRows {
             rows,
@@ -66,6 +68,7 @@ fn has_work(launch: Launch) -> bool {
     match launch {
         Launch::Pointwise { numel, .. } => numel > 0,
         Launch::BlockPerRow { rows, .. }
+        | Launch::StagedRows { rows, .. }
         | Launch::ColumnTiles { rows, .. }
         | Launch::SplitRows { rows, .. }
         | Launch::WarpRows { rows, .. } => rows > 0,
@@ -210,9 +213,10 @@ impl thunder_abi::export::CompiledRegion for FusedRegion {
             }
             if has_work(k.generated.launch) {
                 let (g, b) = grid(k.generated.launch, self.sm_count);
-                device::launch(k.function, g, b, ctx.stream, &args).map_err(|e| {
-                    PluginError::internal(format!("cuda-fuser: {}: {e}", k.generated.name))
-                })?;
+                let shared = k.generated.launch.shared_bytes();
+                device::launch_with_shared(k.function, g, b, shared, ctx.stream, &args).map_err(
+                    |e| PluginError::internal(format!("cuda-fuser: {}: {e}", k.generated.name)),
+                )?;
             }
             for &v in &k.inputs {
                 if last_read.get(&v) == Some(&i) && !self.region_outputs.contains(&v) {
@@ -253,6 +257,14 @@ mod tests {
             block: 512,
         };
         assert_eq!(grid(l, 132), (7, 512));
+        assert_eq!(l.shared_bytes(), 0);
+        let l = Launch::StagedRows {
+            rows: 4096,
+            block: 1024,
+            shared_bytes: 6283 * 16,
+        };
+        assert_eq!(grid(l, 132), (4096, 1024));
+        assert_eq!(l.shared_bytes(), 6283 * 16);
         let l = Launch::ColumnTiles {
             rows: 1000,
             tile: 16,

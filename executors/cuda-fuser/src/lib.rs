@@ -151,12 +151,14 @@ impl Executor for CudaFuser {
             )));
         }
         let props = device::props(ordinal).map_err(PluginError::internal)?;
+        let target =
+            codegen::Target::with_optin(u32::try_from(props.max_shared_optin).unwrap_or(0));
         let kernels = plan::plan(view, &region.ops, &region.outputs)?;
         device::make_current(ordinal).map_err(PluginError::internal)?;
         let mut compiled = Vec::with_capacity(kernels.len());
         let mut bytes = HashMap::new();
         for (i, k) in kernels.iter().enumerate() {
-            let generated = codegen::generate(k, &format!("thunder_fused_{i}"));
+            let generated = codegen::generate_for(k, &format!("thunder_fused_{i}"), target);
             let key = nvrtc::CacheKey::new(
                 &generated.source,
                 props.compute_capability,
@@ -189,6 +191,8 @@ impl Executor for CudaFuser {
                 }
             }
             let function = device::load_once(ordinal, &image, &generated.name)
+                .map_err(PluginError::internal)?;
+            device::allow_shared(function, generated.launch.shared_bytes())
                 .map_err(PluginError::internal)?;
             for v in k
                 .inputs

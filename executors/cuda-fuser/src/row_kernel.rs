@@ -5,7 +5,7 @@
 use crate::c_types::{convert, ctype, float_literal, rounded};
 use crate::codegen::{
     coordinates, device_functions, header, signature, store_outputs, Emitter, Generated, Launch,
-    PRELUDE,
+    Target, PRELUDE,
 };
 use crate::plan::{contiguous_strides, Fold, Kernel, Level, NodeId, NodeKind, Operand};
 use crate::reduce_layout::{self, Team};
@@ -175,7 +175,7 @@ fn emit_pass(
     }
 }
 
-pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
+pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     let rows_n: i64 = k.row_shape().iter().map(|&d| d.max(0)).product();
     let cols_n: i64 = k.reduced.iter().map(|&d| k.full_shape[d].max(0)).product();
     let layout = reduce_layout::choose(k);
@@ -240,14 +240,15 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     let read_again = vector
         .as_ref()
         .map_or_else(Vec::new, |v| v.read_again(k, &passes));
-    // A split row is one team however many rows there are (so never a warp per row).
+    // A split row is one team however many rows there are (so never a warp per row). The
+    // arrays kept in registers size the team; peeled rows keep none there.
     let team = vector.as_ref().map(|v| {
         crate::row_vector::team_for(
             block,
             if split { 1 } else { rows_n },
             cols_n,
             v.width,
-            read_again.len(),
+            if v.peel { 0 } else { read_again.len() },
         )
     });
     let warp_rows = match team {
@@ -269,8 +270,13 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
         None => (block, block),
     };
     if let Some(v) = vector.as_mut().filter(|_| !split) {
-        v.plan_cache(cols_n, team_threads, read_again);
+        v.plan_cache(cols_n, team_threads, read_again.clone());
+        // A block per row: a row too long for registers may be staged in shared memory.
+        if matches!(team, Some(RowTeam::Block { .. })) {
+            v.plan_stage(k, cols_n, read_again, target.max_shared_bytes);
+        }
     }
+    let stage_bytes = vector.as_ref().map_or(0, |v| v.stage_bytes);
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     if !block_team {
@@ -352,7 +358,7 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
     if let Some(v) = vector.as_ref().filter(|v| v.peel) {
         crate::row_vector::peel_bounds(&mut em, v);
     }
-    if let Some(v) = vector.as_ref().filter(|v| v.cache > 0) {
+    if let Some(v) = vector.as_ref().filter(|v| v.cache > 0 || v.stage_slots > 0) {
         v.declare_cache(&mut em);
     }
     // Row values that need no reduction.
@@ -520,6 +526,11 @@ pub(crate) fn rows(k: &Kernel, name: &str) -> Generated {
                 rows: rows_n as u64,
                 rows_per_block,
                 lanes,
+            },
+            (Team::Block { .. }, None) if stage_bytes > 0 => Launch::StagedRows {
+                rows: rows_n as u64,
+                block,
+                shared_bytes: stage_bytes,
             },
             (Team::Block { .. }, None) => Launch::BlockPerRow {
                 rows: rows_n as u64,

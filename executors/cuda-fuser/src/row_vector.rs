@@ -14,6 +14,13 @@
 //! Aligned rows of at most `MAX_CACHED_VECTORS` vectors per thread keep the vectors that
 //! several passes read (the activations of a layer_norm: mean, variance, output) in registers:
 //! the row is read from memory once, not once per pass.
+//!
+//! Longer rows run by one block each (a vocabulary of 50,257) *stage* those vectors in dynamic
+//! shared memory instead, where they fit the device's limit: the first pass that reads a
+//! vector stores it at its slot, and later passes read the slot. Each thread reads back only
+//! the slots it wrote (every pass walks the row with the same stride), so no barrier is
+//! needed. Without this a softmax over such rows read them from memory three times (2.05x the
+//! copy floor on an H100).
 
 use crate::codegen::{coordinates, raw_type, Emitter};
 use crate::plan::{Kernel, Level, NodeId, NodeKind, Operand};
@@ -29,9 +36,14 @@ pub struct RowVector {
     pub loads: Vec<(NodeId, usize, Vec<i64>)>,
     /// Rows are not all aligned: peel a scalar head and tail off each.
     pub peel: bool,
-    /// Vectors per thread held in registers (0: none), and the loads held.
+    /// Vectors per thread held in registers (0: none), and the loads held (in registers, or
+    /// staged in shared memory).
     pub cache: u32,
     pub cached: Vec<NodeId>,
+    /// Staged rows: slots per cached load in shared memory (0: not staged), and the bytes
+    /// of the whole stage.
+    pub stage_slots: u32,
+    pub stage_bytes: u32,
 }
 
 /// Vectors a thread keeps in registers per cached load, and over all cached loads.
@@ -44,7 +56,8 @@ impl RowVector {
     pub fn plan_cache(&mut self, cols: i64, block: u32, cached: Vec<NodeId>) {
         let per_sweep = i64::from(block) * i64::from(self.width);
         let vectors = (cols + per_sweep - 1) / per_sweep;
-        if cached.is_empty()
+        if self.peel
+            || cached.is_empty()
             || vectors > MAX_CACHED_VECTORS
             || vectors * cached.len() as i64 > MAX_CACHED_TOTAL
         {
@@ -54,10 +67,59 @@ impl RowVector {
         self.cached = cached;
     }
 
+    /// Stages the vector loads `cached` (from [`Self::read_again`]) of a row of `cols`
+    /// elements run by one block in shared memory, as many of them as fit `max_bytes` (in
+    /// load order). Rows cached in registers are not staged.
+    pub fn plan_stage(&mut self, k: &Kernel, cols: i64, cached: Vec<NodeId>, max_bytes: u32) {
+        if self.cache > 0 || cached.is_empty() || cols <= 0 {
+            return;
+        }
+        let Ok(slots) = u32::try_from((cols + i64::from(self.width) - 1) / i64::from(self.width))
+        else {
+            return;
+        };
+        let mut bytes = 0u64;
+        let mut staged = Vec::new();
+        for (n, input, _) in &self.loads {
+            if !cached.contains(n) {
+                continue;
+            }
+            let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
+            let end = bytes.next_multiple_of(16) + vector * u64::from(slots);
+            if end <= u64::from(max_bytes) {
+                bytes = end;
+                staged.push(*n);
+            }
+        }
+        if staged.is_empty() {
+            return;
+        }
+        self.stage_slots = slots;
+        self.stage_bytes = bytes as u32;
+        self.cached = staged;
+    }
+
+    /// Where the cached load `n` lives in the stage: its byte offset.
+    fn stage_offset(&self, k: &Kernel, n: NodeId) -> u64 {
+        let mut at = 0u64;
+        for (m, input, _) in &self.loads {
+            if !self.cached.contains(m) {
+                continue;
+            }
+            at = at.next_multiple_of(16);
+            if *m == n {
+                break;
+            }
+            let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
+            at += vector * u64::from(self.stage_slots);
+        }
+        at
+    }
+
     /// The vector loads that more than one of `passes` (each pass's roots) reads: those a
-    /// cached row keeps. None where rows are peeled (not aligned) or read once.
+    /// cached or staged row keeps. None where rows are read once.
     pub fn read_again(&self, k: &Kernel, passes: &[Vec<NodeId>]) -> Vec<NodeId> {
-        if self.peel || passes.len() < 2 {
+        if passes.len() < 2 {
             return Vec::new();
         }
         let reads: Vec<Vec<NodeId>> = passes.iter().map(|p| loads_of(k, p)).collect();
@@ -68,13 +130,24 @@ impl RowVector {
             .collect()
     }
 
-    /// Declares the register arrays of the cached loads (row scope).
+    /// Declares the register arrays of the cached loads, or the staged loads' places in
+    /// shared memory (row scope).
     pub(crate) fn declare_cache(&self, em: &mut Emitter) {
         let k = em.k;
+        if self.stage_slots > 0 {
+            em.line("extern __shared__ __align__(16) unsigned char row_stage[];");
+        }
         for (n, input, _) in &self.loads {
             if self.cached.contains(n) {
                 let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
-                em.line(&format!("{raw} cache_n{n}[{}];", self.cache));
+                if self.stage_slots > 0 {
+                    let at = self.stage_offset(k, *n);
+                    em.line(&format!(
+                        "{raw}* const cache_n{n} = reinterpret_cast<{raw}*>(row_stage + {at});"
+                    ));
+                } else {
+                    em.line(&format!("{raw} cache_n{n}[{}];", self.cache));
+                }
             }
         }
         em.cache_loaded.clear();
@@ -144,6 +217,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
             peel: false,
             cache: 0,
             cached: Vec::new(),
+            stage_slots: 0,
+            stage_bytes: 0,
         });
     }
     // Peeled rows: vector loads only where the row starts where the output's row does.
@@ -161,12 +236,15 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
         peel: true,
         cache: 0,
         cached: Vec::new(),
+        stage_slots: 0,
+        stage_bytes: 0,
     })
 }
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
-/// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,min_blocks=0`; unnamed keys keep
-/// their defaults). Read once per process; not a user setting.
+/// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
+/// min_blocks=0,stage_unroll=0`; unnamed keys keep their defaults). Read once per process; not
+/// a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
     /// Vector loads a thread of a vectorized row kernel aims to hold over all the arrays it
@@ -190,6 +268,8 @@ pub(crate) struct RowTuning {
     /// Blocks a multiprocessor should hold of a warp-per-row kernel (`__launch_bounds__`'s
     /// second argument, which caps registers to fit them); 0: no bound.
     pub warp_min_blocks: u32,
+    /// Unrolling of the vector loop of staged rows; 0 or 1: none.
+    pub stage_unroll: u32,
 }
 
 /// Vectors a thread holds per kept array at least (see `vectors_per_thread`).
@@ -202,6 +282,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     unroll: 0,
     grid_threads: 1 << 17,
     warp_min_blocks: 0,
+    stage_unroll: 0,
 };
 
 impl RowTuning {
@@ -223,6 +304,7 @@ impl RowTuning {
                 "unroll" => t.unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(4),
                 "grid" => t.grid_threads = v.max(1),
                 "min_blocks" => t.warp_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0),
+                "stage_unroll" => t.stage_unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(0),
                 _ => {}
             }
         }
@@ -351,7 +433,11 @@ pub(crate) fn open(
         };
         // Several vector loads in flight per thread (a row of 50,257 is six trips of a
         // 1024-thread block).
-        let unroll = tuning().unroll;
+        let unroll = if v.stage_slots > 0 {
+            tuning().stage_unroll
+        } else {
+            tuning().unroll
+        };
         if unroll > 1 {
             em.line(&format!("#pragma unroll {unroll}"));
         }
@@ -359,8 +445,13 @@ pub(crate) fn open(
             "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
         ));
         em.indent += 1;
+        if v.stage_slots > 0 {
+            let first = if v.peel { "head" } else { "0" };
+            em.line(&format!("const i64_t slot = (c0 - {first}) / {w}LL;"));
+        }
         2
     };
+    let slot = if v.stage_slots > 0 { "slot" } else { "it" };
     em.defined.clear();
     em.vector_nodes.clear();
     let needed = loads_of(k, roots);
@@ -374,13 +465,13 @@ pub(crate) fn open(
         strides.extend(std::iter::repeat_n(0, k.reduced.len()));
         let row = em.offset(Level::Full, 0, &strides);
         if v.cached.contains(n) && em.cache_loaded.contains(n) {
-            em.line(&format!("const {raw} r_n{n} = cache_n{n}[it];"));
+            em.line(&format!("const {raw} r_n{n} = cache_n{n}[{slot}];"));
         } else {
             em.line(&format!(
                 "const {raw} r_n{n} = *reinterpret_cast<const {raw}*>(in{input} + {row} + c0);"
             ));
             if v.cached.contains(n) {
-                em.line(&format!("cache_n{n}[it] = r_n{n};"));
+                em.line(&format!("cache_n{n}[{slot}] = r_n{n};"));
             }
         }
         let st = storage_of(d);
@@ -507,6 +598,7 @@ mod tests {
         assert_eq!(t.unroll, DEFAULT_TUNING.unroll);
         assert_eq!(t.grid_threads, DEFAULT_TUNING.grid_threads);
         assert_eq!(RowTuning::parse("unroll=4").unroll, 4);
+        assert_eq!(RowTuning::parse("stage_unroll=2").stage_unroll, 2);
         // One vector a thread and no warp teams: the layout before the tuning (a block as
         // wide as the row's vectors), which sweeps keep as their baseline.
         let old = RowTuning::parse("vectors=1,warp_rows=0");

@@ -40,6 +40,14 @@ pub fn view_of(text: &str) -> TraceView {
 /// Plans the whole trace as one region (every op must be accepted) and generates every kernel:
 /// the kernels, their launches and the source, each kernel under its launch.
 pub fn generate(text: &str) -> (Vec<plan::Kernel>, Vec<Launch>, String) {
+    generate_for(text, codegen::Target::PORTABLE)
+}
+
+/// [`generate`] for a device described by `target`.
+pub fn generate_for(
+    text: &str,
+    target: codegen::Target,
+) -> (Vec<plan::Kernel>, Vec<Launch>, String) {
     let view = view_of(text);
     let ops: Vec<u32> = (0..view.ops.len() as u32).collect();
     for op in view.ops.iter() {
@@ -53,7 +61,7 @@ pub fn generate(text: &str) -> (Vec<plan::Kernel>, Vec<Launch>, String) {
     let mut launches = Vec::new();
     let mut source = String::new();
     for (i, k) in kernels.iter().enumerate() {
-        let g = codegen::generate(k, &format!("thunder_fused_{i}"));
+        let g = codegen::generate_for(k, &format!("thunder_fused_{i}"), target);
         source.push_str(&format!("// launch: {:?}\n", g.launch));
         source.push_str(&g.source);
         source.push('\n');
