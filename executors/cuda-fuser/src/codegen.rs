@@ -16,7 +16,7 @@
 use crate::plan::{contiguous_strides, Kernel, Level, NodeId, NodeKind, Operand};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
-use thunder_abi::prims::CudaSpelling;
+use thunder_abi::prims::{BinaryPrim, CudaSpelling, Elementwise, UnaryPrim};
 use thunder_abi::DTypeCode;
 
 use crate::c_types::{
@@ -172,6 +172,10 @@ pub(crate) fn device_functions(k: &Kernel) -> String {
 pub(crate) struct Emitter<'k> {
     pub(crate) k: &'k Kernel,
     pub(crate) out: String,
+    /// f32 `exp` as `exp2f` of a scaled argument, and division by a row value as a product
+    /// with its reciprocal: each within 2 f32 ulps, far below a half type's rounding (see
+    /// [`fast_math_for`]).
+    pub(crate) fast_math: bool,
     /// Nodes already defined in the current scope (row scope, or one loop body).
     pub(crate) defined: HashSet<NodeId>,
     /// Row-level nodes defined in the row scope (visible in every loop).
@@ -316,6 +320,11 @@ impl Emitter<'_> {
                 let x = self.operand(a, at);
                 let e = if m.int {
                     m.spelling.render_int(ctype(at), &[&x])
+                } else if self.fast_math
+                    && !is_double(at)
+                    && m.op == Elementwise::Unary(UnaryPrim::Exp)
+                {
+                    format!("exp2f(({x}) * 1.44269504089f)")
                 } else {
                     m.spelling.render(is_double(at), &[&x])
                 };
@@ -329,8 +338,17 @@ impl Emitter<'_> {
                 let at = self.operand_dtype(a, self.operand_dtype(b, node.dtype));
                 let x = self.operand(a, at);
                 let y = self.operand(b, at);
+                let by_row_value = matches!(b, Operand::Node(d) if self.k.nodes[*d].level == Level::Row)
+                    && node.level == Level::Full;
                 let e = if m.int {
                     m.spelling.render_int(ctype(at), &[&x, &y])
+                } else if self.fast_math
+                    && !is_double(at)
+                    && by_row_value
+                    && m.op == Elementwise::Binary(BinaryPrim::Div)
+                {
+                    // The reciprocal is loop-invariant: computed once a row.
+                    format!("(({x}) * (1.0f / ({y})))")
                 } else {
                     m.spelling.render(is_double(at), &[&x, &y])
                 };
@@ -359,6 +377,17 @@ impl Emitter<'_> {
         self.line(&format!("const {ty} {} = {expr};", Self::name(n)));
         self.defined.insert(n);
     }
+}
+
+/// Whether `k` may use the fast f32 forms of `exp` and row division ([`Emitter::fast_math`]):
+/// only where asked (`fast_math=1` in the row tuning, a sweep's switch) and every output is
+/// f16 or bf16, whose rounding (2^-9 or 2^-12 relative) dwarfs their 2-ulp f32 error.
+pub(crate) fn fast_math_for(k: &Kernel) -> bool {
+    crate::row_vector::tuning().fast_math
+        && !k.outputs.is_empty()
+        && k.outputs
+            .iter()
+            .all(|o| matches!(k.nodes[o.node].dtype, DTypeCode::F16 | DTypeCode::BF16))
 }
 
 pub(crate) fn signature(k: &Kernel, name: &str, block: u32, scratch: bool) -> String {
@@ -492,6 +521,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     }
     let mut em = Emitter {
         k,
+        fast_math: false,
         out: String::new(),
         defined: HashSet::new(),
         row_defined: HashSet::new(),

@@ -228,6 +228,7 @@ pub(crate) fn generate(k: &Kernel, name: &str, p: &ColumnPlan) -> Generated {
     let loads = vector_loads(k, vec);
     let mut em = Emitter {
         k,
+        fast_math: false,
         out: String::new(),
         defined: HashSet::new(),
         row_defined: HashSet::new(),

@@ -204,6 +204,7 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     let split = splits > 1;
     let mut em = Emitter {
         k,
+        fast_math: crate::codegen::fast_math_for(k),
         out: String::new(),
         defined: HashSet::new(),
         row_defined: HashSet::new(),

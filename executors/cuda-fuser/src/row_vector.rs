@@ -71,7 +71,7 @@ impl RowVector {
     /// elements run by one block in shared memory, as many of them as fit `max_bytes` (in
     /// load order). Rows cached in registers are not staged.
     pub fn plan_stage(&mut self, k: &Kernel, cols: i64, cached: Vec<NodeId>, max_bytes: u32) {
-        if self.cache > 0 || cached.is_empty() || cols <= 0 {
+        if !tuning().stage || self.cache > 0 || cached.is_empty() || cols <= 0 {
             return;
         }
         let Ok(slots) = u32::try_from((cols + i64::from(self.width) - 1) / i64::from(self.width))
@@ -243,8 +243,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
-/// min_blocks=0,stage_unroll=0`; unnamed keys keep their defaults). Read once per process; not
-/// a user setting.
+/// min_blocks=0,stage=1,stage_unroll=0,fast_math=0`; unnamed keys keep their defaults). Read
+/// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
     /// Vector loads a thread of a vectorized row kernel aims to hold over all the arrays it
@@ -268,8 +268,14 @@ pub(crate) struct RowTuning {
     /// Blocks a multiprocessor should hold of a warp-per-row kernel (`__launch_bounds__`'s
     /// second argument, which caps registers to fit them); 0: no bound.
     pub warp_min_blocks: u32,
+    /// Whether rows too long for registers are staged in shared memory (off: each pass
+    /// reads the row from memory, the layout before staging, which sweeps keep as a baseline).
+    pub stage: bool,
     /// Unrolling of the vector loop of staged rows; 0 or 1: none.
     pub stage_unroll: u32,
+    /// Fast f32 `exp` and row division in row kernels whose outputs are all f16/bf16 (see
+    /// `codegen::fast_math_for`); an experiment, off.
+    pub fast_math: bool,
 }
 
 /// Vectors a thread holds per kept array at least (see `vectors_per_thread`).
@@ -282,7 +288,9 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     unroll: 0,
     grid_threads: 1 << 17,
     warp_min_blocks: 0,
+    stage: true,
     stage_unroll: 0,
+    fast_math: false,
 };
 
 impl RowTuning {
@@ -304,6 +312,8 @@ impl RowTuning {
                 "unroll" => t.unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(4),
                 "grid" => t.grid_threads = v.max(1),
                 "min_blocks" => t.warp_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0),
+                "stage" => t.stage = v != 0,
+                "fast_math" => t.fast_math = v != 0,
                 "stage_unroll" => t.stage_unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(0),
                 _ => {}
             }
@@ -599,6 +609,8 @@ mod tests {
         assert_eq!(t.grid_threads, DEFAULT_TUNING.grid_threads);
         assert_eq!(RowTuning::parse("unroll=4").unroll, 4);
         assert_eq!(RowTuning::parse("stage_unroll=2").stage_unroll, 2);
+        assert!(!RowTuning::parse("stage=0").stage);
+        assert!(RowTuning::parse("fast_math=1").fast_math);
         // One vector a thread and no warp teams: the layout before the tuning (a block as
         // wide as the row's vectors), which sweeps keep as their baseline.
         let old = RowTuning::parse("vectors=1,warp_rows=0");

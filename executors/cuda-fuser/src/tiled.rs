@@ -76,6 +76,7 @@ pub fn generate(k: &Kernel, name: &str, t: &Tiling) -> Generated {
     let all_outputs: Vec<(usize, NodeId)> = k.outputs.iter().map(|o| o.node).enumerate().collect();
     let mut em = Emitter {
         k,
+        fast_math: false,
         out: String::new(),
         defined: HashSet::new(),
         row_defined: HashSet::new(),
