@@ -22,7 +22,7 @@ using std::isnan; using std::isinf;
 #define __launch_bounds__(n)
 #define __restrict__
 #define __shared__ static
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 struct dim3s { unsigned x, y, z; };
 extern dim3s threadIdx, blockIdx, blockDim, gridDim;
 void __syncthreads();
@@ -74,7 +74,9 @@ def main():
     for f in files:
         for i, src in enumerate(kernels(f.read_text())):
             with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as t:
-                t.write(STUBS + src)
+                # Dynamic shared memory is declared `extern __shared__`; `static` (above)
+                # models the other shared arrays.
+                t.write(STUBS + src.replace('extern __shared__', 'extern'))
             r = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-w", t.name],
                                capture_output=True, text=True)
             pathlib.Path(t.name).unlink()

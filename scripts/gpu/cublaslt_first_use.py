@@ -28,10 +28,10 @@ lt = ctypes.CDLL(lib or "libcublasLt.so.13")
 P = ctypes.c_void_p
 def ms(t):
     return (time.perf_counter() - t) * 1e3
+out = {}
 def check(name, status):
     if status != 0:
-        raise SystemExit(f"{name} failed: status {status}")
-out = {}
+        raise SystemExit(f"{name} failed: status {status} (so far: {out})")
 t = time.perf_counter()
 handle = P()
 check("cublasLtCreate", lt.cublasLtCreate(ctypes.byref(handle)))
@@ -40,7 +40,8 @@ def query(m, n, k, h):
     t = time.perf_counter()
     desc, la, lb, ld, pref = P(), P(), P(), P(), P()
     check("desc", lt.cublasLtMatmulDescCreate(ctypes.byref(desc), 68, 0))  # COMPUTE_32F, R_32F
-    for l, r, c in ((la, k, n), (lb, m, k), (ld, m, n)):
+    # Column-major D (m x n) = A (m x k) B (k x n).
+    for l, r, c in ((la, m, k), (lb, k, n), (ld, m, n)):
         check("layout", lt.cublasLtMatrixLayoutCreate(ctypes.byref(l), 14, ctypes.c_uint64(r), ctypes.c_uint64(c), ctypes.c_int64(r)))
     check("pref", lt.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)))
     ws = ctypes.c_uint64(32 << 20)
