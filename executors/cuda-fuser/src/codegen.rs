@@ -262,6 +262,25 @@ impl Emitter<'_> {
         }
     }
 
+    /// Whether `o` is the same for every element of a row: a row value, or one carried to the
+    /// full level by same-type conversions (how a broadcast row value reads).
+    fn row_valued(&self, o: &Operand) -> bool {
+        let mut o = o;
+        loop {
+            let Operand::Node(d) = o else {
+                return false;
+            };
+            let node = &self.k.nodes[*d];
+            if node.level == Level::Row {
+                return true;
+            }
+            match &node.kind {
+                NodeKind::Convert(a) if self.operand_dtype(a, node.dtype) == node.dtype => o = a,
+                _ => return false,
+            }
+        }
+    }
+
     pub(crate) fn define(&mut self, n: NodeId) {
         if self.defined.contains(&n) || self.row_defined.contains(&n) {
             return;
@@ -349,8 +368,7 @@ impl Emitter<'_> {
                 let at = self.operand_dtype(a, self.operand_dtype(b, node.dtype));
                 let x = self.operand(a, at);
                 let y = self.operand(b, at);
-                let by_row_value = matches!(b, Operand::Node(d) if self.k.nodes[*d].level == Level::Row)
-                    && node.level == Level::Full;
+                let by_row_value = node.level == Level::Full && self.row_valued(b);
                 let e = if m.int {
                     m.spelling.render_int(ctype(at), &[&x, &y])
                 } else if self.fast_math
@@ -391,8 +409,8 @@ impl Emitter<'_> {
 }
 
 /// Whether `k` may use the fast f32 forms of `exp` and row division ([`Emitter::fast_math`]):
-/// only where asked (`fast_math=1` in the row tuning, a sweep's switch) and every output is
-/// f16 or bf16, whose rounding (2^-9 or 2^-12 relative) dwarfs their 2-ulp f32 error.
+/// in row kernels whose every output is f16 or bf16, whose rounding (2^-9 or 2^-12 relative)
+/// dwarfs their error of a few f32 ulps (`fast_math=0` in the row tuning turns it off).
 pub(crate) fn fast_math_for(k: &Kernel) -> bool {
     crate::row_vector::tuning().fast_math
         && !k.outputs.is_empty()

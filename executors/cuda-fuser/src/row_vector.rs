@@ -15,12 +15,12 @@
 //! several passes read (the activations of a layer_norm: mean, variance, output) in registers:
 //! the row is read from memory once, not once per pass.
 //!
-//! Longer rows run by one block each (a vocabulary of 50,257) *stage* those vectors in dynamic
-//! shared memory instead, where they fit the device's limit: the first pass that reads a
+//! Longer rows run by one block each (a vocabulary of 50,257) may *stage* those vectors in
+//! dynamic shared memory instead, where they fit the device's limit (`stage=1` in the row
+//! tuning; off, see [`RowTuning::stage`]): the first pass that reads a
 //! vector stores it at its slot, and later passes read the slot. Each thread reads back only
 //! the slots it wrote (every pass walks the row with the same stride), so no barrier is
-//! needed. Without this a softmax over such rows read them from memory three times (2.05x the
-//! copy floor on an H100).
+//! needed. Unstaged, the later passes re-read the row, mostly from L2.
 
 use crate::codegen::{coordinates, raw_type, Emitter};
 use crate::plan::{Kernel, Level, NodeId, NodeKind, Operand};
@@ -243,7 +243,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
-/// min_blocks=0,stage=1,stage_unroll=0,fast_math=0`; unnamed keys keep their defaults). Read
+/// min_blocks=0,stage=0,stage_unroll=0,fast_math=1`; unnamed keys keep their defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -268,13 +268,17 @@ pub(crate) struct RowTuning {
     /// Blocks a multiprocessor should hold of a warp-per-row kernel (`__launch_bounds__`'s
     /// second argument, which caps registers to fit them); 0: no bound.
     pub warp_min_blocks: u32,
-    /// Whether rows too long for registers are staged in shared memory (off: each pass
-    /// reads the row from memory, the layout before staging, which sweeps keep as a baseline).
+    /// Whether rows too long for registers are staged in shared memory. Off: on an H200
+    /// (`docs/gpu-wave/2026-11-26-s7`) staging made bf16 vocabulary rows no faster forward
+    /// (softmax 396 against 400 µs) and slower elsewhere (log_softmax forward 437 against 387,
+    /// the backwards 405-510 against 369-473): these kernels were not bound by re-reading
+    /// their rows, which the L2 cache serves.
     pub stage: bool,
-    /// Unrolling of the vector loop of staged rows; 0 or 1: none.
+    /// Unrolling of the vector loop of staged rows; 0 or 1: none (4 was slower on an H200).
     pub stage_unroll: u32,
     /// Fast f32 `exp` and row division in row kernels whose outputs are all f16/bf16 (see
-    /// `codegen::fast_math_for`); an experiment, off.
+    /// `codegen::fast_math_for`). On an H200: bf16 softmax over vocabulary rows 396 -> 352
+    /// µs, over rows of 4096 62.0 -> 59.3, log_softmax's backward 405 -> 370.
     pub fast_math: bool,
 }
 
@@ -288,9 +292,9 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     unroll: 0,
     grid_threads: 1 << 17,
     warp_min_blocks: 0,
-    stage: true,
+    stage: false,
     stage_unroll: 0,
-    fast_math: false,
+    fast_math: true,
 };
 
 impl RowTuning {
@@ -609,8 +613,8 @@ mod tests {
         assert_eq!(t.grid_threads, DEFAULT_TUNING.grid_threads);
         assert_eq!(RowTuning::parse("unroll=4").unroll, 4);
         assert_eq!(RowTuning::parse("stage_unroll=2").stage_unroll, 2);
-        assert!(!RowTuning::parse("stage=0").stage);
-        assert!(RowTuning::parse("fast_math=1").fast_math);
+        assert!(RowTuning::parse("stage=1").stage);
+        assert!(!RowTuning::parse("fast_math=0").fast_math);
         // One vector a thread and no warp teams: the layout before the tuning (a block as
         // wide as the row's vectors), which sweeps keep as their baseline.
         let old = RowTuning::parse("vectors=1,warp_rows=0");

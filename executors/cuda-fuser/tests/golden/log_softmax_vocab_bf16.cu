@@ -89,7 +89,7 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v1 = ((float)v0);
       const float v3 = v2;
       const float v4 = (v1 - v3);
-      const float v5 = expf(v4);
+      const float v5 = exp2f((v4) * 1.44269504089f);
       acc6 += v5;
     }
     for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
@@ -104,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
         const float v1 = ((float)v0);
         const float v3 = v2;
         const float v4 = (v1 - v3);
-        const float v5 = expf(v4);
+        const float v5 = exp2f((v4) * 1.44269504089f);
         acc6 += v5;
       }
     }
@@ -115,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v1 = ((float)v0);
       const float v3 = v2;
       const float v4 = (v1 - v3);
-      const float v5 = expf(v4);
+      const float v5 = exp2f((v4) * 1.44269504089f);
       acc6 += v5;
     }
     acc6 = block_reduce<float>(acc6, SumOp(), (float)(0.0f));

@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
           const float v1 = ((float)v0);
           const float v3 = v2;
           const float v4 = (v1 - v3);
-          const float v5 = expf(v4);
+          const float v5 = exp2f((v4) * 1.44269504089f);
           acc6 += v5;
         }
       }
@@ -110,9 +110,9 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
           const float v1 = ((float)v0);
           const float v3 = v2;
           const float v4 = (v1 - v3);
-          const float v5 = expf(v4);
+          const float v5 = exp2f((v4) * 1.44269504089f);
           const float v7 = v6;
-          const float v8 = (v5 / v7);
+          const float v8 = ((v5) * (1.0f / (v7)));
           const float v9 = round_bf16((float)v8);
           s_out0[j] = f32_to_bf16(v9);
         }
