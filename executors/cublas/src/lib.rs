@@ -200,6 +200,7 @@ impl Executor for Cublas {
         let plan = plan_region(view, region)?;
         let ordinal = view.values[plan.out as usize].device.index;
         let operands: Vec<u32> = [plan.lhs, plan.rhs].into_iter().chain(plan.bias).collect();
+        lt::warm_up(ordinal, self.workspace_bytes);
         let prepared = lt::prepare(plan.gemm, ordinal, self.tf32, self.workspace_bytes)
             .map_err(PluginError::internal)?;
         Ok(Box::new(Product {

@@ -88,19 +88,29 @@ fn data_type(d: thunder_abi::DTypeCode) -> ltsys::cudaDataType {
     }
 }
 
-/// The descriptors and algorithm of one product, reused by every call.
+/// The descriptors of one product, reused by every call, and what its calls need besides:
+/// the device's handle and workspace and the algorithm, found at the first call (see
+/// [`warm_up`]).
 pub struct Prepared {
     pub gemm: Gemm,
-    handle: usize,
-    workspace: u64,
+    ordinal: u32,
+    tf32: bool,
     workspace_bytes: usize,
     desc: ltsys::cublasLtMatmulDesc_t,
     a: ltsys::cublasLtMatrixLayout_t,
     b: ltsys::cublasLtMatrixLayout_t,
     d: ltsys::cublasLtMatrixLayout_t,
+    /// Found at the first call. The bias pointer is an attribute of the descriptor, so the
+    /// lock also keeps calls one at a time.
+    ready: Mutex<Option<Ready>>,
+}
+
+#[derive(Clone, Copy)]
+struct Ready {
+    handle: usize,
+    workspace: u64,
+    workspace_bytes: usize,
     algo: ltsys::cublasLtMatmulAlgo_t,
-    /// The bias pointer is an attribute of the descriptor: one call at a time.
-    lock: Mutex<()>,
 }
 
 // SAFETY: the descriptors are plain host objects; `lock` serializes their use.
@@ -192,16 +202,70 @@ fn remember_algo(key: AlgoKey, algo: ltsys::cublasLtMatmulAlgo_t) {
     }
 }
 
-/// Builds the descriptors for `g` on `cuda:ordinal` and asks the heuristic for an algorithm
-/// (once per distinct product in the process).
-pub fn prepare(
-    g: Gemm,
-    ordinal: u32,
-    tf32: bool,
-    workspace_bytes: usize,
-) -> Result<Prepared, String> {
-    guarded("cuBLASLt", || {
-        let (handle, workspace, workspace_bytes) = device_state(ordinal, workspace_bytes)?;
+/// Starts cuBLASLt's one-time initialisation for `cuda:ordinal` on a thread of its own, once
+/// per device in the process: the handle, the workspace, and a first heuristic query. In a
+/// fresh process that first query took 75-130 ms on an H100, and so
+/// did a first product run with an algorithm kept from an earlier process; after it, a query
+/// takes 0.1-0.3 ms (`scripts/gpu/cublaslt_first_use.py`). Products compiled meanwhile only
+/// build descriptors, and their first call waits for what is left of it, so the rest of the
+/// translation (the backward's passes, claims and kernels) overlaps it.
+pub fn warm_up(ordinal: u32, workspace_bytes: usize) {
+    static STARTED: OnceLock<Mutex<Vec<u32>>> = OnceLock::new();
+    {
+        let mut started = STARTED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if started.contains(&ordinal) {
+            return;
+        }
+        started.push(ordinal);
+    }
+    // Without a thread, the first call initialises cuBLASLt itself.
+    let _ = std::thread::Builder::new()
+        .name(format!("cublaslt-warm-up-{ordinal}"))
+        .spawn(move || {
+            // Failures here show again, with their reason, at the first call that needs it.
+            let _ = guarded("cuBLASLt warm-up", || {
+                make_current(ordinal)?;
+                device_state(ordinal, workspace_bytes)?;
+                first_query(ordinal)
+            });
+        });
+}
+
+/// One heuristic query for a small bf16 product on the device's handle.
+fn first_query(ordinal: u32) -> Result<(), String> {
+    let (handle, _, _) = device_state(ordinal, 0)?;
+    let square = crate::layout::Operand::row_major(64, 64);
+    let g = Gemm {
+        m: 64,
+        n: 64,
+        k: 64,
+        batch: 1,
+        dtype: thunder_abi::DTypeCode::BF16,
+        lhs: square,
+        rhs: square,
+        out: square,
+        bias: false,
+        gelu: false,
+    };
+    Descriptors::new(g, false)?.heuristic(handle, 0).map(|_| ())
+}
+
+/// Heuristic queries one at a time: the warm-up's and a first call's may share a handle.
+static QUERIES: Mutex<()> = Mutex::new(());
+
+/// A product's descriptors (destroyed with it).
+struct Descriptors {
+    desc: ltsys::cublasLtMatmulDesc_t,
+    a: ltsys::cublasLtMatrixLayout_t,
+    b: ltsys::cublasLtMatrixLayout_t,
+    d: ltsys::cublasLtMatrixLayout_t,
+}
+
+impl Descriptors {
+    fn new(g: Gemm, tf32: bool) -> Result<Descriptors, String> {
         let compute = if g.dtype == thunder_abi::DTypeCode::F32 && tf32 {
             ltsys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
         } else {
@@ -214,6 +278,13 @@ pub fn prepare(
             (api.matmul_desc_create)(&mut desc, compute, ltsys::cudaDataType::CUDA_R_32F)
         };
         check("cublasLtMatmulDescCreate", status)?;
+        // Owned from here: dropped (destroyed) on any error below.
+        let mut ds = Descriptors {
+            desc,
+            a: std::ptr::null_mut(),
+            b: std::ptr::null_mut(),
+            d: std::ptr::null_mut(),
+        };
         let call = g.lt_call();
         for (attr, on) in [
             (
@@ -244,29 +315,20 @@ pub fn prepare(
             )?;
         }
         // See shape.rs: Lt's A is our right operand, Lt's B our left one.
-        let a = layout(g.dtype, call.a)?;
-        let b = layout(g.dtype, call.b)?;
-        let d = layout(g.dtype, call.d)?;
-        let key = AlgoKey {
-            gemm: g,
-            ordinal,
-            tf32,
-            workspace_bytes,
-        };
-        if let Some(algo) = known_algo(&key) {
-            return Ok(Prepared {
-                gemm: g,
-                handle,
-                workspace,
-                workspace_bytes,
-                desc,
-                a,
-                b,
-                d,
-                algo,
-                lock: Mutex::new(()),
-            });
-        }
+        ds.a = layout(g.dtype, call.a)?;
+        ds.b = layout(g.dtype, call.b)?;
+        ds.d = layout(g.dtype, call.d)?;
+        Ok(ds)
+    }
+
+    /// The heuristic's first algorithm for these descriptors on `handle`, allowed
+    /// `workspace_bytes`.
+    fn heuristic(
+        &self,
+        handle: usize,
+        workspace_bytes: usize,
+    ) -> Result<ltsys::cublasLtMatmulAlgo_t, String> {
+        let api = api()?;
         let mut pref: ltsys::cublasLtMatmulPreference_t = std::ptr::null_mut();
         // SAFETY: writes one preference handle.
         check("cublasLtMatmulPreferenceCreate", unsafe {
@@ -283,19 +345,20 @@ pub fn prepare(
             )
         };
         let mut found = 0;
+        let _one_at_a_time = QUERIES.lock().unwrap_or_else(PoisonError::into_inner);
         // SAFETY: plain C data, written by the call below.
         let mut heuristic: ltsys::cublasLtMatmulHeuristicResult_t = unsafe { std::mem::zeroed() };
         let asked =
             check("cublasLtMatmulPreferenceSetAttribute(workspace)", status).and_then(|_| {
-                // SAFETY: every descriptor was created above; room for the one result asked.
+                // SAFETY: every descriptor was created by `new`; room for the one result.
                 let status = unsafe {
                     (api.algo_get_heuristic)(
                         handle as ltsys::cublasLtHandle_t,
-                        desc,
-                        a,
-                        b,
-                        d,
-                        d,
+                        self.desc,
+                        self.a,
+                        self.b,
+                        self.d,
+                        self.d,
                         pref,
                         1,
                         &mut heuristic,
@@ -306,25 +369,68 @@ pub fn prepare(
             });
         // SAFETY: created above, used only by the heuristic query.
         let _ = unsafe { (api.preference_destroy)(pref) };
-        asked
-            .and_then(|_| {
-                (found > 0)
-                    .then_some(())
-                    .ok_or_else(|| "no algorithm returned".to_string())
-            })
-            .map_err(|e| format!("no cuBLASLt algorithm for {g:?}: {e}"))?;
-        remember_algo(key, heuristic.algo);
+        asked.and_then(|_| {
+            (found > 0)
+                .then_some(heuristic.algo)
+                .ok_or_else(|| "no algorithm returned".to_string())
+        })
+    }
+
+    /// Hands the descriptors to a [`Prepared`], which destroys them.
+    fn into_raw(self) -> [usize; 4] {
+        let raw = [
+            self.desc as usize,
+            self.a as usize,
+            self.b as usize,
+            self.d as usize,
+        ];
+        std::mem::forget(self);
+        raw
+    }
+}
+
+impl Drop for Descriptors {
+    fn drop(&mut self) {
+        destroy(self.desc, [self.a, self.b, self.d]);
+    }
+}
+
+/// Destroys a product's descriptors (null ones are skipped).
+fn destroy(desc: ltsys::cublasLtMatmulDesc_t, layouts: [ltsys::cublasLtMatrixLayout_t; 3]) {
+    // Created through the loaded library, which outlives every descriptor.
+    let Ok(api) = api() else { return };
+    // SAFETY: each was created by `Descriptors::new` and is used by no one else.
+    unsafe {
+        for l in layouts.into_iter().filter(|l| !l.is_null()) {
+            let _ = (api.matrix_layout_destroy)(l);
+        }
+        if !desc.is_null() {
+            let _ = (api.matmul_desc_destroy)(desc);
+        }
+    }
+}
+
+/// Builds the descriptors for `g` on `cuda:ordinal`. The handle, the workspace and the
+/// algorithm are found at the first call (the heuristic once per distinct product in the
+/// process); [`warm_up`] starts what that needs on another thread.
+pub fn prepare(
+    g: Gemm,
+    ordinal: u32,
+    tf32: bool,
+    workspace_bytes: usize,
+) -> Result<Prepared, String> {
+    guarded("cuBLASLt", || {
+        let [desc, a, b, d] = Descriptors::new(g, tf32)?.into_raw();
         Ok(Prepared {
             gemm: g,
-            handle,
-            workspace,
+            ordinal,
+            tf32,
             workspace_bytes,
-            desc,
-            a,
-            b,
-            d,
-            algo: heuristic.algo,
-            lock: Mutex::new(()),
+            desc: desc as ltsys::cublasLtMatmulDesc_t,
+            a: a as ltsys::cublasLtMatrixLayout_t,
+            b: b as ltsys::cublasLtMatrixLayout_t,
+            d: d as ltsys::cublasLtMatrixLayout_t,
+            ready: Mutex::new(None),
         })
     })
 }
@@ -339,7 +445,15 @@ impl Prepared {
         out: u64,
         stream: *mut c_void,
     ) -> Result<(), String> {
-        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut ready = self.ready.lock().unwrap_or_else(PoisonError::into_inner);
+        let r = match *ready {
+            Some(r) => r,
+            None => {
+                let r = guarded("cuBLASLt", || self.first_call())?;
+                *ready = Some(r);
+                r
+            }
+        };
         if let Some(b) = bias {
             let p = b as *const c_void;
             set_attr(
@@ -355,7 +469,7 @@ impl Prepared {
             // caller), the workspace belongs to this device, the stream is the host's.
             let status = unsafe {
                 (api.matmul)(
-                    self.handle as ltsys::cublasLtHandle_t,
+                    r.handle as ltsys::cublasLtHandle_t,
                     self.desc,
                     &alpha as *const f32 as *const c_void,
                     rhs as *const c_void,
@@ -367,9 +481,9 @@ impl Prepared {
                     self.d,
                     out as *mut c_void,
                     self.d,
-                    &self.algo,
-                    self.workspace as *mut c_void,
-                    self.workspace_bytes,
+                    &r.algo,
+                    r.workspace as *mut c_void,
+                    r.workspace_bytes,
                     stream as ltsys::cudaStream_t,
                 )
             };
@@ -378,17 +492,47 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// The device's handle and workspace, and the algorithm for this product: the process's
+    /// memo, else the heuristic's answer.
+    fn first_call(&self) -> Result<Ready, String> {
+        let (handle, workspace, workspace_bytes) =
+            device_state(self.ordinal, self.workspace_bytes)?;
+        let key = AlgoKey {
+            gemm: self.gemm,
+            ordinal: self.ordinal,
+            tf32: self.tf32,
+            workspace_bytes,
+        };
+        let algo = match known_algo(&key) {
+            Some(a) => a,
+            None => {
+                // Borrowed for the query; `self` keeps them.
+                let ds = std::mem::ManuallyDrop::new(Descriptors {
+                    desc: self.desc,
+                    a: self.a,
+                    b: self.b,
+                    d: self.d,
+                });
+                let algo = ds
+                    .heuristic(handle, workspace_bytes)
+                    .map_err(|e| format!("no cuBLASLt algorithm for {:?}: {e}", self.gemm))?;
+                remember_algo(key, algo);
+                algo
+            }
+        };
+        Ok(Ready {
+            handle,
+            workspace,
+            workspace_bytes,
+            algo,
+        })
+    }
+}
+
 impl Drop for Prepared {
     fn drop(&mut self) {
-        // Created through the loaded library, which outlives every `Prepared`.
-        let Ok(api) = api() else { return };
-        // SAFETY: created in `prepare`, used by no one else.
-        unsafe {
-            let _ = (api.matrix_layout_destroy)(self.a);
-            let _ = (api.matrix_layout_destroy)(self.b);
-            let _ = (api.matrix_layout_destroy)(self.d);
-            let _ = (api.matmul_desc_destroy)(self.desc);
-        }
+        destroy(self.desc, [self.a, self.b, self.d]);
     }
 }
 
