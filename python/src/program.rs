@@ -426,7 +426,7 @@ impl Program {
 
     /// Seconds spent inside each side's "passes + claim + compile", finer:
     /// `[(side, stage, seconds)]` with side `forward` or `backward` and stages `passes`,
-    /// `executors`, `claim` and `compile NAME (N regions)`.
+    /// `executors`, `claim`, `compile NAME (N regions)` and `compile, elapsed (T threads)`.
     fn build_stages(&self) -> Vec<(&'static str, String, f64)> {
         let sides = std::iter::once(("forward", &self.forward))
             .chain(self.backward.as_ref().map(|b| ("backward", b)));

@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey(pub String);
@@ -34,8 +35,13 @@ pub enum Origin {
     Compiled,
 }
 
+/// One cache entry: filled once, by the first thread that asks for the key; threads that ask
+/// meanwhile wait for it (the host compiles regions on several threads, and every layer of a
+/// model asks for the same kernels).
+type Entry = Arc<OnceLock<Result<Vec<u8>, String>>>;
+
 pub struct Compiler {
-    memory: Mutex<HashMap<CacheKey, Vec<u8>>>,
+    memory: Mutex<HashMap<CacheKey, Entry>>,
     disk: Option<PathBuf>,
 }
 
@@ -55,34 +61,47 @@ impl Compiler {
         key: &CacheKey,
         arch: (i32, i32),
     ) -> Result<(Vec<u8>, Origin), String> {
-        if let Some(img) = self
+        self.image_with(key, || {
+            let path = self
+                .disk
+                .as_ref()
+                .map(|d| d.join(format!("{}.cubin", key.0)));
+            match path.as_ref().and_then(|p| std::fs::read(p).ok()) {
+                Some(img) if !img.is_empty() => Ok((img, Origin::Disk)),
+                _ => {
+                    let img = compile(source, name, arch)?;
+                    if let Some(p) = &path {
+                        // A failed write only costs a recompile next time.
+                        let _ = write_atomically(p, &img);
+                    }
+                    Ok((img, Origin::Compiled))
+                }
+            }
+        })
+    }
+
+    /// The memory cache's entry for `key`, filled by `produce` (disk or NVRTC) if no thread
+    /// has filled it yet. A failure is kept too: the same source fails the same way.
+    fn image_with(
+        &self,
+        key: &CacheKey,
+        produce: impl FnOnce() -> Result<(Vec<u8>, Origin), String>,
+    ) -> Result<(Vec<u8>, Origin), String> {
+        let entry = self
             .memory
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-        {
-            return Ok((img.clone(), Origin::Memory));
-        }
-        let path = self
-            .disk
-            .as_ref()
-            .map(|d| d.join(format!("{}.cubin", key.0)));
-        let (img, origin) = match path.as_ref().and_then(|p| std::fs::read(p).ok()) {
-            Some(img) if !img.is_empty() => (img, Origin::Disk),
-            _ => {
-                let img = compile(source, name, arch)?;
-                if let Some(p) = &path {
-                    // A failed write only costs a recompile next time.
-                    let _ = write_atomically(p, &img);
-                }
-                (img, Origin::Compiled)
-            }
-        };
-        self.memory
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key.clone(), img.clone());
-        Ok((img, origin))
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let mut origin = Origin::Memory;
+        let image = entry.get_or_init(|| {
+            produce().map(|(img, o)| {
+                origin = o;
+                img
+            })
+        });
+        image.clone().map(|img| (img, origin))
     }
 }
 
@@ -90,7 +109,10 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    // Unique per process and per write: two threads may write the same entry at once.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(tmp, path)
 }
@@ -164,6 +186,50 @@ fn cubin(prog: sys::nvrtcProgram) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_asking_for_one_key_at_once_share_one_compile() {
+        let compiler = Compiler::new(None);
+        let key = CacheKey("k".into());
+        let compiles = AtomicU64::new(0);
+        let origins: Vec<Origin> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        compiler
+                            .image_with(&key, || {
+                                compiles.fetch_add(1, Ordering::SeqCst);
+                                // Long enough for the other threads to arrive meanwhile.
+                                std::thread::sleep(std::time::Duration::from_millis(50));
+                                Ok((vec![1, 2, 3], Origin::Compiled))
+                            })
+                            .map(|(img, o)| {
+                                assert_eq!(img, vec![1, 2, 3]);
+                                o
+                            })
+                            .unwrap_or_else(|e| panic!("{e}"))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| panic!("thread panicked")))
+                .collect()
+        });
+        assert_eq!(compiles.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            origins.iter().filter(|&&o| o == Origin::Compiled).count(),
+            1
+        );
+        assert_eq!(origins.iter().filter(|&&o| o == Origin::Memory).count(), 7);
+        // A failure is remembered, not retried.
+        let bad = CacheKey("bad".into());
+        assert!(compiler
+            .image_with(&bad, || Err("nvrtc: error".into()))
+            .is_err());
+        let again = compiler.image_with(&bad, || Ok((vec![9], Origin::Compiled)));
+        assert_eq!(again, Err("nvrtc: error".to_string()));
+    }
 
     #[test]
     fn cache_keys_change_with_source_arch_driver_and_compiler() {

@@ -39,7 +39,10 @@ def compile_timings(jfn, detail=False):
 
     With ``detail=True``, each side's "passes + claims + compile" split further, as
     ``[(side, stage, seconds)]``: ``passes``, ``executors``, ``claim``, then
-    ``compile NAME (N regions)`` per executor."""
+    ``compile NAME (N regions)`` per executor, then ``compile, elapsed (T threads)``. Regions
+    compile on several threads (``THUNDER_COMPILE_THREADS``, default the cores up to 8): an
+    executor's seconds are its compiles' summed over the threads, the elapsed line the time
+    they took together."""
     if not isinstance(jfn, JittedFunction):
         raise TypeError("thunder_rs.compile_timings: expected a function returned by thunder_rs.jit")
     return jfn.last_compile_timings(detail=detail)
