@@ -7,6 +7,7 @@ use cudarc::cublaslt::sys as ltsys;
 use cudarc::driver::{result as cu, sys as cusys};
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 pub use thunder_abi::export::catch_panic as guarded;
@@ -226,11 +227,14 @@ pub fn warm_up(ordinal: u32, workspace_bytes: usize) {
         .name(format!("cublaslt-warm-up-{ordinal}"))
         .spawn(move || {
             // Failures here show again, with their reason, at the first call that needs it.
-            let _ = guarded("cuBLASLt warm-up", || {
+            let warmed = guarded("cuBLASLt warm-up", || {
                 make_current(ordinal)?;
                 device_state(ordinal, workspace_bytes)?;
                 first_query(ordinal)
             });
+            if warmed.is_ok() {
+                INITIALISED.store(true, Ordering::Release);
+            }
         });
 }
 
@@ -252,6 +256,11 @@ fn first_query(ordinal: u32) -> Result<(), String> {
     };
     Descriptors::new(g, false)?.heuristic(handle, 0).map(|_| ())
 }
+
+/// Whether cuBLASLt has answered a heuristic query in this process: from then on a compile
+/// asks for its algorithm itself (0.1-0.3 ms), so a product with none fails at compile and
+/// falls to the next executor; before, the first call asks.
+static INITIALISED: AtomicBool = AtomicBool::new(false);
 
 /// Heuristic queries one at a time: the warm-up's and a first call's may share a handle.
 static QUERIES: Mutex<()> = Mutex::new(());
@@ -410,9 +419,10 @@ fn destroy(desc: ltsys::cublasLtMatmulDesc_t, layouts: [ltsys::cublasLtMatrixLay
     }
 }
 
-/// Builds the descriptors for `g` on `cuda:ordinal`. The handle, the workspace and the
-/// algorithm are found at the first call (the heuristic once per distinct product in the
-/// process); [`warm_up`] starts what that needs on another thread.
+/// Builds the descriptors for `g` on `cuda:ordinal`, and finds the handle, the workspace and
+/// the algorithm (the heuristic once per distinct product in the process) once cuBLASLt is
+/// initialised; until then ([`warm_up`] does that on another thread) the first call finds
+/// them, and a product without an algorithm fails there rather than at compile.
 pub fn prepare(
     g: Gemm,
     ordinal: u32,
@@ -421,7 +431,7 @@ pub fn prepare(
 ) -> Result<Prepared, String> {
     guarded("cuBLASLt", || {
         let [desc, a, b, d] = Descriptors::new(g, tf32)?.into_raw();
-        Ok(Prepared {
+        let prepared = Prepared {
             gemm: g,
             ordinal,
             tf32,
@@ -431,7 +441,17 @@ pub fn prepare(
             b: b as ltsys::cublasLtMatrixLayout_t,
             d: d as ltsys::cublasLtMatrixLayout_t,
             ready: Mutex::new(None),
-        })
+        };
+        if INITIALISED.load(Ordering::Acquire) {
+            // The heuristic reads the current device; compiles may run on any host thread.
+            make_current(ordinal)?;
+            let ready = prepared.first_call()?;
+            *prepared
+                .ready
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(ready);
+        }
+        Ok(prepared)
     })
 }
 
