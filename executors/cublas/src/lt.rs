@@ -90,19 +90,16 @@ fn data_type(d: thunder_abi::DTypeCode) -> ltsys::cudaDataType {
 }
 
 /// The descriptors of one product, reused by every call, and what its calls need besides:
-/// the device's handle and workspace and the algorithm, found at the first call (see
-/// [`warm_up`]).
+/// the device's handle and workspace and the algorithm, found at compile once cuBLASLt is
+/// initialised, else at the first call (see [`prepare`] and [`warm_up`]).
 pub struct Prepared {
     pub gemm: Gemm,
     ordinal: u32,
     tf32: bool,
     workspace_bytes: usize,
-    desc: ltsys::cublasLtMatmulDesc_t,
-    a: ltsys::cublasLtMatrixLayout_t,
-    b: ltsys::cublasLtMatrixLayout_t,
-    d: ltsys::cublasLtMatrixLayout_t,
-    /// Found at the first call. The bias pointer is an attribute of the descriptor, so the
-    /// lock also keeps calls one at a time.
+    ds: Descriptors,
+    /// Found at compile or at the first call. The bias pointer is an attribute of the
+    /// descriptor, so the lock also keeps calls one at a time.
     ready: Mutex<Option<Ready>>,
 }
 
@@ -114,7 +111,7 @@ struct Ready {
     algo: ltsys::cublasLtMatmulAlgo_t,
 }
 
-// SAFETY: the descriptors are plain host objects; `lock` serializes their use.
+// SAFETY: the descriptors are plain host objects; `ready`'s lock serializes their use.
 unsafe impl Send for Prepared {}
 unsafe impl Sync for Prepared {}
 
@@ -384,37 +381,24 @@ impl Descriptors {
                 .ok_or_else(|| "no algorithm returned".to_string())
         })
     }
-
-    /// Hands the descriptors to a [`Prepared`], which destroys them.
-    fn into_raw(self) -> [usize; 4] {
-        let raw = [
-            self.desc as usize,
-            self.a as usize,
-            self.b as usize,
-            self.d as usize,
-        ];
-        std::mem::forget(self);
-        raw
-    }
 }
 
 impl Drop for Descriptors {
     fn drop(&mut self) {
-        destroy(self.desc, [self.a, self.b, self.d]);
-    }
-}
-
-/// Destroys a product's descriptors (null ones are skipped).
-fn destroy(desc: ltsys::cublasLtMatmulDesc_t, layouts: [ltsys::cublasLtMatrixLayout_t; 3]) {
-    // Created through the loaded library, which outlives every descriptor.
-    let Ok(api) = api() else { return };
-    // SAFETY: each was created by `Descriptors::new` and is used by no one else.
-    unsafe {
-        for l in layouts.into_iter().filter(|l| !l.is_null()) {
-            let _ = (api.matrix_layout_destroy)(l);
-        }
-        if !desc.is_null() {
-            let _ = (api.matmul_desc_destroy)(desc);
+        // Created through the loaded library, which outlives every descriptor.
+        let Ok(api) = api() else { return };
+        // SAFETY: each was created by `Descriptors::new` and is used by no one else; null ones
+        // (a `new` that failed half-way) are skipped.
+        unsafe {
+            for l in [self.a, self.b, self.d]
+                .into_iter()
+                .filter(|l| !l.is_null())
+            {
+                let _ = (api.matrix_layout_destroy)(l);
+            }
+            if !self.desc.is_null() {
+                let _ = (api.matmul_desc_destroy)(self.desc);
+            }
         }
     }
 }
@@ -430,16 +414,12 @@ pub fn prepare(
     workspace_bytes: usize,
 ) -> Result<Prepared, String> {
     guarded("cuBLASLt", || {
-        let [desc, a, b, d] = Descriptors::new(g, tf32)?.into_raw();
         let prepared = Prepared {
             gemm: g,
             ordinal,
             tf32,
             workspace_bytes,
-            desc: desc as ltsys::cublasLtMatmulDesc_t,
-            a: a as ltsys::cublasLtMatrixLayout_t,
-            b: b as ltsys::cublasLtMatrixLayout_t,
-            d: d as ltsys::cublasLtMatrixLayout_t,
+            ds: Descriptors::new(g, tf32)?,
             ready: Mutex::new(None),
         };
         if INITIALISED.load(Ordering::Acquire) {
@@ -477,7 +457,7 @@ impl Prepared {
         if let Some(b) = bias {
             let p = b as *const c_void;
             set_attr(
-                self.desc,
+                self.ds.desc,
                 ltsys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                 &p,
             )?;
@@ -490,17 +470,17 @@ impl Prepared {
             let status = unsafe {
                 (api.matmul)(
                     r.handle as ltsys::cublasLtHandle_t,
-                    self.desc,
+                    self.ds.desc,
                     &alpha as *const f32 as *const c_void,
                     rhs as *const c_void,
-                    self.a,
+                    self.ds.a,
                     lhs as *const c_void,
-                    self.b,
+                    self.ds.b,
                     &beta as *const f32 as *const c_void,
                     out as *const c_void,
-                    self.d,
+                    self.ds.d,
                     out as *mut c_void,
-                    self.d,
+                    self.ds.d,
                     &r.algo,
                     r.workspace as *mut c_void,
                     r.workspace_bytes,
@@ -510,9 +490,7 @@ impl Prepared {
             check(&format!("cublasLtMatmul for {:?}", self.gemm), status)
         })
     }
-}
 
-impl Prepared {
     /// The device's handle and workspace, and the algorithm for this product: the process's
     /// memo, else the heuristic's answer.
     fn first_call(&self) -> Result<Ready, String> {
@@ -527,14 +505,8 @@ impl Prepared {
         let algo = match known_algo(&key) {
             Some(a) => a,
             None => {
-                // Borrowed for the query; `self` keeps them.
-                let ds = std::mem::ManuallyDrop::new(Descriptors {
-                    desc: self.desc,
-                    a: self.a,
-                    b: self.b,
-                    d: self.d,
-                });
-                let algo = ds
+                let algo = self
+                    .ds
                     .heuristic(handle, workspace_bytes)
                     .map_err(|e| format!("no cuBLASLt algorithm for {:?}: {e}", self.gemm))?;
                 remember_algo(key, algo);
@@ -547,12 +519,6 @@ impl Prepared {
             workspace_bytes,
             algo,
         })
-    }
-}
-
-impl Drop for Prepared {
-    fn drop(&mut self) {
-        destroy(self.desc, [self.a, self.b, self.d]);
     }
 }
 
