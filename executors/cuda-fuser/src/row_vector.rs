@@ -40,9 +40,10 @@ pub struct RowVector {
     /// staged in shared memory).
     pub cache: u32,
     pub cached: Vec<NodeId>,
-    /// Staged rows: slots per cached load in shared memory (0: not staged), and the bytes
-    /// of the whole stage.
+    /// Staged rows: slots per cached load in shared memory (0: not staged), each cached
+    /// load's byte offset in the stage (in `cached`'s order), and the bytes of the whole stage.
     pub stage_slots: u32,
+    pub stage_at: Vec<u64>,
     pub stage_bytes: u32,
 }
 
@@ -79,41 +80,27 @@ impl RowVector {
             return;
         };
         let mut bytes = 0u64;
-        let mut staged = Vec::new();
+        let (mut staged, mut at) = (Vec::new(), Vec::new());
         for (n, input, _) in &self.loads {
             if !cached.contains(n) {
                 continue;
             }
             let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
-            let end = bytes.next_multiple_of(16) + vector * u64::from(slots);
+            let start = bytes.next_multiple_of(16);
+            let end = start + vector * u64::from(slots);
             if end <= u64::from(max_bytes) {
                 bytes = end;
                 staged.push(*n);
+                at.push(start);
             }
         }
         if staged.is_empty() {
             return;
         }
         self.stage_slots = slots;
+        self.stage_at = at;
         self.stage_bytes = bytes as u32;
         self.cached = staged;
-    }
-
-    /// Where the cached load `n` lives in the stage: its byte offset.
-    fn stage_offset(&self, k: &Kernel, n: NodeId) -> u64 {
-        let mut at = 0u64;
-        for (m, input, _) in &self.loads {
-            if !self.cached.contains(m) {
-                continue;
-            }
-            at = at.next_multiple_of(16);
-            if *m == n {
-                break;
-            }
-            let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
-            at += vector * u64::from(self.stage_slots);
-        }
-        at
     }
 
     /// The vector loads that more than one of `passes` (each pass's roots) reads: those a
@@ -141,7 +128,8 @@ impl RowVector {
             if self.cached.contains(n) {
                 let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
                 if self.stage_slots > 0 {
-                    let at = self.stage_offset(k, *n);
+                    let slot = self.cached.iter().position(|c| c == n).unwrap_or(0);
+                    let at = self.stage_at.get(slot).copied().unwrap_or(0);
                     em.line(&format!(
                         "{raw}* const cache_n{n} = reinterpret_cast<{raw}*>(row_stage + {at});"
                     ));
@@ -218,6 +206,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
             cache: 0,
             cached: Vec::new(),
             stage_slots: 0,
+            stage_at: Vec::new(),
             stage_bytes: 0,
         });
     }
@@ -237,6 +226,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
         cache: 0,
         cached: Vec::new(),
         stage_slots: 0,
+        stage_at: Vec::new(),
         stage_bytes: 0,
     })
 }
