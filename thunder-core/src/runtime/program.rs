@@ -273,13 +273,14 @@ fn compile_threads() -> usize {
 
 type RegionCompile = (usize, std::result::Result<CompiledBox, PluginError>, f64);
 
-/// Compiles the regions `todo` (indices into `part.regions`) on up to [`compile_threads`]
-/// threads, each taking the next region left; returns (region, result, seconds) in region
-/// order. Executors are `Send + Sync` (the ABI's contract), so their compiles may run at once.
+/// Compiles the regions `todo` (indices into `part.regions`) on `threads` threads, each
+/// taking the next region left; returns (region, result, seconds) in region order. Executors
+/// are `Send + Sync` (the ABI's contract), so their compiles may run at once.
 fn compile_regions(
     lineup: &Lineup,
     part: &Partition,
     todo: &[usize],
+    threads: usize,
 ) -> Result<Vec<RegionCompile>> {
     let executors = todo
         .iter()
@@ -300,7 +301,6 @@ fn compile_regions(
             .into_result();
         (todo[k], result, start.elapsed().as_secs_f64())
     };
-    let threads = compile_threads().min(todo.len());
     if threads <= 1 {
         return Ok((0..todo.len()).map(one).collect());
     }
@@ -377,7 +377,7 @@ fn compile_among(
             .collect();
         let wall = Instant::now();
         clock.compile_threads = compile_threads().min(todo.len()).max(1);
-        let results = compile_regions(lineup, &part, &todo)?;
+        let results = compile_regions(lineup, &part, &todo, clock.compile_threads)?;
         clock.compile_wall_s += wall.elapsed().as_secs_f64();
         let mut compiled: Vec<Option<CompiledBox>> = std::iter::repeat_with(|| None)
             .take(part.regions.len())
