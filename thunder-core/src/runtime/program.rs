@@ -260,15 +260,27 @@ impl StageClock {
 /// another), else the machine's cores, at most 8. NVRTC takes 5-30 ms a kernel: a GPT-2 step's
 /// 136 fused regions took 0.7-1.9 s one after another with a cold kernel cache.
 fn compile_threads() -> usize {
-    std::env::var("THUNDER_COMPILE_THREADS")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(8)
-        })
+    let cores = || {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    };
+    let Ok(text) = std::env::var("THUNDER_COMPILE_THREADS") else {
+        return cores();
+    };
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "THUNDER_COMPILE_THREADS: expected a whole number of threads from 1 up, got {text:?}; using {}",
+                    cores()
+                )
+            });
+            cores()
+        }
+    }
 }
 
 type RegionCompile = (usize, std::result::Result<CompiledBox, PluginError>, f64);
