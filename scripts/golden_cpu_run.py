@@ -182,6 +182,10 @@ def rows_kernels():
         (o0,), info = run('log_softmax_vocab_bf16_staged', [(x, 0)], [((4, 50257), np.uint16)], cap)
         print('log_softmax_vocab_bf16_staged', info)
         ok &= check_rel('log_softmax', unbf16(o0), want, 1.01)
+        # The default: the row's body kept in registers (seven vectors a thread).
+        (o0,), info = run('log_softmax_vocab_bf16', [(x, 0)], [((4, 50257), np.uint16)], cap)
+        print('log_softmax_vocab_bf16', info)
+        ok &= check_rel('log_softmax', unbf16(o0), want, 1.01)
     y = bf16(rng.random((4, 50257), dtype=np.float32) / 20)
     g = bf16(rng.standard_normal((4, 50257), dtype=np.float32))
     yf, gf = unbf16(y).astype(np.float64), unbf16(g).astype(np.float64)
@@ -190,6 +194,10 @@ def rows_kernels():
         # The kernel's parameters: the gradient (in0), then the output (in1).
         (o0,), info = run('softmax_grad_vocab_bf16_staged', [(g, 0), (y, 0)], [((4, 50257), np.uint16)], cap)
         print('softmax_grad_vocab_bf16_staged', info)
+        ok &= check_rel('softmax gradient', unbf16(o0), want, 1.01)
+        # The gradient in registers, the output staged.
+        (o0,), info = run('softmax_grad_vocab_bf16_mixed', [(g, 0), (y, 0)], [((4, 50257), np.uint16)], cap)
+        print('softmax_grad_vocab_bf16_mixed', info)
         ok &= check_rel('softmax gradient', unbf16(o0), want, 1.01)
     return ok
 

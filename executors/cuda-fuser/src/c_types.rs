@@ -40,7 +40,12 @@ pub(crate) fn store_expr(d: DTypeCode, v: &str) -> String {
     match d {
         DTypeCode::Bool => format!("(u8_t)({v} ? 1 : 0)"),
         DTypeCode::F16 => format!("f32_to_f16({v})"),
-        DTypeCode::BF16 => format!("f32_to_bf16({v})"),
+        // Every f16/bf16 node's f32 value is a value of its dtype (loads are exact; arithmetic,
+        // conversions, reductions, iotas and selections of literals are rounded): a bf16's
+        // bits are its f32's top half. One instruction where rounding again takes two, and
+        // three with the packing after: the bf16 rows' output passes are bound by
+        // instructions, not bytes.
+        DTypeCode::BF16 => format!("bf16_bits({v})"),
         _ => v.to_string(),
     }
 }

@@ -125,6 +125,14 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 }
 __device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+__device__ __forceinline__ u16_t bf16_bits(float exact) { return (u16_t)(__float_as_uint(exact) >> 16); }
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
+}
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 #if __CUDA_ARCH__ >= 800
@@ -183,9 +191,10 @@ pub(crate) fn device_functions(k: &Kernel) -> String {
 pub(crate) struct Emitter<'k> {
     pub(crate) k: &'k Kernel,
     pub(crate) out: String,
-    /// f32 `exp` as `exp2f` of a scaled argument, and division by a row value as a product
-    /// with its reciprocal: each within 2 f32 ulps, far below a half type's rounding (see
-    /// [`fast_math_for`]).
+    /// f32 `exp` as the hardware's `ex2.approx.ftz` of a scaled argument (one instruction
+    /// where `exp2f` takes four: results below 2^-126 flush to zero), and division by a row
+    /// value as a product with its reciprocal: each within 2 f32 ulps, far below a half type's
+    /// rounding (see [`fast_math_for`]).
     pub(crate) fast_math: bool,
     /// Nodes already defined in the current scope (row scope, or one loop body).
     pub(crate) defined: HashSet<NodeId>,
@@ -343,7 +352,7 @@ impl Emitter<'_> {
             } => {
                 let index = self.offset(node.level, *base, strides);
                 let (a, b) = (literal(start, node.dtype), literal(step, node.dtype));
-                format!("({a} + {b} * ({ty})({index}))")
+                rounded(node.dtype, format!("({a} + {b} * ({ty})({index}))"))
             }
             NodeKind::Unary(m, a) => {
                 let at = self.operand_dtype(a, node.dtype);
@@ -354,7 +363,7 @@ impl Emitter<'_> {
                     && !is_double(at)
                     && m.op == Elementwise::Unary(UnaryPrim::Exp)
                 {
-                    format!("exp2f(({x}) * 1.44269504089f)")
+                    format!("fast_exp2(({x}) * 1.44269504089f)")
                 } else {
                     m.spelling.render(is_double(at), &[&x])
                 };
@@ -391,7 +400,13 @@ impl Emitter<'_> {
                 let c = self.operand(p, DTypeCode::Bool);
                 let x = self.operand(a, node.dtype);
                 let y = self.operand(b, node.dtype);
-                format!("({c} ? {x} : {y})")
+                let e = format!("({c} ? {x} : {y})");
+                // Nodes are values of their dtype; a literal need not be one.
+                if matches!(a, Operand::Literal(_)) || matches!(b, Operand::Literal(_)) {
+                    rounded(node.dtype, e)
+                } else {
+                    e
+                }
             }
             NodeKind::Convert(a) => {
                 let from = self.operand_dtype(a, node.dtype);

@@ -271,7 +271,7 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         None => (block, block),
     };
     if let Some(v) = vector.as_mut().filter(|_| !split) {
-        v.plan_cache(cols_n, team_threads, read_again.clone());
+        v.plan_cache(k, cols_n, team_threads, read_again.clone());
         // A block per row: a row too long for registers may be staged in shared memory.
         if matches!(team, Some(RowTeam::Block { .. })) {
             v.plan_stage(k, cols_n, read_again, target.max_shared_bytes);
@@ -282,6 +282,9 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     em.out.push_str(PRELUDE);
     if !block_team {
         em.out.push_str(reduce_layout::TEAM_REDUCE);
+    }
+    if stage_bytes > 0 {
+        em.out.push_str(crate::row_vector::STAGE_COPY);
     }
     if warp_rows.is_some() {
         em.out.push_str(crate::codegen::WARP_REDUCE);
@@ -359,7 +362,10 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     if let Some(v) = vector.as_ref().filter(|v| v.peel) {
         crate::row_vector::peel_bounds(&mut em, v);
     }
-    if let Some(v) = vector.as_ref().filter(|v| v.cache > 0 || v.stage_slots > 0) {
+    if let Some(v) = vector
+        .as_ref()
+        .filter(|v| v.cache > 0 || !v.staged.is_empty())
+    {
         v.declare_cache(&mut em);
     }
     // Row values that need no reduction.

@@ -11,16 +11,19 @@
 //! 16-byte boundary) and its last few are taken one at a time, the rest as vectors; only loads
 //! laid out like the row itself (same alignment) are read as vectors then.
 //!
-//! Aligned rows of at most `MAX_CACHED_VECTORS` vectors per thread keep the vectors that
-//! several passes read (the activations of a layer_norm: mean, variance, output) in registers:
-//! the row is read from memory once, not once per pass.
+//! Rows of at most `MAX_CACHED_VECTORS` vectors per thread keep the vectors that several
+//! passes read (the activations of a layer_norm: mean, variance, output) in registers, as many
+//! of those arrays as fit half a thread's share of the register file: the row is read from
+//! memory once, not once per pass, and all of a thread's vectors are in flight at once. A
+//! peeled row (a vocabulary of 50,257 in bf16: seven vectors a thread of a 1024-thread block)
+//! keeps its body's vectors the same way, its head and tail being read per element.
 //!
-//! Longer rows run by one block each (a vocabulary of 50,257) may *stage* those vectors in
-//! dynamic shared memory instead, where they fit the device's limit (`stage=1` in the row
-//! tuning; off, see [`RowTuning::stage`]): the first pass that reads a
-//! vector stores it at its slot, and later passes read the slot. Each thread reads back only
-//! the slots it wrote (every pass walks the row with the same stride), so no barrier is
-//! needed. Unstaged, the later passes re-read the row, mostly from L2.
+//! Rows run by one block each may *stage* the arrays not kept in registers in dynamic shared
+//! memory instead, where they fit the device's limit (`stage=1` in the row tuning): before the
+//! first pass each thread copies its slots of the row with `cp.async` (sm_80 on), so the whole
+//! row is in flight at once, and waits for its own copies; every pass then reads the slots.
+//! Each thread reads back only the slots it copied (every pass walks the row with the same
+//! stride), so no barrier is needed. Unstaged, the later passes re-read the row, mostly from L2.
 
 use crate::codegen::{coordinates, raw_type, Emitter};
 use crate::plan::{Kernel, Level, NodeId, NodeKind, Operand};
@@ -36,13 +39,13 @@ pub struct RowVector {
     pub loads: Vec<(NodeId, usize, Vec<i64>)>,
     /// Rows are not all aligned: peel a scalar head and tail off each.
     pub peel: bool,
-    /// Vectors per thread held in registers (0: none), and the loads held (in registers, or
-    /// staged in shared memory).
+    /// Vectors per thread held in registers (0: none), and the loads held there.
     pub cache: u32,
     pub cached: Vec<NodeId>,
-    /// Staged rows: slots per cached load in shared memory (0: not staged), each cached
-    /// load's byte offset in the stage (in `cached`'s order), and the bytes of the whole stage.
+    /// Staged rows: slots per staged load in shared memory (0: not staged), the loads staged,
+    /// each one's byte offset in the stage (in `staged`'s order), and the whole stage's bytes.
     pub stage_slots: u32,
+    pub staged: Vec<NodeId>,
     pub stage_at: Vec<u64>,
     pub stage_bytes: u32,
 }
@@ -51,28 +54,49 @@ pub struct RowVector {
 const MAX_CACHED_VECTORS: i64 = 8;
 const MAX_CACHED_TOTAL: i64 = 16;
 
+/// 32-bit registers a multiprocessor has for its resident threads (every GPU from sm_50 on).
+const REGISTERS_PER_SM: u32 = 65536;
+
 impl RowVector {
-    /// Holds in registers the vector loads `cached` (from [`Self::read_again`]), where rows
-    /// of `cols` fit `block` threads' registers (the caller leaves split rows out).
-    pub fn plan_cache(&mut self, cols: i64, block: u32, cached: Vec<NodeId>) {
-        let per_sweep = i64::from(block) * i64::from(self.width);
+    /// Holds in registers the vector loads `cached` (from [`Self::read_again`]), as many as
+    /// fit (in load order), where rows of `cols` fit `block` threads' registers (the caller
+    /// leaves split rows out). Cached vectors take at most half the registers a thread of a
+    /// full block may use, so that a 1024-thread block (64 registers a thread) does not spill.
+    pub fn plan_cache(&mut self, k: &Kernel, cols: i64, block: u32, cached: Vec<NodeId>) {
+        let per_sweep = i64::from(block.max(1)) * i64::from(self.width);
         let vectors = (cols + per_sweep - 1) / per_sweep;
-        if self.peel
+        if (self.peel && !tuning().peel_cache)
             || cached.is_empty()
+            || vectors <= 0
             || vectors > MAX_CACHED_VECTORS
-            || vectors * cached.len() as i64 > MAX_CACHED_TOTAL
         {
             return;
         }
+        let budget = i64::from((REGISTERS_PER_SM / block.max(1)).min(255) / 2);
+        let (mut words, mut kept) = (0i64, Vec::new());
+        for (n, input, _) in &self.loads {
+            if !cached.contains(n) {
+                continue;
+            }
+            let bytes = k.inputs[*input].dtype.size_bytes() as i64 * i64::from(self.width);
+            let need = vectors * ((bytes + 3) / 4);
+            if words + need <= budget && vectors * (kept.len() as i64 + 1) <= MAX_CACHED_TOTAL {
+                words += need;
+                kept.push(*n);
+            }
+        }
+        if kept.is_empty() {
+            return;
+        }
         self.cache = vectors as u32;
-        self.cached = cached;
+        self.cached = kept;
     }
 
-    /// Stages the vector loads `cached` (from [`Self::read_again`]) of a row of `cols`
-    /// elements run by one block in shared memory, as many of them as fit `max_bytes` (in
-    /// load order). Rows cached in registers are not staged.
-    pub fn plan_stage(&mut self, k: &Kernel, cols: i64, cached: Vec<NodeId>, max_bytes: u32) {
-        if !tuning().stage || self.cache > 0 || cached.is_empty() || cols <= 0 {
+    /// Stages the vector loads `candidates` (from [`Self::read_again`]) of a row of `cols`
+    /// elements run by one block in shared memory, those not cached in registers, as many as
+    /// fit `max_bytes` (in load order).
+    pub fn plan_stage(&mut self, k: &Kernel, cols: i64, candidates: Vec<NodeId>, max_bytes: u32) {
+        if !tuning().stage || candidates.is_empty() || cols <= 0 {
             return;
         }
         let Ok(slots) = u32::try_from((cols + i64::from(self.width) - 1) / i64::from(self.width))
@@ -82,7 +106,7 @@ impl RowVector {
         let mut bytes = 0u64;
         let (mut staged, mut at) = (Vec::new(), Vec::new());
         for (n, input, _) in &self.loads {
-            if !cached.contains(n) {
+            if !candidates.contains(n) || self.cached.contains(n) {
                 continue;
             }
             let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
@@ -98,9 +122,9 @@ impl RowVector {
             return;
         }
         self.stage_slots = slots;
+        self.staged = staged;
         self.stage_at = at;
         self.stage_bytes = bytes as u32;
-        self.cached = staged;
     }
 
     /// The vector loads that more than one of `passes` (each pass's roots) reads: those a
@@ -117,30 +141,75 @@ impl RowVector {
             .collect()
     }
 
-    /// Declares the register arrays of the cached loads, or the staged loads' places in
-    /// shared memory (row scope).
+    /// Declares the register arrays of the cached loads and the staged loads' places in
+    /// shared memory, and copies the row's staged vectors there (row scope; a peeled row's
+    /// `head` and `body_end` are defined).
     pub(crate) fn declare_cache(&self, em: &mut Emitter) {
         let k = em.k;
-        if self.stage_slots > 0 {
+        em.cache_loaded.clear();
+        if !self.staged.is_empty() {
             em.line("extern __shared__ __align__(16) unsigned char row_stage[];");
         }
-        for (n, input, _) in &self.loads {
-            if self.cached.contains(n) {
-                let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
-                if self.stage_slots > 0 {
-                    let slot = self.cached.iter().position(|c| c == n).unwrap_or(0);
-                    let at = self.stage_at.get(slot).copied().unwrap_or(0);
-                    em.line(&format!(
-                        "{raw}* const cache_n{n} = reinterpret_cast<{raw}*>(row_stage + {at});"
-                    ));
-                } else {
-                    em.line(&format!("{raw} cache_n{n}[{}];", self.cache));
-                }
+        let mut copies = Vec::new();
+        for (n, input, kept_strides) in &self.loads {
+            let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
+            if let Some(slot) = self.staged.iter().position(|c| c == n) {
+                let at = self.stage_at.get(slot).copied().unwrap_or(0);
+                em.line(&format!(
+                    "{raw}* const stage_n{n} = reinterpret_cast<{raw}*>(row_stage + {at});"
+                ));
+                let mut strides = kept_strides.clone();
+                strides.extend(std::iter::repeat_n(0, k.reduced.len()));
+                let row = em.offset(Level::Full, 0, &strides);
+                copies.push(format!(
+                    "stage_copy(&stage_n{n}[slot], reinterpret_cast<const {raw}*>(in{input} + {row} + c0));"
+                ));
+            } else if self.cached.contains(n) {
+                em.line(&format!("{raw} cache_n{n}[{}];", self.cache));
             }
         }
-        em.cache_loaded.clear();
+        if copies.is_empty() {
+            return;
+        }
+        let w = self.width;
+        let (start, end, first) = if self.peel {
+            (format!("head + lane * {w}LL"), "body_end", "head")
+        } else {
+            (format!("lane * {w}LL"), "cols", "0")
+        };
+        em.line(&format!(
+            "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
+        ));
+        em.indent += 1;
+        em.line(&format!("const i64_t slot = (c0 - {first}) / {w}LL;"));
+        for c in &copies {
+            em.line(c);
+        }
+        em.indent -= 1;
+        em.line("}");
+        em.line("stage_wait();");
+        em.cache_loaded.extend(self.staged.iter().copied());
     }
 }
+
+/// Copies into shared memory for staged rows: from sm_80 on, `cp.async` (issued without
+/// waiting, bypassing L1 for 16-byte vectors), and `stage_wait` waits for the calling
+/// thread's copies; before sm_80 (and in the CPU harness) a plain load and store.
+pub const STAGE_COPY: &str = r#"template <typename T> __device__ __forceinline__ void stage_copy(T* dst, const T* src) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  if (sizeof(T) == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(src) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(s), "l"(src), "n"(sizeof(T)) : "memory");
+#else
+  *dst = *src;
+#endif
+}
+__device__ __forceinline__ void stage_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+"#;
 
 /// Strides of a row-major `shape`.
 fn contiguous(shape: &[i64]) -> Vec<i64> {
@@ -206,6 +275,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
             cache: 0,
             cached: Vec::new(),
             stage_slots: 0,
+            staged: Vec::new(),
             stage_at: Vec::new(),
             stage_bytes: 0,
         });
@@ -226,6 +296,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
         cache: 0,
         cached: Vec::new(),
         stage_slots: 0,
+        staged: Vec::new(),
         stage_at: Vec::new(),
         stage_bytes: 0,
     })
@@ -233,7 +304,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
-/// min_blocks=0,stage=0,stage_unroll=0,fast_math=1`; unnamed keys keep their defaults). Read
+/// min_blocks=0,stage=0,stage_unroll=0,peel_cache=1,fast_math=1`; unnamed keys keep their
+/// defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -266,6 +338,9 @@ pub(crate) struct RowTuning {
     pub stage: bool,
     /// Unrolling of the vector loop of staged rows; 0 or 1: none (4 was slower on an H200).
     pub stage_unroll: u32,
+    /// Whether peeled rows (not a multiple of the vector width: a vocabulary) keep their
+    /// vectors in registers like aligned rows.
+    pub peel_cache: bool,
     /// Fast f32 `exp` and row division in row kernels whose outputs are all f16/bf16 (see
     /// `codegen::fast_math_for`). On an H200: bf16 softmax over vocabulary rows 396 -> 352
     /// µs, over rows of 4096 62.0 -> 59.3, log_softmax's backward 405 -> 370.
@@ -284,6 +359,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     warp_min_blocks: 0,
     stage: false,
     stage_unroll: 0,
+    peel_cache: true,
     fast_math: true,
 };
 
@@ -308,6 +384,7 @@ impl RowTuning {
                 "min_blocks" => t.warp_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0),
                 "stage" => t.stage = v != 0,
                 "fast_math" => t.fast_math = v != 0,
+                "peel_cache" => t.peel_cache = v != 0,
                 "stage_unroll" => t.stage_unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(0),
                 _ => {}
             }
@@ -423,10 +500,18 @@ pub(crate) fn open(
         em.line("#pragma unroll");
         em.line(&format!("for (int it = 0; it < {}; ++it) {{", v.cache));
         em.indent += 1;
+        let (first, end) = if v.peel {
+            ("head + ", "body_end")
+        } else {
+            ("", "cols")
+        };
         em.line(&format!(
-            "const i64_t c0 = (lane + (i64_t)it * team) * {w}LL;"
+            "const i64_t c0 = {first}(lane + (i64_t)it * team) * {w}LL;"
         ));
-        em.line("if (c0 < cols) {");
+        if !v.staged.is_empty() {
+            em.line("const i64_t slot = lane + (i64_t)it * team;");
+        }
+        em.line(&format!("if (c0 < {end}) {{"));
         em.indent += 1;
         3
     } else {
@@ -437,10 +522,10 @@ pub(crate) fn open(
         };
         // Several vector loads in flight per thread (a row of 50,257 is six trips of a
         // 1024-thread block).
-        let unroll = if v.stage_slots > 0 {
-            tuning().stage_unroll
-        } else {
+        let unroll = if v.staged.is_empty() {
             tuning().unroll
+        } else {
+            tuning().stage_unroll
         };
         if unroll > 1 {
             em.line(&format!("#pragma unroll {unroll}"));
@@ -449,13 +534,12 @@ pub(crate) fn open(
             "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
         ));
         em.indent += 1;
-        if v.stage_slots > 0 {
+        if !v.staged.is_empty() {
             let first = if v.peel { "head" } else { "0" };
             em.line(&format!("const i64_t slot = (c0 - {first}) / {w}LL;"));
         }
         2
     };
-    let slot = if v.stage_slots > 0 { "slot" } else { "it" };
     em.defined.clear();
     em.vector_nodes.clear();
     let needed = loads_of(k, roots);
@@ -468,14 +552,16 @@ pub(crate) fn open(
         let mut strides = kept_strides.clone();
         strides.extend(std::iter::repeat_n(0, k.reduced.len()));
         let row = em.offset(Level::Full, 0, &strides);
-        if v.cached.contains(n) && em.cache_loaded.contains(n) {
-            em.line(&format!("const {raw} r_n{n} = cache_n{n}[{slot}];"));
+        if v.staged.contains(n) {
+            em.line(&format!("const {raw} r_n{n} = stage_n{n}[slot];"));
+        } else if v.cached.contains(n) && em.cache_loaded.contains(n) {
+            em.line(&format!("const {raw} r_n{n} = cache_n{n}[it];"));
         } else {
             em.line(&format!(
                 "const {raw} r_n{n} = *reinterpret_cast<const {raw}*>(in{input} + {row} + c0);"
             ));
             if v.cached.contains(n) {
-                em.line(&format!("cache_n{n}[{slot}] = r_n{n};"));
+                em.line(&format!("cache_n{n}[it] = r_n{n};"));
             }
         }
         let st = storage_of(d);

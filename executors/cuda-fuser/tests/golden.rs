@@ -47,7 +47,10 @@ fn softmax_is_one_block_per_row_kernel() {
     assert_eq!(kernels[0].reductions.len(), 2);
     assert!(text.contains("block_reduce<float>(acc"), "{text}");
     // f32 outputs keep the accurate exp and division.
-    assert!(text.contains("expf(") && !text.contains("exp2f("), "{text}");
+    assert!(
+        text.contains("expf(v") && !text.contains("fast_exp2(("),
+        "{text}"
+    );
     assert!(text.contains(" / v"), "{text}");
     check_golden("softmax", &text);
 }
@@ -126,10 +129,12 @@ fn long_rows_keep_four_vectors_a_thread_where_the_rows_fill_the_gpu() {
         }]
     );
     assert!(text.contains("uint4 cache_n0[4];"), "{text}");
-    // bf16 outputs only: exp as exp2f of a scaled argument, and the division by the row's
-    // sum as a product with its reciprocal (within a few f32 ulps).
-    assert!(text.contains("exp2f((v4) * 1.44269504089f)"), "{text}");
-    assert!(!text.contains("expf("), "{text}");
+    // bf16 outputs only: exp as the hardware's exp2 of a scaled argument, and the division by
+    // the row's sum as a product with its reciprocal (within a few f32 ulps).
+    assert!(text.contains("fast_exp2((v4) * 1.44269504089f)"), "{text}");
+    assert!(!text.contains("expf(v"), "{text}");
+    // The output, rounded to bf16 already, is stored by its top half.
+    assert!(text.contains("s_out0[j] = bf16_bits(v"), "{text}");
     assert!(text.contains("((v5) * (1.0f / (v7)))"), "{text}");
     check_golden("softmax_bf16_4096", &text);
 }
@@ -404,5 +409,34 @@ fn odd_length_rows_peel_a_scalar_head_and_tail_off_vector_loops() {
     );
     assert_eq!(text.matches("c0 < body_end").count(), 3, "{text}");
     assert_eq!(text.matches("c = body_end + lane").count(), 3, "{text}");
+    // The body's seven vectors a thread (of a 1024-thread block) stay in registers: read from
+    // memory in the first pass only.
+    assert!(text.contains("uint4 cache_n0[7];"), "{text}");
+    assert_eq!(
+        text.matches("reinterpret_cast<const uint4*>(in0").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("= cache_n0[it];").count(), 2, "{text}");
     check_golden("log_softmax_vocab_bf16", &text);
+}
+
+const ARANGE_BF16: &str = r#"def computation(x):
+  # x: "cuda:0 bf16[300]"
+  r = ltorch.arange(0, 300, 1, devices.cuda0, dtypes.bf16)
+  t0 = ltorch.add(x, r)
+  return (r, t0)
+"#;
+
+#[test]
+fn iotas_in_bf16_are_rounded_like_every_bf16_value() {
+    let (_, text) = generate(ARANGE_BF16);
+    // 257 is no bf16: the iota is rounded before the sum reads it (PyTorch's arange in bf16
+    // holds 256 there), and every bf16 value is stored by its top half.
+    assert!(
+        text.contains("= round_bf16((0.0f + 1.0f * (float)(i0)));"),
+        "{text}"
+    );
+    assert!(text.contains("s_out0[j] = bf16_bits(v0);"), "{text}");
+    assert!(!text.contains("f32_to_bf16(v"), "{text}");
 }

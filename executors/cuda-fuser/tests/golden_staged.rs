@@ -1,5 +1,6 @@
-//! Rows staged in shared memory (`THUNDER_CUDA_FUSER_ROWS=stage=1`, read once per process:
-//! hence a test binary of its own; staging is off by default, see `RowTuning::stage`).
+//! Rows staged in shared memory (`THUNDER_CUDA_FUSER_ROWS=stage=1,peel_cache=0`, read once
+//! per process: hence a test binary of its own; staging is off by default, see
+//! `RowTuning::stage`, and peeled rows are otherwise kept in registers where they fit).
 //! `scripts/golden_cpu_run.py` runs both goldens on the CPU against numpy.
 
 mod common;
@@ -8,7 +9,7 @@ use common::check_golden;
 use thunder_cuda_fuser::codegen;
 
 fn staging_on() {
-    std::env::set_var("THUNDER_CUDA_FUSER_ROWS", "stage=1");
+    std::env::set_var("THUNDER_CUDA_FUSER_ROWS", "stage=1,peel_cache=0");
 }
 
 const LOG_SOFTMAX_VOCAB_BF16: &str = r#"def computation(x):
@@ -27,8 +28,8 @@ fn vocabulary_rows_are_staged_in_shared_memory_where_the_device_has_room() {
     staging_on();
     let (kernels, launches, text) = common::generate_for(LOG_SOFTMAX_VOCAB_BF16, H100);
     assert_eq!(kernels.len(), 1, "{text}");
-    // 6,283 sixteen-byte slots (50,257 / 8, rounded up): the row is read from memory once,
-    // by the first pass, and the two passes after it read the slots.
+    // 6,283 sixteen-byte slots (50,257 / 8, rounded up): the row is copied there once, before
+    // the first pass, and the three passes read the slots.
     assert_eq!(
         launches,
         vec![codegen::Launch::StagedRows {
@@ -37,8 +38,13 @@ fn vocabulary_rows_are_staged_in_shared_memory_where_the_device_has_room() {
             shared_bytes: 6283 * 16,
         }]
     );
-    assert_eq!(text.matches("cache_n0[slot] = r_n0;").count(), 1, "{text}");
-    assert_eq!(text.matches("= cache_n0[slot];").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("stage_copy(&stage_n0[slot]").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("stage_wait();").count(), 1, "{text}");
+    assert_eq!(text.matches("= stage_n0[slot];").count(), 3, "{text}");
     assert_eq!(
         text.matches("reinterpret_cast<const uint4*>(in0").count(),
         1,
@@ -79,8 +85,8 @@ fn a_softmax_gradient_over_vocabulary_rows_stages_both_operands() {
             shared_bytes: 2 * 6283 * 16,
         }]
     );
-    assert_eq!(text.matches("[slot] = r_n").count(), 2, "{text}");
-    assert_eq!(text.matches("= cache_n").count(), 2, "{text}");
+    assert_eq!(text.matches("stage_copy(&stage_n").count(), 2, "{text}");
+    assert_eq!(text.matches("= stage_n").count(), 4, "{text}");
     check_golden("softmax_grad_vocab_bf16_staged", &text);
     // f32 rows of the same length: only the first operand fits (201 KiB of 226).
     let f32_text = SOFTMAX_GRAD_VOCAB_BF16
@@ -95,5 +101,5 @@ fn a_softmax_gradient_over_vocabulary_rows_stages_both_operands() {
             shared_bytes: 12565 * 16,
         }]
     );
-    assert_eq!(text.matches("[slot] = r_n").count(), 1, "{text}");
+    assert_eq!(text.matches("stage_copy(&stage_n").count(), 1, "{text}");
 }

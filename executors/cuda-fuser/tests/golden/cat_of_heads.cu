@@ -19,6 +19,14 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 }
 __device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+__device__ __forceinline__ u16_t bf16_bits(float exact) { return (u16_t)(__float_as_uint(exact) >> 16); }
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
+}
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 #if __CUDA_ARCH__ >= 800
@@ -75,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
       const float v0 = bf16_to_f32(e_n0[j]);
       const float v3 = (v2 ? v1 : v0);
       const float v6 = (v5 ? v4 : v3);
-      s_out0[j] = f32_to_bf16(v6);
+      s_out0[j] = bf16_bits(v6);
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
@@ -91,7 +99,7 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     const float v0 = ((i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 16LL && i3 < 24LL) ? bf16_to_f32(in0[-16LL + i0 * 96LL + i1 * 8LL + i2 * 32LL + i3]) : 0);
     const float v3 = (v2 ? v1 : v0);
     const float v6 = (v5 ? v4 : v3);
-    out0[e] = f32_to_bf16(v6);
+    out0[e] = bf16_bits(v6);
   }
 }
 

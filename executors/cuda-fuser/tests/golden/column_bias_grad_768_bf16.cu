@@ -19,6 +19,14 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 }
 __device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+__device__ __forceinline__ u16_t bf16_bits(float exact) { return (u16_t)(__float_as_uint(exact) >> 16); }
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
+}
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 #if __CUDA_ARCH__ >= 800
@@ -100,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
           const float v5 = round_bf16((float)v4);
           const float v6 = ((float)v5);
           acc7[j] += v6;
-          s_out0[j] = f32_to_bf16(v5);
+          s_out0[j] = bf16_bits(v5);
         }
         *reinterpret_cast<uint4*>(out0 + e0) = *reinterpret_cast<const uint4*>(s_out0);
       }
@@ -134,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
         const i64_t i2 = i2_0 + j;
         const float v7 = acc7[j];
         const float v8 = round_bf16((float)v7);
-        out1[r] = f32_to_bf16(v8);
+        out1[r] = bf16_bits(v8);
       }
     }
   }

@@ -19,6 +19,14 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 }
 __device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+__device__ __forceinline__ u16_t bf16_bits(float exact) { return (u16_t)(__float_as_uint(exact) >> 16); }
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
+}
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 #if __CUDA_ARCH__ >= 800
@@ -87,7 +95,7 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
           const float v1 = ((float)v0);
           const float v3 = v2;
           const float v4 = (v1 - v3);
-          const float v5 = exp2f((v4) * 1.44269504089f);
+          const float v5 = fast_exp2((v4) * 1.44269504089f);
           acc6 += v5;
         }
       }
@@ -110,11 +118,11 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
           const float v1 = ((float)v0);
           const float v3 = v2;
           const float v4 = (v1 - v3);
-          const float v5 = exp2f((v4) * 1.44269504089f);
+          const float v5 = fast_exp2((v4) * 1.44269504089f);
           const float v7 = v6;
           const float v8 = ((v5) * (1.0f / (v7)));
           const float v9 = round_bf16((float)v8);
-          s_out0[j] = f32_to_bf16(v9);
+          s_out0[j] = bf16_bits(v9);
         }
         *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
       }

@@ -19,6 +19,14 @@ __device__ __forceinline__ u16_t f32_to_bf16(float f) {
 }
 __device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 __device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+__device__ __forceinline__ u16_t bf16_bits(float exact) { return (u16_t)(__float_as_uint(exact) >> 16); }
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
+}
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 #if __CUDA_ARCH__ >= 800
@@ -44,6 +52,20 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+template <typename T> __device__ __forceinline__ void stage_copy(T* dst, const T* src) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  if (sizeof(T) == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(src) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(s), "l"(src), "n"(sizeof(T)) : "memory");
+#else
+  *dst = *src;
+#endif
+}
+__device__ __forceinline__ void stage_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
 extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0) {
   const i64_t rows = 4LL, cols = 50257LL;
   const i64_t lane = threadIdx.x, team = blockDim.x;
@@ -52,8 +74,14 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL, head = head_ < cols ? head_ : cols;
     const i64_t body_end = head + (cols - head) / 8LL * 8LL;
     extern __shared__ __align__(16) unsigned char row_stage[];
-    uint4* const cache_n0 = reinterpret_cast<uint4*>(row_stage + 0);
-    uint4* const cache_n2 = reinterpret_cast<uint4*>(row_stage + 100528);
+    uint4* const stage_n0 = reinterpret_cast<uint4*>(row_stage + 0);
+    uint4* const stage_n2 = reinterpret_cast<uint4*>(row_stage + 100528);
+    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
+      const i64_t slot = (c0 - head) / 8LL;
+      stage_copy(&stage_n0[slot], reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0));
+      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 50257LL + c0));
+    }
+    stage_wait();
     float acc5 = 0.0f;
     for (i64_t c = lane; c < head; c += team) {
       const i64_t i1 = c;
@@ -67,11 +95,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     }
     for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
       const i64_t slot = (c0 - head) / 8LL;
-      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
-      cache_n0[slot] = r_n0;
+      const uint4 r_n0 = stage_n0[slot];
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
-      const uint4 r_n2 = *reinterpret_cast<const uint4*>(in1 + i0 * 50257LL + c0);
-      cache_n2[slot] = r_n2;
+      const uint4 r_n2 = stage_n2[slot];
       const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -109,13 +135,13 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v7 = (v1 - v6);
       const float v8 = (v3 * v7);
       const float v9 = round_bf16((float)v8);
-      out0[e] = f32_to_bf16(v9);
+      out0[e] = bf16_bits(v9);
     }
     for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
       const i64_t slot = (c0 - head) / 8LL;
-      const uint4 r_n0 = cache_n0[slot];
+      const uint4 r_n0 = stage_n0[slot];
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
-      const uint4 r_n2 = cache_n2[slot];
+      const uint4 r_n2 = stage_n2[slot];
       const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
       __align__(16) u16_t s_out0[8];
       #pragma unroll
@@ -131,7 +157,7 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
         const float v7 = (v1 - v6);
         const float v8 = (v3 * v7);
         const float v9 = round_bf16((float)v8);
-        s_out0[j] = f32_to_bf16(v9);
+        s_out0[j] = bf16_bits(v9);
       }
       *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
     }
@@ -146,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v7 = (v1 - v6);
       const float v8 = (v3 * v7);
       const float v9 = round_bf16((float)v8);
-      out0[e] = f32_to_bf16(v9);
+      out0[e] = bf16_bits(v9);
     }
   }
 }

@@ -1,0 +1,187 @@
+// launch: StagedRows { rows: 4, block: 1024, shared_bytes: 100528 }
+// thunder cuda-fuser kernel over [4, 50257], reducing dims [1]
+typedef unsigned char u8_t;
+typedef unsigned short u16_t;
+typedef long long i64_t;
+__device__ __forceinline__ float f16_to_f32(u16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
+__device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (u16_t)(u >> 16);
+#endif
+}
+__device__ __forceinline__ float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+__device__ __forceinline__ u16_t bf16_bits(float exact) { return (u16_t)(__float_as_uint(exact) >> 16); }
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
+}
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T nan_min(T a, T b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+#if __CUDA_ARCH__ >= 800
+__device__ __forceinline__ float nan_max(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+__device__ __forceinline__ float nan_min(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+#endif
+__device__ __forceinline__ float py_rem(float a, float b) { float r = fmodf(a, b); if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b; return r; }
+__device__ __forceinline__ double py_rem(double a, double b) { double r = fmod(a, b); if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b; return r; }
+struct SumOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct MaxOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_max(a, b); } };
+struct MinOp { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return nan_min(a, b); } };
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = (lane < warps) ? scratch[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <typename T> __device__ __forceinline__ void stage_copy(T* dst, const T* src) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  if (sizeof(T) == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(src) : "memory");
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(s), "l"(src), "n"(sizeof(T)) : "memory");
+#else
+  *dst = *src;
+#endif
+}
+__device__ __forceinline__ void stage_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0) {
+  const i64_t rows = 4LL, cols = 50257LL;
+  const i64_t lane = threadIdx.x, team = blockDim.x;
+  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const i64_t i0 = r;
+    const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL, head = head_ < cols ? head_ : cols;
+    const i64_t body_end = head + (cols - head) / 8LL * 8LL;
+    extern __shared__ __align__(16) unsigned char row_stage[];
+    uint4 cache_n0[7];
+    uint4* const stage_n2 = reinterpret_cast<uint4*>(row_stage + 0);
+    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
+      const i64_t slot = (c0 - head) / 8LL;
+      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 50257LL + c0));
+    }
+    stage_wait();
+    float acc5 = 0.0f;
+    for (i64_t c = lane; c < head; c += team) {
+      const i64_t i1 = c;
+      const i64_t e = i0 * 50257LL + i1;
+      const float v0 = bf16_to_f32(in0[e]);
+      const float v1 = ((float)v0);
+      const float v2 = bf16_to_f32(in1[e]);
+      const float v3 = ((float)v2);
+      const float v4 = (v1 * v3);
+      acc5 += v4;
+    }
+    #pragma unroll
+    for (int it = 0; it < 7; ++it) {
+      const i64_t c0 = head + (lane + (i64_t)it * team) * 8LL;
+      const i64_t slot = lane + (i64_t)it * team;
+      if (c0 < body_end) {
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+        cache_n0[it] = r_n0;
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        const uint4 r_n2 = stage_n2[slot];
+        const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 50257LL + i1;
+          const float v0 = bf16_to_f32(e_n0[j]);
+          const float v1 = ((float)v0);
+          const float v2 = bf16_to_f32(e_n2[j]);
+          const float v3 = ((float)v2);
+          const float v4 = (v1 * v3);
+          acc5 += v4;
+        }
+      }
+    }
+    for (i64_t c = body_end + lane; c < cols; c += team) {
+      const i64_t i1 = c;
+      const i64_t e = i0 * 50257LL + i1;
+      const float v0 = bf16_to_f32(in0[e]);
+      const float v1 = ((float)v0);
+      const float v2 = bf16_to_f32(in1[e]);
+      const float v3 = ((float)v2);
+      const float v4 = (v1 * v3);
+      acc5 += v4;
+    }
+    acc5 = block_reduce<float>(acc5, SumOp(), (float)(0.0f));
+    const float v5 = acc5;
+    for (i64_t c = lane; c < head; c += team) {
+      const i64_t i1 = c;
+      const i64_t e = i0 * 50257LL + i1;
+      const float v2 = bf16_to_f32(in1[e]);
+      const float v3 = ((float)v2);
+      const float v0 = bf16_to_f32(in0[e]);
+      const float v1 = ((float)v0);
+      const float v6 = v5;
+      const float v7 = (v1 - v6);
+      const float v8 = (v3 * v7);
+      const float v9 = round_bf16((float)v8);
+      out0[e] = bf16_bits(v9);
+    }
+    #pragma unroll
+    for (int it = 0; it < 7; ++it) {
+      const i64_t c0 = head + (lane + (i64_t)it * team) * 8LL;
+      const i64_t slot = lane + (i64_t)it * team;
+      if (c0 < body_end) {
+        const uint4 r_n0 = cache_n0[it];
+        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        const uint4 r_n2 = stage_n2[slot];
+        const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
+        __align__(16) u16_t s_out0[8];
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const i64_t c = c0 + j;
+          const i64_t i1 = c;
+          const i64_t e = i0 * 50257LL + i1;
+          const float v2 = bf16_to_f32(e_n2[j]);
+          const float v3 = ((float)v2);
+          const float v0 = bf16_to_f32(e_n0[j]);
+          const float v1 = ((float)v0);
+          const float v6 = v5;
+          const float v7 = (v1 - v6);
+          const float v8 = (v3 * v7);
+          const float v9 = round_bf16((float)v8);
+          s_out0[j] = bf16_bits(v9);
+        }
+        *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
+      }
+    }
+    for (i64_t c = body_end + lane; c < cols; c += team) {
+      const i64_t i1 = c;
+      const i64_t e = i0 * 50257LL + i1;
+      const float v2 = bf16_to_f32(in1[e]);
+      const float v3 = ((float)v2);
+      const float v0 = bf16_to_f32(in0[e]);
+      const float v1 = ((float)v0);
+      const float v6 = v5;
+      const float v7 = (v1 - v6);
+      const float v8 = (v3 * v7);
+      const float v9 = round_bf16((float)v8);
+      out0[e] = bf16_bits(v9);
+    }
+  }
+}
+

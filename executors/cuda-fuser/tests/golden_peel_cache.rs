@@ -1,0 +1,54 @@
+//! Peeled vocabulary rows kept in registers beside staged ones (`THUNDER_CUDA_FUSER_ROWS=
+//! stage=1`, read once per process: hence a test binary of its own). The default tuning keeps
+//! a bf16 vocabulary row in registers (`golden.rs`); with staging on, the arrays that do not
+//! fit the registers go to shared memory. `scripts/golden_cpu_run.py` runs the golden on the
+//! CPU against numpy.
+
+mod common;
+
+use common::check_golden;
+use thunder_cuda_fuser::codegen;
+
+const SOFTMAX_GRAD_VOCAB_BF16: &str = r#"def computation(y, g):
+  # y: "cuda:0 bf16[4, 50257]"
+  # g: "cuda:0 bf16[4, 50257]"
+  t0 = prims.convert_element_type(y, dtypes.f32)
+  t1 = prims.convert_element_type(g, dtypes.f32)
+  t2 = ltorch.mul(t1, t0)
+  t3 = ltorch.sum(t2, [1], True)
+  t4 = ltorch.sub(t1, t3)
+  t5 = ltorch.mul(t0, t4)
+  t6 = prims.convert_element_type(t5, dtypes.bf16)
+  return (t6,)
+"#;
+
+const H100: codegen::Target = codegen::Target {
+    max_shared_bytes: 227 * 1024 - 1024,
+};
+
+#[test]
+fn one_operand_of_a_vocabulary_gradient_is_kept_in_registers_and_the_other_staged() {
+    std::env::set_var("THUNDER_CUDA_FUSER_ROWS", "stage=1");
+    let (kernels, launches, text) = common::generate_for(SOFTMAX_GRAD_VOCAB_BF16, H100);
+    assert_eq!(kernels.len(), 1, "{text}");
+    // Seven 16-byte vectors a thread of a 1024-thread block hold a row: 28 registers, within
+    // half of the 64 such a thread may use; the second operand would need 28 more, so it is
+    // staged (6,283 slots).
+    assert_eq!(
+        launches,
+        vec![codegen::Launch::StagedRows {
+            rows: 4,
+            block: 1024,
+            shared_bytes: 6283 * 16,
+        }]
+    );
+    assert_eq!(text.matches("uint4 cache_n").count(), 1, "{text}");
+    assert!(text.contains("[7];"), "{text}");
+    assert_eq!(text.matches("stage_copy(&stage_n").count(), 1, "{text}");
+    // The staged operand is read from its slots in both passes, the cached one from memory in
+    // the first pass and from registers in the second.
+    assert_eq!(text.matches("= stage_n").count(), 2, "{text}");
+    assert_eq!(text.matches("[it] = r_n").count(), 1, "{text}");
+    assert_eq!(text.matches("= cache_n").count(), 1, "{text}");
+    check_golden("softmax_grad_vocab_bf16_mixed", &text);
+}
