@@ -182,7 +182,7 @@ def rows_kernels():
         (o0,), info = run('log_softmax_vocab_bf16_staged', [(x, 0)], [((4, 50257), np.uint16)], cap)
         print('log_softmax_vocab_bf16_staged', info)
         ok &= check_rel('log_softmax', unbf16(o0), want, 1.01)
-        # The default: the row's body kept in registers (seven vectors a thread).
+        # Without room to stage: every pass reads the row from memory.
         (o0,), info = run('log_softmax_vocab_bf16', [(x, 0)], [((4, 50257), np.uint16)], cap)
         print('log_softmax_vocab_bf16', info)
         ok &= check_rel('log_softmax', unbf16(o0), want, 1.01)

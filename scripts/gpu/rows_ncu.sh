@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Nsight Compute's view of thunder's row kernels (rows_kernels.py's cases, --only picks them):
-# duration, DRAM throughput, achieved occupancy, registers and the main stall reasons, per
-# kernel, clocks left alone. On the device, carry [".gpu-bin"]:
+# duration, DRAM throughput, achieved occupancy, registers, the main stall reasons, issue-slot
+# and MUFU-pipe use and warp instructions, per kernel, clocks left alone. On the device, carry
+# [".gpu-bin"]:
 #   bash scripts/gpu/rows_ncu.sh .gpu-bin layer_norm softmax
 set -uo pipefail
 bin="$(cd "${1:-.gpu-bin}" && pwd)"
@@ -13,6 +14,9 @@ metrics+=,launch__occupancy_limit_registers,launch__block_size,launch__grid_size
 metrics+=,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
 metrics+=,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
 metrics+=,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
+# Bound by instructions? issue slots busy, the MUFU (exp) pipe's share, warp instructions.
+metrics+=,smsp__issue_active.avg.pct_of_peak_sustained_active
+metrics+=,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
 ncu --clock-control none -k regex:thunder_ --metrics "$metrics" --csv --print-units base \
   bash "$here/rows_kernels.sh" "$bin" --no-profiler --reps 1 --only "$@" 2>/dev/null \
   | python3 "$here/ncu_table.py"

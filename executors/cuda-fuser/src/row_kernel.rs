@@ -262,7 +262,7 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     // Teams smaller than a warp share it: a lane past the last row computes the last row again
     // (shuffles need the whole warp) and stores nothing.
     let shared_warp = matches!(warp_rows, Some((_, lanes)) if lanes < 32);
-    let (block, team_threads) = match team {
+    let (mut block, team_threads) = match team {
         Some(RowTeam::Warp {
             rows_per_block,
             lanes,
@@ -278,6 +278,10 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         }
     }
     let stage_bytes = vector.as_ref().map_or(0, |v| v.stage_bytes);
+    if stage_bytes > 0 {
+        // Narrower blocks let two staged rows share a multiprocessor (registers allowing).
+        block = block.min(crate::row_vector::tuning().stage_block.max(32));
+    }
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     if !block_team {
@@ -291,8 +295,13 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     }
     em.out.push_str(&device_functions(k));
     let mut sig = signature(k, name, block, split);
-    let min_blocks = crate::row_vector::tuning().warp_min_blocks;
-    if warp_rows.is_some() && min_blocks > 0 {
+    let min_blocks = if warp_rows.is_some() {
+        crate::row_vector::tuning().warp_min_blocks
+    } else {
+        crate::row_vector::tuning().block_min_blocks
+    };
+    // A bound no multiprocessor can meet (2,048 threads) is left out.
+    if min_blocks > 0 && block * min_blocks <= 2048 {
         sig = sig.replacen(
             &format!("__launch_bounds__({block})"),
             &format!("__launch_bounds__({block}, {min_blocks})"),

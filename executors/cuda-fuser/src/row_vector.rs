@@ -14,12 +14,13 @@
 //! Rows of at most `MAX_CACHED_VECTORS` vectors per thread keep the vectors that several
 //! passes read (the activations of a layer_norm: mean, variance, output) in registers, as many
 //! of those arrays as fit half a thread's share of the register file: the row is read from
-//! memory once, not once per pass, and all of a thread's vectors are in flight at once. A
-//! peeled row (a vocabulary of 50,257 in bf16: seven vectors a thread of a 1024-thread block)
-//! keeps its body's vectors the same way, its head and tail being read per element.
+//! memory once, not once per pass, and all of a thread's vectors are in flight at once. With
+//! `peel_cache=1` (off: slower, see [`RowTuning::peel_cache`]) a peeled row (a vocabulary of
+//! 50,257 in bf16: seven vectors a thread of a 1024-thread block) keeps its body's vectors
+//! the same way, its head and tail being read per element.
 //!
-//! Rows run by one block each may *stage* the arrays not kept in registers in dynamic shared
-//! memory instead, where they fit the device's limit (`stage=1` in the row tuning): before the
+//! Rows run by one block each *stage* the arrays not kept in registers in dynamic shared
+//! memory instead, where they fit the device's limit (`stage=0` in the row tuning: not): before the
 //! first pass each thread copies its slots of the row with `cp.async` (sm_80 on), so the whole
 //! row is in flight at once, and waits for its own copies; every pass then reads the slots.
 //! Each thread reads back only the slots it copied (every pass walks the row with the same
@@ -304,8 +305,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
-/// min_blocks=0,stage=0,stage_unroll=0,peel_cache=1,fast_math=1`; unnamed keys keep their
-/// defaults). Read
+/// min_blocks=0,block_min_blocks=0,stage=1,stage_block=1024,stage_unroll=0,peel_cache=0,
+/// fast_math=1`; unnamed keys keep their defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -330,16 +331,22 @@ pub(crate) struct RowTuning {
     /// Blocks a multiprocessor should hold of a warp-per-row kernel (`__launch_bounds__`'s
     /// second argument, which caps registers to fit them); 0: no bound.
     pub warp_min_blocks: u32,
-    /// Whether rows too long for registers are staged in shared memory. Off: on an H200
-    /// (`docs/gpu-wave/2026-11-26-s7`) staging made bf16 vocabulary rows no faster forward
-    /// (softmax 396 against 400 µs) and slower elsewhere (log_softmax forward 437 against 387,
-    /// the backwards 405-510 against 369-473): these kernels were not bound by re-reading
-    /// their rows, which the L2 cache serves.
+    /// The same for kernels of a block per row.
+    pub block_min_blocks: u32,
+    /// The widest block of a staged kernel (a row still takes one block).
+    pub stage_block: u32,
+    /// Whether rows too long for registers are staged in shared memory. When the first pass
+    /// read the row into the stage one vector at a time, staging was no faster on an H200
+    /// (`docs/gpu-wave/2026-11-26-s7`): each thread had one 16-byte load in flight. Copied
+    /// with `cp.async` before the first pass (the whole row in flight), it is, on an H100
+    /// (`docs/gpu-wave/2026-11-26-s8`): log_softmax over bf16 vocabulary rows 398 -> 310 µs
+    /// forward, softmax over f32 ones 545 -> 315 forward and 704 -> 588 backward.
     pub stage: bool,
     /// Unrolling of the vector loop of staged rows; 0 or 1: none (4 was slower on an H200).
     pub stage_unroll: u32,
     /// Whether peeled rows (not a multiple of the vector width: a vocabulary) keep their
-    /// vectors in registers like aligned rows.
+    /// vectors in registers like aligned rows. Off: on an H100 a bf16 vocabulary softmax
+    /// kept that way took 616 µs forward against 402 staged (`docs/gpu-wave/2026-11-26-s8`).
     pub peel_cache: bool,
     /// Fast f32 `exp` and row division in row kernels whose outputs are all f16/bf16 (see
     /// `codegen::fast_math_for`). On an H200: bf16 softmax over vocabulary rows 396 -> 352
@@ -357,9 +364,11 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     unroll: 0,
     grid_threads: 1 << 17,
     warp_min_blocks: 0,
-    stage: false,
+    block_min_blocks: 0,
+    stage_block: 1024,
+    stage: true,
     stage_unroll: 0,
-    peel_cache: true,
+    peel_cache: false,
     fast_math: true,
 };
 
@@ -382,6 +391,10 @@ impl RowTuning {
                 "unroll" => t.unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(4),
                 "grid" => t.grid_threads = v.max(1),
                 "min_blocks" => t.warp_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0),
+                "block_min_blocks" => {
+                    t.block_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0)
+                }
+                "stage_block" => t.stage_block = u32::try_from(v.clamp(32, 1024)).unwrap_or(1024),
                 "stage" => t.stage = v != 0,
                 "fast_math" => t.fast_math = v != 0,
                 "peel_cache" => t.peel_cache = v != 0,
@@ -689,7 +702,10 @@ mod tests {
         assert_eq!(t.grid_threads, DEFAULT_TUNING.grid_threads);
         assert_eq!(RowTuning::parse("unroll=4").unroll, 4);
         assert_eq!(RowTuning::parse("stage_unroll=2").stage_unroll, 2);
-        assert!(RowTuning::parse("stage=1").stage);
+        assert!(!RowTuning::parse("stage=0").stage);
+        assert!(RowTuning::parse("peel_cache=1").peel_cache);
+        assert_eq!(RowTuning::parse("stage_block=512").stage_block, 512);
+        assert_eq!(RowTuning::parse("block_min_blocks=12").block_min_blocks, 12);
         assert!(!RowTuning::parse("fast_math=0").fast_math);
         // One vector a thread and no warp teams: the layout before the tuning (a block as
         // wide as the row's vectors), which sweeps keep as their baseline.

@@ -409,15 +409,12 @@ fn odd_length_rows_peel_a_scalar_head_and_tail_off_vector_loops() {
     );
     assert_eq!(text.matches("c0 < body_end").count(), 3, "{text}");
     assert_eq!(text.matches("c = body_end + lane").count(), 3, "{text}");
-    // The body's seven vectors a thread (of a 1024-thread block) stay in registers: read from
-    // memory in the first pass only.
-    assert!(text.contains("uint4 cache_n0[7];"), "{text}");
+    // Without room to stage the row (48 KiB, the portable limit) it is read in every pass.
     assert_eq!(
         text.matches("reinterpret_cast<const uint4*>(in0").count(),
-        1,
+        3,
         "{text}"
     );
-    assert_eq!(text.matches("= cache_n0[it];").count(), 2, "{text}");
     check_golden("log_softmax_vocab_bf16", &text);
 }
 

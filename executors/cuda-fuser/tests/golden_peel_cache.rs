@@ -1,7 +1,6 @@
 //! Peeled vocabulary rows kept in registers beside staged ones (`THUNDER_CUDA_FUSER_ROWS=
-//! stage=1`, read once per process: hence a test binary of its own). The default tuning keeps
-//! a bf16 vocabulary row in registers (`golden.rs`); with staging on, the arrays that do not
-//! fit the registers go to shared memory. `scripts/golden_cpu_run.py` runs the golden on the
+//! peel_cache=1`, off by default, read once per process: hence a test binary of its own): the
+//! arrays that do not fit the registers go to shared memory. `scripts/golden_cpu_run.py` runs the golden on the
 //! CPU against numpy.
 
 mod common;
@@ -28,7 +27,7 @@ const H100: codegen::Target = codegen::Target {
 
 #[test]
 fn one_operand_of_a_vocabulary_gradient_is_kept_in_registers_and_the_other_staged() {
-    std::env::set_var("THUNDER_CUDA_FUSER_ROWS", "stage=1");
+    std::env::set_var("THUNDER_CUDA_FUSER_ROWS", "peel_cache=1");
     let (kernels, launches, text) = common::generate_for(SOFTMAX_GRAD_VOCAB_BF16, H100);
     assert_eq!(kernels.len(), 1, "{text}");
     // Seven 16-byte vectors a thread of a 1024-thread block hold a row: 28 registers, within

@@ -1,6 +1,6 @@
-//! Rows staged in shared memory (`THUNDER_CUDA_FUSER_ROWS=stage=1,peel_cache=0`, read once
-//! per process: hence a test binary of its own; staging is off by default, see
-//! `RowTuning::stage`, and peeled rows are otherwise kept in registers where they fit).
+//! Rows staged in shared memory (the default tuning, spelt out as `THUNDER_CUDA_FUSER_ROWS=
+//! stage=1,peel_cache=0` since the variable is read once per process: hence a test binary of
+//! its own).
 //! `scripts/golden_cpu_run.py` runs both goldens on the CPU against numpy.
 
 mod common;

@@ -59,7 +59,6 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     const i64_t i0 = r;
     const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL, head = head_ < cols ? head_ : cols;
     const i64_t body_end = head + (cols - head) / 8LL * 8LL;
-    uint4 cache_n0[7];
     float acc2 = -__int_as_float(0x7f800000);
     for (i64_t c = lane; c < head; c += team) {
       const i64_t i1 = c;
@@ -68,22 +67,17 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v1 = ((float)v0);
       acc2 = nan_max(acc2, v1);
     }
-    #pragma unroll
-    for (int it = 0; it < 7; ++it) {
-      const i64_t c0 = head + (lane + (i64_t)it * team) * 8LL;
-      if (c0 < body_end) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
-        cache_n0[it] = r_n0;
-        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 50257LL + i1;
-          const float v0 = bf16_to_f32(e_n0[j]);
-          const float v1 = ((float)v0);
-          acc2 = nan_max(acc2, v1);
-        }
+    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
+      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+      const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const i64_t c = c0 + j;
+        const i64_t i1 = c;
+        const i64_t e = i0 * 50257LL + i1;
+        const float v0 = bf16_to_f32(e_n0[j]);
+        const float v1 = ((float)v0);
+        acc2 = nan_max(acc2, v1);
       }
     }
     for (i64_t c = body_end + lane; c < cols; c += team) {
@@ -106,24 +100,20 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v5 = fast_exp2((v4) * 1.44269504089f);
       acc6 += v5;
     }
-    #pragma unroll
-    for (int it = 0; it < 7; ++it) {
-      const i64_t c0 = head + (lane + (i64_t)it * team) * 8LL;
-      if (c0 < body_end) {
-        const uint4 r_n0 = cache_n0[it];
-        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 50257LL + i1;
-          const float v0 = bf16_to_f32(e_n0[j]);
-          const float v1 = ((float)v0);
-          const float v3 = v2;
-          const float v4 = (v1 - v3);
-          const float v5 = fast_exp2((v4) * 1.44269504089f);
-          acc6 += v5;
-        }
+    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
+      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+      const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const i64_t c = c0 + j;
+        const i64_t i1 = c;
+        const i64_t e = i0 * 50257LL + i1;
+        const float v0 = bf16_to_f32(e_n0[j]);
+        const float v1 = ((float)v0);
+        const float v3 = v2;
+        const float v4 = (v1 - v3);
+        const float v5 = fast_exp2((v4) * 1.44269504089f);
+        acc6 += v5;
       }
     }
     for (i64_t c = body_end + lane; c < cols; c += team) {
@@ -151,29 +141,25 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v10 = round_bf16((float)v9);
       out0[e] = bf16_bits(v10);
     }
-    #pragma unroll
-    for (int it = 0; it < 7; ++it) {
-      const i64_t c0 = head + (lane + (i64_t)it * team) * 8LL;
-      if (c0 < body_end) {
-        const uint4 r_n0 = cache_n0[it];
-        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
-        __align__(16) u16_t s_out0[8];
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 50257LL + i1;
-          const float v0 = bf16_to_f32(e_n0[j]);
-          const float v1 = ((float)v0);
-          const float v3 = v2;
-          const float v4 = (v1 - v3);
-          const float v8 = v7;
-          const float v9 = (v4 - v8);
-          const float v10 = round_bf16((float)v9);
-          s_out0[j] = bf16_bits(v10);
-        }
-        *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
+    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
+      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+      const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+      __align__(16) u16_t s_out0[8];
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const i64_t c = c0 + j;
+        const i64_t i1 = c;
+        const i64_t e = i0 * 50257LL + i1;
+        const float v0 = bf16_to_f32(e_n0[j]);
+        const float v1 = ((float)v0);
+        const float v3 = v2;
+        const float v4 = (v1 - v3);
+        const float v8 = v7;
+        const float v9 = (v4 - v8);
+        const float v10 = round_bf16((float)v9);
+        s_out0[j] = bf16_bits(v10);
       }
+      *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
     }
     for (i64_t c = body_end + lane; c < cols; c += team) {
       const i64_t i1 = c;
