@@ -274,7 +274,13 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         v.plan_cache(k, cols_n, team_threads, read_again.clone());
         // A block per row: a row too long for registers may be staged in shared memory.
         if matches!(team, Some(RowTeam::Block { .. })) {
-            v.plan_stage(k, cols_n, read_again, target.max_shared_bytes);
+            let cap = crate::row_vector::tuning().stage_kib.saturating_mul(1024);
+            let room = if cap > 0 {
+                target.max_shared_bytes.min(cap)
+            } else {
+                target.max_shared_bytes
+            };
+            v.plan_stage(k, cols_n, read_again, room);
         }
     }
     let stage_bytes = vector.as_ref().map_or(0, |v| v.stage_bytes);

@@ -305,8 +305,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
-/// min_blocks=0,block_min_blocks=0,stage=1,stage_block=1024,stage_unroll=0,peel_cache=0,
-/// fast_math=1`; unnamed keys keep their defaults). Read
+/// min_blocks=0,block_min_blocks=0,stage=1,stage_block=1024,stage_kib=0,stage_unroll=0,
+/// peel_cache=0,fast_math=1`; unnamed keys keep their defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -335,6 +335,9 @@ pub(crate) struct RowTuning {
     pub block_min_blocks: u32,
     /// The widest block of a staged kernel (a row still takes one block).
     pub stage_block: u32,
+    /// The most shared memory a staged row takes, KiB (0: the device's limit per block); the
+    /// arrays past it are read again from memory (L2).
+    pub stage_kib: u32,
     /// Whether rows too long for registers are staged in shared memory. When the first pass
     /// read the row into the stage one vector at a time, staging was no faster on an H200
     /// (`docs/gpu-wave/2026-11-26-s7`): each thread had one 16-byte load in flight. Copied
@@ -366,6 +369,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     warp_min_blocks: 0,
     block_min_blocks: 0,
     stage_block: 1024,
+    stage_kib: 0,
     stage: true,
     stage_unroll: 0,
     peel_cache: false,
@@ -394,6 +398,7 @@ impl RowTuning {
                 "block_min_blocks" => {
                     t.block_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0)
                 }
+                "stage_kib" => t.stage_kib = u32::try_from(v.clamp(0, 1 << 20)).unwrap_or(0),
                 "stage_block" => t.stage_block = u32::try_from(v.clamp(32, 1024)).unwrap_or(1024),
                 "stage" => t.stage = v != 0,
                 "fast_math" => t.fast_math = v != 0,
@@ -705,6 +710,7 @@ mod tests {
         assert!(!RowTuning::parse("stage=0").stage);
         assert!(RowTuning::parse("peel_cache=1").peel_cache);
         assert_eq!(RowTuning::parse("stage_block=512").stage_block, 512);
+        assert_eq!(RowTuning::parse("stage_kib=110").stage_kib, 110);
         assert_eq!(RowTuning::parse("block_min_blocks=12").block_min_blocks, 12);
         assert!(!RowTuning::parse("fast_math=0").fast_math);
         // One vector a thread and no warp teams: the layout before the tuning (a block as
