@@ -271,23 +271,37 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         None => (block, block),
     };
     if let Some(v) = vector.as_mut().filter(|_| !split) {
+        let per_row_block = matches!(team, Some(RowTeam::Block { .. }));
+        let cap = crate::row_vector::tuning().stage_kib.saturating_mul(1024);
+        let room = if cap > 0 {
+            target.max_shared_bytes.min(cap)
+        } else {
+            target.max_shared_bytes
+        };
         v.plan_cache(k, cols_n, team_threads, read_again.clone());
         // A block per row: a row too long for registers may be staged in shared memory.
-        if matches!(team, Some(RowTeam::Block { .. })) {
-            let cap = crate::row_vector::tuning().stage_kib.saturating_mul(1024);
-            let room = if cap > 0 {
-                target.max_shared_bytes.min(cap)
-            } else {
-                target.max_shared_bytes
+        if per_row_block {
+            v.plan_stage(k, cols_n, read_again.clone(), room);
+        }
+        let narrower = crate::row_vector::stage_block(v.width);
+        if v.stage_bytes > 0 && narrower < block {
+            // A staged row runs on a narrower block: what registers hold is planned again for
+            // it (a thread now holds more of the row), and the rest staged again.
+            block = narrower;
+            *v = RowVector {
+                cache: 0,
+                cached: Vec::new(),
+                stage_slots: 0,
+                staged: Vec::new(),
+                stage_at: Vec::new(),
+                stage_bytes: 0,
+                ..v.clone()
             };
+            v.plan_cache(k, cols_n, block, read_again.clone());
             v.plan_stage(k, cols_n, read_again, room);
         }
     }
     let stage_bytes = vector.as_ref().map_or(0, |v| v.stage_bytes);
-    if stage_bytes > 0 {
-        // Narrower blocks let two staged rows share a multiprocessor (registers allowing).
-        block = block.min(crate::row_vector::tuning().stage_block.max(32));
-    }
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     if !block_team {

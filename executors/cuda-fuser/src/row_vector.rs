@@ -305,7 +305,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
-/// min_blocks=0,block_min_blocks=0,stage=1,stage_block=1024,stage_kib=0,stage_unroll=0,
+/// min_blocks=0,block_min_blocks=12,stage=1,stage_block=0,stage_kib=0,stage_unroll=0,
 /// peel_cache=0,fast_math=1`; unnamed keys keep their defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,9 +331,14 @@ pub(crate) struct RowTuning {
     /// Blocks a multiprocessor should hold of a warp-per-row kernel (`__launch_bounds__`'s
     /// second argument, which caps registers to fit them); 0: no bound.
     pub warp_min_blocks: u32,
-    /// The same for kernels of a block per row.
+    /// The same for kernels of a block per row, where the block is small enough (at most
+    /// 2,048 threads a multiprocessor). 12 (registers capped at 40 for blocks of 128): bf16
+    /// rows of 4096 on an H100 (`docs/gpu-wave/2026-11-26-s8`), layer_norm 55.8 -> 53.7 µs
+    /// forward, rms_norm 51.5 -> 49.5, softmax 51.1 -> 49.9; at 8 warps a multiprocessor
+    /// (64 registers) they were bound by latency.
     pub block_min_blocks: u32,
-    /// The widest block of a staged kernel (a row still takes one block).
+    /// The widest block of a staged kernel (a row still takes one block); 0: by the vector
+    /// width ([`stage_block`]).
     pub stage_block: u32,
     /// The most shared memory a staged row takes, KiB (0: the device's limit per block); the
     /// arrays past it are read again from memory (L2).
@@ -367,8 +372,8 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     unroll: 0,
     grid_threads: 1 << 17,
     warp_min_blocks: 0,
-    block_min_blocks: 0,
-    stage_block: 1024,
+    block_min_blocks: 12,
+    stage_block: 0,
     stage_kib: 0,
     stage: true,
     stage_unroll: 0,
@@ -399,7 +404,7 @@ impl RowTuning {
                     t.block_min_blocks = u32::try_from(v.clamp(0, 32)).unwrap_or(0)
                 }
                 "stage_kib" => t.stage_kib = u32::try_from(v.clamp(0, 1 << 20)).unwrap_or(0),
-                "stage_block" => t.stage_block = u32::try_from(v.clamp(32, 1024)).unwrap_or(1024),
+                "stage_block" => t.stage_block = u32::try_from(v.clamp(0, 1024)).unwrap_or(0),
                 "stage" => t.stage = v != 0,
                 "fast_math" => t.fast_math = v != 0,
                 "peel_cache" => t.peel_cache = v != 0,
@@ -408,6 +413,19 @@ impl RowTuning {
             }
         }
         t
+    }
+}
+
+/// The widest block of a staged kernel whose vectors hold `width` elements. On an H100
+/// (`docs/gpu-wave/2026-11-26-s8`), 512 threads against 1024: bf16 vocabulary softmax 403 ->
+/// 294 µs forward and 542 -> 428 backward, log_softmax 311 -> 288 forward; but f32 softmax
+/// 315 -> 328 forward and 587 -> 676 backward, log_softmax 434 -> 503 backward (its forward
+/// alone went 417 -> 297). Half-type rows take 512, f32 rows 1024.
+pub(crate) fn stage_block(width: u32) -> u32 {
+    match tuning().stage_block {
+        0 if width >= 8 => 512,
+        0 => 1024,
+        b => b.max(32),
     }
 }
 

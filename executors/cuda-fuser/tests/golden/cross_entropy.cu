@@ -189,7 +189,7 @@ __device__ __forceinline__ T team_reduce(T v, Op op) {
   }
   return scratch[0][tx];
 }
-extern "C" __global__ void __launch_bounds__(4) thunder_fused_1(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0) {
+extern "C" __global__ void __launch_bounds__(4, 12) thunder_fused_1(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0) {
   const i64_t rows = 1LL, cols = 32LL;
   const i64_t lane = threadIdx.x / 1, team = 4;
   for (i64_t r0 = (i64_t)blockIdx.x * 1; r0 < rows; r0 += (i64_t)gridDim.x * 1) {

@@ -1,4 +1,4 @@
-// launch: StagedRows { rows: 4, block: 1024, shared_bytes: 100528 }
+// launch: StagedRows { rows: 4, block: 512, shared_bytes: 100528 }
 // thunder cuda-fuser kernel over [4, 50257], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -66,7 +66,7 @@ __device__ __forceinline__ void stage_wait() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
-extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
+extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
   const i64_t rows = 4LL, cols = 50257LL;
   const i64_t lane = threadIdx.x, team = blockDim.x;
   for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {

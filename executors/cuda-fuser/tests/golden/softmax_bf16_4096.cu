@@ -52,7 +52,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
+extern "C" __global__ void __launch_bounds__(128, 12) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
   const i64_t rows = 8192LL, cols = 4096LL;
   const i64_t lane = threadIdx.x, team = blockDim.x;
   for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {

@@ -1,5 +1,5 @@
-// launch: StagedRows { rows: 4, block: 1024, shared_bytes: 100528 }
-// thunder cuda-fuser kernel over [4, 50257], reducing dims [1]
+// launch: StagedRows { rows: 4, block: 1024, shared_bytes: 120016 }
+// thunder cuda-fuser kernel over [4, 30001], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
 typedef long long i64_t;
@@ -66,51 +66,51 @@ __device__ __forceinline__ void stage_wait() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
-extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0) {
-  const i64_t rows = 4LL, cols = 50257LL;
+extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
+  const i64_t rows = 4LL, cols = 30001LL;
   const i64_t lane = threadIdx.x, team = blockDim.x;
   for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const i64_t i0 = r;
-    const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL, head = head_ < cols ? head_ : cols;
-    const i64_t body_end = head + (cols - head) / 8LL * 8LL;
+    const i64_t head_ = (4LL - (r * cols) % 4LL) % 4LL, head = head_ < cols ? head_ : cols;
+    const i64_t body_end = head + (cols - head) / 4LL * 4LL;
     extern __shared__ __align__(16) unsigned char row_stage[];
-    uint4 cache_n0[7];
+    uint4 cache_n0[8];
     uint4* const stage_n2 = reinterpret_cast<uint4*>(row_stage + 0);
-    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
-      const i64_t slot = (c0 - head) / 8LL;
-      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 50257LL + c0));
+    for (i64_t c0 = head + lane * 4LL; c0 < body_end; c0 += team * 4LL) {
+      const i64_t slot = (c0 - head) / 4LL;
+      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 30001LL + c0));
     }
     stage_wait();
     float acc5 = 0.0f;
     for (i64_t c = lane; c < head; c += team) {
       const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
-      const float v0 = bf16_to_f32(in0[e]);
-      const float v1 = ((float)v0);
-      const float v2 = bf16_to_f32(in1[e]);
-      const float v3 = ((float)v2);
+      const i64_t e = i0 * 30001LL + i1;
+      const float v0 = in0[e];
+      const float v1 = v0;
+      const float v2 = in1[e];
+      const float v3 = v2;
       const float v4 = (v1 * v3);
       acc5 += v4;
     }
     #pragma unroll
-    for (int it = 0; it < 7; ++it) {
-      const i64_t c0 = head + (lane + (i64_t)it * team) * 8LL;
+    for (int it = 0; it < 8; ++it) {
+      const i64_t c0 = head + (lane + (i64_t)it * team) * 4LL;
       const i64_t slot = lane + (i64_t)it * team;
       if (c0 < body_end) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 30001LL + c0);
         cache_n0[it] = r_n0;
-        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         const uint4 r_n2 = stage_n2[slot];
-        const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
+        const float* e_n2 = reinterpret_cast<const float*>(&r_n2);
         #pragma unroll
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < 4; ++j) {
           const i64_t c = c0 + j;
           const i64_t i1 = c;
-          const i64_t e = i0 * 50257LL + i1;
-          const float v0 = bf16_to_f32(e_n0[j]);
-          const float v1 = ((float)v0);
-          const float v2 = bf16_to_f32(e_n2[j]);
-          const float v3 = ((float)v2);
+          const i64_t e = i0 * 30001LL + i1;
+          const float v0 = e_n0[j];
+          const float v1 = v0;
+          const float v2 = e_n2[j];
+          const float v3 = v2;
           const float v4 = (v1 * v3);
           acc5 += v4;
         }
@@ -118,11 +118,11 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     }
     for (i64_t c = body_end + lane; c < cols; c += team) {
       const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
-      const float v0 = bf16_to_f32(in0[e]);
-      const float v1 = ((float)v0);
-      const float v2 = bf16_to_f32(in1[e]);
-      const float v3 = ((float)v2);
+      const i64_t e = i0 * 30001LL + i1;
+      const float v0 = in0[e];
+      const float v1 = v0;
+      const float v2 = in1[e];
+      const float v3 = v2;
       const float v4 = (v1 * v3);
       acc5 += v4;
     }
@@ -130,57 +130,57 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     const float v5 = acc5;
     for (i64_t c = lane; c < head; c += team) {
       const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
-      const float v2 = bf16_to_f32(in1[e]);
-      const float v3 = ((float)v2);
-      const float v0 = bf16_to_f32(in0[e]);
-      const float v1 = ((float)v0);
+      const i64_t e = i0 * 30001LL + i1;
+      const float v2 = in1[e];
+      const float v3 = v2;
+      const float v0 = in0[e];
+      const float v1 = v0;
       const float v6 = v5;
       const float v7 = (v1 - v6);
       const float v8 = (v3 * v7);
-      const float v9 = round_bf16((float)v8);
-      out0[e] = bf16_bits(v9);
+      const float v9 = v8;
+      out0[e] = v9;
     }
     #pragma unroll
-    for (int it = 0; it < 7; ++it) {
-      const i64_t c0 = head + (lane + (i64_t)it * team) * 8LL;
+    for (int it = 0; it < 8; ++it) {
+      const i64_t c0 = head + (lane + (i64_t)it * team) * 4LL;
       const i64_t slot = lane + (i64_t)it * team;
       if (c0 < body_end) {
         const uint4 r_n0 = cache_n0[it];
-        const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         const uint4 r_n2 = stage_n2[slot];
-        const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
-        __align__(16) u16_t s_out0[8];
+        const float* e_n2 = reinterpret_cast<const float*>(&r_n2);
+        __align__(16) float s_out0[4];
         #pragma unroll
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < 4; ++j) {
           const i64_t c = c0 + j;
           const i64_t i1 = c;
-          const i64_t e = i0 * 50257LL + i1;
-          const float v2 = bf16_to_f32(e_n2[j]);
-          const float v3 = ((float)v2);
-          const float v0 = bf16_to_f32(e_n0[j]);
-          const float v1 = ((float)v0);
+          const i64_t e = i0 * 30001LL + i1;
+          const float v2 = e_n2[j];
+          const float v3 = v2;
+          const float v0 = e_n0[j];
+          const float v1 = v0;
           const float v6 = v5;
           const float v7 = (v1 - v6);
           const float v8 = (v3 * v7);
-          const float v9 = round_bf16((float)v8);
-          s_out0[j] = bf16_bits(v9);
+          const float v9 = v8;
+          s_out0[j] = v9;
         }
         *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
       }
     }
     for (i64_t c = body_end + lane; c < cols; c += team) {
       const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
-      const float v2 = bf16_to_f32(in1[e]);
-      const float v3 = ((float)v2);
-      const float v0 = bf16_to_f32(in0[e]);
-      const float v1 = ((float)v0);
+      const i64_t e = i0 * 30001LL + i1;
+      const float v2 = in1[e];
+      const float v3 = v2;
+      const float v0 = in0[e];
+      const float v1 = v0;
       const float v6 = v5;
       const float v7 = (v1 - v6);
       const float v8 = (v3 * v7);
-      const float v9 = round_bf16((float)v8);
-      out0[e] = bf16_bits(v9);
+      const float v9 = v8;
+      out0[e] = v9;
     }
   }
 }
