@@ -5,25 +5,8 @@
 
 mod common;
 
-use common::check_golden;
+use common::{check_golden, softmax_grad};
 use thunder_cuda_fuser::codegen;
-
-fn softmax_grad(dtype: &str, cols: i64) -> String {
-    format!(
-        r#"def computation(y, g):
-  # y: "cuda:0 {dtype}[4, {cols}]"
-  # g: "cuda:0 {dtype}[4, {cols}]"
-  t0 = prims.convert_element_type(y, dtypes.f32)
-  t1 = prims.convert_element_type(g, dtypes.f32)
-  t2 = ltorch.mul(t1, t0)
-  t3 = ltorch.sum(t2, [1], True)
-  t4 = ltorch.sub(t1, t3)
-  t5 = ltorch.mul(t0, t4)
-  t6 = prims.convert_element_type(t5, dtypes.{dtype})
-  return (t6,)
-"#
-    )
-}
 
 const H100: codegen::Target = codegen::Target {
     max_shared_bytes: 227 * 1024 - 1024,

@@ -59,23 +59,11 @@ fn vocabulary_rows_are_staged_in_shared_memory_where_the_device_has_room() {
     assert!(matches!(launches[0], codegen::Launch::BlockPerRow { .. }));
 }
 
-const SOFTMAX_GRAD_VOCAB_BF16: &str = r#"def computation(y, g):
-  # y: "cuda:0 bf16[4, 50257]"
-  # g: "cuda:0 bf16[4, 50257]"
-  t0 = prims.convert_element_type(y, dtypes.f32)
-  t1 = prims.convert_element_type(g, dtypes.f32)
-  t2 = ltorch.mul(t1, t0)
-  t3 = ltorch.sum(t2, [1], True)
-  t4 = ltorch.sub(t1, t3)
-  t5 = ltorch.mul(t0, t4)
-  t6 = prims.convert_element_type(t5, dtypes.bf16)
-  return (t6,)
-"#;
-
 #[test]
 fn a_softmax_gradient_over_vocabulary_rows_stages_both_operands() {
     staging_on();
-    let (kernels, launches, text) = common::generate_for(SOFTMAX_GRAD_VOCAB_BF16, H100);
+    let (kernels, launches, text) =
+        common::generate_for(&common::softmax_grad("bf16", 50257), H100);
     assert_eq!(kernels.len(), 1, "{text}");
     // The output and the gradient, 6,283 slots each.
     assert_eq!(
@@ -90,9 +78,7 @@ fn a_softmax_gradient_over_vocabulary_rows_stages_both_operands() {
     assert_eq!(text.matches("= stage_n").count(), 4, "{text}");
     check_golden("softmax_grad_vocab_bf16_staged", &text);
     // f32 rows of the same length: only the first operand fits (201 KiB of 226).
-    let f32_text = SOFTMAX_GRAD_VOCAB_BF16
-        .replace("bf16[4, 50257]", "f32[4, 50257]")
-        .replace("dtypes.bf16", "dtypes.f32");
+    let f32_text = common::softmax_grad("f32", 50257);
     let (_, launches, text) = common::generate_for(&f32_text, H100);
     assert_eq!(
         launches,

@@ -149,3 +149,22 @@ pub fn emulate_against_interpreter(name: &str, trace: &Trace, rtol: f64, seed: u
         }
     }
 }
+
+/// softmax's backward from its output `y` and cotangent `g` over rows of `cols` (as ltorch's
+/// VJP writes it), both `dtype`, returning `dtype`.
+pub fn softmax_grad(dtype: &str, cols: i64) -> String {
+    format!(
+        r#"def computation(y, g):
+  # y: "cuda:0 {dtype}[4, {cols}]"
+  # g: "cuda:0 {dtype}[4, {cols}]"
+  t0 = prims.convert_element_type(y, dtypes.f32)
+  t1 = prims.convert_element_type(g, dtypes.f32)
+  t2 = ltorch.mul(t1, t0)
+  t3 = ltorch.sum(t2, [1], True)
+  t4 = ltorch.sub(t1, t3)
+  t5 = ltorch.mul(t0, t4)
+  t6 = prims.convert_element_type(t5, dtypes.{dtype})
+  return (t6,)
+"#
+    )
+}
