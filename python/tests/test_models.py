@@ -158,3 +158,82 @@ def test_retrace_on_new_signature():
     f(torch.ones(4))
     f(torch.ones(4, dtype=torch.float64))
     assert (f.cache_misses, f.cache_hits) == (3, 1)
+
+
+class _Shared(nn.Module):
+    """Tied weights, a submodule used twice, a None parameter and a None buffer, and buffers
+    registered on the parent and on a child: every way named_parameters() and named_buffers()
+    skip or dedupe a tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 6)
+        self.inner = nn.Linear(6, 6)
+        self.pair = nn.ModuleList([self.inner, nn.Linear(6, 6, bias=False)])
+        self.head = nn.Linear(6, 10, bias=False)
+        self.head.weight = self.emb.weight
+        self.register_parameter("unused", None)
+        self.register_buffer("scale", torch.tensor(0.5))
+        self.register_buffer("nothing", None)
+        self.pair[1].register_buffer("shift", torch.full((6,), 0.25))
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        h = torch.tanh(self.inner(h))
+        h = self.pair[0](h) + self.pair[1](h) + self.pair[1].shift
+        return self.head(h) * self.scale
+
+
+def test_a_cached_call_reads_the_module_tensors_in_named_order():
+    torch.manual_seed(0)
+    m = _Shared()
+    jm = thunder_rs.jit(m)
+    ids = torch.tensor([[1, 2, 3], [4, 5, 9]])
+    named = [t for _, t in m.named_parameters()] + [b for _, b in m.named_buffers() if b is not None]
+    assert [id(t) for t in jm._module_tensors()] == [id(t) for t in named]
+    out = jm(ids)
+    out.sum().backward()
+    grads = {n: p.grad.clone() for n, p in m.named_parameters()}
+    m.zero_grad()
+    want = m(ids)
+    want.sum().backward()
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
+    for n, p in m.named_parameters():
+        torch.testing.assert_close(grads[n], p.grad, rtol=1e-5, atol=1e-6)
+    # A cached call sees a replaced parameter and buffer (new tensors, same shapes).
+    m.zero_grad()
+    with torch.no_grad():
+        m.inner.weight = nn.Parameter(torch.randn(6, 6))
+        m.scale = torch.tensor(2.0)
+    out = jm(ids)
+    assert jm.cache_hits >= 1
+    torch.testing.assert_close(out, m(ids), rtol=1e-5, atol=1e-6)
+
+
+class _Reordered(nn.Module):
+    """A module whose named_parameters() is not the default walk (reversed)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def named_parameters(self, *args, **kwargs):
+        return reversed(list(super().named_parameters(*args, **kwargs)))
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_a_module_with_its_own_parameter_order_is_called_by_names():
+    torch.manual_seed(0)
+    m = _Reordered()
+    jm = thunder_rs.jit(m)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        first = jm(x)
+        second = jm(x)
+        want = m(x)
+    assert jm._walk_differs
+    torch.testing.assert_close(first, want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(second, want, rtol=1e-5, atol=1e-6)

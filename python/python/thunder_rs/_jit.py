@@ -17,9 +17,19 @@ from ._trace import UnsupportedOpError, trace
 try:  # the C entry points skip the Python wrappers' checks (a few µs per tensor)
     _to_dlpack = torch._C._to_dlpack
     _from_dlpack = torch._C._from_dlpack
+
+    def _export(t):
+        """A capsule of ``t``'s contiguous data. The C entry point takes a tensor that requires
+        grad as it is (the run only reads it), where a ``detach`` cost about 0.7 µs a tensor:
+        100 µs a call of a module with GPT-2's 148 parameters."""
+        return _to_dlpack(t if t.is_contiguous() else t.contiguous())
+
 except AttributeError:  # pragma: no cover
     from torch.utils.dlpack import from_dlpack as _from_dlpack
     from torch.utils.dlpack import to_dlpack as _to_dlpack
+
+    def _export(t):
+        return _to_dlpack(t.detach().contiguous())
 
 
 _SINGLE = object()  # out_spec of a function returning one tensor
@@ -64,6 +74,31 @@ class _Entry:
         self.cuda = None
 
 
+def _module_tensors_of(module):
+    """``module``'s parameters, then its (non-None) buffers, in the order of
+    ``named_parameters()`` and ``named_buffers()``: modules depth first, each tensor once (tied
+    weights, shared modules)."""
+    params, buffers = [], []
+    _walk(module, params, buffers, set())
+    return params + buffers
+
+
+def _walk(module, params, buffers, seen):
+    # Recursion measured a little faster than an explicit stack (55-58 against 78-90 µs for
+    # 99 modules, on a loaded 2-core machine).
+    for t in module._parameters.values():
+        if t is not None and id(t) not in seen:
+            seen.add(id(t))
+            params.append(t)
+    for t in module._buffers.values():
+        if t is not None and id(t) not in seen:
+            seen.add(id(t))
+            buffers.append(t)
+    for child in module._modules.values():
+        if child is not None:
+            _walk(child, params, buffers, seen)
+
+
 class _swapped:
     """Puts the tracing stand-ins (meta tensors) in place of a module's parameters and buffers,
     everywhere each one is used (tied weights included), and restores them on exit."""
@@ -102,7 +137,7 @@ def _stream(entry):
 class _RunProgram(torch.autograd.Function):
     @staticmethod
     def forward(ctx, entry, *inputs):
-        caps = [_to_dlpack(t.detach().contiguous()) for t in inputs]
+        caps = [_export(t) for t in inputs]
         outs, saved = entry.program.forward(caps, _stream(entry))
         ctx.entry = entry
         ctx.saved_native = saved
@@ -133,6 +168,7 @@ class JittedFunction:
         self._module = module
         self._cache = {}
         self._last = None
+        self._walk_differs = False
         self.cache_hits = 0
         self.cache_misses = 0
         functools.update_wrapper(self, fn)
@@ -144,6 +180,14 @@ class JittedFunction:
         return list(self._module.named_parameters()) + [
             (n, b) for n, b in self._module.named_buffers() if b is not None
         ]
+
+    def _module_tensors(self):
+        """The tensors of ``_named_inputs`` in its order, without their names: a cached call
+        needs only these, and ``named_parameters`` (which builds every name) took about 300
+        µs a call for GPT-2 small, this walk about 50."""
+        if self._walk_differs:
+            return [t for _, t in self._named_inputs()]
+        return _module_tensors_of(self._module)
 
     def _call_fn(self, extra, *args, **kwargs):
         if self._module is None:
@@ -157,29 +201,34 @@ class JittedFunction:
             flat = args
         else:
             flat, _ = pytree.tree_flatten((args, kwargs))
-        named = self._named_inputs() if self._module is not None else ()
+        owned = self._module_tensors() if self._module is not None else ()
         grad_on = torch.is_grad_enabled()
         key = (grad_on, self._module.training if self._module is not None else None,
-               *[_key_of(x) for x in flat], *[_key_of(t) for _, t in named])
+               *[_key_of(x) for x in flat], *[_key_of(t) for t in owned])
         entry = self._cache.get(key)
         if entry is None:
             self.cache_misses += 1
+            named = self._named_inputs()
+            if [id(t) for _, t in named] != [id(t) for t in owned]:
+                # A module whose named_parameters() order the walk does not reproduce (one
+                # that overrides it): names from now on.
+                self._walk_differs = True
+                owned = [t for _, t in named]
             entry = self._compile(args, kwargs, named, grad_on)
             self._cache[key] = entry
         else:
             self.cache_hits += 1
         self._last = entry
         tensors = [x for x in flat if isinstance(x, torch.Tensor)]
-        if named:
-            tensors += [t for _, t in named]
+        if owned:
+            tensors += owned
         if entry.captured:
             tensors += entry.captured
         if entry.program.has_backward:
             outs = _RunProgram.apply(entry, *tensors)
         else:
             outs, _ = entry.program.forward(
-                [_to_dlpack(t if not t.requires_grad else t.detach()) if t.is_contiguous()
-                 else _to_dlpack(t.detach().contiguous()) for t in tensors],
+                [_export(t) for t in tensors],
                 None if entry.cuda is None else torch.cuda.current_stream(entry.cuda).cuda_stream)
             outs = [_from_dlpack(c) for c in outs]
         if entry.mutated:
