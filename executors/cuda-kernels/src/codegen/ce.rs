@@ -54,8 +54,9 @@ fn helpers(d: DTypeCode) -> String {
          \x20 else if (x != NEG_INF) a.s += expf(x - a.m);\n}}\n\
          // A vector's elements at once: its max rescales the state once, then one exponential\n\
          // per element, with no branch between them (the per-element form kept the forward\n\
-         // issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the\n\
-         // one-instruction exponential; rows with an infinity or a NaN take add1's path.\n\
+         // issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled\n\
+         // difference is the one-instruction exponential (a term it flushes, below 2^-126, is\n\
+         // invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.\n\
          __device__ __forceinline__ void add_vec(MS& a, const float* v) {{\n\
          \x20 float m = v[0];\n\
          #pragma unroll\n\
@@ -69,7 +70,7 @@ fn helpers(d: DTypeCode) -> String {
          \x20 const float ms = a.m * 1.4426950408889634f;\n\
          \x20 float s = 0.f;\n\
          #pragma unroll\n\
-         \x20 for (int k = 0; k < {w}; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));\n\
+         \x20 for (int k = 0; k < {w}; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));\n\
          \x20 a.s += s;\n}}\n\
          struct Merge {{ __device__ __forceinline__ MS operator()(MS a, MS b) const {{\n\
          \x20 if (a.m == NEG_INF) return MS{{b.m, b.s + a.s}};\n\
@@ -334,13 +335,25 @@ fn backward(
          \x20   {oty}* orow = out0 + row * {c}LL;\n\
          \x20   const i64_t t = (i64_t)in2[row * s2_0];\n\
          \x20   const float lse = in3[row * s3_0];\n\
+         \x20   const float lse2 = lse * 1.4426950408889634f;\n\
          \x20   // 0 on ignored rows, even when every row is ignored (the count is 0).\n\
          \x20   const float rs = t != {ignore}LL ? out1[0] : 0.f;"
     );
+    // A half-type gradient takes the hardware's exp2 of a scaled difference (within a few f32
+    // ulps, as exp(x - lse) is, far below the half type's rounding; results below 2^-126 flush
+    // to zero); an f32 one keeps expf.
+    let half = matches!(out, DTypeCode::BF16 | DTypeCode::F16);
+    let exp = |x: &str| {
+        if half {
+            format!("fast_exp2(fmaf({x}, 1.4426950408889634f, -lse2))")
+        } else {
+            format!("expf({x} - lse)")
+        }
+    };
     let scalar = |j: &str| {
         format!(
-            "{{ const float r = (expf({} - lse) - ({j} == t ? 1.f : 0.f)) * rs; orow[{j}] = {}; }}",
-            ld(d, &format!("p[{j} * {cs}]")),
+            "{{ const float r = ({} - ({j} == t ? 1.f : 0.f)) * rs; orow[{j}] = {}; }}",
+            exp(&ld(d, &format!("p[{j} * {cs}]"))),
             st(out, "r")
         )
     };
@@ -357,11 +370,12 @@ fn backward(
              \x20     for (i64_t i = threadIdx.x; i < nv; i += blockDim.x) {{\n\
              \x20       const i64_t j0 = head + i * {w};\n\
              \x20       float v[{w}], r[{w}];\n        load_vec((const uint4*)(p + j0), v);\n\
-             #pragma unroll\n        for (int k = 0; k < {w}; ++k) r[k] = (expf(v[k] - lse) - (j0 + k == t ? 1.f : 0.f)) * rs;\n\
+             #pragma unroll\n        for (int k = 0; k < {w}; ++k) r[k] = ({} - (j0 + k == t ? 1.f : 0.f)) * rs;\n\
              \x20       {oty}* o = orow + j0;\n        {}\n      }}\n\
              \x20     for (i64_t j = head + nv * {w} + threadIdx.x; j < {c}LL; j += blockDim.x) {}\n\
              \x20     continue;\n    }}",
             scalar("j"),
+            exp("v[k]"),
             store_vec(out, w),
             scalar("j"),
         );

@@ -9,10 +9,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -59,8 +71,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -74,7 +87,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 8; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -136,10 +149,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -186,8 +211,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -201,7 +227,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 8; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -235,10 +261,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -285,8 +323,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -300,7 +339,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 8; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -329,10 +368,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -379,8 +430,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -394,7 +446,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 8; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -415,29 +467,30 @@ extern "C" __global__ void ce5_1(const u16_t* __restrict__ in1, i64_t s1_0, i64_
     u16_t* orow = out0 + row * 16LL;
     const i64_t t = (i64_t)in2[row * s2_0];
     const float lse = in3[row * s3_0];
+    const float lse2 = lse * 1.4426950408889634f;
     // 0 on ignored rows, even when every row is ignored (the count is 0).
     const float rs = t != -100LL ? out1[0] : 0.f;
     if (s1_2 == 1 && (((u64_t)p) % sizeof(u16_t)) == 0 && (((u64_t)p) & 15) == (((u64_t)orow) & 15)) {
       i64_t head = (i64_t)(((16 - (((u64_t)p) & 15)) & 15) / sizeof(u16_t));
       if (head > 16LL) head = 16LL;
-      for (i64_t j = threadIdx.x; j < head; j += blockDim.x) { const float r = (expf(bf16_to_f32(p[j * s1_2]) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
+      for (i64_t j = threadIdx.x; j < head; j += blockDim.x) { const float r = (fast_exp2(fmaf(bf16_to_f32(p[j * s1_2]), 1.4426950408889634f, -lse2)) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
       const i64_t nv = (16LL - head) / 8;
       for (i64_t i = threadIdx.x; i < nv; i += blockDim.x) {
         const i64_t j0 = head + i * 8;
         float v[8], r[8];
         load_vec((const uint4*)(p + j0), v);
 #pragma unroll
-        for (int k = 0; k < 8; ++k) r[k] = (expf(v[k] - lse) - (j0 + k == t ? 1.f : 0.f)) * rs;
+        for (int k = 0; k < 8; ++k) r[k] = (fast_exp2(fmaf(v[k], 1.4426950408889634f, -lse2)) - (j0 + k == t ? 1.f : 0.f)) * rs;
         u16_t* o = orow + j0;
         unsigned u[4];
 #pragma unroll
           for (int k = 0; k < 4; ++k) u[k] = (unsigned)f32_to_bf16(r[2 * k]) | ((unsigned)f32_to_bf16(r[2 * k + 1]) << 16);
           *(uint4*)o = make_uint4(u[0], u[1], u[2], u[3]);
       }
-      for (i64_t j = head + nv * 8 + threadIdx.x; j < 16LL; j += blockDim.x) { const float r = (expf(bf16_to_f32(p[j * s1_2]) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
+      for (i64_t j = head + nv * 8 + threadIdx.x; j < 16LL; j += blockDim.x) { const float r = (fast_exp2(fmaf(bf16_to_f32(p[j * s1_2]), 1.4426950408889634f, -lse2)) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
       continue;
     }
-    for (i64_t j = threadIdx.x; j < 16LL; j += blockDim.x) { const float r = (expf(bf16_to_f32(p[j * s1_2]) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
+    for (i64_t j = threadIdx.x; j < 16LL; j += blockDim.x) { const float r = (fast_exp2(fmaf(bf16_to_f32(p[j * s1_2]), 1.4426950408889634f, -lse2)) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
   }
 }
 
@@ -452,10 +505,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -502,8 +567,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -517,7 +583,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 8; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -578,10 +644,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -628,8 +706,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -643,7 +722,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 8; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -677,10 +756,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -725,8 +816,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -740,7 +832,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 4; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -801,10 +893,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -849,8 +953,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -864,7 +969,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 4; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -898,10 +1003,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -946,8 +1063,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -961,7 +1079,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 4; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -990,10 +1108,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -1038,8 +1168,9 @@ __device__ __forceinline__ void add1(MS& a, float x) {
 }
 // A vector's elements at once: its max rescales the state once, then one exponential
 // per element, with no branch between them (the per-element form kept the forward
-// issue-bound: 36% of DRAM bandwidth on an H200). exp2 of a scaled difference is the
-// one-instruction exponential; rows with an infinity or a NaN take add1's path.
+// issue-bound: 36% of DRAM bandwidth on an H200). The hardware's exp2 of a scaled
+// difference is the one-instruction exponential (a term it flushes, below 2^-126, is
+// invisible beside the row maximum's 1); rows with an infinity or a NaN take add1's path.
 __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   float m = v[0];
 #pragma unroll
@@ -1053,7 +1184,7 @@ __device__ __forceinline__ void add_vec(MS& a, const float* v) {
   const float ms = a.m * 1.4426950408889634f;
   float s = 0.f;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) s += exp2f(fmaf(v[k], 1.4426950408889634f, -ms));
+  for (int k = 0; k < 4; ++k) s += fast_exp2(fmaf(v[k], 1.4426950408889634f, -ms));
   a.s += s;
 }
 struct Merge { __device__ __forceinline__ MS operator()(MS a, MS b) const {
@@ -1073,6 +1204,7 @@ extern "C" __global__ void ce12_1(const float* __restrict__ in1, i64_t s1_0, i64
     float* orow = out0 + row * 6LL;
     const i64_t t = (i64_t)in2[row * s2_0];
     const float lse = in3[row * s3_0];
+    const float lse2 = lse * 1.4426950408889634f;
     // 0 on ignored rows, even when every row is ignored (the count is 0).
     const float rs = t != -100LL ? out1[0] : 0.f;
     if (s1_1 == 1 && (((u64_t)p) % sizeof(float)) == 0 && (((u64_t)p) & 15) == (((u64_t)orow) & 15)) {

@@ -8,10 +8,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -63,10 +75,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -118,10 +142,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -171,10 +207,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
@@ -237,10 +285,22 @@ __device__ __forceinline__ u16_t f32_to_f16(float f) { u16_t h; asm("cvt.rn.f16.
 __device__ __forceinline__ u16_t f64_to_f16(double d) { u16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h; }
 __device__ __forceinline__ float bf16_to_f32(u16_t h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ u16_t f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  u16_t h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#else
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16_t)(u >> 16);
+#endif
+}
+// 2^x in one instruction (results below 2^-126 flush to zero), where exp2f takes four.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if __CUDA_ARCH__ >= 500
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
+#else
+  return exp2f(x);
+#endif
 }
 // One rounding from f64 to bf16 (through f32 would round twice): to the bf16 quantum at x's
 // exponent, ties to even, then an exact conversion.
