@@ -137,6 +137,39 @@ int main() {
     }
     printf("f32: loss %.7f (want %.7f)\n", loss[0], want);
   }
+  // bf16 rows of 100 (a scalar head, 12 vectors, a tail) on blocks of 1 and 2 threads: the
+  // forward's and backward's four-vector batches run full, then partly, then the remainder.
+  for (unsigned block : {1u, 2u}) {
+    const int N = 4, C = 100;
+    std::vector<u16_t> buf(N * C + 16, 0);
+    u16_t* xb = buf.data() + 8 + 3;  // rows 6 bytes past a 16-byte boundary (C * 2 = 200 bytes)
+    std::vector<double> x(N * C);
+    for (int i = 0; i < N * C; ++i) { u16_t h = to_bf16(std::sin(0.113 * i) * 5.0f); xb[i] = h; x[i] = from_bf16(h); }
+    std::vector<i64_t> tb = {7, -100, 99, 42};
+    std::vector<float> lse(N), per(N), loss(1); std::vector<u8_t> kept(N); i64_t err[2] = {0, 0};
+    launch(2, block, [&] { ce14_0(xb, C, 1, tb.data(), 1, lse.data(), per.data(), kept.data(), err); });
+    launch(1, 1024, [&] { ce14_1(per.data(), kept.data(), loss.data()); });
+    double want = 0; int count = 0; std::vector<double> l64(N);
+    for (int r = 0; r < N; ++r) {
+      double m = -INFINITY, sum = 0; for (int j = 0; j < C; ++j) m = std::max(m, x[r * C + j]);
+      for (int j = 0; j < C; ++j) sum += std::exp(x[r * C + j] - m);
+      l64[r] = m + std::log(sum);
+      expect(std::fabs(lse[r] - l64[r]) < 2e-6 * std::fabs(l64[r]) + 1e-6, "bf16 rows of 100: lse", lse[r], l64[r]);
+      if (tb[r] != -100) { want += l64[r] - x[r * C + tb[r]]; ++count; }
+    }
+    want /= count;
+    expect(std::fabs(loss[0] - want) < 1e-5 * std::fabs(want), "bf16 rows of 100: loss", loss[0], want);
+    float g = 1.0f, scale[1]; std::vector<u16_t> ob(N * C + 16, 0xffff);
+    u16_t* o = ob.data() + 8 + 3;  // the gradient at the logits' alignment: vectors
+    launch(1, 1024, [&] { ce16_0(&g, tb.data(), 1, scale); });
+    launch(2, block, [&] { ce16_1(xb, C, 1, tb.data(), 1, lse.data(), 1, scale, o); });
+    for (int r = 0; r < N; ++r) for (int j = 0; j < C; ++j) {
+      double w = tb[r] == -100 ? 0.0 : (std::exp(x[r * C + j] - l64[r]) - (j == tb[r])) / count;
+      expect(std::fabs(from_bf16(o[r * C + j]) - w) <= 8e-3 * std::fabs(w) + 1e-7, "bf16 rows of 100: grad",
+             from_bf16(o[r * C + j]), w);
+    }
+    printf("bf16 rows of 100, blocks of %u: loss %.7f (want %.7f)\n", block, loss[0], want);
+  }
   // every row ignored: NaN loss, zero gradient
   {
     std::vector<u16_t> buf(8 * 16 + 16, 0x3f80); std::vector<i64_t> ig(8, -100);

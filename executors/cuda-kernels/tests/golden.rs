@@ -292,11 +292,13 @@ fn deterministic_scatters_gather_in_index_order() {
 
 /// The kernels of cross-entropy regions ([`thunder_cuda_kernels::ce`]): the bf16 head's
 /// forward and backward (reading the 16-bit logits through the joined convert, writing the
-/// bf16 gradient), f16 logits with i32 targets, and f32 logits alone.
+/// bf16 gradient), f16 logits with i32 targets, f32 logits alone, and bf16 rows of 100 (13
+/// vectors: `scripts/ce_emulate` runs them on one- and two-thread blocks, so that the loops'
+/// four-vector batches are full).
 #[test]
 fn cross_entropy_regions_read_16_bit_logits_once_per_row() {
     use thunder_cuda_kernels::ce;
-    let text = r#"def computation(h, t, g, lse, f, ti, x):
+    let text = r#"def computation(h, t, g, lse, f, ti, x, hb, tb, lb):
   # h: "cuda:0 bf16[2, 4, 16]"
   # t: "cuda:0 i64[8]"
   # g: "cuda:0 f32[]"
@@ -304,6 +306,9 @@ fn cross_entropy_regions_read_16_bit_logits_once_per_row() {
   # f: "cuda:0 f16[3, 8]"
   # ti: "cuda:0 i32[3]"
   # x: "cuda:0 f32[3, 6]"
+  # hb: "cuda:0 bf16[4, 100]"
+  # tb: "cuda:0 i64[4]"
+  # lb: "cuda:0 f32[4]"
   t0 = prims.convert_element_type(h, dtypes.f32)
   t1 = prims.reshape(t0, [8, 16])
   t2, t3 = ltorch.cross_entropy_lse(t1, t, ignore_index=-100)
@@ -317,7 +322,12 @@ fn cross_entropy_regions_read_16_bit_logits_once_per_row() {
   t12, t13 = ltorch.cross_entropy_lse(x, ti, ignore_index=-100)
   t14 = prims.full([], 1.0, devices.cuda0, dtypes.f32)
   t15 = ltorch.cross_entropy_bwd(t14, x, ti, t13, ignore_index=-100)
-  return (t2, t3, t8, t10, t11, t12, t15)
+  t16 = prims.convert_element_type(hb, dtypes.f32)
+  t17, t18 = ltorch.cross_entropy_lse(t16, tb, ignore_index=-100)
+  t19 = prims.convert_element_type(hb, dtypes.f32)
+  t20 = ltorch.cross_entropy_bwd(g, t19, tb, lb, ignore_index=-100)
+  t21 = prims.convert_element_type(t20, dtypes.bf16)
+  return (t2, t3, t8, t10, t11, t12, t15, t17, t18, t21)
 "#;
     let view = view_of(text);
     let mut out = String::new();
@@ -345,7 +355,9 @@ fn cross_entropy_regions_read_16_bit_logits_once_per_row() {
             vec![3, 4, 5, 6, 7],
             vec![8, 9],
             vec![10],
-            vec![12]
+            vec![12],
+            vec![13, 14],
+            vec![15, 16, 17]
         ]
     );
     check_golden("cross_entropy", &out);
