@@ -288,15 +288,7 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
             // A staged row runs on a narrower block: what registers hold is planned again for
             // it (a thread now holds more of the row), and the rest staged again.
             block = narrower;
-            *v = RowVector {
-                cache: 0,
-                cached: Vec::new(),
-                stage_slots: 0,
-                staged: Vec::new(),
-                stage_at: Vec::new(),
-                stage_bytes: 0,
-                ..v.clone()
-            };
+            v.keep_nothing();
             v.plan_cache(k, cols_n, block, read_again.clone());
             v.plan_stage(k, cols_n, read_again, room);
         }

@@ -59,6 +59,27 @@ const MAX_CACHED_TOTAL: i64 = 16;
 const REGISTERS_PER_SM: u32 = 65536;
 
 impl RowVector {
+    /// A plan that keeps nothing between passes (until [`Self::plan_cache`] and
+    /// [`Self::plan_stage`]).
+    fn new(width: u32, loads: Vec<(NodeId, usize, Vec<i64>)>, peel: bool) -> RowVector {
+        RowVector {
+            width,
+            loads,
+            peel,
+            cache: 0,
+            cached: Vec::new(),
+            stage_slots: 0,
+            staged: Vec::new(),
+            stage_at: Vec::new(),
+            stage_bytes: 0,
+        }
+    }
+
+    /// Forgets what the plan keeps in registers and shared memory (to plan them again).
+    pub fn keep_nothing(&mut self) {
+        *self = RowVector::new(self.width, std::mem::take(&mut self.loads), self.peel);
+    }
+
     /// Holds in registers the vector loads `cached` (from [`Self::read_again`]), as many as
     /// fit (in load order), where rows of `cols` fit `block` threads' registers (the caller
     /// leaves split rows out). Cached vectors take at most half the registers a thread of a
@@ -269,17 +290,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
             .into_iter()
             .filter(|(_, _, s)| s.iter().all(|&x| x % width == 0))
             .collect();
-        return Some(RowVector {
-            width: width as u32,
-            loads,
-            peel: false,
-            cache: 0,
-            cached: Vec::new(),
-            stage_slots: 0,
-            staged: Vec::new(),
-            stage_at: Vec::new(),
-            stage_bytes: 0,
-        });
+        return Some(RowVector::new(width as u32, loads, false));
     }
     // Peeled rows: vector loads only where the row starts where the output's row does.
     let row_strides = contiguous(&k.full_shape)[..kept].to_vec();
@@ -290,17 +301,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
     if loads.is_empty() || cols < 4 * width {
         return None;
     }
-    Some(RowVector {
-        width: width as u32,
-        loads,
-        peel: true,
-        cache: 0,
-        cached: Vec::new(),
-        stage_slots: 0,
-        staged: Vec::new(),
-        stage_at: Vec::new(),
-        stage_bytes: 0,
-    })
+    Some(RowVector::new(width as u32, loads, true))
 }
 
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
