@@ -20,11 +20,12 @@
 //! the same way, its head and tail being read per element.
 //!
 //! Rows run by one block each *stage* the arrays not kept in registers in dynamic shared
-//! memory instead, where they fit the device's limit (`stage=0` in the row tuning: not): before the
-//! first pass each thread copies its slots of the row with `cp.async` (sm_80 on), so the whole
-//! row is in flight at once, and waits for its own copies; every pass then reads the slots.
-//! Each thread reads back only the slots it copied (every pass walks the row with the same
-//! stride), so no barrier is needed. Unstaged, the later passes re-read the row, mostly from L2.
+//! memory instead, where they fit the device's limit (unless `stage=0` in the row tuning):
+//! before the first pass each thread copies its slots of the row with `cp.async` (sm_80 on),
+//! so the whole row is in flight at once, and waits for its own copies; every pass then reads
+//! the slots. Each thread reads back only the slots it copied (every pass walks the row with
+//! the same stride), so no barrier is needed. Unstaged, the later passes re-read the row,
+//! mostly from L2.
 
 use crate::codegen::{coordinates, raw_type, Emitter};
 use crate::plan::{Kernel, Level, NodeId, NodeKind, Operand};
@@ -43,11 +44,9 @@ pub struct RowVector {
     /// Vectors per thread held in registers (0: none), and the loads held there.
     pub cache: u32,
     pub cached: Vec<NodeId>,
-    /// Staged rows: slots per staged load in shared memory (0: not staged), the loads staged,
-    /// each one's byte offset in the stage (in `staged`'s order), and the whole stage's bytes.
-    pub stage_slots: u32,
-    pub staged: Vec<NodeId>,
-    pub stage_at: Vec<u64>,
+    /// Staged rows: each staged load with its byte offset in the stage (empty: not staged),
+    /// and the whole stage's bytes.
+    pub staged: Vec<(NodeId, u64)>,
     pub stage_bytes: u32,
 }
 
@@ -68,9 +67,7 @@ impl RowVector {
             peel,
             cache: 0,
             cached: Vec::new(),
-            stage_slots: 0,
             staged: Vec::new(),
-            stage_at: Vec::new(),
             stage_bytes: 0,
         }
     }
@@ -126,7 +123,7 @@ impl RowVector {
             return;
         };
         let mut bytes = 0u64;
-        let (mut staged, mut at) = (Vec::new(), Vec::new());
+        let mut staged = Vec::new();
         for (n, input, _) in &self.loads {
             if !candidates.contains(n) || self.cached.contains(n) {
                 continue;
@@ -136,16 +133,13 @@ impl RowVector {
             let end = start + vector * u64::from(slots);
             if end <= u64::from(max_bytes) {
                 bytes = end;
-                staged.push(*n);
-                at.push(start);
+                staged.push((*n, start));
             }
         }
         if staged.is_empty() {
             return;
         }
-        self.stage_slots = slots;
         self.staged = staged;
-        self.stage_at = at;
         self.stage_bytes = bytes as u32;
     }
 
@@ -163,6 +157,21 @@ impl RowVector {
             .collect()
     }
 
+    fn is_staged(&self, n: NodeId) -> bool {
+        self.staged.iter().any(|(m, _)| *m == n)
+    }
+
+    /// A thread's walk over the vectors of a row with the team's stride: the first vector's
+    /// column, where the vectors end, and where slot 0 starts (a peeled row's `head`).
+    fn strided_walk(&self) -> (String, &'static str, &'static str) {
+        let w = self.width;
+        if self.peel {
+            (format!("head + lane * {w}LL"), "body_end", "head")
+        } else {
+            (format!("lane * {w}LL"), "cols", "0")
+        }
+    }
+
     /// Declares the register arrays of the cached loads and the staged loads' places in
     /// shared memory, and copies the row's staged vectors there (row scope; a peeled row's
     /// `head` and `body_end` are defined).
@@ -175,14 +184,11 @@ impl RowVector {
         let mut copies = Vec::new();
         for (n, input, kept_strides) in &self.loads {
             let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
-            if let Some(slot) = self.staged.iter().position(|c| c == n) {
-                let at = self.stage_at.get(slot).copied().unwrap_or(0);
+            if let Some((_, at)) = self.staged.iter().find(|(m, _)| m == n) {
                 em.line(&format!(
                     "{raw}* const stage_n{n} = reinterpret_cast<{raw}*>(row_stage + {at});"
                 ));
-                let mut strides = kept_strides.clone();
-                strides.extend(std::iter::repeat_n(0, k.reduced.len()));
-                let row = em.offset(Level::Full, 0, &strides);
+                let row = row_start(em, kept_strides);
                 copies.push(format!(
                     "stage_copy(&stage_n{n}[slot], reinterpret_cast<const {raw}*>(in{input} + {row} + c0));"
                 ));
@@ -194,11 +200,7 @@ impl RowVector {
             return;
         }
         let w = self.width;
-        let (start, end, first) = if self.peel {
-            (format!("head + lane * {w}LL"), "body_end", "head")
-        } else {
-            (format!("lane * {w}LL"), "cols", "0")
-        };
+        let (start, end, first) = self.strided_walk();
         em.line(&format!(
             "for (i64_t c0 = {start}; c0 < {end}; c0 += team * {w}LL) {{"
         ));
@@ -210,8 +212,15 @@ impl RowVector {
         em.indent -= 1;
         em.line("}");
         em.line("stage_wait();");
-        em.cache_loaded.extend(self.staged.iter().copied());
     }
+}
+
+/// The offset of the current row's start in a load with strides `kept_strides` over the kept
+/// dims (the reduced dims are read contiguously).
+fn row_start(em: &Emitter, kept_strides: &[i64]) -> String {
+    let mut strides = kept_strides.to_vec();
+    strides.extend(std::iter::repeat_n(0, em.k.reduced.len()));
+    em.offset(Level::Full, 0, &strides)
 }
 
 /// Copies into shared memory for staged rows: from sm_80 on, `cp.async` (issued without
@@ -552,11 +561,7 @@ pub(crate) fn open(
         em.indent += 1;
         3
     } else {
-        let (start, end) = if v.peel {
-            (format!("head + lane * {w}LL"), "body_end")
-        } else {
-            (format!("lane * {w}LL"), "cols")
-        };
+        let (start, end, first) = v.strided_walk();
         // Several vector loads in flight per thread (a row of 50,257 is six trips of a
         // 1024-thread block).
         let unroll = if v.staged.is_empty() {
@@ -572,7 +577,6 @@ pub(crate) fn open(
         ));
         em.indent += 1;
         if !v.staged.is_empty() {
-            let first = if v.peel { "head" } else { "0" };
             em.line(&format!("const i64_t slot = (c0 - {first}) / {w}LL;"));
         }
         2
@@ -586,14 +590,12 @@ pub(crate) fn open(
         }
         let d = k.inputs[*input].dtype;
         let raw = raw_type(d.size_bytes() * w as usize);
-        let mut strides = kept_strides.clone();
-        strides.extend(std::iter::repeat_n(0, k.reduced.len()));
-        let row = em.offset(Level::Full, 0, &strides);
-        if v.staged.contains(n) {
+        if v.is_staged(*n) {
             em.line(&format!("const {raw} r_n{n} = stage_n{n}[slot];"));
         } else if v.cached.contains(n) && em.cache_loaded.contains(n) {
             em.line(&format!("const {raw} r_n{n} = cache_n{n}[it];"));
         } else {
+            let row = row_start(em, kept_strides);
             em.line(&format!(
                 "const {raw} r_n{n} = *reinterpret_cast<const {raw}*>(in{input} + {row} + c0);"
             ));
