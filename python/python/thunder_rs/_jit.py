@@ -36,6 +36,8 @@ _SINGLE = object()  # out_spec of a function returning one tensor
 
 
 def _key_of(x):
+    # JittedFunction.__call__ spells the tensor case inline for a module's tensors: keep both
+    # alike.
     if isinstance(x, torch.Tensor):
         return (x.shape, x.dtype, x.requires_grad, x.device if x.is_cuda else None)
     if isinstance(x, (int, float, bool, str, type(None))):
@@ -230,8 +232,7 @@ class JittedFunction:
             outs = _RunProgram.apply(entry, *tensors)
         else:
             outs, _ = entry.program.forward(
-                [_export(t) for t in tensors],
-                None if entry.cuda is None else torch.cuda.current_stream(entry.cuda).cuda_stream)
+                [_export(t) for t in tensors], _stream(entry))
             outs = [_from_dlpack(c) for c in outs]
         if entry.mutated:
             with torch.no_grad():
