@@ -3,7 +3,8 @@
 //! Where plugins come from, first match wins: `$THUNDER_CONFIG` (a `plugins.toml`), else the
 //! `plugins.toml` shipped in the package, whose plugin folder is the package's `plugins/`
 //! (the wheel carries the executor libraries there). Folders in `$THUNDER_PLUGIN_DIR`
-//! (separated by `:`) are searched too. `$THUNDER_EXECUTORS` picks executors as for the CLI.
+//! (separated by `:`) are searched too. `$THUNDER_EXECUTORS` picks executors and
+//! `$THUNDER_CUDA_GRAPHS` switches graph replay, as for the CLI.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -29,6 +30,7 @@ fn load() -> Result<PluginHost> {
             None => PluginHost::load(&Config::default(), &extra),
         },
     };
+    host.apply_cuda_graphs_env()?;
     if let Ok(list) = std::env::var("THUNDER_EXECUTORS") {
         let names: Vec<&str> = list
             .split(',')

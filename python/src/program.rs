@@ -212,13 +212,15 @@ impl Program {
     /// Traces and compiles. `grad`: build the backward too (only if some input requires grad);
     /// it then takes one cotangent per output listed in `cotangent_outputs`.
     #[new]
-    #[pyo3(signature = (inputs, ops, outputs, grad_outputs=None))]
+    /// `cuda_graphs`: replay as CUDA graphs (`None`: as the plugin host's config says).
+    #[pyo3(signature = (inputs, ops, outputs, grad_outputs=None, cuda_graphs=None))]
     fn new(
         py: Python<'_>,
         inputs: Vec<(String, Vec<i64>, String, String, bool)>,
         ops: &Bound<'_, PyList>,
         outputs: Vec<usize>,
         grad_outputs: Option<Vec<usize>>,
+        cuda_graphs: Option<bool>,
     ) -> PyResult<Program> {
         let ops = parse_ops(ops)?;
         let mut typed = Vec::with_capacity(inputs.len());
@@ -232,7 +234,7 @@ impl Program {
         }
         let input_types: Vec<TensorType> = typed.iter().map(|(_, t)| t.clone()).collect();
         let host = host().map_err(err)?;
-        py.detach(move || {
+        let built = py.detach(move || {
             let n_in = typed.len();
             let wrt: Vec<usize> = (0..n_in).filter(|&i| typed[i].1.requires_grad).collect();
             match grad_outputs.filter(|_| !wrt.is_empty()) {
@@ -269,7 +271,15 @@ impl Program {
                     input_types,
                 ),
             }
-        })
+        });
+        let mut program: Program = built?;
+        if let Some(on) = cuda_graphs {
+            program.forward.set_cuda_graphs(on);
+            if let Some(b) = program.backward.as_mut() {
+                b.set_cuda_graphs(on);
+            }
+        }
+        Ok(program)
     }
 
     /// Runs the forward on `dltensor` capsules; returns the outputs' capsules and, with a
@@ -435,6 +445,18 @@ impl Program {
                 p.build_stages()
                     .iter()
                     .map(move |(stage, s)| (side, stage.clone(), *s))
+            })
+            .collect()
+    }
+
+    /// What CUDA-graph replay did for each side: `[(side, captures, graph_runs, eager_runs,
+    /// off)]`, for the sides that replay (every value on one CUDA device, replay on).
+    fn graph_stats(&self) -> Vec<(&'static str, u64, u64, u64, bool)> {
+        std::iter::once(("forward", &self.forward))
+            .chain(self.backward.as_ref().map(|b| ("backward", b)))
+            .filter_map(|(side, p)| {
+                p.graph_stats()
+                    .map(|g| (side, g.captures, g.graph_runs, g.eager_runs, g.off))
             })
             .collect()
     }

@@ -152,6 +152,29 @@ def test_compile_timings_in_detail_split_each_side():
         assert inner <= coarse[f"{side}: passes + claim + compile"] + 1e-6
 
 
+def test_graph_stats_are_empty_off_cuda_and_cuda_graphs_must_be_a_bool():
+    f = thunder_rs.jit(lambda x: x * 2, cuda_graphs=True)
+    assert thunder_rs.graph_stats(f) == {}
+    torch.testing.assert_close(f(torch.ones(3)), torch.full((3,), 2.0))
+    # CPU programs never replay as CUDA graphs.
+    assert thunder_rs.graph_stats(f) == {}
+    with pytest.raises(TypeError, match="cuda_graphs must be a bool"):
+        thunder_rs.jit(lambda x: x, cuda_graphs="yes")
+    with pytest.raises(TypeError):
+        thunder_rs.graph_stats(lambda x: x)
+
+
+def test_backward_twice_through_one_graph_is_refused_clearly():
+    f = thunder_rs.jit(lambda x: torch.tanh(x) * 3)
+    x = torch.randn(4, requires_grad=True)
+    y = f(x)
+    y.sum().backward(retain_graph=True)
+    torch.testing.assert_close(x.grad, 3 * (1 - torch.tanh(x.detach()) ** 2))
+    # The first backward freed what the forward saved (as torch frees save_for_backward's).
+    with pytest.raises(RuntimeError, match="backward already ran"):
+        y.sum().backward()
+
+
 def test_closure_constants_become_inputs():
     w = torch.randn(4)
     f = thunder_rs.jit(lambda x: x * w)

@@ -3,8 +3,11 @@
 each peer in its own process on the same GPU, same shapes, same initialisation (issue 17).
 
     python3 scripts/gpu/gpt2_train_peer.py [--config small|tiny] [--batch 8] [--seq 1024]
-        [--dtype bf16] [--peers eager,compile,thunder] [--json out.json]
+        [--dtype bf16] [--peers eager,compile,thunder,thunder-nographs] [--json out.json]
     python3 scripts/gpu/gpt2_train_peer.py --learn [--steps 200] [--json curves.json]
+
+Peer `thunder-nographs` is thunder with CUDA-graph replay off (THUNDER_CUDA_GRAPHS=0), so that
+the host time per step is reported with and without it.
 
 Step mode times one training step (forward, backward, torch's AdamW with foreach updates, zero_grad)
 per peer: median of CUDA-event timings after warm-up, the first step's wall time (thunder:
@@ -102,7 +105,7 @@ def wrap(model, peer):
         return model
     if peer == "compile":
         return torch.compile(model)
-    if peer == "thunder":
+    if peer.startswith("thunder"):
         import thunder_rs
 
         return thunder_rs.jit(model)
@@ -183,8 +186,10 @@ def run_step_peer(a):
         peak_device_mib=peak / 2**20,
         torch_max_allocated_mib=(torch.cuda.max_memory_allocated() / 2**20) if dev.startswith("cuda") else 0,
     )
-    if a.peer == "thunder":
+    if a.peer.startswith("thunder"):
         import thunder_rs
+
+        out["graph_stats"] = thunder_rs.graph_stats(fn)
 
         # Translation alone (issue 17's target): Python trace, joint trace + VJP, split, each
         # side's passes + claims + compile (kernel compilation or kernel-cache reads).
@@ -223,7 +228,10 @@ def run_learn_peer(a):
 
 def child(a, peer, extra):
     cmd = [sys.executable, __file__, "--peer", peer, "--device", a.device, "--dtype", a.dtype] + extra
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if peer == "thunder-nographs":  # the same thunder with CUDA-graph replay off
+        env["THUNDER_CUDA_GRAPHS"] = "0"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -280,6 +288,8 @@ def main():
                 print(f"{peer:8s} step {r['step_ms_median']:9.3f} ms (min {r['step_ms_min']:.3f}), first step "
                       f"{r['first_step_s']:7.2f} s, host {r['host_ms_one_step']:8.3f} ms, peak "
                       f"{r['peak_device_mib']:8.0f} MiB, loss {r['first_loss']:.4f}")
+                if r.get("graph_stats"):
+                    print(f"{'':8s} CUDA graphs: {r['graph_stats']}")
                 if "translation_s" in r:
                     parts = ", ".join(f"{s} {sec * 1e3:.0f} ms" for s, sec in r["translation_stages_s"])
                     print(f"{'':8s} translation {r['translation_s']:.3f} s: {parts}")

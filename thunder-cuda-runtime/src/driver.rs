@@ -151,8 +151,10 @@ fn open(ordinal: u32, driver_version: i32) -> Result<DeviceRuntime> {
     })
 }
 
-/// Makes the device's primary context current on this thread and returns the runtime.
+/// Makes the device's primary context current on this thread and returns the runtime. While
+/// another thread captures the device's stream into a graph, waits for it to finish first.
 pub fn current(ordinal: u32) -> Result<&'static DeviceRuntime> {
+    crate::graph::wait_for_captures(ordinal);
     let rt = device(ordinal)?;
     // SAFETY: a retained context.
     unsafe { result::ctx::set_current(rt.context) }
@@ -204,6 +206,19 @@ pub fn copy_d2h(ordinal: u32, dst: &mut [u8], src: u64) -> Result<()> {
             .map_err(|e| cuda_error("cuMemcpyDtoHAsync", e))?;
         result::stream::synchronize(rt.stream).map_err(|e| cuda_error("cuStreamSynchronize", e))
     }
+}
+
+/// Copies `bytes` bytes between two device buffers of `ordinal`, in stream order, without
+/// waiting.
+pub fn copy_d2d(ordinal: u32, dst: u64, src: u64, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let rt = current(ordinal)?;
+    // SAFETY: both buffers hold `bytes` bytes and outlive the copy (the pool hands a block on
+    // only in stream order).
+    unsafe { result::memcpy_dtod_async(dst, src, bytes, rt.stream) }
+        .map_err(|e| cuda_error("cuMemcpyDtoDAsync", e))
 }
 
 /// Zeroes `bytes` bytes at `dst`, in stream order.

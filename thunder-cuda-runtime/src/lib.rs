@@ -16,14 +16,16 @@
 
 mod driver;
 mod external;
+mod graph;
 mod pool;
 
 pub use driver::{device_count, device_info, synchronize, DeviceInfo};
 pub use external::{external_waits, wait_for_external};
 pub use pool::{empty_cache, stats, DevicePoolStats};
 
-pub use driver::{copy_d2h, copy_h2d, exec_context, memset_zero};
-pub use pool::{alloc, free};
+pub use driver::{copy_d2d, copy_d2h, copy_h2d, exec_context, memset_zero};
+pub use graph::{begin_capture, Capture, CudaGraph};
+pub use pool::{alloc, free, GraphMemory};
 
 /// Why a CUDA call could not be made or failed; thunder-core turns each into its own error of
 /// the same name and words.

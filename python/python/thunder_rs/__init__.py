@@ -48,9 +48,20 @@ def compile_timings(jfn, detail=False):
     return jfn.last_compile_timings(detail=detail)
 
 
+def graph_stats(jfn):
+    """What CUDA-graph replay did for the last call's signature, per side (``forward``,
+    ``backward``): ``captures``, ``graph_runs`` (calls served by one graph launch),
+    ``eager_runs`` (calls run region by region) and ``off`` (replay turned off after a failed
+    capture). Empty when the program does not replay: not all on one CUDA device, or turned off
+    by ``cuda_graphs = false`` in plugins.toml or ``THUNDER_CUDA_GRAPHS=0``."""
+    if not isinstance(jfn, JittedFunction):
+        raise TypeError("thunder_rs.graph_stats: expected a function returned by thunder_rs.jit")
+    return jfn.last_graph_stats()
+
+
 def plugins():
     """The executor plugins: ``{"executors": [...], "load_errors": [...]}``."""
     return _native.plugins()
 
 
-__all__ = ["jit", "examine", "last_traces", "compile_timings", "plugins", "UnsupportedOpError", "JittedFunction"]
+__all__ = ["jit", "examine", "last_traces", "compile_timings", "graph_stats", "plugins", "UnsupportedOpError", "JittedFunction"]

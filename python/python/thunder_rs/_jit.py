@@ -151,11 +151,21 @@ class _RunProgram(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, *grads):
         entry = ctx.entry
+        saved = ctx.saved_native
+        if saved is None:
+            raise RuntimeError(
+                "thunder_rs: this forward's backward already ran, and the values it saved were freed "
+                "then (backward twice through one graph, retain_graph=True, is not supported)"
+            )
         cots = []
         for i in entry.grad_outputs:
             g = grads[i]
             cots.append(_to_dlpack(g.contiguous()))
-        res = entry.program.backward(ctx.saved_native, cots, _stream(entry))
+        res = entry.program.backward(saved, cots, _stream(entry))
+        # Freed now, as torch frees what save_for_backward kept: a held loss would otherwise keep
+        # the residuals alive, and a forward replayed as a CUDA graph must not overwrite them.
+        ctx.saved_native = None
+        del saved
         out = [None] * (len(ctx.needs_input_grad) - 1)
         for pos, cap in zip(entry.wrt, res):
             out[pos] = _from_dlpack(cap)
@@ -165,9 +175,10 @@ class _RunProgram(torch.autograd.Function):
 class JittedFunction:
     """``thunder_rs.jit(fn)``: call it like ``fn``."""
 
-    def __init__(self, fn, module=None):
+    def __init__(self, fn, module=None, cuda_graphs=None):
         self._fn = fn
         self._module = module
+        self._cuda_graphs = cuda_graphs
         self._cache = {}
         self._last = None
         self._walk_differs = False
@@ -293,7 +304,7 @@ class JittedFunction:
             (s, _renumbered(a, num), [(num[o[0]], *o[1:]) for o in outs], site)
             for s, a, outs, site in rec.ops
         ]
-        program = _native.Program(inputs, ops, outputs, float_outs if need_grad else None)
+        program = _native.Program(inputs, ops, outputs, float_outs if need_grad else None, self._cuda_graphs)
         entry = _Entry(program, list(rec.captured), out_spec, n_outputs, mutated, float_outs, wrt, int_outputs)
         entry.cuda = next((torch.device(d) for d in devices if d.startswith("cuda")), None)
         entry.trace_s = trace_s
@@ -304,6 +315,14 @@ class JittedFunction:
             return []
         return list(self._last.program.traces())
 
+    def last_graph_stats(self):
+        if self._last is None:
+            return {}
+        return {
+            side: dict(captures=c, graph_runs=g, eager_runs=e, off=off)
+            for side, c, g, e, off in self._last.program.graph_stats()
+        }
+
     def last_compile_timings(self, detail=False):
         if self._last is None:
             return []
@@ -312,13 +331,20 @@ class JittedFunction:
         return [("python trace", self._last.trace_s)] + list(self._last.program.timings())
 
 
-def jit(fn_or_module):
-    """Jits a function or an ``nn.Module`` (its parameters and buffers become inputs)."""
+def jit(fn_or_module, *, cuda_graphs=None):
+    """Jits a function or an ``nn.Module`` (its parameters and buffers become inputs).
+
+    ``cuda_graphs``: whether programs on one CUDA device replay as CUDA graphs once their
+    inputs' addresses settle (``None``: as plugins.toml's ``cuda_graphs`` or
+    ``THUNDER_CUDA_GRAPHS`` say, on by default). A large output of a replay lives in the
+    graph's memory: a call made while one is still held runs region by region instead."""
+    if cuda_graphs is not None and not isinstance(cuda_graphs, bool):
+        raise TypeError(f"thunder_rs.jit: cuda_graphs must be a bool or None, got {type(cuda_graphs).__name__}")
     if isinstance(fn_or_module, torch.nn.Module):
-        return JittedFunction(fn_or_module.forward, module=fn_or_module)
+        return JittedFunction(fn_or_module.forward, module=fn_or_module, cuda_graphs=cuda_graphs)
     if not callable(fn_or_module):
         raise TypeError(f"thunder_rs.jit: expected a function or an nn.Module, got {type(fn_or_module).__name__}")
-    return JittedFunction(fn_or_module)
+    return JittedFunction(fn_or_module, cuda_graphs=cuda_graphs)
 
 
 def examine(fn, *args, **kwargs):

@@ -17,6 +17,9 @@ pub struct Config {
     /// permissions for the same reason). Unix only; elsewhere nothing is checked.
     #[serde(default)]
     pub allow_writable_plugins: bool,
+    /// Replay cached CUDA programs as CUDA graphs where their inputs' addresses allow it
+    /// (default true; `$THUNDER_CUDA_GRAPHS=0` turns it off for one run).
+    pub cuda_graphs: Option<bool>,
     /// Where the file was read from; relative paths in it are relative to its folder.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -181,6 +184,19 @@ mod tests {
         )
         .unwrap();
         assert!(c.allow_writable_plugins && c.executors[0].run_fallback);
+    }
+
+    #[test]
+    fn cuda_graphs_default_on_and_the_config_turns_them_off() {
+        let host = |text: &str| {
+            let c = Config::parse(text, Path::new("p.toml")).unwrap();
+            crate::PluginHost::load(&c, &[]).cuda_graphs()
+        };
+        assert!(host(""));
+        assert!(!host("cuda_graphs = false\n"));
+        assert!(host("cuda_graphs = true\n"));
+        let err = Config::parse("cuda_graphs = 1\n", Path::new("p.toml")).unwrap_err();
+        assert!(err.to_string().contains("cuda_graphs"), "{err}");
     }
 
     #[test]

@@ -63,6 +63,9 @@ pub struct LoadIssue {
 pub struct PluginHost {
     entries: Vec<ExecutorEntry>,
     issues: Vec<LoadIssue>,
+    /// Whether programs compiled with this host replay as CUDA graphs (see
+    /// [`Config::cuda_graphs`]).
+    cuda_graphs: bool,
 }
 
 fn option_value(key: &str, v: &toml::Value) -> std::result::Result<OptionValue, String> {
@@ -99,6 +102,7 @@ impl PluginHost {
         PluginHost {
             entries: Vec::new(),
             issues: Vec::new(),
+            cuda_graphs: true,
         }
     }
 
@@ -106,6 +110,7 @@ impl PluginHost {
     /// [`LoadIssue`]s; only an unreadable config is an error.
     pub fn load(config: &Config, extra_dirs: &[PathBuf]) -> PluginHost {
         let mut host = PluginHost::empty();
+        host.cuda_graphs = config.cuda_graphs.unwrap_or(true);
         let mut seen_paths = HashSet::new();
         // Each candidate library, with the index of the listed executor naming it as `library`.
         let mut candidates: Vec<(PathBuf, Option<usize>)> = Vec::new();
@@ -342,6 +347,7 @@ impl PluginHost {
                 PluginHost::load(&Config::default(), &dirs)
             }
         };
+        host.apply_cuda_graphs_env()?;
         if let Ok(list) = std::env::var("THUNDER_EXECUTORS") {
             let names: Vec<&str> = list
                 .split(',')
@@ -351,6 +357,34 @@ impl PluginHost {
             host.restrict_to(&names)?;
         }
         Ok(host)
+    }
+
+    /// Whether cached CUDA programs replay as CUDA graphs (`cuda_graphs` in plugins.toml,
+    /// `$THUNDER_CUDA_GRAPHS`; on by default).
+    pub fn cuda_graphs(&self) -> bool {
+        self.cuda_graphs
+    }
+
+    /// Applies `$THUNDER_CUDA_GRAPHS` (0/1, false/true, off/on) over the config's `cuda_graphs`.
+    pub fn apply_cuda_graphs_env(&mut self) -> Result<()> {
+        let Ok(v) = std::env::var("THUNDER_CUDA_GRAPHS") else {
+            return Ok(());
+        };
+        self.cuda_graphs = match v.trim() {
+            "0" | "false" | "off" => false,
+            "1" | "true" | "on" | "" => true,
+            other => {
+                return Err(Error::Usage(format!(
+                    "THUNDER_CUDA_GRAPHS: expected 0 or 1 (or false/true), got `{other}`"
+                )))
+            }
+        };
+        Ok(())
+    }
+
+    /// Turns CUDA-graph replay of the programs compiled from now on off or on.
+    pub fn set_cuda_graphs(&mut self, on: bool) {
+        self.cuda_graphs = on;
     }
 
     /// Keeps only the named executors, asked in the given order.

@@ -19,6 +19,8 @@ use thunder_abi::{ExecutorBox, RegionSpec, TraceView};
 #[derive(Clone)]
 pub struct Lineup {
     seats: Vec<Seat>,
+    /// Whether programs compiled from this lineup replay as CUDA graphs.
+    pub(crate) cuda_graphs: bool,
 }
 
 #[derive(Clone)]
@@ -44,6 +46,7 @@ impl Lineup {
                     skip: e.skip.clone(),
                 })
                 .collect(),
+            cuda_graphs: host.cuda_graphs(),
         }
     }
 

@@ -9,7 +9,7 @@ use crate::ir::{ShapeDisplay, TensorType};
 use crate::runtime::pool;
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// Storage: host memory from the caching pool, or device memory from the CUDA runtime's pool
 /// (then `ptr` holds the device address and is never dereferenced on the host).
@@ -37,6 +37,15 @@ impl Drop for Buffer {
             Device::Cpu => unsafe { pool::free(self.ptr, self.bytes) },
             Device::Cuda(ordinal) => cuda::free(ordinal, self.ptr as u64, self.bytes),
         }
+    }
+}
+
+/// See [`Array::watch`].
+pub(crate) struct Watch(Weak<Buffer>);
+
+impl Watch {
+    pub(crate) fn alive(&self) -> bool {
+        self.0.strong_count() > 0
     }
 }
 
@@ -325,6 +334,12 @@ impl Array {
 
     pub(crate) fn data_ptr(&self) -> *mut u8 {
         self.buf.ptr
+    }
+
+    /// A handle that tells whether this array's buffer is still held (by a clone of it or an
+    /// alias of it), without holding it.
+    pub(crate) fn watch(&self) -> Watch {
+        Watch(Arc::downgrade(&self.buf))
     }
 
     /// The elements, copied to the host (from a device array too, as torch's `tolist`).

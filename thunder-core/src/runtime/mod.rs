@@ -4,6 +4,8 @@ mod array;
 pub mod npy;
 pub mod pool;
 mod program;
+mod replay;
 
 pub use array::{Array, Element};
 pub use program::{compile, CompiledProgram, StepTime};
+pub use replay::GraphStats;

@@ -1,6 +1,7 @@
 //! Compiling a trace into a program of region calls, and running it.
 
 use super::array::Array;
+use super::replay::{GraphStats, Replay};
 use crate::cuda;
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -116,6 +117,8 @@ pub struct CompiledProgram {
     rebuild: Option<Rebuild>,
     /// Seconds spent building this program, by stage (see [`CompiledProgram::build_stages`]).
     build_stages: Vec<(String, f64)>,
+    /// Present when every value lives on one CUDA device and replay is on (see `replay.rs`).
+    replay: Option<Replay>,
 }
 
 /// What a program keeps to replace itself when a step of an executor with `run_fallback` fails
@@ -152,6 +155,20 @@ impl From<Error> for RunFailure {
     fn from(e: Error) -> Self {
         RunFailure::Other(e)
     }
+}
+
+/// The one CUDA device every value of a program lives on, when there is one and some region
+/// runs there: such a program enqueues all its work on that device's stream, so it can be
+/// replayed as a CUDA graph.
+fn graph_device(slot_types: &[TensorType], steps: &[Step]) -> Option<u32> {
+    let mut device = None;
+    for ty in slot_types {
+        match ty.device {
+            Device::Cuda(o) if *device.get_or_insert(o) == o => {}
+            _ => return None,
+        }
+    }
+    device.filter(|_| steps.iter().any(|s| !s.alias))
 }
 
 fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
@@ -449,7 +466,13 @@ fn compile_among(
                 fallback: OnceLock::new(),
                 building: Mutex::new(()),
             });
-        let mut program = CompiledProgram::new(&exec_trace, &executors, compiled, rebuild);
+        let mut program = CompiledProgram::new(
+            &exec_trace,
+            &executors,
+            compiled,
+            rebuild,
+            lineup.cuda_graphs,
+        );
         program.build_stages = clock.stages();
         return Ok((exec_trace, program));
     }
@@ -461,6 +484,7 @@ impl CompiledProgram {
         executors: &[usize],
         compiled: Vec<Option<CompiledBox>>,
         rebuild: Option<Rebuild>,
+        cuda_graphs: bool,
     ) -> CompiledProgram {
         let t = &et.trace;
         let mut slot_of: HashMap<Value, usize> = HashMap::new();
@@ -506,7 +530,7 @@ impl CompiledProgram {
             .iter()
             .map(|ty| contiguous_strides(&ty.shape))
             .collect();
-        CompiledProgram {
+        let mut program = CompiledProgram {
             slot_types,
             slot_strides,
             input_names: t.input_names(),
@@ -515,6 +539,26 @@ impl CompiledProgram {
             steps,
             rebuild,
             build_stages: Vec::new(),
+            replay: None,
+        };
+        program.set_cuda_graphs(cuda_graphs);
+        program
+    }
+
+    /// Turns CUDA-graph replay of this program on or off (on takes effect only for a program
+    /// whose values all live on one CUDA device); turning it on again starts afresh.
+    pub fn set_cuda_graphs(&mut self, on: bool) {
+        self.replay = graph_device(&self.slot_types, &self.steps)
+            .filter(|_| on)
+            .map(Replay::new);
+    }
+
+    /// What CUDA-graph replay did for this program (the one runs go to after run failures
+    /// replaced it); `None` when it does not replay (not all on one CUDA device, or turned off).
+    pub fn graph_stats(&self) -> Option<GraphStats> {
+        match self.fallback() {
+            Some(fb) => fb.program.graph_stats(),
+            None => self.replay.as_ref().map(Replay::stats),
         }
     }
 
@@ -587,6 +631,12 @@ impl CompiledProgram {
     pub fn run(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         if let Some(fb) = self.fallback() {
             return fb.program.run(inputs);
+        }
+        if let Some(replay) = &self.replay {
+            self.check_inputs(inputs)?;
+            if let Some(outputs) = replay.try_run(self, inputs)? {
+                return Ok(outputs);
+            }
         }
         let (step, error) = match self.run_steps(inputs) {
             Ok(outputs) => return Ok(outputs),
@@ -685,6 +735,18 @@ impl CompiledProgram {
     /// when the step succeeds, so a failed step leaves nothing half-written behind.
     fn run_steps(&self, inputs: &[Array]) -> std::result::Result<Vec<Array>, RunFailure> {
         self.run_steps_timed(inputs, None)
+    }
+
+    /// Runs every step while a CUDA graph is being captured (`replay.rs`): a failure is the
+    /// capture's, so it is returned, never recovered by `run_fallback`.
+    pub(super) fn run_steps_for_capture(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        self.run_steps(inputs).map_err(|f| match f {
+            RunFailure::Other(e) => e,
+            RunFailure::Step { step, error } => Error::Plugin {
+                plugin: self.steps[step].name.clone(),
+                message: format!("region{} failed in run: {error}", self.steps[step].region),
+            },
+        })
     }
 
     /// Runs the program once, timing each step (region call); a CUDA step's time includes
