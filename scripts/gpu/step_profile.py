@@ -186,7 +186,10 @@ def main():
     for peer in a.peers.split(","):
         cmd = [sys.executable, __file__, "--peer", peer, "--config", a.config, "--batch", str(a.batch),
                "--seq", str(a.seq), "--dtype", a.dtype, "--reps", str(a.reps), "--steps", str(a.steps)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        env = dict(os.environ)
+        if peer == "thunder-nographs":  # thunder with CUDA-graph replay off
+            env["THUNDER_CUDA_GRAPHS"] = "0"
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         r = next((json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("RESULT ")), None)
         if r is None:
             print(f"# {peer} failed (rc {p.returncode}):\n{(p.stdout + p.stderr)[-3000:]}")

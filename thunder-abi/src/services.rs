@@ -19,7 +19,9 @@ pub enum LogLevel {
 #[repr(C)]
 #[derive(StableAbi, Clone, Copy)]
 pub struct HostServices {
-    /// Returns null when the device has no memory left or is unknown.
+    /// Returns null when the device has no memory left or is unknown. Memory a region's `run`
+    /// takes must be freed before `run` returns, or taken on an earlier run: a run may be
+    /// captured into a CUDA graph, and what a capture allocates belongs to that graph.
     pub alloc: extern "C" fn(device: DeviceDesc, bytes: usize, align: usize) -> *mut c_void,
     /// Frees a pointer returned by `alloc` with the same size and alignment.
     pub free: extern "C" fn(device: DeviceDesc, ptr: *mut c_void, bytes: usize, align: usize),

@@ -128,6 +128,16 @@ impl CompiledOp {
         deferred: &mut Option<DeferredFlag>,
     ) -> Result<FlagRead, PluginError> {
         let stream = ctx.stream as sys::CUstream;
+        // Made before the runs that use it: a run captured into a CUDA graph must not allocate
+        // what outlives it (the graph owns the capture's memory).
+        if deferred.is_none() && !self.sync_checks {
+            *deferred = Some(DeferredFlag::new(
+                self.services,
+                ctx.device,
+                ctx.context,
+                ctx.stream,
+            )?);
+        }
         if self.sync_checks || !self.checked_once.load(Ordering::Acquire) {
             let p = scratch.alloc(16)?;
             // SAFETY: 16 bytes of device memory just allocated, on the run's stream.
@@ -135,14 +145,6 @@ impl CompiledOp {
                 result::memset_d8_async(p, 0, 16, stream)
             })?;
             return Ok(FlagRead::Now(p));
-        }
-        if deferred.is_none() {
-            *deferred = Some(DeferredFlag::new(
-                self.services,
-                ctx.device,
-                ctx.context,
-                ctx.stream,
-            )?);
         }
         let Some(flag) = deferred.as_ref() else {
             return Err(PluginError::internal("cuda-kernels: error flag missing"));

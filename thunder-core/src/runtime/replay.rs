@@ -6,8 +6,8 @@
 //! region to a few driver calls.
 //!
 //! A graph reads and writes fixed addresses, which sets the rules:
-//! - **Inputs.** Calls run as usual until two calls in a row pass their large inputs at the
-//!   same addresses (a model's parameters, the residuals of a forward that is itself replayed);
+//! - **Inputs.** Calls run as usual (at least [`WARM_UP_RUNS`]) until two calls in a row pass
+//!   their large inputs at the same addresses (a model's parameters, the residuals of a forward that is itself replayed);
 //!   the second of them captures. Inputs whose address moved between those calls and that are
 //!   small (token ids, a loss's cotangent) get a buffer of the graph's own, copied into before
 //!   each replay; the others are read in place, and a later call that passes one elsewhere runs
@@ -34,6 +34,10 @@ const MOVABLE_INPUT_BYTES: usize = 16 << 20;
 const COPIED_OUTPUT_BYTES: usize = 1 << 20;
 /// Captures a program may make before it stops trying (its inputs keep moving).
 pub(crate) const MAX_CAPTURES: u64 = 4;
+/// Calls run as compiled before the first capture: plugins may set things up on a first or
+/// second run (cuda-kernels' error flags, library handles), and what a capture allocates
+/// belongs to the graph, so that must be done by then.
+const WARM_UP_RUNS: u64 = 2;
 
 /// What graph replay did for one program, for benchmarks and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -155,6 +159,7 @@ impl Replay {
                 *last = Some(ptrs);
                 match movable {
                     None => None,
+                    Some(_) if st.stats.eager_runs < WARM_UP_RUNS => None,
                     Some(_) if st.stats.captures >= MAX_CAPTURES => {
                         tracing::info!(
                             "not replaying this program as a CUDA graph any more: its inputs \
@@ -314,7 +319,7 @@ mod tests {
     #[test]
     fn a_capture_waits_until_large_inputs_stop_moving() {
         let big = MOVABLE_INPUT_BYTES + 1;
-        // A parameter at the same place, token ids somewhere new: capture, copying the ids.
+        // A parameter at the same place, token ids somewhere new: copy the ids in.
         assert_eq!(
             movable_inputs(&[10, 20], &[10, 30], &[big, 64]),
             Some(vec![false, true])
