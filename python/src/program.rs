@@ -273,6 +273,10 @@ impl Program {
             }
         });
         let mut program: Program = built?;
+        if program.backward.is_some() {
+            // The residuals: the backward frees them (the Python side drops them after it).
+            program.forward.keep_outputs_in_graph(program.n_outputs);
+        }
         if let Some(on) = cuda_graphs {
             program.forward.set_cuda_graphs(on);
             if let Some(b) = program.backward.as_mut() {

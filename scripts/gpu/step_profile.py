@@ -6,7 +6,8 @@ that took the most time (driver calls such as cuStreamSynchronize and cuLaunchKe
 
     python3 scripts/gpu/step_profile.py [--peers thunder,eager] [--config small] [--steps 3]
 
-Each peer runs in its own process (as gpt2_train_peer.py does); THUNDER_CONFIG should name a
+STEP_PROFILE_KERNELS=N lists the N costliest kernels (default 25). Each peer runs in its own
+process (as gpt2_train_peer.py does); THUNDER_CONFIG should name a
 plugins.toml with the CUDA executors (gpu_config.sh).
 """
 
@@ -104,7 +105,7 @@ def phases(a):
         k[0] += 1
         k[1] += e - s
     top_host = sorted(host.items(), key=lambda kv: -kv[1][1])[:25]
-    top_kernels = sorted(by_kernel.items(), key=lambda kv: -kv[1][1])[:25]
+    top_kernels = sorted(by_kernel.items(), key=lambda kv: -kv[1][1])[: int(os.environ.get("STEP_PROFILE_KERNELS", "25"))]
     big_gaps = sorted(gaps, reverse=True)[:10]
     return dict(
         peer=a.peer,

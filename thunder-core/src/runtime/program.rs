@@ -119,6 +119,8 @@ pub struct CompiledProgram {
     build_stages: Vec<(String, f64)>,
     /// Present when every value lives on one CUDA device and replay is on (see `replay.rs`).
     replay: Option<Replay>,
+    /// See [`CompiledProgram::keep_outputs_in_graph`].
+    in_graph_from: usize,
 }
 
 /// What a program keeps to replace itself when a step of an executor with `run_fallback` fails
@@ -540,6 +542,7 @@ impl CompiledProgram {
             rebuild,
             build_stages: Vec::new(),
             replay: None,
+            in_graph_from: usize::MAX,
         };
         program.set_cuda_graphs(cuda_graphs);
         program
@@ -550,7 +553,18 @@ impl CompiledProgram {
     pub fn set_cuda_graphs(&mut self, on: bool) {
         self.replay = graph_device(&self.slot_types, &self.steps)
             .filter(|_| on)
-            .map(Replay::new);
+            .map(|ordinal| Replay::new(ordinal, self.in_graph_from));
+    }
+
+    /// Says that outputs from index `first` on are released by the caller before its next
+    /// call (a forward's residuals, freed by its backward): a replay hands them out in the
+    /// graph's memory whatever their size, where small outputs are otherwise copied out so
+    /// that they may be kept. A call made while one is held still runs region by region, so
+    /// this never lets a replay overwrite a held output; it only saves the copies.
+    pub fn keep_outputs_in_graph(&mut self, first: usize) {
+        self.in_graph_from = first;
+        let on = self.replay.is_some();
+        self.set_cuda_graphs(on);
     }
 
     /// What CUDA-graph replay did for this program (the one runs go to after run failures

@@ -15,7 +15,8 @@
 //! - **Intermediates** live in the capture's arena ([`cuda::GraphMemory`]), reused by every
 //!   replay.
 //! - **Outputs.** Small ones are copied into fresh buffers after each replay, so callers may
-//!   keep them (a loss). Large ones are handed out in the graph's memory; the next replay writes
+//!   keep them (a loss). Large ones, and those the caller marks as released before its next
+//!   call (a forward's residuals), are handed out in the graph's memory; the next replay writes
 //!   them again, so a call made while any of them is still held runs as usual instead.
 //!
 //! A capture that fails (a plugin that synchronizes or reads back during its run, say) turns
@@ -55,6 +56,9 @@ pub struct GraphStats {
 
 pub(crate) struct Replay {
     ordinal: u32,
+    /// Outputs from this index on are handed out in the graph's memory whatever their size
+    /// (see [`super::CompiledProgram::keep_outputs_in_graph`]).
+    in_place_from: usize,
     state: Mutex<State>,
 }
 
@@ -113,9 +117,10 @@ pub(crate) fn movable_inputs(last: &[u64], now: &[u64], bytes: &[usize]) -> Opti
 }
 
 impl Replay {
-    pub(crate) fn new(ordinal: u32) -> Replay {
+    pub(crate) fn new(ordinal: u32, in_place_from: usize) -> Replay {
         Replay {
             ordinal,
+            in_place_from,
             state: Mutex::new(State {
                 phase: Phase::Waiting { last: None },
                 stats: GraphStats::default(),
@@ -170,7 +175,12 @@ impl Replay {
                     }
                     Some(movable) => {
                         st.stats.captures += 1;
-                        match capture(self.ordinal, program, inputs, &movable) {
+                        let plan = Plan {
+                            ordinal: self.ordinal,
+                            movable: &movable,
+                            in_place_from: self.in_place_from,
+                        };
+                        match capture(&plan, program, inputs) {
                             Ok((captured, outs)) => {
                                 st.phase = Phase::Ready(Box::new(captured));
                                 st.stats.graph_runs += 1;
@@ -197,17 +207,26 @@ impl Replay {
     }
 }
 
-/// Captures one run of `program` on `inputs` (those marked `movable` through buffers of the
-/// graph's own) and launches it: the graph and this call's outputs.
-fn capture(
+/// How a capture treats inputs and outputs.
+struct Plan<'a> {
     ordinal: u32,
+    /// Inputs read through a buffer of the graph's own.
+    movable: &'a [bool],
+    /// Outputs from this index on are never copied out.
+    in_place_from: usize,
+}
+
+/// Captures one run of `program` on `inputs` as `plan` says and launches it: the graph and
+/// this call's outputs.
+fn capture(
+    plan: &Plan<'_>,
     program: &CompiledProgram,
     inputs: &[Array],
-    movable: &[bool],
 ) -> Result<(Captured, Vec<Array>)> {
+    let ordinal = plan.ordinal;
     let mut seats = Vec::with_capacity(inputs.len());
     let mut read = Vec::with_capacity(inputs.len());
-    for (a, &m) in inputs.iter().zip(movable) {
+    for (a, &m) in inputs.iter().zip(plan.movable) {
         if m {
             let own = Array::reused(a.ty().clone())?;
             copy(ordinal, &own, a.data_ptr() as u64)?;
@@ -224,8 +243,10 @@ fn capture(
         .map_err(|e| Error::Usage(format!("a region failed while captured: {e}")))?;
     let outputs = outs
         .iter()
-        .map(|o| {
+        .enumerate()
+        .map(|(k, o)| {
             let ptr = o.data_ptr() as u64;
+            let bytes = o.ty().size_bytes();
             match read
                 .iter()
                 .position(|r| ptr != 0 && r.data_ptr() as u64 == ptr)
@@ -234,7 +255,8 @@ fn capture(
                 None => OutputSeat::Graph {
                     ptr,
                     ty: o.ty().clone(),
-                    copied: o.ty().size_bytes() <= COPIED_OUTPUT_BYTES,
+                    // Empty outputs have no block to point into.
+                    copied: bytes == 0 || (k < plan.in_place_from && bytes <= COPIED_OUTPUT_BYTES),
                 },
             }
         })
