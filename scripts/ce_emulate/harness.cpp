@@ -138,7 +138,7 @@ int main() {
     printf("f32: loss %.7f (want %.7f)\n", loss[0], want);
   }
   // bf16 rows of 100 (a scalar head, 12 vectors, a tail) on blocks of 1 and 2 threads: the
-  // forward's and backward's four-vector batches run full, then partly, then the remainder.
+  // forward's four-vector batches run full, then partly, then the remainder.
   for (unsigned block : {1u, 2u}) {
     const int N = 4, C = 100;
     std::vector<u16_t> buf(N * C + 16, 0);

@@ -373,22 +373,15 @@ fn backward(
              \x20     if (head > {c}LL) head = {c}LL;\n\
              \x20     for (i64_t j = threadIdx.x; j < head; j += blockDim.x) {}\n\
              \x20     const i64_t nv = ({c}LL - head) / {w};\n\
-             \x20     // Up to four vectors a thread are read before the first is written (each thread\n\
-             \x20     // writes only what it read, so an output in the logits' place is still right).\n\
-             \x20     for (i64_t i0 = threadIdx.x; i0 < nv; i0 += 4 * (i64_t)blockDim.x) {{\n\
-             \x20       float v[4][{w}];\n\
-             #pragma unroll\n        for (int vi = 0; vi < 4; ++vi) if (i0 + vi * (i64_t)blockDim.x < nv) load_vec((const uint4*)(p + head + (i0 + vi * (i64_t)blockDim.x) * {w}), v[vi]);\n\
-             #pragma unroll\n        for (int vi = 0; vi < 4; ++vi) {{\n\
-             \x20         const i64_t i = i0 + vi * (i64_t)blockDim.x;\n\
-             \x20         if (i >= nv) break;\n\
-             \x20         const i64_t j0 = head + i * {w};\n\
-             \x20         float r[{w}];\n\
-             #pragma unroll\n          for (int k = 0; k < {w}; ++k) r[k] = ({} - (j0 + k == t ? 1.f : 0.f)) * rs;\n\
-             \x20         {oty}* o = orow + j0;\n          {}\n        }}\n      }}\n\
+             \x20     for (i64_t i = threadIdx.x; i < nv; i += blockDim.x) {{\n\
+             \x20       const i64_t j0 = head + i * {w};\n\
+             \x20       float v[{w}], r[{w}];\n        load_vec((const uint4*)(p + j0), v);\n\
+             #pragma unroll\n        for (int k = 0; k < {w}; ++k) r[k] = ({} - (j0 + k == t ? 1.f : 0.f)) * rs;\n\
+             \x20       {oty}* o = orow + j0;\n        {}\n      }}\n\
              \x20     for (i64_t j = head + nv * {w} + threadIdx.x; j < {c}LL; j += blockDim.x) {}\n\
              \x20     continue;\n    }}",
             scalar("j"),
-            exp("v[vi][k]"),
+            exp("v[k]"),
             store_vec(out, w),
             scalar("j"),
         );

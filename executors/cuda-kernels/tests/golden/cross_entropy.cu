@@ -484,26 +484,17 @@ extern "C" __global__ void ce5_1(const u16_t* __restrict__ in1, i64_t s1_0, i64_
       if (head > 16LL) head = 16LL;
       for (i64_t j = threadIdx.x; j < head; j += blockDim.x) { const float r = (fast_exp2(fmaf(bf16_to_f32(p[j * s1_2]), 1.4426950408889634f, -lse2)) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
       const i64_t nv = (16LL - head) / 8;
-      // Up to four vectors a thread are read before the first is written (each thread
-      // writes only what it read, so an output in the logits' place is still right).
-      for (i64_t i0 = threadIdx.x; i0 < nv; i0 += 4 * (i64_t)blockDim.x) {
-        float v[4][8];
+      for (i64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+        const i64_t j0 = head + i * 8;
+        float v[8], r[8];
+        load_vec((const uint4*)(p + j0), v);
 #pragma unroll
-        for (int vi = 0; vi < 4; ++vi) if (i0 + vi * (i64_t)blockDim.x < nv) load_vec((const uint4*)(p + head + (i0 + vi * (i64_t)blockDim.x) * 8), v[vi]);
-#pragma unroll
-        for (int vi = 0; vi < 4; ++vi) {
-          const i64_t i = i0 + vi * (i64_t)blockDim.x;
-          if (i >= nv) break;
-          const i64_t j0 = head + i * 8;
-          float r[8];
-#pragma unroll
-          for (int k = 0; k < 8; ++k) r[k] = (fast_exp2(fmaf(v[vi][k], 1.4426950408889634f, -lse2)) - (j0 + k == t ? 1.f : 0.f)) * rs;
-          u16_t* o = orow + j0;
-          unsigned u[4];
+        for (int k = 0; k < 8; ++k) r[k] = (fast_exp2(fmaf(v[k], 1.4426950408889634f, -lse2)) - (j0 + k == t ? 1.f : 0.f)) * rs;
+        u16_t* o = orow + j0;
+        unsigned u[4];
 #pragma unroll
           for (int k = 0; k < 4; ++k) u[k] = (unsigned)f32_to_bf16(r[2 * k]) | ((unsigned)f32_to_bf16(r[2 * k + 1]) << 16);
           *(uint4*)o = make_uint4(u[0], u[1], u[2], u[3]);
-        }
       }
       for (i64_t j = head + nv * 8 + threadIdx.x; j < 16LL; j += blockDim.x) { const float r = (fast_exp2(fmaf(bf16_to_f32(p[j * s1_2]), 1.4426950408889634f, -lse2)) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
       continue;
@@ -1248,23 +1239,14 @@ extern "C" __global__ void ce12_1(const float* __restrict__ in1, i64_t s1_0, i64
       if (head > 6LL) head = 6LL;
       for (i64_t j = threadIdx.x; j < head; j += blockDim.x) { const float r = (expf(((float)(p[j * s1_1])) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = ((float)(r)); }
       const i64_t nv = (6LL - head) / 4;
-      // Up to four vectors a thread are read before the first is written (each thread
-      // writes only what it read, so an output in the logits' place is still right).
-      for (i64_t i0 = threadIdx.x; i0 < nv; i0 += 4 * (i64_t)blockDim.x) {
-        float v[4][4];
+      for (i64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+        const i64_t j0 = head + i * 4;
+        float v[4], r[4];
+        load_vec((const uint4*)(p + j0), v);
 #pragma unroll
-        for (int vi = 0; vi < 4; ++vi) if (i0 + vi * (i64_t)blockDim.x < nv) load_vec((const uint4*)(p + head + (i0 + vi * (i64_t)blockDim.x) * 4), v[vi]);
-#pragma unroll
-        for (int vi = 0; vi < 4; ++vi) {
-          const i64_t i = i0 + vi * (i64_t)blockDim.x;
-          if (i >= nv) break;
-          const i64_t j0 = head + i * 4;
-          float r[4];
-#pragma unroll
-          for (int k = 0; k < 4; ++k) r[k] = (expf(v[vi][k] - lse) - (j0 + k == t ? 1.f : 0.f)) * rs;
-          float* o = orow + j0;
-          *(float4*)o = make_float4(r[0], r[1], r[2], r[3]);
-        }
+        for (int k = 0; k < 4; ++k) r[k] = (expf(v[k] - lse) - (j0 + k == t ? 1.f : 0.f)) * rs;
+        float* o = orow + j0;
+        *(float4*)o = make_float4(r[0], r[1], r[2], r[3]);
       }
       for (i64_t j = head + nv * 4 + threadIdx.x; j < 6LL; j += blockDim.x) { const float r = (expf(((float)(p[j * s1_1])) - lse) - (j == t ? 1.f : 0.f)) * rs; orow[j] = ((float)(r)); }
       continue;
@@ -1757,26 +1739,17 @@ extern "C" __global__ void ce16_1(const u16_t* __restrict__ in1, i64_t s1_0, i64
       if (head > 100LL) head = 100LL;
       for (i64_t j = threadIdx.x; j < head; j += blockDim.x) { const float r = (fast_exp2(fmaf(bf16_to_f32(p[j * s1_1]), 1.4426950408889634f, -lse2)) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
       const i64_t nv = (100LL - head) / 8;
-      // Up to four vectors a thread are read before the first is written (each thread
-      // writes only what it read, so an output in the logits' place is still right).
-      for (i64_t i0 = threadIdx.x; i0 < nv; i0 += 4 * (i64_t)blockDim.x) {
-        float v[4][8];
+      for (i64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+        const i64_t j0 = head + i * 8;
+        float v[8], r[8];
+        load_vec((const uint4*)(p + j0), v);
 #pragma unroll
-        for (int vi = 0; vi < 4; ++vi) if (i0 + vi * (i64_t)blockDim.x < nv) load_vec((const uint4*)(p + head + (i0 + vi * (i64_t)blockDim.x) * 8), v[vi]);
-#pragma unroll
-        for (int vi = 0; vi < 4; ++vi) {
-          const i64_t i = i0 + vi * (i64_t)blockDim.x;
-          if (i >= nv) break;
-          const i64_t j0 = head + i * 8;
-          float r[8];
-#pragma unroll
-          for (int k = 0; k < 8; ++k) r[k] = (fast_exp2(fmaf(v[vi][k], 1.4426950408889634f, -lse2)) - (j0 + k == t ? 1.f : 0.f)) * rs;
-          u16_t* o = orow + j0;
-          unsigned u[4];
+        for (int k = 0; k < 8; ++k) r[k] = (fast_exp2(fmaf(v[k], 1.4426950408889634f, -lse2)) - (j0 + k == t ? 1.f : 0.f)) * rs;
+        u16_t* o = orow + j0;
+        unsigned u[4];
 #pragma unroll
           for (int k = 0; k < 4; ++k) u[k] = (unsigned)f32_to_bf16(r[2 * k]) | ((unsigned)f32_to_bf16(r[2 * k + 1]) << 16);
           *(uint4*)o = make_uint4(u[0], u[1], u[2], u[3]);
-        }
       }
       for (i64_t j = head + nv * 8 + threadIdx.x; j < 100LL; j += blockDim.x) { const float r = (fast_exp2(fmaf(bf16_to_f32(p[j * s1_1]), 1.4426950408889634f, -lse2)) - (j == t ? 1.f : 0.f)) * rs; orow[j] = f32_to_bf16(r); }
       continue;
