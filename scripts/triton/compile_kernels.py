@@ -213,7 +213,13 @@ def attention_train_variants(attention_bwd, dt, tri):
                 f"is_causal == {'true' if causal else 'false'}",
             ]
             scale = "default(scale, 1 / sqrt(q.shape[3]))"
-            bm, bn = 128, 64
+            # Head dim 64 as scripts/gpu/attn_tune.py chose on an H100 (B8 H12 T1024 bf16, Triton
+            # 3.6 JIT): causal 64x64, 4 warps, 3 stages (71.6 us against 89.9 for 128x64);
+            # no mask 64x128, 2 stages (92.2 against 104.5). Head dim 128 was not swept.
+            if d == 64:
+                bm, bn, fwd_warps, fwd_stages = (64, 64, 4, 3) if causal else (64, 128, 4, 2)
+            else:
+                bm, bn, fwd_warps, fwd_stages = 128, 64, 8, 3
             yield {
                 "name": f"sdpa_fwd_lse_{suffix}",
                 "source": "scripts/triton/kernels/attention_bwd.py",
@@ -230,17 +236,21 @@ def attention_train_variants(attention_bwd, dt, tri):
                                   "L": "i32", "S": "i32", "HEAD_DIM": "constexpr",
                                   "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "CAUSAL": "constexpr"},
                     "constexprs": {"HEAD_DIM": d, "BLOCK_M": bm, "BLOCK_N": bn, "CAUSAL": causal},
-                    "options": {"num_warps": 4 if d == 64 else 8, "num_stages": 3},
+                    "options": {"num_warps": fwd_warps, "num_stages": fwd_stages},
                     "params": ["q", "k", "v", "o", "lse", scale, "q.shape[2]", "k.shape[2]"],
                     "divisible_by_16": ["L", "S"],
                     "grid": [f"cdiv(q.shape[2], {bm})", "q.shape[0] * q.shape[1]", "1"],
                 }],
             }
-            # Backward: as the tutorial, BLOCK_M1 = BLOCK_N2 = 32 and BLOCK_N1 = BLOCK_M2 = 128, so
-            # both L and S must be multiples of 128.
-            blocks = {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 32,
+            # Backward: BLOCK_M1 = BLOCK_N2 = 32 as the tutorial; BLOCK_N1 = BLOCK_M2 = 64 for head
+            # dim 64 (attn_tune.py: causal 179.9 us against 200.0 for the tutorial's 128, no mask
+            # 236.4 against 271.7), 128 for head dim 128 (not swept). L and S must be multiples
+            # of that block (and of the delta preprocess's).
+            wide = 64 if d == 64 else 128
+            blocks = {"BLOCK_M1": 32, "BLOCK_N1": wide, "BLOCK_M2": wide, "BLOCK_N2": 32,
                       "BLK_SLICE_FACTOR": 2}
-            pre = 128
+            pre = wide
+            bwd_warps, bwd_stages = (4, 5 if causal else 4) if d == 64 else (8, 3)
             yield {
                 "name": f"sdpa_bwd_{suffix}",
                 "source": "scripts/triton/kernels/attention_bwd.py",
@@ -261,7 +271,7 @@ def attention_train_variants(attention_bwd, dt, tri):
                     "o.shape[2] == q.shape[2]", "o.shape[3] == q.shape[3]",
                     "lse.shape[0] == q.shape[0]", "lse.shape[1] == q.shape[1]",
                     "lse.shape[2] == q.shape[2]",
-                    "q.shape[2] % 128 == 0", "k.shape[2] % 128 == 0",
+                    f"q.shape[2] % {wide} == 0", f"k.shape[2] % {wide} == 0",
                 ],
                 "launches": [
                     {
@@ -283,11 +293,11 @@ def attention_train_variants(attention_bwd, dt, tri):
                                       "BLOCK_N2": "constexpr", "BLK_SLICE_FACTOR": "constexpr",
                                       "CAUSAL": "constexpr"},
                         "constexprs": {"HEAD_DIM": d, **blocks, "CAUSAL": causal},
-                        "options": {"num_warps": 4 if d == 64 else 8, "num_stages": 5 if d == 64 else 3},
+                        "options": {"num_warps": bwd_warps, "num_stages": bwd_stages},
                         "params": ["q", "k", "v", "do", "lse", "delta", "dq", "dk", "dv", scale,
                                    "q.shape[2]", "k.shape[2]"],
                         "divisible_by_16": ["L", "S"],
-                        "grid": ["max(cdiv(k.shape[2], 128), cdiv(q.shape[2], 128))",
+                        "grid": [f"max(cdiv(k.shape[2], {wide}), cdiv(q.shape[2], {wide}))",
                                  "q.shape[0] * q.shape[1]", "1"],
                     },
                 ],
