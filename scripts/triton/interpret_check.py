@@ -82,14 +82,14 @@ def check_attention_train(dtype, b, h, l, s, d, causal, scale=None):
     q, k, v = (torch.randn(b, h, n, d, generator=g).to(dtype) for n in (l, s, s))
     do = torch.randn(b, h, l, d, generator=g).to(dtype)
     sm_scale = scale if scale is not None else 1 / math.sqrt(d)
-    fwd, bwd = ATTN_FWD_LSE[d], ATTN_BWD[d]
+    fwd, pre_block, bwd = attention_blocks(dtype, d, causal)
     o = torch.empty_like(q)
     lse = torch.empty(b, h, l, dtype=torch.float32)
     attention_bwd.attn_fwd_lse[(triton_cdiv(l, fwd["BLOCK_M"]), b * h, 1)](
         q, k, v, o, lse, sm_scale, l, s, HEAD_DIM=d, CAUSAL=causal, **fwd)
     delta = torch.empty(b, h, l, dtype=torch.float32)
-    attention_bwd.attn_bwd_preprocess[(triton_cdiv(l, PRE_BLOCK), b * h, 1)](
-        o, do, delta, l, HEAD_DIM=d, BLOCK_M=PRE_BLOCK)
+    attention_bwd.attn_bwd_preprocess[(triton_cdiv(l, pre_block), b * h, 1)](
+        o, do, delta, l, HEAD_DIM=d, BLOCK_M=pre_block)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     programs = max(triton_cdiv(s, bwd["BLOCK_N1"]), triton_cdiv(l, bwd["BLOCK_M2"]))
     attention_bwd.attn_bwd[(programs, b * h, 1)](
@@ -130,10 +130,27 @@ def triton_cdiv(a, b):
 
 
 # As compile_kernels.py builds the packages.
-ATTN_FWD_LSE = {d: dict(BLOCK_M=128, BLOCK_N=64) for d in (64, 128)}
-ATTN_BWD = {d: dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, BLK_SLICE_FACTOR=2)
-            for d in (64, 128)}
-PRE_BLOCK = 128
+PACKAGES = Path(__file__).resolve().parent.parent.parent / "executors" / "triton" / "kernels"
+
+
+def launch_constexprs(package, kernel):
+    """The block sizes (constexprs other than HEAD_DIM and CAUSAL) and launch options a package's
+    manifest gives `kernel`, so the check runs what compile_kernels.py built."""
+    import tomllib
+
+    manifest = tomllib.loads((PACKAGES / package / "kernel.toml").read_text())
+    launch = next(x for x in manifest["launch"] if x["kernel"] == kernel)
+    return {k: v for k, v in launch["constexprs"].items() if k not in ("HEAD_DIM", "CAUSAL")}
+
+
+def attention_blocks(dtype, d, causal):
+    """(forward, delta preprocess, backward) block sizes of the packages for these inputs (f32 has
+    no package: the bf16 one's sizes)."""
+    dt = {torch.float16: "f16"}.get(dtype, "bf16")
+    suffix = f"{dt}_d{d}{'_causal' if causal else ''}"
+    return (launch_constexprs(f"sdpa_fwd_lse_{suffix}", "attn_fwd_lse"),
+            launch_constexprs(f"sdpa_bwd_{suffix}", "attn_bwd_preprocess")["BLOCK_M"],
+            launch_constexprs(f"sdpa_bwd_{suffix}", "attn_bwd"))
 
 
 def main():
@@ -155,6 +172,9 @@ def main():
         check_attention_train(torch.float16, 1, 1, 128, 384, 64, True, scale=0.3),
         check_attention_train(torch.bfloat16, 1, 1, 384, 256, 64, False),
         check_attention_train(torch.float16, 1, 1, 128, 256, 64, False),
+        # Head dim 64 takes blocks of 64: L and S not multiples of 128.
+        check_attention_train(torch.bfloat16, 1, 2, 192, 320, 64, True),
+        check_attention_train(torch.float16, 1, 1, 320, 192, 64, True),
         check_attention_train(torch.float16, 1, 1, 256, 256, 128, True),
         check_attention_train(torch.bfloat16, 1, 1, 128, 256, 128, False),
         check_attention_train(torch.bfloat16, 1, 2, 384, 128, 128, True),
