@@ -213,13 +213,14 @@ def attention_train_variants(attention_bwd, dt, tri):
                 f"is_causal == {'true' if causal else 'false'}",
             ]
             scale = "default(scale, 1 / sqrt(q.shape[3]))"
-            # Head dim 64 as scripts/gpu/attn_tune.py chose on an H100 (B8 H12 T1024 bf16, Triton
-            # 3.6 JIT): causal 64x64, 4 warps, 3 stages (71.6 us against 89.9 for 128x64);
-            # no mask 64x128, 2 stages (92.2 against 104.5). Head dim 128 was not swept.
-            if d == 64:
-                bm, bn, fwd_warps, fwd_stages = (64, 64, 4, 3) if causal else (64, 128, 4, 2)
+            # Causal head dim 64 as scripts/gpu/attn_tune.py chose (64x64 blocks): 62.9 against
+            # 69.0 us on an H100 (B8 H12 T1024 bf16, thunder bench). Its other picks, from Triton
+            # 3.6's JIT, did not carry over to these 3.9 cubins (the backward without a mask went
+            # from 216.5 to 261.7 us), so the rest keep the tutorial's sizes.
+            if d == 64 and causal:
+                bm, bn, fwd_warps, fwd_stages = 64, 64, 4, 3
             else:
-                bm, bn, fwd_warps, fwd_stages = 128, 64, 8, 3
+                bm, bn, fwd_warps, fwd_stages = 128, 64, 4 if d == 64 else 8, 3
             yield {
                 "name": f"sdpa_fwd_lse_{suffix}",
                 "source": "scripts/triton/kernels/attention_bwd.py",
@@ -242,15 +243,13 @@ def attention_train_variants(attention_bwd, dt, tri):
                     "grid": [f"cdiv(q.shape[2], {bm})", "q.shape[0] * q.shape[1]", "1"],
                 }],
             }
-            # Backward: BLOCK_M1 = BLOCK_N2 = 32 as the tutorial; BLOCK_N1 = BLOCK_M2 = 64 for head
-            # dim 64 (attn_tune.py: causal 179.9 us against 200.0 for the tutorial's 128, no mask
-            # 236.4 against 271.7), 128 for head dim 128 (not swept). L and S must be multiples
-            # of that block (and of the delta preprocess's).
-            wide = 64 if d == 64 else 128
+            # Backward: as the tutorial, BLOCK_M1 = BLOCK_N2 = 32 and BLOCK_N1 = BLOCK_M2 = 128, so
+            # both L and S must be multiples of 128.
+            wide = 128
             blocks = {"BLOCK_M1": 32, "BLOCK_N1": wide, "BLOCK_M2": wide, "BLOCK_N2": 32,
                       "BLK_SLICE_FACTOR": 2}
             pre = wide
-            bwd_warps, bwd_stages = (4, 5 if causal else 4) if d == 64 else (8, 3)
+            bwd_warps, bwd_stages = (4, 5) if d == 64 else (8, 3)
             yield {
                 "name": f"sdpa_bwd_{suffix}",
                 "source": "scripts/triton/kernels/attention_bwd.py",

@@ -158,7 +158,7 @@ fn a_causal_training_step_claims_the_forward_with_lse_and_the_backward() {
         pre.params[..4],
         [input(4), input(0), Param::Scratch(0), Param::I32(1024)]
     );
-    assert_eq!(pre.grid, [16, 96, 1]);
+    assert_eq!(pre.grid, [8, 96, 1]);
     assert_eq!(
         main.params[..12],
         [
@@ -176,8 +176,8 @@ fn a_causal_training_step_claims_the_forward_with_lse_and_the_backward() {
             Param::I32(1024),
         ]
     );
-    // max(S/64, L/64) programs per (batch, head) for head dim 64.
-    assert_eq!(main.grid, [16, 96, 1]);
+    // max(S/128, L/128) programs per (batch, head).
+    assert_eq!(main.grid, [8, 96, 1]);
     assert_eq!(main.block, 128);
 }
 
@@ -208,20 +208,20 @@ fn fewer_queries_than_keys_and_head_dim_128_in_f16() {
 #[test]
 fn shapes_dtypes_and_devices_outside_the_kernels_are_left_to_the_decomposition() {
     let p = plugin();
-    // S = 192 without a mask: the backward takes key blocks of 64, the forward needs 128.
-    let (fwd, bwd) = grad_traces(DType::BF16, &[1, 2, 256, 64], &[1, 2, 192, 64], false);
-    let view = trace_view(&bwd, &bwd.bsyms);
-    let i = op_index(&view, "ltorch.sdpa_bwd");
-    assert!(p.claim_on(&h100(), &view).contains(&vec![i as u32]));
+    // S = 192: the forward takes key blocks of 64, the backward needs blocks of 128.
+    let (fwd, bwd) = grad_traces(DType::BF16, &[1, 2, 256, 64], &[1, 2, 192, 64], true);
     let view = trace_view(&fwd, &fwd.bsyms);
     let i = op_index(&view, "ltorch.sdpa_fwd_lse");
+    assert!(p.claim_on(&h100(), &view).contains(&vec![i as u32]));
+    let view = trace_view(&bwd, &bwd.bsyms);
+    let i = op_index(&view, "ltorch.sdpa_bwd");
     assert!(!p.claim_on(&h100(), &view).contains(&vec![i as u32]));
     let why = p
         .find_on(&h100(), &view, &view.ops[i])
         .expect_err("refused");
     assert!(why.contains("k.shape[2] % 128 == 0"), "{why}");
     assert!(
-        !bsym(&fwd, "ltorch.sdpa_fwd_lse").subsymbols.is_empty(),
+        !bsym(&bwd, "ltorch.sdpa_bwd").subsymbols.is_empty(),
         "the host can decompose what is refused"
     );
 
@@ -245,7 +245,7 @@ fn shapes_dtypes_and_devices_outside_the_kernels_are_left_to_the_decomposition()
         DType::BF16,
         &[1, 2, 1000, 64],
         &[1, 2, 1000, 64],
-        "q.shape[2] % 64 == 0",
+        "q.shape[2] % 128 == 0",
     );
     refused(
         DType::BF16,
