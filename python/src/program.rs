@@ -273,9 +273,15 @@ impl Program {
             }
         });
         let mut program: Program = built?;
-        if program.backward.is_some() {
+        if let Some(b) = program.backward.as_mut() {
             // The residuals: the backward frees them (the Python side drops them after it).
             program.forward.keep_outputs_in_graph(program.n_outputs);
+            // The gradients: torch accumulates them into `.grad` (taking the tensor when it can)
+            // and `zero_grad` drops them before the next backward. A gradient still held then
+            // makes that backward run region by region, as any held output does; copying the
+            // small ones out of every replay (the biases' and norms', 99 of GPT-2's 148) cost
+            // 0.13 ms a step on an H100.
+            b.keep_outputs_in_graph(0);
         }
         if let Some(on) = cuda_graphs {
             program.forward.set_cuda_graphs(on);
