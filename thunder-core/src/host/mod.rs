@@ -382,11 +382,6 @@ impl PluginHost {
         Ok(())
     }
 
-    /// Turns CUDA-graph replay of the programs compiled from now on off or on.
-    pub fn set_cuda_graphs(&mut self, on: bool) {
-        self.cuda_graphs = on;
-    }
-
     /// Keeps only the named executors, asked in the given order.
     pub fn restrict_to(&mut self, names: &[&str]) -> Result<()> {
         for n in names {

@@ -754,13 +754,19 @@ impl CompiledProgram {
     /// Runs every step while a CUDA graph is being captured (`replay.rs`): a failure is the
     /// capture's, so it is returned, never recovered by `run_fallback`.
     pub(super) fn run_steps_for_capture(&self, inputs: &[Array]) -> Result<Vec<Array>> {
-        self.run_steps(inputs).map_err(|f| match f {
+        self.run_steps(inputs).map_err(|f| self.failure_error(f))
+    }
+
+    /// A run failure as the error returned where nothing is retried: a step's names its
+    /// plugin and region.
+    fn failure_error(&self, failure: RunFailure) -> Error {
+        match failure {
             RunFailure::Other(e) => e,
             RunFailure::Step { step, error } => Error::Plugin {
                 plugin: self.steps[step].name.clone(),
                 message: format!("region{} failed in run: {error}", self.steps[step].region),
             },
-        })
+        }
     }
 
     /// Runs the program once, timing each step (region call); a CUDA step's time includes
@@ -789,13 +795,7 @@ impl CompiledProgram {
         let mut times = Vec::with_capacity(self.steps.len());
         let outputs = self
             .run_steps_timed(inputs, Some((&mut times, wait_for_device)))
-            .map_err(|f| match f {
-                RunFailure::Other(e) => e,
-                RunFailure::Step { step, error } => Error::Plugin {
-                    plugin: self.steps[step].name.clone(),
-                    message: format!("region{} failed in run: {error}", self.steps[step].region),
-                },
-            })?;
+            .map_err(|f| self.failure_error(f))?;
         let steps = self
             .steps
             .iter()

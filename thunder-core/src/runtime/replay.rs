@@ -7,8 +7,8 @@
 //!
 //! A graph reads and writes fixed addresses, which sets the rules:
 //! - **Inputs.** Calls run as usual (at least [`WARM_UP_RUNS`]) until two calls in a row pass
-//!   their large inputs at the same addresses (a model's parameters, the residuals of a forward that is itself replayed);
-//!   the second of them captures. Inputs whose address moved between those calls and that are
+//!   their large inputs at the same addresses (a model's parameters, the residuals of a
+//!   forward that is itself replayed); the second of them captures. Inputs whose address moved between those calls and that are
 //!   small (token ids, a loss's cotangent) get a buffer of the graph's own, copied into before
 //!   each replay; the others are read in place, and a later call that passes one elsewhere runs
 //!   as usual and starts the wait again (at most [`MAX_CAPTURES`] captures a program).
@@ -34,7 +34,7 @@ const MOVABLE_INPUT_BYTES: usize = 16 << 20;
 /// Outputs up to this size are copied out of the graph's memory after each replay.
 const COPIED_OUTPUT_BYTES: usize = 1 << 20;
 /// Captures a program may make before it stops trying (its inputs keep moving).
-pub(crate) const MAX_CAPTURES: u64 = 4;
+const MAX_CAPTURES: u64 = 4;
 /// Calls run as compiled before the first capture: plugins may set things up on a first or
 /// second run (cuda-kernels' error flags, library handles), and what a capture allocates
 /// belongs to the graph, so that must be done by then.
