@@ -208,7 +208,7 @@ pub(crate) fn fuse_attention() -> bool {
 
 /// Checks a host tensor and returns its first element's address.
 fn check(
-    what: &str,
+    what: Side,
     desc: &TensorDesc<'_>,
     (id, ty, shape): &(u32, Ty, Vec<usize>),
 ) -> Result<*mut u8, PluginError> {
@@ -239,6 +239,22 @@ fn check(
         return Err(bad("null or misaligned data".to_string()));
     }
     Ok(p)
+}
+
+/// Which tensor of a run `check` looks at; named in its errors only, so a run formats nothing.
+#[derive(Clone, Copy)]
+enum Side {
+    Input(usize),
+    Output(usize),
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Side::Input(i) => write!(f, "input {i}"),
+            Side::Output(j) => write!(f, "output {j}"),
+        }
+    }
 }
 
 /// Scratch memory taken from the host for one run and given back when dropped.
@@ -283,15 +299,17 @@ impl CompiledRegion for Region {
             .iter()
             .zip(&self.inputs)
             .enumerate()
-            .map(|(i, (d, m))| check(&format!("input {i}"), d, m))
+            .map(|(i, (d, m))| check(Side::Input(i), d, m))
             .collect::<Result<Vec<_>, _>>()?;
         let outs = outputs
             .iter()
             .zip(&self.outputs)
             .enumerate()
-            .map(|(j, (d, m))| check(&format!("output {j}"), d, m))
+            .map(|(j, (d, m))| check(Side::Output(j), d, m))
             .collect::<Result<Vec<_>, _>>()?;
-        let started = std::time::Instant::now();
+        // The clock is read only for the trace line (a run of a tiny program takes well
+        // under a microsecond, and each reading is tens of nanoseconds).
+        let started = crate::exec::trace().then(std::time::Instant::now);
         let mut scratch = Scratch {
             services: self.services,
             blocks: Vec::with_capacity(self.scratch.len()),
@@ -311,11 +329,11 @@ impl CompiledRegion for Region {
             outputs: outs,
             scratch: scratch.blocks.iter().map(|&(p, _)| p).collect(),
         };
-        let allocated = started.elapsed();
+        let allocated = started.map(|t| t.elapsed());
         for stage in &self.stages {
             stage.run(&bufs)?;
         }
-        if crate::exec::trace() {
+        if let (Some(started), Some(allocated)) = (started, allocated) {
             eprintln!(
                 "cpu-simd region: {:>8.1} us, {} stages, scratch {} buffers {:.1} MB allocated in {:.1} us",
                 started.elapsed().as_secs_f64() * 1e6,

@@ -50,17 +50,29 @@ pub(crate) trait Vf32: Copy {
     unsafe fn scale_pow2(p: Self, n: Self) -> Self;
 }
 
-/// `a op b` in f32.
+/// `a[k] op b[k]` for every vector of a block, the op decided once for the block rather than
+/// once per vector.
 #[inline(always)]
-pub(crate) unsafe fn arith<V: Vf32>(op: Arith, a: V, b: V) -> V {
-    // SAFETY (whole fn): forwarded from the caller.
-    unsafe {
-        match op {
-            Arith::Add => V::add(a, b),
-            Arith::Sub => V::sub(a, b),
-            Arith::Mul => V::mul(a, b),
-            Arith::Div => V::div(a, b),
-        }
+pub(crate) unsafe fn arith_block<V: Vf32, const K: usize>(
+    op: Arith,
+    a: &[V; K],
+    b: &[V; K],
+) -> [V; K] {
+    macro_rules! each {
+        ($f:path) => {{
+            let mut out = *a;
+            for (o, y) in out.iter_mut().zip(b) {
+                // SAFETY: forwarded from the caller.
+                *o = unsafe { $f(*o, *y) };
+            }
+            out
+        }};
+    }
+    match op {
+        Arith::Add => each!(V::add),
+        Arith::Sub => each!(V::sub),
+        Arith::Mul => each!(V::mul),
+        Arith::Div => each!(V::div),
     }
 }
 

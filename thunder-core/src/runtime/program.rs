@@ -821,7 +821,7 @@ impl CompiledProgram {
         }
         for (k, step) in self.steps.iter().enumerate() {
             if step.alias {
-                let start = std::time::Instant::now();
+                let start = times.is_some().then(std::time::Instant::now);
                 let (&input, &output) = (&step.inputs[0], &step.outputs[0]);
                 let a = slots[input]
                     .as_ref()
@@ -831,7 +831,7 @@ impl CompiledProgram {
                 for &s in &step.frees {
                     slots[s] = None;
                 }
-                if let Some((times, _)) = times.as_mut() {
+                if let (Some((times, _)), Some(start)) = (times.as_mut(), start) {
                     times.push(start.elapsed().as_secs_f64());
                 }
                 continue;
@@ -858,7 +858,8 @@ impl CompiledProgram {
                 .zip(&outs)
                 .map(|(&s, a)| self.desc(s, a))
                 .collect();
-            let start = std::time::Instant::now();
+            // Read only when timing: an untimed call of a tiny program is a microsecond.
+            let start = times.is_some().then(std::time::Instant::now);
             step.compiled
                 .as_ref()
                 .ok_or_else(|| Error::Bug(format!("step {k} runs without being compiled")))?
@@ -869,7 +870,7 @@ impl CompiledProgram {
                 )
                 .into_result()
                 .map_err(|error| RunFailure::Step { step: k, error })?;
-            if let Some((times, wait_for_device)) = times.as_mut() {
+            if let (Some((times, wait_for_device)), Some(start)) = (times.as_mut(), start) {
                 if let (Device::Cuda(ordinal), true) = (step.device, *wait_for_device) {
                     cuda::synchronize(ordinal).map_err(Error::from)?;
                 }

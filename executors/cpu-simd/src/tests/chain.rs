@@ -81,6 +81,33 @@ fn tanh_sqrt_reciprocal_chain() {
     }
 }
 
+/// A chain of literal, squaring, sign and root steps only: on AVX2 it is compiled on its own
+/// (`Chain::light`), so this checks that path bit for bit, with partial blocks and threads.
+#[test]
+fn light_chain_is_exact() {
+    for n in [1usize, 63, 64, 65, 129, 4097, 300_007] {
+        let mut t = Tb::default();
+        let sh = [n as i64];
+        let x = t.value(F32, &sh);
+        let m = t.op("mul", vec![val(x), ArgView::Float(1.5)], F32, &sh);
+        let a = t.op("sub", vec![ArgView::Float(0.25), val(m)], F32, &sh);
+        let q = t.op("mul", vec![val(a), val(a)], F32, &sh);
+        let g = t.op("neg", vec![val(q)], F32, &sh);
+        let ab = t.op("abs", vec![val(g)], F32, &sh);
+        let sq = t.op("sqrt", vec![val(ab)], F32, &sh);
+        let re = t.op("reciprocal", vec![val(sq)], F32, &sh);
+        let d = t.op("div", vec![val(re), ArgView::Float(3.0)], F32, &sh);
+        let dx = data(n, 25);
+        let got = t.run(&[(x, dx.clone())], &[a, d]);
+        for (i, &v) in dx.iter().enumerate() {
+            let a = 0.25 - v * 1.5;
+            let d = (1.0 / (-(a * a)).abs().sqrt()) / 3.0;
+            assert_eq!(got[0][i].to_bits(), a.to_bits(), "n {n}: a at {i}");
+            assert_eq!(got[1][i].to_bits(), d.to_bits(), "n {n}: d at {i}");
+        }
+    }
+}
+
 /// GELU reads its input twice, so it is no chain: it runs as a program of the group's own
 /// instructions (`chain::Chain::Prog`). BERT's erf form is checked bit for bit against the
 /// same f32 operations with `math::erf` (the program's erf gives its bits on every ISA), and
