@@ -19,8 +19,13 @@ use crate::math;
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-/// Query rows and keys per tile.
+/// Query rows per task: [`BR_WIDE`] when that still leaves every thread several tasks, else
+/// [`BR`]. Wider tasks make half as many `gemm` calls per score: MiniLM's attention (B8 H12
+/// L128 D32) went from 7.9 to 7.0 ms a forward and GPT-2's (B1 H12 L128 D64) from 3.5 to
+/// 3.0 ms (AMD EPYC Zen 5, 2 threads).
 const BR: usize = 32;
+const BR_WIDE: usize = 128;
+/// Keys per tile.
 const BC: usize = 128;
 /// Below this many multiply-adds (both products) the tasks run on the calling thread.
 const PAR_MIN: usize = 1 << 18;
@@ -104,13 +109,19 @@ unsafe impl Send for Ptr {}
 
 pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
     let t = std::time::Instant::now();
-    let row_blocks = p.l.div_ceil(BR);
+    let threads = rayon::current_num_threads();
+    let br = if p.batches() * p.l.div_ceil(BR_WIDE) >= 4 * threads {
+        BR_WIDE
+    } else {
+        BR
+    };
+    let row_blocks = p.l.div_ceil(br);
     let tasks = p.batches() * row_blocks;
     let out = Ptr(bufs.ptr(p.out));
     let task = |t: usize| {
         let (bi, rb) = (t / row_blocks, t % row_blocks);
-        let r0 = rb * BR;
-        let rows = BR.min(p.l - r0);
+        let r0 = rb * br;
+        let rows = br.min(p.l - r0);
         // SAFETY: rows r0..r0 + rows of batch bi are in range and written by this task only.
         unsafe { block(p, bufs, &out, bi, r0, rows) };
     };
@@ -187,7 +198,7 @@ unsafe fn block_with<const FMA: bool>(
         (*kind, p.view(bufs, (*buf, layout), bi, size))
     });
     let (dv, s) = (p.dv, p.s);
-    let mut tile = vec![0f32; BR * BC];
+    let mut tile = vec![0f32; rows * BC];
     let mut acc = vec![0f32; rows * dv];
     let mut m = vec![f32::NEG_INFINITY; rows];
     let mut l = vec![0f32; rows];
@@ -255,16 +266,30 @@ unsafe fn block_with<const FMA: bool>(
                         MaskKind::Keep(fill) => {
                             let mp = mv.p.offset(base);
                             let fill = *fill as f32;
-                            for (j, x) in row.iter_mut().enumerate() {
-                                if *mp.offset(j as isize * mv.cs) == 0 {
-                                    *x = fill;
+                            if mv.cs == 1 {
+                                // Contiguous along the keys (the common case): a loop that
+                                // vectorizes.
+                                let keep = std::slice::from_raw_parts(mp, cols);
+                                for (x, &k) in row.iter_mut().zip(keep) {
+                                    *x = if k == 0 { fill } else { *x };
+                                }
+                            } else {
+                                for (j, x) in row.iter_mut().enumerate() {
+                                    if *mp.offset(j as isize * mv.cs) == 0 {
+                                        *x = fill;
+                                    }
                                 }
                             }
                         }
                         MaskKind::Add => {
                             let mp = (mv.p as *const f32).offset(base);
-                            for (j, x) in row.iter_mut().enumerate() {
-                                *x += *mp.offset(j as isize * mv.cs);
+                            if mv.cs == 1 {
+                                let add = std::slice::from_raw_parts(mp, cols);
+                                row.iter_mut().zip(add).for_each(|(x, &a)| *x += a);
+                            } else {
+                                for (j, x) in row.iter_mut().enumerate() {
+                                    *x += *mp.offset(j as isize * mv.cs);
+                                }
                             }
                         }
                     }
@@ -300,16 +325,17 @@ unsafe fn block_with<const FMA: bool>(
                 Parallelism::None,
             );
         }
-        let o = (out.0 as *mut f32).add((bi * p.l + r0) * dv);
-        for i in 0..rows {
+        let o = std::slice::from_raw_parts_mut(
+            (out.0 as *mut f32).add((bi * p.l + r0) * dv),
+            rows * dv,
+        );
+        for (i, (orow, arow)) in o.chunks_exact_mut(dv).zip(acc.chunks_exact(dv)).enumerate() {
             let inv = if m[i] == f32::NEG_INFINITY {
                 f32::NAN
             } else {
                 l[i]
             };
-            for j in 0..dv {
-                *o.add(i * dv + j) = acc[i * dv + j] / inv;
-            }
+            divide_row(orow, arow, inv);
         }
         if let Some(lse) = p.lse {
             // -inf for a row that saw no key (log 0), as the decomposition gives it.
@@ -332,7 +358,19 @@ fn softmax_rows<const FMA: bool>(
 ) {
     for i in 0..rows {
         let row = &mut tile[i * BC..i * BC + cols];
-        let mx = row.iter().fold(f32::NEG_INFINITY, |a, &x| a.max(x));
+        // Sixteen partial maxima, so the loop vectorizes (a single running maximum is a
+        // chain of dependent scalar instructions).
+        let mut lanes = [f32::NEG_INFINITY; 16];
+        let mut chunks = row.chunks_exact(16);
+        for c in &mut chunks {
+            for (a, &x) in lanes.iter_mut().zip(c) {
+                *a = a.max(x);
+            }
+        }
+        let mx = chunks.remainder().iter().fold(
+            lanes.iter().fold(f32::NEG_INFINITY, |a, &x| a.max(x)),
+            |a, &x| a.max(x),
+        );
         let m_new = m[i].max(mx);
         if m_new == f32::NEG_INFINITY {
             row.iter_mut().for_each(|x| *x = 0.0);
@@ -353,5 +391,21 @@ fn softmax_rows<const FMA: bool>(
         let sum = lanes.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>();
         l[i] = l[i] * alpha[i] + sum;
         m[i] = m_new;
+    }
+}
+
+/// `out = acc / l`, in blocks of sixteen so that rows shorter than the compiler's unrolled
+/// vector loop (a head dim of 32) still divide in vectors.
+#[inline(always)]
+fn divide_row(out: &mut [f32], acc: &[f32], l: f32) {
+    let mut o = out.chunks_exact_mut(16);
+    let mut a = acc.chunks_exact(16);
+    for (o, a) in (&mut o).zip(&mut a) {
+        for (x, &y) in o.iter_mut().zip(a) {
+            *x = y / l;
+        }
+    }
+    for (x, &y) in o.into_remainder().iter_mut().zip(a.remainder()) {
+        *x = y / l;
     }
 }

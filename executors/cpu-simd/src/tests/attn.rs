@@ -13,6 +13,8 @@ enum Mask {
     /// Keep where the mask input is above 0.3 (row 1 is masked entirely).
     Keep,
     Add,
+    /// An additive mask read through a transpose: strided along the keys.
+    AddTransposed,
 }
 
 struct Case {
@@ -96,6 +98,16 @@ fn build(t: &mut Tb, c: &Case) -> (Vec<u32>, Vec<u32>) {
             inputs.push(m);
             t.op("add", vec![v(scaled), v(m)], F32, &sc)
         }
+        Mask::AddTransposed => {
+            let mut st = sc.clone();
+            st.swap(r - 2, r - 1);
+            let m = t.value(F32, &st);
+            inputs.push(m);
+            let mut perm: Vec<i64> = (0..r as i64).collect();
+            perm.swap(r - 2, r - 1);
+            let mt = t.op("transpose", vec![v(m), ints(&perm)], F32, &sc);
+            t.op("add", vec![v(scaled), v(mt)], F32, &sc)
+        }
     };
     let last = ints(&[r as i64 - 1]);
     let mut row = c.batch.clone();
@@ -160,6 +172,7 @@ fn reference(c: &Case, ins: &[Vec<f32>]) -> Vec<f64> {
                     Mask::Keep if ins[3][i * s + j] > 0.3 => {}
                     Mask::Keep => *x = f64::NEG_INFINITY,
                     Mask::Add => *x += ins[3][(b * l + i) * s + j] as f64,
+                    Mask::AddTransposed => *x += ins[3][(b * s + j) * l + i] as f64,
                 }
             }
             let m = sc.iter().fold(f64::NEG_INFINITY, |a, &x| a.max(x));
@@ -238,6 +251,9 @@ fn fused_attention_matches_naive() {
     check(case(&[2, 3], (40, 150, 16, 8), Mask::None));
     check(case(&[2], (33, 257, 8, 12), Mask::Keep));
     check(case(&[3], (5, 7, 4, 4), Mask::Add));
+    check(case(&[2], (6, 9, 4, 4), Mask::AddTransposed));
+    // Enough batches for the wide row tasks, with a head dim of 32.
+    check(case(&[2, 8], (130, 140, 32, 32), Mask::Add));
     check(case(&[], (1, 1, 3, 2), Mask::None));
     // Large enough to take the threaded path.
     check(case(&[2, 4], (128, 128, 64, 64), Mask::Keep));
