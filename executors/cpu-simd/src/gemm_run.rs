@@ -89,6 +89,24 @@ impl<T: Real> Product<T> {
         if self.m == 0 || self.n == 0 {
             return;
         }
+        if let Some(p) = self.streamed() {
+            // SAFETY: forwarded from the caller; `streamed` checked that the kernel applies.
+            return unsafe {
+                crate::gemm_stream::gemm(
+                    (p.m, p.n, p.k),
+                    crate::gemm_stream::Lhs {
+                        ptr: p.a.ptr,
+                        rs: p.a.rs,
+                        cs: p.a.cs,
+                    },
+                    p.b.ptr,
+                    p.b.rs,
+                    p.dst,
+                    p.ld,
+                    p.read_dst,
+                )
+            };
+        }
         // SAFETY: forwarded from the caller. `read_dst = false` makes gemm overwrite `dst`
         // (and zero-fill it when k = 0).
         unsafe {
@@ -114,6 +132,13 @@ impl<T: Real> Product<T> {
                 Parallelism::None,
             )
         }
+    }
+
+    /// This product as f32 when `gemm_stream`'s kernel takes it (few rows against a large
+    /// right operand with contiguous rows).
+    fn streamed(&self) -> Option<&Product<f32>> {
+        let p = (self as &dyn std::any::Any).downcast_ref::<Product<f32>>()?;
+        crate::gemm_stream::applies(p.m, p.n, p.k, p.b.cs).then_some(p)
     }
 
     /// Rows `r0..r1` of the output.
@@ -178,7 +203,10 @@ impl<T: Real> Product<T> {
         // the output, and the helper's rows stay in its cache for its share of them. The MLP
         // step took 273 us with row panels against 287 as `split_rows` picks and 304 with
         // column panels (medians of 4 interleaved runs, chrt).
-        let rows = if team {
+        let rows = if self.streamed().is_some() {
+            // Each panel reads its own columns of the right operand once.
+            false
+        } else if team {
             self.m >= 2 * ROW_ALIGN
         } else {
             split_rows(&self.a, &self.b, (self.m, self.k, self.n))

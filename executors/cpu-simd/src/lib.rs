@@ -39,6 +39,7 @@ mod ftz;
 mod fusion;
 mod gemm_epi;
 mod gemm_run;
+mod gemm_stream;
 mod gemm_sum;
 mod gemm_t;
 mod group;

@@ -11,6 +11,7 @@ pub(crate) mod gelu_bench;
 mod gemm_epi;
 mod gemm_fold;
 mod gemm_run;
+mod gemm_stream;
 mod gemm_sum;
 mod gemm_t;
 mod layer_norm;
