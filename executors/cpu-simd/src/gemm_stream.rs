@@ -5,7 +5,8 @@
 //!
 //! Why not the `gemm` crate for these: it packs each block of the right operand in a pass of
 //! its own before multiplying, and with a weight that is not in cache that pass waits on
-//! memory with nothing to overlap. On an AMD EPYC Zen 5 (2 threads), 24 GPT-2 MLP products
+//! memory with no arithmetic to overlap (our reading of the numbers below; the packing was
+//! not timed on its own). On an AMD EPYC Zen 5 (2 threads), 24 GPT-2 MLP products
 //! (`[128, 768] @ [768, 3072]` and back, each weight read once) took 37.2-39.7 ms through the
 //! crate against ONNX Runtime's 33.4-34.3 ms, whose weights are packed once when the model is
 //! loaded; with weights in cache the crate ran them at 470 GFLOP/s. With this kernel they take
