@@ -12,16 +12,8 @@
 # Build as scripts/gpu/wave_check.sh says; on the device with carry [".gpu-bin"]:
 #   bash scripts/gpu/ce_check.sh .gpu-bin
 set -uo pipefail
-start=$SECONDS
-budget="${BUDGET:-540}"
-left() { echo $(( budget - (SECONDS - start) )); }
-cap() { local l; l=$(left); echo $(( l > $1 ? $1 : (l > 5 ? l - 5 : 1) )); }
-bin="$(cd "${1:-.gpu-bin}" && pwd)"
-out="${OUT:-gpu-out}"
-mkdir -p "$out"
 here="$(dirname "$0")"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-source "$here/cuda_libs.sh"
+source "$here/call_setup.sh" "$@"
 cache="${TMPDIR:-/tmp}/thunder-ce-kernel-cache-$$"
 rm -rf "$cache"
 cfg="$out/plugins-ce.toml"

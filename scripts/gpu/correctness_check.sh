@@ -5,14 +5,8 @@
 # gradient samples and every OpInfo sample on cuda:0 against the interpreter.
 # Build as scripts/gpu/wave_check.sh says; on the device:  bash scripts/gpu/correctness_check.sh .gpu-bin
 set -uo pipefail
-start=$SECONDS
-budget="${BUDGET:-540}"
-left() { echo $(( budget - (SECONDS - start) )); }
-bin="$(cd "${1:-.gpu-bin}" && pwd)"
-out="${OUT:-gpu-out}"
-mkdir -p "$out"
 here="$(dirname "$0")"
-source "$here/cuda_libs.sh"
+source "$here/call_setup.sh" "$@"
 cfg="${TMPDIR:-/tmp}/plugins-correctness.toml"
 bash "$here/gpu_config.sh" "$bin" "${TMPDIR:-/tmp}/thunder-correctness-kernel-cache" > "$cfg"
 export THUNDER_CONFIG="$(cd "$(dirname "$cfg")" && pwd)/$(basename "$cfg")"

@@ -14,15 +14,9 @@
 #  4. ONNX fixtures on cuda:0 against ORT, and the full-size models beside ORT/torch eager;
 #  5. the gradient samples and every OpInfo sample on cuda:0 against the interpreter.
 set -uo pipefail
-start=$SECONDS
-budget="${BUDGET:-560}"
-left() { echo $(( budget - (SECONDS - start) )); }
-bin="$(cd "${1:-.gpu-bin}" && pwd)"
-out="${OUT:-gpu-out}"
-mkdir -p "$out"
+default_budget=560
 here="$(dirname "$0")"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-source "$here/cuda_libs.sh"
+source "$here/call_setup.sh" "$@"
 cfg="$out/plugins-gpu.toml"
 bash "$here/gpu_config.sh" "$bin" "${TMPDIR:-/tmp}/thunder-wave-kernel-cache" > "$cfg"
 export THUNDER_CONFIG="$(cd "$(dirname "$cfg")" && pwd)/$(basename "$cfg")"
