@@ -132,8 +132,9 @@ impl Chain {
     /// A single running value through steps that load nothing and call no transcendental
     /// function. Such a chain is compiled on its own (`run_v`'s `LIGHT`): with the load and
     /// the transcendental arms in its loop, AVX2's 16 registers could not hold the block
-    /// across steps and it went through the stack at every step (`chain8_16m` 2.5 ms on
-    /// AVX2 against 2.2 ms for the same loop before those arms existed).
+    /// across steps and it went through the stack at every step. `chain8_16m` on AVX2 went
+    /// from 2.45-2.50 to 2.37-2.43 ms (AMD EPYC Zen 5, `THUNDER_CPU_SIMD_ISA=avx2`); the
+    /// build before those arms existed ran 2.17-2.42 ms there.
     #[cfg(target_arch = "x86_64")]
     fn light(&self) -> bool {
         match self {
@@ -551,13 +552,26 @@ unsafe fn unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
         match op {
+            Un::Tanh => vmath::tanh(v),
+            Un::Exp => vmath::exp(v),
+            Un::Erf => vmath::erf(v),
+            Un::Neg | Un::Abs | Un::Sqrt | Un::Reciprocal => simple_unary(op, v),
+        }
+    }
+}
+
+/// The unary ops that are one or two instructions (what a light chain may hold).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn simple_unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        match op {
             Un::Neg => V::neg(v),
             Un::Abs => V::abs(v),
             Un::Sqrt => V::sqrt(v),
             Un::Reciprocal => V::div(V::splat(1.0), v),
-            Un::Tanh => vmath::tanh(v),
-            Un::Exp => vmath::exp(v),
-            Un::Erf => vmath::erf(v),
+            Un::Tanh | Un::Exp | Un::Erf => unreachable!("{op:?} is not a simple unary op"),
         }
     }
 }
@@ -739,15 +753,7 @@ unsafe fn run_steps<V: crate::simd::Vf32, const K: usize, const LIGHT: bool>(
                 }
                 Step::Unary(op) if LIGHT => {
                     for v in x.iter_mut() {
-                        *v = match op {
-                            Un::Neg => V::neg(*v),
-                            Un::Abs => V::abs(*v),
-                            Un::Sqrt => V::sqrt(*v),
-                            Un::Reciprocal => V::div(V::splat(1.0), *v),
-                            Un::Tanh | Un::Exp | Un::Erf => {
-                                unreachable!("a light chain has no {op:?}")
-                            }
-                        };
+                        *v = simple_unary(op, *v);
                     }
                 }
                 Step::Unary(op) => {

@@ -94,11 +94,7 @@ impl<T: Real> Product<T> {
             return unsafe {
                 crate::gemm_stream::gemm(
                     (p.m, p.n, p.k),
-                    crate::gemm_stream::Lhs {
-                        ptr: p.a.ptr,
-                        rs: p.a.rs,
-                        cs: p.a.cs,
-                    },
+                    p.a,
                     p.b.ptr,
                     p.b.rs,
                     p.dst,

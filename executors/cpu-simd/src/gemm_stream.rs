@@ -17,6 +17,7 @@
 //! column block is masked, never padded in memory. Sums run over the depth in order in
 //! blocks of [`KC`], each block's sum added to the output.
 
+use crate::gemm_run::View;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
@@ -46,14 +47,6 @@ pub(crate) fn applies(m: usize, n: usize, k: usize, b_cs: isize) -> bool {
         && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_STREAM").as_deref() != Ok("0"))
 }
 
-/// A view of the left operand: element `(i, p)` at `ptr + i * rs + p * cs`.
-#[derive(Clone, Copy)]
-pub(crate) struct Lhs {
-    pub(crate) ptr: *const f32,
-    pub(crate) rs: isize,
-    pub(crate) cs: isize,
-}
-
 /// `dst[m, n] (+)= a[m, k] @ b[k, n]`, `b` row `p` at `b + p * b_rs` (contiguous), `dst`
 /// row-major with row stride `ld`, added to when `read_dst`.
 ///
@@ -63,7 +56,7 @@ pub(crate) struct Lhs {
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm(
     (m, n, k): (usize, usize, usize),
-    a: Lhs,
+    a: View<f32>,
     b: *const f32,
     b_rs: isize,
     dst: *mut f32,
@@ -89,7 +82,7 @@ thread_local! {
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_avx512(
     (m, n, k): (usize, usize, usize),
-    a: Lhs,
+    a: View<f32>,
     b: *const f32,
     b_rs: isize,
     dst: *mut f32,
@@ -108,7 +101,7 @@ unsafe fn gemm_avx512(
                 let kc = KC.min(k - k0);
                 let add = read_dst || k0 > 0;
                 let block = Block {
-                    a: Lhs {
+                    a: View {
                         ptr: a.ptr.wrapping_offset(k0 as isize * a.cs),
                         ..a
                     },
@@ -155,7 +148,7 @@ unsafe fn gemm_avx512(
 #[cfg(target_arch = "x86_64")]
 struct Block {
     /// The left operand at this block's first depth index.
-    a: Lhs,
+    a: View<f32>,
     /// The block in the right operand.
     src: *const f32,
     b_rs: isize,

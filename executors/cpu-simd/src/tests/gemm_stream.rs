@@ -4,7 +4,8 @@
 //! the depth blocks, an accumulated output, a right operand inside a wider matrix at an
 //! unaligned address, and a transposed left operand.
 
-use crate::gemm_stream::{applies, gemm, Lhs};
+use crate::gemm_run::View;
+use crate::gemm_stream::{applies, gemm};
 
 fn ints(n: usize, seed: u64) -> Vec<f32> {
     super::data(n, seed)
@@ -41,13 +42,13 @@ fn streamed_products_are_exact() {
         let init = ints(m * n, seed + 3);
         let mut dst = init.clone();
         let lhs = if a_transposed {
-            Lhs {
+            View {
                 ptr: a.as_ptr(),
                 rs: 1,
                 cs: m as isize,
             }
         } else {
-            Lhs {
+            View {
                 ptr: a.as_ptr(),
                 rs: k as isize,
                 cs: 1,
