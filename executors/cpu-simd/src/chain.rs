@@ -18,6 +18,7 @@
 //! `exec::isa_level`; every step rounds exactly as the tile path's kernel for it does (see
 //! `simd.rs`, `vmath.rs`), so which path runs a group never changes its result.
 
+use crate::chain_fuse::{fuse_gelu, Item};
 use crate::decode::{Lit, Ty};
 use crate::exec::Ctx;
 use crate::group::{GroupPlan, Ins, Src};
@@ -65,8 +66,19 @@ pub(crate) enum Step {
         first: bool,
     },
     Unary(Un),
+    /// A GELU found by `chain_fuse` (its operations, in its order, on `x`).
+    Gelu(Gelu),
     /// Stores `x` into access `acc` (contiguous).
     Store(usize),
+}
+
+/// A GELU as `chain_fuse` found it, with the literals the group holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Gelu {
+    /// `(x * c0) * ((tanh((x + ((x * x) * x) * c1) * c2)) + c3)`.
+    Tanh([f32; 4]),
+    /// `(x * (erf(x / c0) + c1)) * c2`.
+    Erf([f32; 3]),
 }
 
 /// The unary ops with a vector form.
@@ -140,7 +152,7 @@ impl Chain {
         match self {
             Chain::Line { steps, .. } => steps.iter().all(|s| match s {
                 Step::Unary(op) => !matches!(op, Un::Tanh | Un::Exp | Un::Erf),
-                Step::Load { .. } => false,
+                Step::Load { .. } | Step::Gelu(_) => false,
                 Step::Lit { .. } | Step::Same(_) | Step::Store(_) => true,
             }),
             Chain::Prog(_) => false,
@@ -148,7 +160,7 @@ impl Chain {
     }
 }
 
-fn lit_f32(l: Lit) -> Option<f32> {
+pub(crate) fn lit_f32(l: Lit) -> Option<f32> {
     match l {
         Lit::F(v) => <f32 as Real>::exact(v).then_some(v as f32),
         Lit::I(v) => Some(v as f64 as f32),
@@ -217,6 +229,15 @@ impl Builder<'_> {
         self.made.push((dst, self.steps.len()));
         if let Some((acc, _)) = self.start {
             self.start = Some((acc, dst));
+        }
+    }
+
+    fn item(&mut self, it: &Item) -> Option<()> {
+        match it {
+            Item::Ins(i) => self.ins(i),
+            &Item::Gelu { dst, a, form } => {
+                self.is_cur(a).then(|| self.written(dst, Step::Gelu(form)))
+            }
         }
     }
 
@@ -300,10 +321,21 @@ pub(crate) fn chain_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
     if !plan.reductions.is_empty() {
         return None;
     }
-    line_of(plan, last).or_else(|| prog_of(plan, last))
+    chain_of_ins(&plan.ins, last)
 }
 
-fn line_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
+/// [`chain_of`] for a group without reductions, from its instructions.
+pub(crate) fn chain_of_ins(ins: &[Ins], last: &[i64]) -> Option<Chain> {
+    // A GELU without a bias before it is a chain already (its input is loaded again where it
+    // is read again); fused, it is the same bits without the second load.
+    let plain = || line_of(ins.iter().map(|i| Item::Ins(i.clone())), last);
+    fuse_gelu(ins)
+        .and_then(|items| line_of(items.into_iter(), last))
+        .or_else(plain)
+        .or_else(|| prog_of(ins, last))
+}
+
+fn line_of(items: impl Iterator<Item = Item>, last: &[i64]) -> Option<Chain> {
     let mut b = Builder {
         last,
         loaded: Vec::new(),
@@ -311,8 +343,8 @@ fn line_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
         steps: Vec::new(),
         made: Vec::new(),
     };
-    for i in &plan.ins {
-        b.ins(i)?;
+    for i in items {
+        b.item(&i)?;
     }
     let (load, _) = b.start?;
     b.steps
@@ -328,14 +360,14 @@ fn line_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
 /// stores, ops with vector forms, f32 literals, registers below `MAX_REGS` (they are the
 /// group's own register numbers, already allocated so that a destination never overwrites a
 /// value still to be read).
-fn prog_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
+fn prog_of(ins: &[Ins], last: &[i64]) -> Option<Chain> {
     let reg = |r: u32| (r < MAX_REGS as u32).then_some(r as u8);
     let val = |s: &Src| match *s {
         Src::Reg(r) => reg(r).map(Val::Reg),
         Src::Lit(l) => lit_f32(l).map(Val::Lit),
     };
-    let mut prog = Vec::with_capacity(plan.ins.len());
-    for i in &plan.ins {
+    let mut prog = Vec::with_capacity(ins.len());
+    for i in ins {
         prog.push(match i {
             Ins::Load {
                 ty: Ty::F32,
@@ -560,6 +592,29 @@ unsafe fn unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
     }
 }
 
+/// A fused GELU on one vector: `chain_fuse`'s patterns, operation for operation.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn gelu<V: crate::simd::Vf32>(g: Gelu, y: V) -> V {
+    use crate::vmath;
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        match g {
+            Gelu::Tanh([half, cube, scale, one]) => {
+                let h = V::mul(y, V::splat(half));
+                let y3 = V::mul(V::mul(y, y), y);
+                let i = V::add(y, V::mul(y3, V::splat(cube)));
+                let t = vmath::tanh(V::mul(i, V::splat(scale)));
+                V::mul(h, V::add(t, V::splat(one)))
+            }
+            Gelu::Erf([root2, one, half]) => {
+                let e = vmath::erf(V::div(y, V::splat(root2)));
+                V::mul(V::mul(y, V::add(e, V::splat(one))), V::splat(half))
+            }
+        }
+    }
+}
+
 /// The unary ops that are one or two instructions (what a light chain may hold).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -750,6 +805,12 @@ unsafe fn run_steps<V: crate::simd::Vf32, const K: usize, const LIGHT: bool>(
                     } else {
                         arith_block(op, x, &y)
                     };
+                }
+                Step::Gelu(_) if LIGHT => unreachable!("a light chain has no GELU"),
+                Step::Gelu(g) => {
+                    for v in x.iter_mut() {
+                        *v = gelu(g, *v);
+                    }
                 }
                 Step::Unary(op) if LIGHT => {
                     for v in x.iter_mut() {

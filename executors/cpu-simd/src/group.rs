@@ -83,7 +83,7 @@ pub(crate) enum Ins {
 }
 
 impl Ins {
-    fn dst(&self) -> Option<(Ty, u32)> {
+    pub(crate) fn dst(&self) -> Option<(Ty, u32)> {
         match *self {
             Ins::Load { ty, dst, .. }
             | Ins::Splat { ty, dst, .. }

@@ -30,6 +30,7 @@ mod attn;
 mod attn_bwd;
 mod attn_match;
 mod chain;
+mod chain_fuse;
 mod conv;
 mod conv_run;
 mod decode;

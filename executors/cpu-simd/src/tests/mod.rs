@@ -3,6 +3,7 @@
 
 mod attn;
 mod chain;
+mod chain_fuse;
 mod conv;
 mod conv_bench;
 mod fold_rows;
