@@ -592,26 +592,43 @@ unsafe fn unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
     }
 }
 
-/// A fused GELU on one vector: `chain_fuse`'s patterns, operation for operation.
+/// A fused GELU on a block: `chain_fuse`'s patterns, operation for operation. Each operation
+/// runs over the block's vectors before the next, as separate steps would, so that the
+/// vectors' independent work hides each one's latency (one vector at a time through the
+/// whole GELU left the erf form 10% slower than its unfused chain).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn gelu<V: crate::simd::Vf32>(g: Gelu, y: V) -> V {
+unsafe fn gelu<V: crate::simd::Vf32, const K: usize>(g: Gelu, y: &[V; K]) -> [V; K] {
     use crate::vmath;
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
+        let mut t = [V::splat(0.0); K];
         match g {
             Gelu::Tanh([half, cube, scale, one]) => {
-                let h = V::mul(y, V::splat(half));
-                let y3 = V::mul(V::mul(y, y), y);
-                let i = V::add(y, V::mul(y3, V::splat(cube)));
-                let t = vmath::tanh(V::mul(i, V::splat(scale)));
-                V::mul(h, V::add(t, V::splat(one)))
+                for (t, &y) in t.iter_mut().zip(y) {
+                    let y3 = V::mul(V::mul(y, y), y);
+                    *t = V::mul(V::add(y, V::mul(y3, V::splat(cube))), V::splat(scale));
+                }
+                for t in t.iter_mut() {
+                    *t = vmath::tanh(*t);
+                }
+                for (t, &y) in t.iter_mut().zip(y) {
+                    *t = V::mul(V::mul(y, V::splat(half)), V::add(*t, V::splat(one)));
+                }
             }
             Gelu::Erf([root2, one, half]) => {
-                let e = vmath::erf(V::div(y, V::splat(root2)));
-                V::mul(V::mul(y, V::add(e, V::splat(one))), V::splat(half))
+                for (t, &y) in t.iter_mut().zip(y) {
+                    *t = V::div(y, V::splat(root2));
+                }
+                for t in t.iter_mut() {
+                    *t = vmath::erf(*t);
+                }
+                for (t, &y) in t.iter_mut().zip(y) {
+                    *t = V::mul(V::mul(y, V::add(*t, V::splat(one))), V::splat(half));
+                }
             }
         }
+        t
     }
 }
 
@@ -807,11 +824,7 @@ unsafe fn run_steps<V: crate::simd::Vf32, const K: usize, const LIGHT: bool>(
                     };
                 }
                 Step::Gelu(_) if LIGHT => unreachable!("a light chain has no GELU"),
-                Step::Gelu(g) => {
-                    for v in x.iter_mut() {
-                        *v = gelu(g, *v);
-                    }
-                }
+                Step::Gelu(g) => *x = gelu(g, x),
                 Step::Unary(op) if LIGHT => {
                     for v in x.iter_mut() {
                         *v = simple_unary(op, *v);

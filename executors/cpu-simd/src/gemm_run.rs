@@ -323,7 +323,10 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs) {
     // when the region was compiled against the buffers' sizes), the output holds
     // batches * m * n elements (m * n when summed), distinct batches write distinct outputs
     // unless summed, and summed batches run one after another.
-    let epi = g.epilogue.as_ref().map(|e| EpiRun::<T>::new(e, bufs));
+    let epi = g
+        .epilogue
+        .as_ref()
+        .map(|e| EpiRun::<T>::new(e, bufs, g.out, n));
     let epi = epi.as_ref();
     if k == 1 && !g.accumulate {
         // Outer products: one rounded product per element, as gemm computes it, without

@@ -152,9 +152,7 @@ impl Region {
                     || transposed.contains_key(&pos)
                     || in_epilogue.contains(&pos) => {}
                 None if gemm_epilogues.contains_key(&pos) => {
-                    let epi = &gemm_epilogues[&pos];
-                    let last = epi.ops.last().map_or(d, |&j| &decoded[j]);
-                    planner.add_gemm_epi(d, epi, last)?;
+                    planner.add_gemm_epi(d, &gemm_epilogues[&pos], &decoded)?;
                 }
                 None if epilogues.contains_key(&pos) => {
                     let epi = &epilogues[&pos];
