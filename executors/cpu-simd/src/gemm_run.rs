@@ -85,11 +85,24 @@ impl<T: Real> Product<T> {
     /// # Safety
     /// The views address `m x k` and `k x n` readable elements and `dst` `m x n` writable
     /// ones that no other thread touches meanwhile.
+    #[cfg(test)]
     pub(crate) unsafe fn run_serial(&self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run_serial_in(true) }
+    }
+
+    /// [`Product::run_serial`], on the streaming kernel only when `stream` (the whole product
+    /// this one is a panel of took it) and it takes this panel. A product of 1,024 rows cut
+    /// into two row panels of 512 is no stream: MiniLM (B8 S128) ran 62.2-63.6 ms a call
+    /// with such panels streamed against 59.1-60.1 without (AMD EPYC Zen 5, 2 threads).
+    ///
+    /// # Safety
+    /// As for [`Product::run_serial`].
+    unsafe fn run_serial_in(&self, stream: bool) {
         if self.m == 0 || self.n == 0 {
             return;
         }
-        if let Some(p) = self.streamed() {
+        if let Some(p) = self.streamed().filter(|_| stream) {
             // SAFETY: forwarded from the caller; `streamed` checked that the kernel applies.
             return unsafe {
                 crate::gemm_stream::gemm(
@@ -164,14 +177,15 @@ impl<T: Real> Product<T> {
     }
 
     /// The product, then the epilogue (if any) on its output; `c0` is the first output
-    /// column's index in the whole product (the bias element it takes).
+    /// column's index in the whole product (the bias element it takes), `stream` as for
+    /// [`Product::run_serial_in`].
     ///
     /// # Safety
     /// As for [`Product::run_serial`]; the bias holds `c0 + n` elements.
-    unsafe fn run_serial_epi(&self, epi: Option<&EpiRun<T>>, c0: usize) {
+    unsafe fn run_serial_epi(&self, epi: Option<&EpiRun<T>>, c0: usize, stream: bool) {
         // SAFETY: forwarded from the caller.
         unsafe {
-            self.run_serial();
+            self.run_serial_in(stream);
             if let Some(e) = epi {
                 e.apply(self.dst, self.ld, self.m, c0, self.n);
             }
@@ -191,15 +205,16 @@ impl<T: Real> Product<T> {
         } else {
             (1, false)
         };
+        let stream = self.streamed().is_some();
         if panels < 2 {
             // SAFETY: forwarded from the caller.
-            return unsafe { self.run_serial_epi(epi, 0) };
+            return unsafe { self.run_serial_epi(epi, 0, stream) };
         }
         // On the team, row panels whenever there are two row blocks: the next stages read
         // the output, and the helper's rows stay in its cache for its share of them. The MLP
         // step took 273 us with row panels against 287 as `split_rows` picks and 304 with
         // column panels (medians of 4 interleaved runs, chrt).
-        let rows = if self.streamed().is_some() {
+        let rows = if stream {
             // Each panel reads its own columns of the right operand once.
             false
         } else if team {
@@ -221,7 +236,7 @@ impl<T: Real> Product<T> {
             };
             // SAFETY: panels cover disjoint rows (columns) of `dst` and read inside the
             // caller's views.
-            unsafe { part.run_serial_epi(epi, c0) }
+            unsafe { part.run_serial_epi(epi, c0, stream) }
         };
         if team {
             crate::team::run(edges.len() - 1, &|p| panel(&edges[p..p + 2]));
@@ -345,7 +360,7 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs) {
         // Many small products: one per task, each on one thread.
         (0..batches)
             .into_par_iter()
-            .for_each(|bi| unsafe { product(bi).run_serial_epi(epi, 0) });
+            .for_each(|bi| unsafe { product(bi).run_serial_epi(epi, 0, true) });
     } else {
         (0..batches).for_each(|bi| unsafe { product(bi).run(epi) });
     }
