@@ -106,7 +106,7 @@ pub(crate) struct Ctx<'a> {
     /// destination access, element size in bytes), run by `copy_block` instead of the tiles.
     pub(crate) copy: Option<(usize, usize, usize)>,
     /// The group as one f32 chain, run in vector registers (see `chain.rs`).
-    pub(crate) chain: Option<crate::chain::Chain>,
+    pub(crate) chain: Option<&'a crate::chain::Chain>,
     /// Rows per tile when a tile spans several short rows (1: a tile is part of one row).
     pub(crate) rows: usize,
     /// Per access, whether consecutive rows of a 2-D nest follow each other in memory, so a
@@ -214,7 +214,10 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             && isa_level() >= 1
             && chain_enabled()
         {
-            ctx.chain = crate::chain::chain_of(plan, &ctx.last);
+            ctx.chain = plan
+                .chain
+                .get_or_init(|| crate::chain::chain_of(plan, &ctx.last))
+                .as_ref();
             if trace() {
                 if let Some(c) = &ctx.chain {
                     eprintln!("cpu-simd group runs as a chain: {c:?}");
@@ -381,7 +384,7 @@ impl Ctx<'_> {
             tile: self.tile,
             block: self.block,
             copy: self.copy,
-            chain: self.chain.clone(),
+            chain: self.chain,
             rows: self.rows,
             rows_contig: self.rows_contig.clone(),
         }
@@ -584,7 +587,7 @@ fn run_items_with<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mu
             red_offs[k] = row_red[k] + j0 * ctx.red_last[k];
         }
         #[cfg(target_arch = "x86_64")]
-        if let (true, Some(chain)) = (FMA, &ctx.chain) {
+        if let (true, Some(chain)) = (FMA, ctx.chain) {
             // SAFETY: `chain` is only set when the CPU has AVX2 and FMA; offsets as below.
             unsafe { crate::chain::run(ctx, chain, &offs, len) };
             continue;
