@@ -8,11 +8,13 @@
 //!   rayon threads for large tensors (`plan.rs`, `group.rs`, `exec.rs`); a group that is one
 //!   f32 chain (each op reading the previous value, literals, or another access such as a bias
 //!   row) runs block by block in vector registers instead, on AVX-512 or AVX2 written with
-//!   intrinsics (`chain.rs`, `simd.rs`, `vmath.rs`);
+//!   intrinsics (`chain.rs`, `simd.rs`, `vmath.rs`), a GELU as exporters spell it as one step
+//!   of such a chain (`chain_fuse.rs`);
 //! - **GEMM** for `prims.matmul` through the `gemm` crate, with transposes folded into the
 //!   operands' strides (`stages.rs`) and large products cut into one panel per thread
-//!   (`gemm_run.rs`); a bias add and ReLU after a product run on each panel as its epilogue
-//!   (`gemm_epi.rs`); a product summed over its batch dims (a weight
+//!   (`gemm_run.rs`), products of few rows against a weight on a streaming kernel
+//!   (`gemm_stream.rs`); a bias add, a residual add and a ReLU after a product run on each
+//!   panel as its epilogue (`gemm_epi.rs`); a product summed over its batch dims (a weight
 //!   gradient) is one GEMM into the sum (`gemm_sum.rs`), and a product read only by a
 //!   transpose is computed transposed (`gemm_t.rs`);
 //! - **attention**: the decomposition of `scaled_dot_product_attention` (or attention written
