@@ -149,6 +149,10 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--bin", help="folder holding onnx_bench (default target/release/examples)")
     p.add_argument("--config", help="plugins.toml for thunder (default the repo's)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time ORT and thunder this many times each, alternating, and report the "
+                        "median of the rounds' ratios (a shared machine's speed can change "
+                        "between the two peers' runs)")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     torch.set_num_threads(a.threads)
@@ -158,25 +162,41 @@ def main():
     for name, path, feeds, module in models(a.work, a.only.split(",")):
         row = dict(model=name, device=a.device)
         ref = None
-        try:
-            o_first, o_med, o_min, o_out = time_ort(path, feeds, a.threads, a.reps, a.device)
-            ref = o_out[0]
-            row.update(ort_ms=o_med, ort_min_ms=o_min, ort_first_ms=o_first,
-                       ort_cpu_ms=getattr(time_ort, "cpu_ms", None))
-        except Exception as e:  # noqa: BLE001 (a missing provider is reported, not fatal)
-            print(f"{name}: ORT failed: {e}", flush=True)
-            if not cuda:
-                continue
-        if cuda:
-            e_first, e_med, e_min, e_out = time_torch(module, feeds, a.device, a.reps)
-            ref = e_out if ref is None else ref
-            row.update(torch_eager_ms=e_med, torch_eager_min_ms=e_min, torch_eager_first_ms=e_first)
-            print(f"{name:16s} torch eager {e_med:9.2f} ms (min {e_min:.2f}, first {e_first:.1f})", flush=True)
-        try:
-            stats, t_out = time_thunder(path, feeds, a.threads, a.reps, a.work, a.device, a.bin, a.config)
-        except RuntimeError as e:
-            print(f"{name}: thunder failed: {e}", flush=True)
+        rounds = []
+        failed = False
+        for _ in range(max(a.rounds, 1)):
+            try:
+                o_first, o_med, o_min, o_out = time_ort(path, feeds, a.threads, a.reps, a.device)
+                ref = o_out[0]
+                row.update(ort_ms=o_med, ort_min_ms=o_min, ort_first_ms=o_first,
+                           ort_cpu_ms=getattr(time_ort, "cpu_ms", None))
+            except Exception as e:  # noqa: BLE001 (a missing provider is reported, not fatal)
+                print(f"{name}: ORT failed: {e}", flush=True)
+                if not cuda:
+                    failed = True
+                    break
+            if cuda and "torch_eager_ms" not in row:
+                e_first, e_med, e_min, e_out = time_torch(module, feeds, a.device, a.reps)
+                ref = e_out if ref is None else ref
+                row.update(torch_eager_ms=e_med, torch_eager_min_ms=e_min, torch_eager_first_ms=e_first)
+                print(f"{name:16s} torch eager {e_med:9.2f} ms (min {e_min:.2f}, first {e_first:.1f})", flush=True)
+            try:
+                stats, t_out = time_thunder(path, feeds, a.threads, a.reps, a.work, a.device, a.bin, a.config)
+            except RuntimeError as e:
+                print(f"{name}: thunder failed: {e}", flush=True)
+                failed = True
+                break
+            if "ort_ms" in row:
+                rounds.append((stats["median_ms"], row["ort_ms"]))
+        if failed:
             continue
+        if len(rounds) > 1:
+            ratios = sorted(t / o for t, o in rounds)
+            row.update(rounds=[dict(thunder_ms=t, ort_ms=o) for t, o in rounds],
+                       round_ratio_median=statistics.median(ratios))
+            print(f"{name:16s} rounds (thunder / ORT ms): "
+                  + ", ".join(f"{t:.2f}/{o:.2f} ({t / o:.2f}x)" for t, o in rounds)
+                  + f"; median ratio {statistics.median(ratios):.2f}x", flush=True)
         err = float(np.abs(t_out - ref).max() / max(np.abs(ref).max(), 1e-30))
         row.update(thunder_ms=stats["median_ms"], thunder_min_ms=stats["min_ms"],
                    thunder_first_ms=stats["first_call_ms"], translate_ms=stats["translate_ms"],
