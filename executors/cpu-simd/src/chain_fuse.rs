@@ -157,101 +157,41 @@ pub(crate) fn fuse_gelu(ins: &[Ins]) -> Option<Vec<Item>> {
         uses: Vec::new(),
     };
     let mut ssa = Vec::with_capacity(ins.len());
-    let read = |cur: &[u32], r: u32| cur.get(r as usize).copied().filter(|&v| v != u32::MAX);
     for i in ins {
-        let renamed = match *i {
-            Ins::Load {
-                ty: Ty::F32,
-                dst,
-                acc,
-            } => (
-                Ins::Load {
-                    ty: Ty::F32,
-                    dst,
-                    acc,
-                },
-                Some((dst, Def::Load)),
-            ),
-            Ins::Unary {
-                ty: Ty::F32,
-                op,
-                dst,
-                a,
-            } => {
-                let a = read(&cur, a)?;
-                graph.uses[a as usize] += 1;
-                (
-                    Ins::Unary {
-                        ty: Ty::F32,
-                        op,
-                        dst,
-                        a,
-                    },
-                    Some((dst, Def::Un(op, a))),
-                )
+        let f32_chain_op = matches!(
+            i,
+            Ins::Load { ty: Ty::F32, .. }
+                | Ins::Unary { ty: Ty::F32, .. }
+                | Ins::Binary { ty: Ty::F32, .. }
+                | Ins::Store { ty: Ty::F32, .. }
+        );
+        if !f32_chain_op {
+            return None;
+        }
+        let mut i = i.clone();
+        for r in i.regs_mut() {
+            let v = cur.get(*r as usize).copied().filter(|&v| v != u32::MAX)?;
+            graph.uses[v as usize] += 1;
+            *r = v;
+        }
+        let v = graph.defs.len() as u32;
+        let def = match &mut i {
+            Ins::Load { dst, .. } => Some((std::mem::replace(dst, v), Def::Load)),
+            Ins::Unary { op, dst, a, .. } => Some((std::mem::replace(dst, v), Def::Un(*op, *a))),
+            Ins::Binary { op, dst, a, b, .. } => {
+                Some((std::mem::replace(dst, v), Def::Bin(*op, *a, *b)))
             }
-            Ins::Binary {
-                ty: Ty::F32,
-                op,
-                dst,
-                a,
-                b,
-            } => {
-                let mut src = |s: Src| match s {
-                    Src::Reg(r) => {
-                        let v = read(&cur, r)?;
-                        graph.uses[v as usize] += 1;
-                        Some(Src::Reg(v))
-                    }
-                    lit => Some(lit),
-                };
-                let (a, b) = (src(a)?, src(b)?);
-                (
-                    Ins::Binary {
-                        ty: Ty::F32,
-                        op,
-                        dst,
-                        a,
-                        b,
-                    },
-                    Some((dst, Def::Bin(op, a, b))),
-                )
-            }
-            Ins::Store {
-                ty: Ty::F32,
-                src,
-                acc,
-            } => {
-                let src = read(&cur, src)?;
-                graph.uses[src as usize] += 1;
-                (
-                    Ins::Store {
-                        ty: Ty::F32,
-                        src,
-                        acc,
-                    },
-                    None,
-                )
-            }
-            _ => return None,
+            _ => None,
         };
-        let (mut ins, def) = renamed;
         if let Some((reg, def)) = def {
-            let v = graph.defs.len() as u32;
             graph.defs.push(Some(def));
             graph.uses.push(0);
             if cur.len() <= reg as usize {
                 cur.resize(reg as usize + 1, u32::MAX);
             }
             cur[reg as usize] = v;
-            match &mut ins {
-                Ins::Load { dst, .. } | Ins::Unary { dst, .. } | Ins::Binary { dst, .. } => {
-                    *dst = v
-                }
-                _ => {}
-            }
         }
-        ssa.push(ins);
+        ssa.push(i);
     }
     // Roots from the last instruction back, so that an outer match is taken whole.
     let mut items: Vec<Option<Item>> = ssa.into_iter().map(|i| Some(Item::Ins(i))).collect();

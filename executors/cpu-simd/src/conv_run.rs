@@ -99,11 +99,12 @@ impl Geo {
     /// Output rows per block and the number of blocks, for `units` batch items and groups
     /// over `threads`: blocks of [`Geo::rows_per_block`] at most, of equal size, and when
     /// there are fewer than four tasks a thread, as many as make the tasks a multiple of the
-    /// threads (while each block keeps a row). With fewer tasks than threads, `run_typed`
-    /// splits each block over the output channels instead: splitting the rows of a single
-    /// block in two ran ResNet-50's 1x1 convolutions with residuals 30-40% slower. ResNet-50's 56 x 56 maps took blocks of 18, 18, 18 and
-    /// 2 rows, so at batch 1 one thread ran 36 rows while the other ran 20: its 1x1
-    /// convolutions there ran 1.4-1.6x faster on two threads than on one.
+    /// threads (while each block keeps a row). ResNet-50's 56 x 56 maps took blocks of 18, 18,
+    /// 18 and 2 rows, so at batch 1 one thread ran 36 rows while the other ran 20: its 1x1
+    /// convolutions there ran 1.4-1.6x faster on two threads than on one. With fewer tasks
+    /// than threads, `run_typed` splits each block over the output channels instead:
+    /// splitting the rows of a single block in two ran ResNet-50's 1x1 convolutions with
+    /// residuals 30-40% slower.
     fn blocks(&self, size: usize, units: usize, threads: usize) -> (usize, usize) {
         let rows = self.rows.max(1);
         let mut blocks = rows.div_ceil(self.rows_per_block(size));

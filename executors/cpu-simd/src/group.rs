@@ -96,7 +96,8 @@ impl Ins {
         }
     }
 
-    fn regs_mut(&mut self) -> Vec<&mut u32> {
+    /// The registers the instruction reads.
+    pub(crate) fn regs_mut(&mut self) -> Vec<&mut u32> {
         fn src(s: &mut Src) -> Option<&mut u32> {
             match s {
                 Src::Reg(r) => Some(r),
