@@ -9,11 +9,10 @@
 //! as its **epilogue**: they run on each output block right after its GEMM, while it is in
 //! cache, instead of as passes over the whole feature map.
 
-use crate::decode::{fail, Cx, Decoded, Op, Operand, Ty, R};
+use crate::decode::{fail, Cx, Decoded, Op, Ty, R};
 use crate::exec::Bufs;
 use crate::group::BufId;
 use crate::layout::Layout;
-use crate::ops::BinaryOp;
 use crate::plan::{numel, Planner};
 use crate::stages::Stage;
 use std::collections::{HashMap, HashSet};
@@ -217,26 +216,13 @@ pub(crate) fn find_epilogues(
         };
         let mut cur = d.out;
         if let Some(j) = sole(cur).filter(|j| !used.contains(j)) {
-            let next = &ops[j];
-            if let Op::Binary {
-                op: BinaryOp::Add,
-                a: Operand::Val(x),
-                b: Operand::Val(y),
-            } = next.op
-            {
-                let other = if x == cur { y } else { x };
-                // The residual must exist when the convolution runs (defined earlier, or a
-                // region input) and have the output's shape and type.
-                let early = producer.get(&other).is_none_or(|&p| p < i);
-                let fits = ops
-                    .iter()
-                    .find(|o| o.out == other)
-                    .is_none_or(|o| o.shape == d.shape && o.ty == d.ty);
-                if x != y && early && fits && next.shape == d.shape {
-                    epi.residual = Some(other);
-                    epi.ops.push(j);
-                    cur = next.out;
-                }
+            // The residual must exist when the convolution runs and have its output's shape.
+            let residual = crate::fusion::residual_addend(ops, producer, (i, j), cur)
+                .filter(|_| ops[j].shape == d.shape);
+            if let Some(r) = residual {
+                epi.residual = Some(r);
+                epi.ops.push(j);
+                cur = ops[j].out;
             }
         }
         if let Some(j) = sole(cur).filter(|j| !used.contains(j)) {

@@ -1,5 +1,5 @@
 //! What the epilogue finders (convolution's and the GEMMs') share: which ops read and which op
-//! makes each value of a region, and the ReLU pattern.
+//! makes each value of a region, the residual add and the ReLU pattern.
 
 use crate::decode::{Decoded, Lit, Op, Operand};
 use crate::ops::BinaryOp;
@@ -39,4 +39,31 @@ pub(crate) fn is_relu(d: &Decoded, v: u32) -> bool {
     let plus_zero = |o: &Operand| matches!(o, Operand::Lit(Lit::F(z)) if z.to_bits() == 0);
     matches!(&d.op, Op::Binary { op: BinaryOp::Maximum, a, b }
         if (*a == Operand::Val(v) && plus_zero(b)) || (*b == Operand::Val(v) && plus_zero(a)))
+}
+
+/// The other addend of op `pos.1` = `add(cur, r)` when it can be the residual of the op at
+/// `pos.0` (a product or convolution) run as its epilogue: `r` exists when that op runs
+/// (defined before it, or a region input) and has the add's shape and the op's type.
+pub(crate) fn residual_addend(
+    ops: &[Decoded],
+    producer: &HashMap<u32, usize>,
+    pos: (usize, usize),
+    cur: u32,
+) -> Option<u32> {
+    let (d, next) = (&ops[pos.0], &ops[pos.1]);
+    let Op::Binary {
+        op: BinaryOp::Add,
+        a: Operand::Val(x),
+        b: Operand::Val(y),
+    } = next.op
+    else {
+        return None;
+    };
+    let other = if x == cur { y } else { x };
+    let early = producer.get(&other).is_none_or(|&p| p < pos.0);
+    let fits = ops
+        .iter()
+        .find(|o| o.out == other)
+        .is_none_or(|o| o.shape == next.shape && o.ty == d.ty);
+    (x != y && (x == cur || y == cur) && early && fits).then_some(other)
 }

@@ -111,7 +111,11 @@ pub(crate) fn find(
         }
         if let Some((k, reshape)) = next {
             let at = reshape.map_or(cur, |p| ops[p].out);
-            if let Some(r) = residual_of(ops, producer, (i, k), at) {
+            // Any shape holding the product's rows, `[rows, n]` or `[.., rows', n]`.
+            let rows_kept =
+                numel(&ops[k].shape) == numel(&d.shape) && ops[k].shape.last() == d.shape.last();
+            let residual = crate::fusion::residual_addend(ops, producer, (i, k), at);
+            if let Some(r) = residual.filter(|_| rows_kept) {
                 epi.residual = Some(r);
                 epi.ops.extend(reshape);
                 epi.ops.push(k);
@@ -128,35 +132,6 @@ pub(crate) fn find(
         found.insert(i, epi);
     }
     found
-}
-
-/// The other addend of op `k` = `add(cur, r)` (at `pos.1`) when it can be the residual of the
-/// product at `pos.0`: defined before it (or a region input), of `cur`'s shape and the
-/// product's type.
-fn residual_of(
-    ops: &[Decoded],
-    producer: &HashMap<u32, usize>,
-    pos: (usize, usize),
-    cur: u32,
-) -> Option<u32> {
-    let (d, next) = (&ops[pos.0], &ops[pos.1]);
-    let shape = &next.shape;
-    let Op::Binary {
-        op: BinaryOp::Add,
-        a: Operand::Val(x),
-        b: Operand::Val(y),
-    } = next.op
-    else {
-        return None;
-    };
-    let other = if x == cur { y } else { x };
-    let early = producer.get(&other).is_none_or(|&p| p < pos.0);
-    let fits = ops
-        .iter()
-        .find(|o| o.out == other)
-        .is_none_or(|o| &o.shape == shape && o.ty == d.ty);
-    let same_elements = numel(shape) == numel(&d.shape) && shape.last() == d.shape.last();
-    (x != y && (x == cur || y == cur) && early && fits && same_elements).then_some(other)
 }
 
 impl Planner {
