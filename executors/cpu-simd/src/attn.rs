@@ -12,6 +12,8 @@
 //! which is all the backward (`attn_bwd.rs`) needs to recompute the probabilities.
 
 use crate::attn_match::MaskKind;
+#[cfg(target_arch = "x86_64")]
+use crate::attn_tile::{self, Strided};
 use crate::exec::{isa_level, Bufs};
 use crate::group::BufId;
 use crate::layout::Layout;
@@ -159,7 +161,7 @@ unsafe fn block(p: &AttnPlan, bufs: &Bufs, out: &Ptr, bi: usize, r0: usize, rows
             1 => return block_avx2(p, bufs, out, bi, r0, rows),
             _ => {}
         }
-        block_with::<false>(p, bufs, out, bi, r0, rows)
+        block_with::<false, false>(p, bufs, out, bi, r0, rows)
     }
 }
 
@@ -167,22 +169,25 @@ unsafe fn block(p: &AttnPlan, bufs: &Bufs, out: &Ptr, bi: usize, r0: usize, rows
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn block_avx512(p: &AttnPlan, bufs: &Bufs, out: &Ptr, bi: usize, r0: usize, rows: usize) {
     // SAFETY: forwarded.
-    unsafe { block_with::<true>(p, bufs, out, bi, r0, rows) }
+    unsafe { block_with::<true, true>(p, bufs, out, bi, r0, rows) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn block_avx2(p: &AttnPlan, bufs: &Bufs, out: &Ptr, bi: usize, r0: usize, rows: usize) {
     // SAFETY: forwarded.
-    unsafe { block_with::<true>(p, bufs, out, bi, r0, rows) }
+    unsafe { block_with::<true, false>(p, bufs, out, bi, r0, rows) }
 }
 
-/// One batch index and `rows` query rows from `r0`.
+/// One batch index and `rows` query rows from `r0`; with `TILES` (AVX-512 only) the products
+/// and the softmax run on `attn_tile.rs`'s kernels, else on the `gemm` crate and loops LLVM
+/// vectorizes.
 ///
 /// # Safety
-/// The plan's views address their buffers for every index; `out` holds the output.
+/// The plan's views address their buffers for every index; `out` holds the output; `TILES`
+/// only where the CPU has AVX-512F and the caller is compiled for it.
 #[inline(always)]
-unsafe fn block_with<const FMA: bool>(
+unsafe fn block_with<const FMA: bool, const TILES: bool>(
     p: &AttnPlan,
     bufs: &Bufs,
     out: &Ptr,
@@ -203,6 +208,17 @@ unsafe fn block_with<const FMA: bool>(
     let mut m = vec![f32::NEG_INFINITY; rows];
     let mut l = vec![0f32; rows];
     let mut alpha = vec![0f32; rows];
+    // Key blocks copied to contiguous rows for the tile kernels, when they are strided.
+    let mut kpack = vec![0f32; if TILES && kt.cs != 1 { p.d * BC } else { 0 }];
+    let mut vpack = vec![0f32; if TILES && v.cs != 1 { BC * dv } else { 0 }];
+    // The tile kernels' softmax applies the scale and an additive mask contiguous along the
+    // keys itself; other masks are applied to the scores first.
+    let fused_pre = TILES
+        && match &mask {
+            None => true,
+            Some((MaskKind::Add, mv)) => mv.cs == 1,
+            Some(_) => false,
+        };
     // SAFETY (whole fn): every pointer below stays inside its operand's view.
     unsafe {
         let qp = (q.p as *const f32).offset(r0 as isize * q.rs);
@@ -225,28 +241,60 @@ unsafe fn block_with<const FMA: bool>(
                 }
             }
             // tile[i][j] = q[r0 + i] · k[c0 + j]
-            gemm::gemm(
-                rows,
-                cols,
-                p.d,
-                tile.as_mut_ptr(),
-                1,
-                BC as isize,
-                false,
-                qp,
-                q.cs,
-                q.rs,
-                (kt.p as *const f32).offset(c0 as isize * kt.cs),
-                kt.cs,
-                kt.rs,
-                0.0f32,
-                1.0f32,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            );
-            for i in 0..rows {
+            let kt_block = (kt.p as *const f32).offset(c0 as isize * kt.cs);
+            if TILES {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let (b, b_rs) = if kt.cs == 1 {
+                        (kt_block, kt.rs)
+                    } else {
+                        let src = Strided {
+                            p: kt_block,
+                            rs: kt.rs,
+                            cs: kt.cs,
+                        };
+                        attn_tile::pack(src, p.d, cols, &mut kpack, BC);
+                        (kpack.as_ptr(), BC as isize)
+                    };
+                    let a = Strided {
+                        p: qp,
+                        rs: q.rs,
+                        cs: q.cs,
+                    };
+                    attn_tile::product(
+                        (rows, cols, p.d),
+                        a,
+                        b,
+                        b_rs,
+                        tile.as_mut_ptr(),
+                        BC as isize,
+                        false,
+                    );
+                }
+            } else {
+                gemm::gemm(
+                    rows,
+                    cols,
+                    p.d,
+                    tile.as_mut_ptr(),
+                    1,
+                    BC as isize,
+                    false,
+                    qp,
+                    q.cs,
+                    q.rs,
+                    kt_block,
+                    kt.cs,
+                    kt.rs,
+                    0.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+            }
+            for i in (0..rows).filter(|_| !fused_pre) {
                 let row = &mut tile[i * BC..i * BC + cols];
                 if let Some((f, divide)) = p.scale {
                     if divide {
@@ -295,7 +343,39 @@ unsafe fn block_with<const FMA: bool>(
                     }
                 }
             }
-            softmax_rows::<FMA>(&mut tile, cols, rows, &mut m, &mut l, &mut alpha);
+            if TILES {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let pre = if fused_pre {
+                        attn_tile::Pre {
+                            scale: p.scale,
+                            add: mask.as_ref().map(|(_, mv)| {
+                                let base = r0 as isize * mv.rs + c0 as isize;
+                                ((mv.p as *const f32).offset(base), mv.rs)
+                            }),
+                            causal: p.causal.then_some(r0 as isize + 1 - c0 as isize),
+                        }
+                    } else {
+                        attn_tile::Pre {
+                            scale: None,
+                            add: None,
+                            causal: None,
+                        }
+                    };
+                    attn_tile::softmax_rows(
+                        tile.as_mut_ptr(),
+                        BC,
+                        cols,
+                        rows,
+                        &pre,
+                        &mut m,
+                        &mut l,
+                        &mut alpha,
+                    );
+                }
+            } else {
+                softmax_rows::<FMA>(&mut tile, cols, rows, &mut m, &mut l, &mut alpha);
+            }
             for i in 0..rows {
                 let a = alpha[i];
                 if a != 1.0 {
@@ -303,27 +383,59 @@ unsafe fn block_with<const FMA: bool>(
                 }
             }
             // acc += tile[:, :cols] @ v[c0..c0 + cols]
-            gemm::gemm(
-                rows,
-                dv,
-                cols,
-                acc.as_mut_ptr(),
-                1,
-                dv as isize,
-                true,
-                tile.as_ptr(),
-                1,
-                BC as isize,
-                (v.p as *const f32).offset(c0 as isize * v.rs),
-                v.cs,
-                v.rs,
-                1.0f32,
-                1.0f32,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            );
+            let v_block = (v.p as *const f32).offset(c0 as isize * v.rs);
+            if TILES {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    let (b, b_rs) = if v.cs == 1 {
+                        (v_block, v.rs)
+                    } else {
+                        let src = Strided {
+                            p: v_block,
+                            rs: v.rs,
+                            cs: v.cs,
+                        };
+                        attn_tile::pack(src, cols, dv, &mut vpack, dv);
+                        (vpack.as_ptr(), dv as isize)
+                    };
+                    let a = Strided {
+                        p: tile.as_ptr(),
+                        rs: BC as isize,
+                        cs: 1,
+                    };
+                    attn_tile::product(
+                        (rows, dv, cols),
+                        a,
+                        b,
+                        b_rs,
+                        acc.as_mut_ptr(),
+                        dv as isize,
+                        true,
+                    );
+                }
+            } else {
+                gemm::gemm(
+                    rows,
+                    dv,
+                    cols,
+                    acc.as_mut_ptr(),
+                    1,
+                    dv as isize,
+                    true,
+                    tile.as_ptr(),
+                    1,
+                    BC as isize,
+                    v_block,
+                    v.cs,
+                    v.rs,
+                    1.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    Parallelism::None,
+                );
+            }
         }
         let o = std::slice::from_raw_parts_mut(
             (out.0 as *mut f32).add((bi * p.l + r0) * dv),
@@ -335,7 +447,12 @@ unsafe fn block_with<const FMA: bool>(
             } else {
                 l[i]
             };
-            divide_row(orow, arow, inv);
+            if TILES {
+                #[cfg(target_arch = "x86_64")]
+                attn_tile::divide_row(orow, arow, inv);
+            } else {
+                divide_row(orow, arow, inv);
+            }
         }
         if let Some(lse) = p.lse {
             // -inf for a row that saw no key (log 0), as the decomposition gives it.

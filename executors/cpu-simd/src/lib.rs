@@ -31,6 +31,8 @@
 mod attn;
 mod attn_bwd;
 mod attn_match;
+#[cfg(target_arch = "x86_64")]
+mod attn_tile;
 mod chain;
 mod chain_fuse;
 mod conv;

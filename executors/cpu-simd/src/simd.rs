@@ -78,7 +78,7 @@ pub(crate) unsafe fn arith_block<V: Vf32, const K: usize>(
 
 /// 16 lanes (AVX-512F).
 #[derive(Clone, Copy)]
-pub(crate) struct V512(__m512);
+pub(crate) struct V512(pub(crate) __m512);
 
 impl Vf32 for V512 {
     const LANES: usize = 16;

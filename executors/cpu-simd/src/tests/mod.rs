@@ -2,6 +2,8 @@
 //! services backed by the global allocator.
 
 mod attn;
+#[cfg(target_arch = "x86_64")]
+mod attn_tile;
 mod chain;
 mod chain_fuse;
 mod conv;
