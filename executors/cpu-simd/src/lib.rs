@@ -48,6 +48,7 @@ mod gemm_stream;
 mod gemm_sum;
 mod gemm_t;
 mod group;
+mod half_gemm;
 mod im2col;
 mod index_add;
 mod kernels;
@@ -141,12 +142,34 @@ pub fn accepts(view: &TraceView, op: &thunder_abi::OpView) -> bool {
         // fused loops over the tensor.
         return layer_norm::decode(view, op).is_ok();
     }
-    !op.composite && decode::decode(view, op).is_ok()
+    !op.composite && (decode::decode(view, op).is_ok() || half_gemm::accepts(view, op))
+}
+
+/// `runs` cut where ops switch between half-type products (`half_gemm.rs`, regions of their
+/// own) and everything else.
+fn split_half(view: &TraceView, runs: Vec<Vec<u32>>) -> Vec<Vec<u32>> {
+    let half = |i: u32| {
+        view.ops
+            .get(i as usize)
+            .is_some_and(|op| half_gemm::accepts(view, op))
+    };
+    let mut out = Vec::with_capacity(runs.len());
+    for run in runs {
+        let mut current: Vec<u32> = Vec::new();
+        for i in run {
+            if current.last().is_some_and(|&j| half(j) != half(i)) {
+                out.push(std::mem::take(&mut current));
+            }
+            current.push(i);
+        }
+        out.push(current);
+    }
+    out
 }
 
 impl Executor for CpuSimd {
     fn claim(&self, view: &TraceView) -> Result<Vec<Vec<u32>>, PluginError> {
-        let regions = contiguous_runs(view, |op| accepts(view, op));
+        let regions = split_half(view, contiguous_runs(view, |op| accepts(view, op)));
         self.log.log(
             LogLevel::Debug,
             &format!(
@@ -163,6 +186,14 @@ impl Executor for CpuSimd {
         view: &TraceView,
         region: &RegionSpec,
     ) -> Result<Box<dyn CompiledRegion>, PluginError> {
+        let half = region.ops.first().is_some_and(|&i| {
+            view.ops
+                .get(i as usize)
+                .is_some_and(|op| half_gemm::accepts(view, op))
+        });
+        if half {
+            return Ok(Box::new(half_gemm::HalfRegion::compile(view, region)?));
+        }
         let compiled = region::Region::compile(view, region, self.services)?;
         let (stages, groups) = compiled.stage_counts();
         self.log.log(

@@ -74,6 +74,11 @@ const WORKLOADS: &[Workload] = &[
         run: sgemm,
     },
     Workload {
+        name: "bgemm_2048",
+        description: "bf16 GEMM: bf16[2048,2048] @ bf16[2048,2048] (f32 sums, one rounding)",
+        run: bgemm,
+    },
+    Workload {
         name: "cached_call_64",
         description: "cached call: 10-op chain (x*1.01+0.1 five times) on f32[64], per call",
         run: cached_call,
@@ -421,33 +426,39 @@ fn tanh4(ctx: &Ctx) -> Result<Row> {
 }
 
 fn sgemm(ctx: &Ctx) -> Result<Row> {
-    let w = workload("sgemm_2048");
+    gemm_rate(ctx, "sgemm_2048", thunder_core::DType::F32, 1e-4)
+}
+
+fn bgemm(ctx: &Ctx) -> Result<Row> {
+    // One bf16 rounding of the output (2^-8 relative) on top of f32 sums.
+    gemm_rate(ctx, "bgemm_2048", thunder_core::DType::BF16, 8e-3)
+}
+
+/// A square product of `dtype`, checked at a few entries against a dot product in f64 within
+/// `rtol` of the sum of the products' magnitudes, and timed as a rate.
+fn gemm_rate(ctx: &Ctx, name: &str, dtype: thunder_core::DType, rtol: f64) -> Result<Row> {
+    let w = workload(name);
     let n = wl::SGEMM_N;
-    let a = Array::random(&[n, n], thunder_core::DType::F32, 1)?;
-    let b = Array::random(&[n, n], thunder_core::DType::F32, 2)?;
+    let a = Array::random(&[n, n], dtype, 1)?;
+    let b = Array::random(&[n, n], dtype, 2)?;
     let inputs = vec![a.clone(), b.clone()];
     let jitted = jit_with(ctx.host.clone(), wl::matmul2);
     let start = Instant::now();
     let out = jitted.call(&inputs)?;
     let first = elapsed_ms(start);
-    // Check a few entries against a dot product in f64.
-    let (av, bv, cv) = (
-        a.to_vec::<f32>()?,
-        b.to_vec::<f32>()?,
-        out[0].to_vec::<f32>()?,
-    );
+    let (av, bv, cv) = (a.to_f64_vec()?, b.to_f64_vec()?, out[0].to_f64_vec()?);
     let nu = n as usize;
     for (i, j) in [(0, 0), (17, 1999), (nu - 1, nu - 1), (1024, 3)] {
         let (mut dot, mut mag) = (0.0f64, 0.0f64);
         for k in 0..nu {
-            let p = av[i * nu + k] as f64 * bv[k * nu + j] as f64;
+            let p = av[i * nu + k] * bv[k * nu + j];
             dot += p;
             mag += p.abs();
         }
-        let got = cv[i * nu + j] as f64;
+        let got = cv[i * nu + j];
         ensure!(
-            (got - dot).abs() <= 1e-4 * mag.max(1.0),
-            "sgemm: wrong output at ({i}, {j}): got {got}, want {dot}"
+            (got - dot).abs() <= rtol * mag.max(1.0),
+            "{name}: wrong output at ({i}, {j}): got {got}, want {dot}"
         );
     }
     drop(out);

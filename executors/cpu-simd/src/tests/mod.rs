@@ -17,6 +17,7 @@ mod gemm_run;
 mod gemm_stream;
 mod gemm_sum;
 mod gemm_t;
+mod half_gemm;
 mod layer_norm;
 mod layout;
 mod math;

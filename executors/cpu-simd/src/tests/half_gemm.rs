@@ -1,0 +1,261 @@
+//! bf16 and f16 products (`half_gemm.rs`) against exact sums: the operands are small
+//! integers and halves, so every product and every partial sum is exact in f32 and the one
+//! rounding to the output type is the whole error; the reference rounds the exact sum once.
+//! Covered: plain, batched, empty (`m`, `n` or `k` of 0), a transposed weight read as a
+//! view, a product of a product (scratch), a transpose that is itself an output, and how
+//! claims split half-type products from the f32 work beside them.
+
+use super::{ints, services, Tb};
+use crate::half_gemm::HalfRegion;
+use crate::CpuSimd;
+use half::{bf16, f16};
+use std::ffi::c_void;
+use thunder_abi::export::{CompiledRegion, Executor};
+use thunder_abi::{ArgView, DTypeCode, DeviceDesc, ExecContext, RegionSpec, TensorDesc};
+
+fn v(id: u32) -> ArgView {
+    ArgView::Value(id)
+}
+
+fn to_bits(dtype: DTypeCode, x: f32) -> u16 {
+    match dtype {
+        DTypeCode::BF16 => bf16::from_f32(x).to_bits(),
+        _ => f16::from_f32(x).to_bits(),
+    }
+}
+
+fn from_bits(dtype: DTypeCode, b: u16) -> f32 {
+    match dtype {
+        DTypeCode::BF16 => bf16::from_bits(b).to_f32(),
+        _ => f16::from_bits(b).to_f32(),
+    }
+}
+
+/// Values in {-2, -1.5, ..., 2}: exact in both half types.
+fn halves(n: usize, seed: u64) -> Vec<f32> {
+    super::data(n, seed)
+        .iter()
+        .map(|x| ((x * 4.0).round() / 2.0).clamp(-2.0, 2.0))
+        .collect()
+}
+
+/// Compiles every op of `t` as one half-type region and runs it.
+fn run(t: &Tb, dtype: DTypeCode, inputs: &[(u32, Vec<f32>)], outputs: &[u32]) -> Vec<Vec<f32>> {
+    let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
+    let view = t.view(&ids, outputs);
+    let spec = RegionSpec {
+        ops: (0..view.ops.len() as u32).collect(),
+        inputs: ids.into(),
+        outputs: outputs.to_vec().into(),
+    };
+    let region = HalfRegion::compile(&view, &spec).expect("compile");
+    let shape = |id: u32| view.values[id as usize].shape.to_vec();
+    let mut ins: Vec<Vec<u16>> = inputs
+        .iter()
+        .map(|(_, x)| x.iter().map(|&x| to_bits(dtype, x)).collect())
+        .collect();
+    let mut outs: Vec<Vec<u16>> = outputs
+        .iter()
+        .map(|&o| vec![0x7fff; shape(o).iter().product::<i64>() as usize])
+        .collect();
+    let (in_shapes, out_shapes): (Vec<_>, Vec<_>) = (
+        inputs.iter().map(|(id, _)| shape(*id)).collect(),
+        outputs.iter().map(|&o| shape(o)).collect(),
+    );
+    fn desc(p: *mut u16, s: &[i64], dtype: DTypeCode) -> TensorDesc<'_> {
+        TensorDesc {
+            data: p as *mut c_void,
+            byte_offset: 0,
+            device: DeviceDesc::CPU,
+            dtype,
+            shape: s.into(),
+            strides: (&[][..]).into(),
+        }
+    }
+    let ind: Vec<_> = ins
+        .iter_mut()
+        .zip(&in_shapes)
+        .map(|(x, s)| desc(x.as_mut_ptr(), s, dtype))
+        .collect();
+    let outd: Vec<_> = outs
+        .iter_mut()
+        .zip(&out_shapes)
+        .map(|(x, s)| desc(x.as_mut_ptr(), s, dtype))
+        .collect();
+    region.run(&ind, &outd, &ExecContext::CPU).expect("run");
+    outs.iter()
+        .map(|o| o.iter().map(|&b| from_bits(dtype, b)).collect())
+        .collect()
+}
+
+/// `a @ b` for `[batch, m, k] @ [batch, k, n]`, each sum exact, rounded once.
+fn reference(
+    dtype: DTypeCode,
+    a: &[f32],
+    b: &[f32],
+    (batch, m, k, n): (usize, usize, usize, usize),
+) -> Vec<f32> {
+    let mut out = Vec::with_capacity(batch * m * n);
+    for bi in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                let s: f64 = (0..k)
+                    .map(|p| a[bi * m * k + i * k + p] as f64 * b[bi * k * n + p * n + j] as f64)
+                    .fold(0.0, |s, x| s + x);
+                out.push(from_bits(dtype, to_bits(dtype, s as f32)));
+            }
+        }
+    }
+    out
+}
+
+fn check(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(
+            g.to_bits(),
+            w.to_bits(),
+            "{what}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+const TYPES: [DTypeCode; 2] = [DTypeCode::BF16, DTypeCode::F16];
+
+#[test]
+fn half_products_round_the_exact_sum_once() {
+    for dtype in TYPES {
+        for &(batch, m, k, n) in &[
+            (&[][..], 7usize, 300usize, 129usize),
+            (&[2, 3][..], 5, 9, 17),
+            (&[][..], 0, 4, 3),
+            (&[][..], 3, 0, 4),
+            (&[][..], 3, 4, 0),
+            (&[][..], 64, 256, 64),
+        ] {
+            let mut t = Tb::default();
+            let dims = |x: usize, y: usize| {
+                let mut s: Vec<i64> = batch.iter().map(|&d| d as i64).collect();
+                s.extend([x as i64, y as i64]);
+                s
+            };
+            let a = t.value(dtype, &dims(m, k));
+            let b = t.value(dtype, &dims(k, n));
+            let c = t.op("matmul", vec![v(a), v(b)], dtype, &dims(m, n));
+            let bn: usize = batch.iter().product();
+            let (xa, xb) = (halves(bn * m * k, 1), halves(bn * k * n, 2));
+            let got = run(&t, dtype, &[(a, xa.clone()), (b, xb.clone())], &[c]);
+            let what = format!("{dtype:?} batch {batch:?} m {m} k {k} n {n}");
+            check(&got[0], &reference(dtype, &xa, &xb, (bn, m, k, n)), &what);
+        }
+    }
+}
+
+#[test]
+fn transposes_are_read_as_views_and_products_chain() {
+    for dtype in TYPES {
+        // y = (x @ wᵀ) @ u, with wᵀ also an output (copied out of its view).
+        let (m, k, n, p) = (6usize, 40usize, 24usize, 5usize);
+        let mut t = Tb::default();
+        let x = t.value(dtype, &[m as i64, k as i64]);
+        let w = t.value(dtype, &[n as i64, k as i64]);
+        let u = t.value(dtype, &[n as i64, p as i64]);
+        let wt = t.op(
+            "transpose",
+            vec![v(w), ints(&[1, 0])],
+            dtype,
+            &[k as i64, n as i64],
+        );
+        let h = t.op("matmul", vec![v(x), v(wt)], dtype, &[m as i64, n as i64]);
+        let y = t.op("matmul", vec![v(h), v(u)], dtype, &[m as i64, p as i64]);
+        let (xx, xw, xu) = (halves(m * k, 3), halves(n * k, 4), halves(n * p, 5));
+        let got = run(
+            &t,
+            dtype,
+            &[(x, xx.clone()), (w, xw.clone()), (u, xu.clone())],
+            &[y, wt],
+        );
+        let wt_want: Vec<f32> = (0..k)
+            .flat_map(|r| (0..n).map(move |c| (r, c)))
+            .map(|(r, c)| xw[c * k + r])
+            .collect();
+        check(&got[1], &wt_want, &format!("{dtype:?} transposed weight"));
+        let h_want = reference(dtype, &xx, &wt_want, (1, m, k, n));
+        check(
+            &got[0],
+            &reference(dtype, &h_want, &xu, (1, m, n, p)),
+            &format!("{dtype:?} chain"),
+        );
+    }
+}
+
+#[test]
+fn claims_keep_half_products_in_regions_of_their_own() {
+    // f32 add, then a bf16 product, then an f32 multiply: three regions (each claimed run
+    // compiles), and the f32 work never lands in the half-type region.
+    let mut t = Tb::default();
+    let a = t.value(DTypeCode::F32, &[4, 4]);
+    let s = t.op("add", vec![v(a), v(a)], DTypeCode::F32, &[4, 4]);
+    let x = t.value(DTypeCode::BF16, &[4, 8]);
+    let w = t.value(DTypeCode::BF16, &[8, 8]);
+    let wt = t.op(
+        "transpose",
+        vec![v(w), ints(&[1, 0])],
+        DTypeCode::BF16,
+        &[8, 8],
+    );
+    let y = t.op("matmul", vec![v(x), v(wt)], DTypeCode::BF16, &[4, 8]);
+    let z = t.op("mul", vec![v(s), v(s)], DTypeCode::F32, &[4, 4]);
+    let view = t.view(&[a, x, w], &[y, z]);
+    let exec = CpuSimd::create(services(), &[]).expect("create");
+    let regions = exec.claim(&view).expect("claim");
+    assert_eq!(regions, vec![vec![0], vec![1, 2], vec![3]]);
+    // An f16 matmul with a bf16 operand is nobody's half product.
+    let mut t = Tb::default();
+    let a = t.value(DTypeCode::F16, &[2, 2]);
+    let b = t.value(DTypeCode::BF16, &[2, 2]);
+    t.op("matmul", vec![v(a), v(b)], DTypeCode::F16, &[2, 2]);
+    let view = t.view(&[a, b], &[2]);
+    assert!(exec.claim(&view).expect("claim").is_empty());
+}
+
+#[test]
+fn a_tensor_of_the_wrong_type_is_an_error_not_a_crash() {
+    let mut t = Tb::default();
+    let a = t.value(DTypeCode::BF16, &[2, 3]);
+    let b = t.value(DTypeCode::BF16, &[3, 2]);
+    let c = t.op("matmul", vec![v(a), v(b)], DTypeCode::BF16, &[2, 2]);
+    let view = t.view(&[a, b], &[c]);
+    let spec = RegionSpec {
+        ops: vec![0].into(),
+        inputs: vec![a, b].into(),
+        outputs: vec![c].into(),
+    };
+    let region = HalfRegion::compile(&view, &spec).expect("compile");
+    let mut data = vec![0f32; 6];
+    let mut out = vec![0u16; 4];
+    let desc = |p: *mut c_void, dtype, s: &'static [i64]| TensorDesc {
+        data: p,
+        byte_offset: 0,
+        device: DeviceDesc::CPU,
+        dtype,
+        shape: s.into(),
+        strides: (&[][..]).into(),
+    };
+    let ins = [
+        desc(data.as_mut_ptr() as *mut c_void, DTypeCode::F32, &[2, 3]),
+        desc(data.as_mut_ptr() as *mut c_void, DTypeCode::F32, &[3, 2]),
+    ];
+    let outs = [desc(
+        out.as_mut_ptr() as *mut c_void,
+        DTypeCode::BF16,
+        &[2, 2],
+    )];
+    let err = region
+        .run(&ins, &outs, &ExecContext::CPU)
+        .expect_err("an f32 input for a bf16 product");
+    assert!(
+        err.to_string().contains("expected a CPU bf16[2, 3]"),
+        "{err}"
+    );
+}
