@@ -36,7 +36,7 @@ eager and with ``torch.compile`` (first call, compile included, and steady state
   ``alloc_64mb`` row takes it from its caching pool);
 * ``x = x*1.01+0.1`` four times (8 ops) and ``x = tanh(x*1.01+0.1)`` four times on f32[2^24];
 * sgemm 2048 x 2048 (``torch.mm``, GFLOP/s; eager only: compiling one matmul calls the same
-  kernel);
+  kernel), and the same in bf16 (``bgemm_2048``);
 * the cached call of the 10-op chain on f32[64] (per call);
 * the MLP train step (as section ``train``: eager, and with the model ``torch.compile``-d);
 * a GPT-2 block forward + backward, B 2, T 128, C 256, 4 heads (pre-norm, causal
@@ -314,6 +314,10 @@ def run_issue7(args) -> list[dict]:
     with torch.inference_mode():
         med, best, n = measure(lambda: torch.mm(a, b), min_time, reps)
     row("sgemm_2048", "eager torch.mm", "GFLOP/s", flop / med, flop / best, samples=n)
+    a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    with torch.inference_mode():
+        med, best, n = measure(lambda: torch.mm(a, b), min_time, reps)
+    row("bgemm_2048", "eager torch.mm (bf16)", "GFLOP/s", flop / med, flop / best, samples=n)
 
     # Cached call on 64 elements.
     x64 = torch.randn(CHAIN_NUMEL)

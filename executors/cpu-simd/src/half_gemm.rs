@@ -5,7 +5,8 @@
 //! converts, but its products were left to the interpreter, which sums in f64 one element at
 //! a time (a bf16 `[256, 256] @ [256, 256]` took it about a second).
 //!
-//! Each product converts its operands to f32 blocks (a view that is row- or column-major
+//! On a CPU with AVX-512-BF16, bf16 products run on `bf16_gemm.rs`'s kernel. Otherwise (and
+//! for f16) each product converts its operands to f32 blocks (a view that is row- or column-major
 //! keeps its order, so a transposed weight is converted as it lies), multiplies them with the
 //! `gemm` crate (f32 sums, as PyTorch's CPU bf16 and f16 GEMMs accumulate) and rounds the
 //! result once to the output type, ties to even. Against the interpreter's f64 sums that
@@ -456,6 +457,26 @@ fn run_product(p: &Product, bufs: &mut Bufs) {
     } else {
         gemm::Parallelism::None
     };
+    #[cfg(target_arch = "x86_64")]
+    if p.ty == Half::Bf16 && (p.a.strides[r - 1] == 1 || k <= 1) && crate::bf16_gemm::available() {
+        for bi in 0..batches {
+            let ao = batch_offset(&p.a, &p.batch, bi);
+            let bo = batch_offset(&p.b, &p.batch, bi);
+            let x = crate::bf16_gemm::Operands {
+                a: bufs.slice(p.a.buf).as_ptr().wrapping_add(ao),
+                lda: p.a.strides[r - 2],
+                b: bufs.slice(p.b.buf).as_ptr().wrapping_add(bo),
+                brs: p.b.strides[r - 2],
+                bcs: p.b.strides[r - 1],
+                out: bufs.slice_mut(p.out).as_mut_ptr().wrapping_add(bi * m * n),
+                ldo: n,
+            };
+            // SAFETY: the views address m x k and k x n elements of their buffers at these
+            // offsets, the output m x n; the CPU has AVX-512-BF16.
+            unsafe { crate::bf16_gemm::gemm((m, n, k), x) };
+        }
+        return;
+    }
     for bi in 0..batches {
         let ao = batch_offset(&p.a, &p.batch, bi);
         let bo = batch_offset(&p.b, &p.batch, bi);

@@ -33,6 +33,8 @@ mod attn_bwd;
 mod attn_match;
 #[cfg(target_arch = "x86_64")]
 mod attn_tile;
+#[cfg(target_arch = "x86_64")]
+mod bf16_gemm;
 mod chain;
 mod chain_fuse;
 mod conv;
