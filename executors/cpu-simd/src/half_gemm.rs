@@ -400,10 +400,8 @@ fn widen_matrix(
     base: usize,
     (rs, cs): (usize, usize),
     (rows, cols): (usize, usize),
-    dst: &mut Vec<f32>,
+    dst: &mut [f32],
 ) -> (isize, isize) {
-    dst.clear();
-    dst.resize(rows * cols, 0.0);
     let n = rows * cols;
     if n == 0 {
         return (cols as isize, 1);
@@ -450,13 +448,6 @@ fn run_product(p: &Product, bufs: &mut Bufs) {
     let (m, k, n) = (p.m, p.k, p.n);
     let r = p.batch.len() + 2;
     let batches: usize = p.batch.iter().product();
-    let (mut a32, mut b32, mut c32) = (Vec::new(), Vec::new(), vec![0f32; m * n]);
-    let threads = rayon::current_num_threads();
-    let par = if m * n * k >= PAR_MIN && threads > 1 {
-        gemm::Parallelism::Rayon(threads)
-    } else {
-        gemm::Parallelism::None
-    };
     #[cfg(target_arch = "x86_64")]
     if p.ty == Half::Bf16 && (p.a.strides[r - 1] == 1 || k <= 1) && crate::bf16_gemm::available() {
         for bi in 0..batches {
@@ -477,6 +468,36 @@ fn run_product(p: &Product, bufs: &mut Bufs) {
         }
         return;
     }
+    WIDE.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut kept) => widened(p, bufs, &mut kept),
+        Err(_) => widened(p, bufs, &mut Default::default()),
+    })
+}
+
+thread_local! {
+    /// The widened operands and sums, kept between calls: fresh ones were page faults on every
+    /// call, a tenth of a 2048-square product's time.
+    static WIDE: std::cell::RefCell<[Vec<f32>; 3]> = std::cell::RefCell::new(Default::default());
+}
+
+/// [`run_product`] on widened f32 blocks (`kept`: buffers to reuse).
+fn widened(p: &Product, bufs: &mut Bufs, kept: &mut [Vec<f32>; 3]) {
+    let (m, k, n) = (p.m, p.k, p.n);
+    let r = p.batch.len() + 2;
+    let batches: usize = p.batch.iter().product();
+    for (v, len) in kept.iter_mut().zip([m * k, k * n, m * n]) {
+        if v.len() < len {
+            v.resize(len, 0.0);
+        }
+    }
+    let [a32, b32, c32] = kept;
+    let (a32, b32, c32) = (&mut a32[..m * k], &mut b32[..k * n], &mut c32[..m * n]);
+    let threads = rayon::current_num_threads();
+    let par = if m * n * k >= PAR_MIN && threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
     for bi in 0..batches {
         let ao = batch_offset(&p.a, &p.batch, bi);
         let bo = batch_offset(&p.b, &p.batch, bi);
@@ -487,7 +508,7 @@ fn run_product(p: &Product, bufs: &mut Bufs) {
             ao,
             (p.a.strides[r - 2], p.a.strides[r - 1]),
             (m, k),
-            &mut a32,
+            a32,
         );
         let (brs, bcs) = widen_matrix(
             p.ty,
@@ -495,7 +516,7 @@ fn run_product(p: &Product, bufs: &mut Bufs) {
             bo,
             (p.b.strides[r - 2], p.b.strides[r - 1]),
             (k, n),
-            &mut b32,
+            b32,
         );
         if m * n > 0 {
             // SAFETY: the f32 blocks hold m x k, k x n and m x n elements with the strides
@@ -525,7 +546,13 @@ fn run_product(p: &Product, bufs: &mut Bufs) {
             };
         }
         let out = &mut bufs.slice_mut(p.out)[bi * m * n..(bi + 1) * m * n];
-        p.ty.narrow(&c32, out);
+        if out.len() >= 1 << 16 {
+            out.par_chunks_mut(1 << 14)
+                .zip(c32.par_chunks(1 << 14))
+                .for_each(|(o, c)| p.ty.narrow(c, o));
+        } else {
+            p.ty.narrow(c32, out);
+        }
     }
 }
 
