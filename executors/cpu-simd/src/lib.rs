@@ -19,11 +19,15 @@
 //!   transpose is computed transposed (`gemm_t.rs`);
 //! - **attention**: the decomposition of `scaled_dot_product_attention` (or attention written
 //!   out) runs as one online-softmax kernel blocked over keys, without the `[..., L, S]`
-//!   scores, when no intermediate is needed elsewhere (`attn_match.rs`, `attn.rs`);
+//!   scores, when no intermediate is needed elsewhere (`attn_match.rs`, `attn.rs`; on AVX-512
+//!   its products and softmax passes run on register tiles of our own, `attn_tile.rs`);
 //! - **attention for training**: the composites `ltorch.sdpa_fwd_lse` (the fused forward, also
 //!   writing the row log-sum-exp) and `ltorch.sdpa_bwd` (FlashAttention-2's backward, which
 //!   recomputes the probabilities tile by tile) are claimed whole (`sdpa.rs`, `attn_bwd.rs`);
-//! - **slices** as views of their input, **pads** and **cats** as strided copies (`movement.rs`).
+//! - **slices** as views of their input, **pads** and **cats** as strided copies (`movement.rs`);
+//! - **bf16 and f16 products** (`prims.matmul`, with the transposes before them as views) as
+//!   regions of their own: on AVX-512-BF16 a `vdpbf16ps` kernel (`bf16_gemm.rs`), else
+//!   operands widened to f32 blocks for the f32 GEMM, one rounding at the end (`half_gemm.rs`).
 //!
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
@@ -90,8 +94,9 @@ pub fn plugin_info() -> PluginInfo {
         name: NAME.into(),
         version: env!("CARGO_PKG_VERSION").into(),
         abi_version: ABI_VERSION,
-        description: "fused elementwise/reduction loops (SIMD, threads) and GEMM on CPU f32/f64"
-            .into(),
+        description:
+            "fused elementwise/reduction loops (SIMD, threads) and GEMM on CPU f32/f64; bf16/f16 GEMM"
+                .into(),
         devices: vec!["cpu".into()].into(),
         symbols: Prim::ALL
             .iter()
