@@ -73,6 +73,9 @@ fn tile_products_are_exact() {
         (25, 150, 9, false, false),
         (7, 64, 200, true, true),
         (12, 17, 3, false, false),
+        // Depths over several blocks, written and accumulated.
+        (5, 70, 600, false, false),
+        (9, 33, 513, true, true),
     ]
     .iter()
     .enumerate()
