@@ -112,4 +112,11 @@ fn ops_json_lists_every_symbol_with_layer_dtypes_and_claims() {
     let exp = symbol(&json, "prims.exp");
     assert_eq!(strings(&exp["dtypes"]), ["f16", "bf16", "f32", "f64"]);
     assert!(!strings(&exp["claimed_by"]["cpu-simd"]["full"]).contains(&"f16"));
+    // Half-type products are cpu-simd's too (regions of their own).
+    let mm = symbol(&json, "prims.matmul");
+    let mm_full = strings(&mm["claimed_by"]["cpu-simd"]["full"]);
+    assert!(
+        mm_full.contains(&"bf16") && mm_full.contains(&"f16"),
+        "{mm}"
+    );
 }
