@@ -591,21 +591,11 @@ impl CompiledRegion for HalfRegion {
         outputs: &[TensorDesc<'_>],
         ctx: &ExecContext,
     ) -> Result<(), PluginError> {
-        if ctx.device.kind != DeviceKind::Cpu {
-            return Err(PluginError::invalid(format!(
-                "cpu-simd: asked to run on {:?}; it runs on the CPU only",
-                ctx.device
-            )));
-        }
-        if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
-            return Err(PluginError::invalid(format!(
-                "cpu-simd: expected {} inputs and {} outputs, got {} and {}",
-                self.inputs.len(),
-                self.outputs.len(),
-                inputs.len(),
-                outputs.len()
-            )));
-        }
+        crate::region::check_call(
+            ctx,
+            (inputs.len(), outputs.len()),
+            (self.inputs.len(), self.outputs.len()),
+        )?;
         let ins = inputs
             .iter()
             .zip(&self.inputs)

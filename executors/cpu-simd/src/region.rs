@@ -204,6 +204,27 @@ pub(crate) fn fuse_attention() -> bool {
     std::env::var("THUNDER_CPU_SIMD_ATTN").map_or(true, |v| v != "0")
 }
 
+/// Checks a run's device and its tensor counts (`got` against `want`, inputs then outputs).
+pub(crate) fn check_call(
+    ctx: &ExecContext,
+    got: (usize, usize),
+    want: (usize, usize),
+) -> Result<(), PluginError> {
+    if ctx.device.kind != DeviceKind::Cpu {
+        return Err(PluginError::invalid(format!(
+            "cpu-simd: asked to run on {:?}; it runs on the CPU only",
+            ctx.device
+        )));
+    }
+    if got != want {
+        return Err(PluginError::invalid(format!(
+            "cpu-simd: expected {} inputs and {} outputs, got {} and {}",
+            want.0, want.1, got.0, got.1
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a host tensor and returns its first element's address.
 fn check(
     what: Side,
@@ -278,21 +299,11 @@ impl CompiledRegion for Region {
         outputs: &[TensorDesc<'_>],
         ctx: &ExecContext,
     ) -> Result<(), PluginError> {
-        if ctx.device.kind != DeviceKind::Cpu {
-            return Err(PluginError::invalid(format!(
-                "cpu-simd: asked to run on {:?}; it runs on the CPU only",
-                ctx.device
-            )));
-        }
-        if inputs.len() != self.inputs.len() || outputs.len() != self.outputs.len() {
-            return Err(PluginError::invalid(format!(
-                "cpu-simd: expected {} inputs and {} outputs, got {} and {}",
-                self.inputs.len(),
-                self.outputs.len(),
-                inputs.len(),
-                outputs.len()
-            )));
-        }
+        check_call(
+            ctx,
+            (inputs.len(), outputs.len()),
+            (self.inputs.len(), self.outputs.len()),
+        )?;
         let ins = inputs
             .iter()
             .zip(&self.inputs)
