@@ -1,16 +1,19 @@
-//! bf16 and f16 products on the CPU: `prims.matmul` of two half-type tensors, with the
-//! `prims.transpose`s in front of it (a linear's weight) read as strided views, claimed as
-//! regions of their own. The fused loops and the f32 GEMM stages compute in f32 and f64
-//! only; a half-type program's elementwise work already reaches the executors as f32 between
-//! converts, but its products were left to the interpreter, which sums in f64 one element at
-//! a time (a bf16 `[256, 256] @ [256, 256]` took it about a second).
+//! bf16 and f16 work on the CPU, as regions of their own: `prims.matmul` of two half-type
+//! tensors, the `prims.transpose`s and `prims.broadcast_in_dim`s of half-type values (read as
+//! strided views), and `prims.convert_element_type` between a half type and f32. The fused
+//! loops and the f32 GEMM stages compute in f32 and f64 only; a half-type program's
+//! elementwise work reaches the executors as f32 between such converts, and its products and
+//! converts were left to the interpreter, which sums in f64 one element at a time (a bf16
+//! `[256, 256] @ [256, 256]` took it about a second) and converted at a few hundred MB/s: in
+//! a bf16 MLP layer (`[512, 768]`, 3,072 hidden, tanh GELU) its converts took 93 of 114 ms.
 //!
 //! On a CPU with AVX-512-BF16, bf16 products run on `bf16_gemm.rs`'s kernel. Otherwise (and
 //! for f16) each product converts its operands to f32 blocks (a view that is row- or column-major
 //! keeps its order, so a transposed weight is converted as it lies), multiplies them with the
 //! `gemm` crate (f32 sums, as PyTorch's CPU bf16 and f16 GEMMs accumulate) and rounds the
 //! result once to the output type, ties to even. Against the interpreter's f64 sums that
-//! differs by at most an ulp of the output type in the last rounding.
+//! differs by at most an ulp of the output type in the last rounding. Converts round f32 to
+//! the half type to nearest, ties to even (as the interpreter does); widening is exact.
 
 use half::{bf16, f16};
 use rayon::prelude::*;
@@ -77,22 +80,75 @@ impl Half {
     }
 }
 
+/// A value's element type here: a half type, or f32 on the far side of a convert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Elem {
+    Half(Half),
+    F32,
+}
+
+impl Elem {
+    fn of(d: DTypeCode) -> Option<Elem> {
+        match d {
+            DTypeCode::F32 => Some(Elem::F32),
+            _ => Half::of(d).map(Elem::Half),
+        }
+    }
+
+    fn dtype(self) -> DTypeCode {
+        match self {
+            Elem::Half(h) => h.dtype(),
+            Elem::F32 => DTypeCode::F32,
+        }
+    }
+
+    fn size(self) -> usize {
+        match self {
+            Elem::Half(_) => 2,
+            Elem::F32 => 4,
+        }
+    }
+
+    fn half(self) -> Option<Half> {
+        match self {
+            Elem::Half(h) => Some(h),
+            Elem::F32 => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum HalfOp {
-    Transpose { a: u32, perm: Vec<usize> },
-    Matmul { a: u32, b: u32 },
+    Transpose {
+        a: u32,
+        perm: Vec<usize>,
+    },
+    Matmul {
+        a: u32,
+        b: u32,
+    },
+    /// `broadcast_in_dim`: input dim `i` becomes output dim `dims[i]` (a view).
+    Broadcast {
+        a: u32,
+        dims: Vec<usize>,
+    },
+    /// `convert_element_type` between a half type and f32.
+    Convert {
+        a: u32,
+        from: Elem,
+    },
 }
 
 #[derive(Debug, Clone)]
 struct Decoded {
     op: HalfOp,
     out: u32,
-    ty: Half,
+    ty: Elem,
     shape: Vec<usize>,
 }
 
-/// Type and shape of a half-type CPU value.
-fn meta(view: &TraceView, id: u32) -> Result<(Half, Vec<usize>), String> {
+/// Type and shape of a half-type (or f32) CPU value.
+fn meta(view: &TraceView, id: u32) -> Result<(Elem, Vec<usize>), String> {
     let m = view
         .values
         .get(id as usize)
@@ -100,8 +156,12 @@ fn meta(view: &TraceView, id: u32) -> Result<(Half, Vec<usize>), String> {
     if m.device.kind != DeviceKind::Cpu {
         return Err(format!("value {id} is on {:?}, not the CPU", m.device));
     }
-    let ty = Half::of(m.dtype)
-        .ok_or_else(|| format!("value {id} is {}, not bf16 or f16", m.dtype.short_name()))?;
+    let ty = Elem::of(m.dtype).ok_or_else(|| {
+        format!(
+            "value {id} is {}, not bf16, f16 or f32",
+            m.dtype.short_name()
+        )
+    })?;
     let shape = m
         .shape
         .iter()
@@ -110,7 +170,7 @@ fn meta(view: &TraceView, id: u32) -> Result<(Half, Vec<usize>), String> {
     Ok((ty, shape))
 }
 
-fn tensor(view: &TraceView, op: &OpView, i: usize) -> Result<(u32, Half, Vec<usize>), String> {
+fn tensor(view: &TraceView, op: &OpView, i: usize) -> Result<(u32, Elem, Vec<usize>), String> {
     match op.args.get(i) {
         Some(ArgView::Value(v)) => meta(view, *v).map(|(t, s)| (*v, t, s)),
         other => Err(format!("argument {i} must be a tensor, got {other:?}")),
@@ -124,10 +184,45 @@ fn decode(view: &TraceView, op: &OpView) -> Result<Decoded, String> {
     };
     let (ty, shape) = meta(view, out)?;
     let (a, ta, sa) = tensor(view, op, 0)?;
-    if ta != ty {
-        return Err(format!("operand is {ta:?}, output {ty:?}"));
-    }
+    let ints = |i: usize| match op.args.get(i) {
+        Some(ArgView::Ints(v)) => v
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("argument {i}: negative entry")))
+            .collect::<Result<Vec<usize>, String>>(),
+        other => Err(format!(
+            "argument {i} must be a list of ints, got {other:?}"
+        )),
+    };
     let op = match prim.kind() {
+        PrimKind::Convert(_) => {
+            if op.args.len() != 2 || ta.half().is_some() == ty.half().is_some() || sa != shape {
+                return Err("converts between a half type and f32 of one shape only".into());
+            }
+            HalfOp::Convert { a, from: ta }
+        }
+        _ if ta != ty || ty.half().is_none() => {
+            return Err(format!(
+                "operand {ta:?}, output {ty:?}: only half-type products, views and converts here"
+            ))
+        }
+        PrimKind::Shape(ShapePrim::BroadcastInDim) => {
+            let (out_shape, dims) = (ints(1)?, ints(2)?);
+            let mut last = None;
+            let ok = op.args.len() == 3
+                && out_shape == shape
+                && dims.len() == sa.len()
+                && dims.iter().zip(&sa).all(|(&d, &s)| {
+                    let rising = last.is_none_or(|l| d > l);
+                    last = Some(d);
+                    rising && d < shape.len() && (s == 1 || s == shape[d])
+                });
+            if !ok {
+                return Err(format!(
+                    "cannot broadcast {sa:?} to {shape:?} along {dims:?}"
+                ));
+            }
+            HalfOp::Broadcast { a, dims }
+        }
         PrimKind::Shape(ShapePrim::Transpose) => {
             let perm = match op.args.get(1) {
                 Some(ArgView::Ints(p)) => p
@@ -166,12 +261,12 @@ fn decode(view: &TraceView, op: &OpView) -> Result<Decoded, String> {
             }
             HalfOp::Matmul { a, b }
         }
-        _ => return Err("only matmul and transpose run here in half types".into()),
+        _ => return Err("only matmul, transpose and broadcast run here in half types".into()),
     };
     Ok(Decoded { op, out, ty, shape })
 }
 
-/// Whether `op` is a half-type product or transpose this module runs.
+/// Whether `op` is a half-type product, view or convert this module runs.
 pub(crate) fn accepts(view: &TraceView, op: &OpView) -> bool {
     !op.composite && decode(view, op).is_ok()
 }
@@ -214,24 +309,27 @@ struct Product {
 #[derive(Debug)]
 enum Step {
     Product(Product),
-    /// A region output that is a view of another value (a transpose): copied out.
-    Copy {
+    /// A view's elements, converted from `from` to `to` (or copied, a region output that
+    /// is a view), into a contiguous buffer.
+    Rows {
         src: View,
         shape: Vec<usize>,
+        from: Elem,
+        to: Elem,
         out: Buf,
     },
 }
 
 pub(crate) struct HalfRegion {
-    inputs: Vec<(u32, Half, Vec<usize>)>,
-    outputs: Vec<(u32, Half, Vec<usize>)>,
-    /// Elements of each scratch buffer.
+    inputs: Vec<(u32, Elem, Vec<usize>)>,
+    outputs: Vec<(u32, Elem, Vec<usize>)>,
+    /// Bytes of each scratch buffer.
     scratch: Vec<usize>,
     steps: Vec<Step>,
 }
 
 fn unsupported(m: impl std::fmt::Display) -> PluginError {
-    PluginError::unsupported(format!("cpu-simd (half-type products): {m}"))
+    PluginError::unsupported(format!("cpu-simd (half types): {m}"))
 }
 
 impl HalfRegion {
@@ -264,7 +362,43 @@ impl HalfRegion {
                     PluginError::internal(format!("value {id} is read before it is defined"))
                 })
             };
+            let mut new_buf =
+                |id: u32, bytes: usize| match region.outputs.iter().position(|&o| o == id) {
+                    Some(j) => Buf::Output(j),
+                    None => {
+                        scratch.push(bytes);
+                        Buf::Scratch(scratch.len() - 1)
+                    }
+                };
+            let numel: usize = d.shape.iter().product();
             match d.op {
+                HalfOp::Broadcast { a, ref dims } => {
+                    let (v, sa) = get(a)?;
+                    let mut strides = vec![0; d.shape.len()];
+                    for (i, &od) in dims.iter().enumerate() {
+                        if sa[i] != 1 {
+                            strides[od] = v.strides[i];
+                        }
+                    }
+                    vals.insert(d.out, (View { strides, ..v }, d.shape.clone()));
+                }
+                HalfOp::Convert { a, from } => {
+                    let (v, _) = get(a)?;
+                    let out = new_buf(d.out, numel * d.ty.size());
+                    steps.push(Step::Rows {
+                        src: v,
+                        shape: d.shape.clone(),
+                        from,
+                        to: d.ty,
+                        out,
+                    });
+                    let v = View {
+                        buf: out,
+                        offset: 0,
+                        strides: contiguous(&d.shape),
+                    };
+                    vals.insert(d.out, (v, d.shape.clone()));
+                }
                 HalfOp::Transpose { a, ref perm } => {
                     let (v, _) = get(a)?;
                     let strides = perm.iter().map(|&p| v.strides[p]).collect();
@@ -273,15 +407,13 @@ impl HalfRegion {
                 HalfOp::Matmul { a, b } => {
                     let ((va, sa), (vb, sb)) = (get(a)?, get(b)?);
                     let r = sa.len();
-                    let out = match region.outputs.iter().position(|&o| o == d.out) {
-                        Some(j) => Buf::Output(j),
-                        None => {
-                            scratch.push(d.shape.iter().product());
-                            Buf::Scratch(scratch.len() - 1)
-                        }
-                    };
+                    let ty = d
+                        .ty
+                        .half()
+                        .ok_or_else(|| PluginError::internal("an f32 product in a half region"))?;
+                    let out = new_buf(d.out, numel * 2);
                     steps.push(Step::Product(Product {
-                        ty: d.ty,
+                        ty,
                         a: va,
                         b: vb,
                         out,
@@ -299,15 +431,17 @@ impl HalfRegion {
                 }
             }
         }
-        for (j, (id, _, _)) in outputs.iter().enumerate() {
+        for (j, (id, ty, _)) in outputs.iter().enumerate() {
             let (v, shape) = vals
                 .get(id)
                 .cloned()
                 .ok_or_else(|| PluginError::internal(format!("output {id} is never defined")))?;
             if v.buf != Buf::Output(j) {
-                steps.push(Step::Copy {
+                steps.push(Step::Rows {
                     src: v,
                     shape,
+                    from: *ty,
+                    to: *ty,
                     out: Buf::Output(j),
                 });
             }
@@ -325,8 +459,8 @@ impl HalfRegion {
 fn checked(
     what: &str,
     desc: &TensorDesc<'_>,
-    (id, ty, shape): &(u32, Half, Vec<usize>),
-) -> Result<(*mut u16, usize), PluginError> {
+    (id, ty, shape): &(u32, Elem, Vec<usize>),
+) -> Result<(*mut u8, usize), PluginError> {
     let same_shape = desc.shape.len() == shape.len()
         && desc
             .shape
@@ -348,46 +482,48 @@ fn checked(
             "{what} (value {id}): strided tensors are not supported"
         )));
     }
-    let p = desc.base_ptr() as *mut u16;
-    if n > 0 && (p.is_null() || !(p as usize).is_multiple_of(2)) {
+    let p = desc.base_ptr();
+    if n > 0 && (p.is_null() || !(p as usize).is_multiple_of(ty.size())) {
         return Err(PluginError::invalid(format!(
             "cpu-simd: {what} (value {id}): null or misaligned data"
         )));
     }
-    Ok((p, n))
+    Ok((p, n * ty.size()))
 }
 
-/// The region's buffers for one run.
+/// The region's buffers for one run: address and bytes of each.
 struct Bufs {
-    inputs: Vec<(*mut u16, usize)>,
-    outputs: Vec<(*mut u16, usize)>,
-    scratch: Vec<Vec<u16>>,
+    inputs: Vec<(*mut u8, usize)>,
+    outputs: Vec<(*mut u8, usize)>,
+    scratch: Vec<(*mut u8, usize)>,
+    /// What `scratch` points into (u32s: aligned for f32).
+    _owned: Vec<Vec<u32>>,
 }
 
 impl Bufs {
-    fn slice(&self, b: Buf) -> &[u16] {
+    fn raw(&self, b: Buf) -> (*mut u8, usize) {
         match b {
-            // SAFETY: the host's tensors hold `len` elements for the run (checked).
-            Buf::Input(i) => unsafe {
-                std::slice::from_raw_parts(self.inputs[i].0, self.inputs[i].1)
-            },
-            Buf::Output(j) => unsafe {
-                std::slice::from_raw_parts(self.outputs[j].0, self.outputs[j].1)
-            },
-            Buf::Scratch(s) => &self.scratch[s],
+            Buf::Input(i) => self.inputs[i],
+            Buf::Output(j) => self.outputs[j],
+            Buf::Scratch(s) => self.scratch[s],
         }
     }
 
+    fn slice(&self, b: Buf) -> &[u16] {
+        let (p, bytes) = self.raw(b);
+        // SAFETY: the buffer holds `bytes` bytes for the run (host tensors checked), aligned
+        // for its element type.
+        unsafe { std::slice::from_raw_parts(p as *const u16, bytes / 2) }
+    }
+
     fn slice_mut(&mut self, b: Buf) -> &mut [u16] {
-        match b {
+        if let Buf::Input(_) = b {
             // Regions never write their inputs.
-            Buf::Input(_) => &mut [],
-            // SAFETY: as above; no other slice of the output is alive while this one is.
-            Buf::Output(j) => unsafe {
-                std::slice::from_raw_parts_mut(self.outputs[j].0, self.outputs[j].1)
-            },
-            Buf::Scratch(s) => &mut self.scratch[s],
+            return &mut [];
         }
+        let (p, bytes) = self.raw(b);
+        // SAFETY: as above; no other slice of this buffer is alive while this one is.
+        unsafe { std::slice::from_raw_parts_mut(p as *mut u16, bytes / 2) }
     }
 }
 
@@ -556,32 +692,104 @@ fn widened(p: &Product, bufs: &mut Bufs, kept: &mut [Vec<f32>; 3]) {
     }
 }
 
-/// Copies a view of `shape` into a contiguous buffer, element by element.
-fn run_copy(src: &View, shape: &[usize], out: Buf, bufs: &mut Bufs) {
+/// A raw address shared by the row tasks of one step (each writes its own rows).
+#[derive(Clone, Copy)]
+struct Addr(*mut u8);
+// SAFETY: tasks read the source and write disjoint rows of the output.
+unsafe impl Send for Addr {}
+unsafe impl Sync for Addr {}
+
+/// A view of `shape`, converted from `from` to `to` (or copied), into a contiguous buffer:
+/// row by row along the last dim, contiguous rows converted as slices, broadcast ones (stride
+/// 0) filled, threaded when large.
+fn run_rows(src: &View, shape: &[usize], (from, to): (Elem, Elem), out: Buf, bufs: &mut Bufs) {
     let n: usize = shape.iter().product();
-    let from: Vec<u16> = {
-        let s = bufs.slice(src.buf);
-        let mut idx = vec![0usize; shape.len()];
-        (0..n)
-            .map(|_| {
-                let off = src.offset
-                    + idx
-                        .iter()
-                        .zip(&src.strides)
-                        .map(|(i, s)| i * s)
-                        .sum::<usize>();
-                for d in (0..shape.len()).rev() {
-                    idx[d] += 1;
-                    if idx[d] < shape[d] {
-                        break;
-                    }
-                    idx[d] = 0;
-                }
-                s[off]
-            })
-            .collect()
+    if n == 0 {
+        return;
+    }
+    let last = shape.len().saturating_sub(1);
+    let (inner, step) = match shape.last() {
+        Some(&w) => (w, src.strides[last]),
+        None => (1, 1),
     };
-    bufs.slice_mut(out)[..n].copy_from_slice(&from);
+    // Each row's first element in the source.
+    let mut starts = Vec::with_capacity(n / inner);
+    let mut idx = vec![0usize; last];
+    for _ in 0..n / inner {
+        starts.push(
+            src.offset
+                + idx
+                    .iter()
+                    .zip(&src.strides)
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>(),
+        );
+        for d in (0..last).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    let (sp, dp) = (Addr(bufs.raw(src.buf).0), Addr(bufs.raw(out).0));
+    let row = |r: usize| {
+        let (base, o) = (starts[r], r * inner);
+        // SAFETY: the view addresses `inner` elements from `base` with stride `step` in its
+        // buffer; row `r` of the output is written by this task only.
+        unsafe { convert_row((sp, base, step), (dp, o), inner, (from, to)) }
+    };
+    if n >= 1 << 16 && starts.len() > 1 {
+        (0..starts.len()).into_par_iter().for_each(row);
+    } else {
+        (0..starts.len()).for_each(row);
+    }
+}
+
+/// `count` elements from `src` (element `base + i * step`) to `dst` (from element `o`).
+///
+/// # Safety
+/// The addresses hold those elements of their types.
+unsafe fn convert_row(
+    (src, base, step): (Addr, usize, usize),
+    (dst, o): (Addr, usize),
+    count: usize,
+    (from, to): (Elem, Elem),
+) {
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        let gather = |size: usize| -> Vec<u8> {
+            // The row's source elements, contiguous (a strided or broadcast row).
+            let mut v = vec![0u8; count * size];
+            for i in 0..count {
+                std::ptr::copy_nonoverlapping(
+                    src.0.add((base + i * step) * size),
+                    v.as_mut_ptr().add(i * size),
+                    size,
+                );
+            }
+            v
+        };
+        let size = from.size();
+        let owned;
+        let s: *const u8 = if step == 1 || count == 1 {
+            src.0.add(base * size)
+        } else {
+            owned = gather(size);
+            owned.as_ptr()
+        };
+        match (from, to) {
+            (Elem::Half(h), Elem::F32) => h.widen(
+                std::slice::from_raw_parts(s as *const u16, count),
+                std::slice::from_raw_parts_mut((dst.0 as *mut f32).add(o), count),
+            ),
+            (Elem::F32, Elem::Half(h)) => h.narrow(
+                std::slice::from_raw_parts(s as *const f32, count),
+                std::slice::from_raw_parts_mut((dst.0 as *mut u16).add(o), count),
+            ),
+            _ => std::ptr::copy_nonoverlapping(s, dst.0.add(o * to.size()), count * to.size()),
+        }
+    }
 }
 
 impl CompiledRegion for HalfRegion {
@@ -611,13 +819,30 @@ impl CompiledRegion for HalfRegion {
         let mut bufs = Bufs {
             inputs: ins,
             outputs: outs,
-            scratch: self.scratch.iter().map(|&n| vec![0u16; n]).collect(),
+            scratch: Vec::new(),
+            _owned: self
+                .scratch
+                .iter()
+                .map(|&bytes| vec![0u32; bytes.div_ceil(4)])
+                .collect(),
         };
+        bufs.scratch = bufs
+            ._owned
+            .iter_mut()
+            .zip(&self.scratch)
+            .map(|(v, &bytes)| (v.as_mut_ptr() as *mut u8, bytes))
+            .collect();
         let t = crate::exec::trace().then(std::time::Instant::now);
         for step in &self.steps {
             match step {
                 Step::Product(p) => run_product(p, &mut bufs),
-                Step::Copy { src, shape, out } => run_copy(src, shape, *out, &mut bufs),
+                Step::Rows {
+                    src,
+                    shape,
+                    from,
+                    to,
+                    out,
+                } => run_rows(src, shape, (*from, *to), *out, &mut bufs),
             }
         }
         if let Some(t) = t {

@@ -259,3 +259,175 @@ fn a_tensor_of_the_wrong_type_is_an_error_not_a_crash() {
         "{err}"
     );
 }
+
+/// Runs a region whose inputs and outputs have their own dtypes (raw element bits).
+fn run_raw(t: &Tb, inputs: &[(u32, Vec<u8>)], outputs: &[u32]) -> Vec<Vec<u8>> {
+    let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
+    let view = t.view(&ids, outputs);
+    let spec = RegionSpec {
+        ops: (0..view.ops.len() as u32).collect(),
+        inputs: ids.into(),
+        outputs: outputs.to_vec().into(),
+    };
+    let region = HalfRegion::compile(&view, &spec).expect("compile");
+    let meta = |id: u32| {
+        let m = &view.values[id as usize];
+        (m.shape.to_vec(), m.dtype)
+    };
+    let size = |d: DTypeCode| if d == DTypeCode::F32 { 4 } else { 2 };
+    // u32 storage keeps every buffer aligned for f32.
+    let mut ins: Vec<Vec<u32>> = inputs
+        .iter()
+        .map(|(_, b)| {
+            let mut v = vec![0u32; b.len().div_ceil(4)];
+            // SAFETY: `v` holds at least `b.len()` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(b.as_ptr(), v.as_mut_ptr() as *mut u8, b.len())
+            };
+            v
+        })
+        .collect();
+    let mut outs: Vec<Vec<u32>> = outputs
+        .iter()
+        .map(|&o| {
+            let (s, d) = meta(o);
+            vec![0u32; (s.iter().product::<i64>() as usize * size(d)).div_ceil(4)]
+        })
+        .collect();
+    let metas_in: Vec<_> = inputs.iter().map(|(id, _)| meta(*id)).collect();
+    let metas_out: Vec<_> = outputs.iter().map(|&o| meta(o)).collect();
+    fn desc(p: *mut u32, (s, d): &(Vec<i64>, DTypeCode)) -> TensorDesc<'_> {
+        TensorDesc {
+            data: p as *mut c_void,
+            byte_offset: 0,
+            device: DeviceDesc::CPU,
+            dtype: *d,
+            shape: s.as_slice().into(),
+            strides: (&[][..]).into(),
+        }
+    }
+    let ind: Vec<_> = ins
+        .iter_mut()
+        .zip(&metas_in)
+        .map(|(v, m)| desc(v.as_mut_ptr(), m))
+        .collect();
+    let outd: Vec<_> = outs
+        .iter_mut()
+        .zip(&metas_out)
+        .map(|(v, m)| desc(v.as_mut_ptr(), m))
+        .collect();
+    region.run(&ind, &outd, &ExecContext::CPU).expect("run");
+    outs.iter()
+        .zip(&metas_out)
+        .map(|(v, (s, d))| {
+            let n = s.iter().product::<i64>() as usize * size(*d);
+            // SAFETY: `v` holds at least `n` bytes.
+            unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) }.to_vec()
+        })
+        .collect()
+}
+
+fn f32_bytes(x: &[f32]) -> Vec<u8> {
+    x.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn u16_bytes(x: &[u16]) -> Vec<u8> {
+    x.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[test]
+fn converts_round_to_nearest_even_and_broadcasts_are_views() {
+    // Ties, values just off ties, extremes, subnormals of both types, NaN and infinities.
+    let mut xs: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        65504.0,
+        65520.0,
+        1e-8,
+        -3e-39,
+        1e38,
+        3.4e38,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        6.1e-5,
+        5.9e-8,
+    ];
+    for bits in [
+        0x3f80_8000u32,
+        0x3f81_8000,
+        0x3f80_8001,
+        0x3f80_7fff,
+        0x3f80_1000,
+    ] {
+        xs.push(f32::from_bits(bits));
+    }
+    xs.extend(super::data(100, 9).iter().map(|x| x * 1000.0));
+    let n = xs.len() as i64;
+    for dtype in TYPES {
+        // f32 -> half, then back; and a broadcast half row widened to a [3, n] f32.
+        let mut t = Tb::default();
+        let x = t.value(DTypeCode::F32, &[n]);
+        let h = t.op(
+            "convert_element_type",
+            vec![v(x), ArgView::DType(dtype)],
+            dtype,
+            &[n],
+        );
+        let hb = t.op(
+            "broadcast_in_dim",
+            vec![v(h), ints(&[3, n]), ints(&[1])],
+            dtype,
+            &[3, n],
+        );
+        let back = t.op(
+            "convert_element_type",
+            vec![v(hb), ArgView::DType(DTypeCode::F32)],
+            DTypeCode::F32,
+            &[3, n],
+        );
+        let got = run_raw(&t, &[(x, f32_bytes(&xs))], &[h, back]);
+        let want_h: Vec<u16> = xs.iter().map(|&x| to_bits(dtype, x)).collect();
+        assert_eq!(got[0], u16_bytes(&want_h), "{dtype:?}: f32 -> half bits");
+        let want_back: Vec<f32> = (0..3)
+            .flat_map(|_| want_h.iter().map(|&b| from_bits(dtype, b)))
+            .collect();
+        let got_back: Vec<u32> = got[1]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let want_back: Vec<u32> = want_back.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got_back, want_back, "{dtype:?}: broadcast half -> f32 bits");
+    }
+}
+
+#[test]
+fn half_converts_are_claimed_beside_products_but_f32_converts_are_not() {
+    let exec = CpuSimd::create(services(), &[]).expect("create");
+    let mut t = Tb::default();
+    let x = t.value(DTypeCode::BF16, &[4, 8]);
+    let w = t.value(DTypeCode::BF16, &[8, 8]);
+    let y = t.op("matmul", vec![v(x), v(w)], DTypeCode::BF16, &[4, 8]);
+    let y32 = t.op(
+        "convert_element_type",
+        vec![v(y), ArgView::DType(DTypeCode::F32)],
+        DTypeCode::F32,
+        &[4, 8],
+    );
+    let z = t.op("tanh", vec![v(y32)], DTypeCode::F32, &[4, 8]);
+    let z64 = t.op(
+        "convert_element_type",
+        vec![v(z), ArgView::DType(DTypeCode::F64)],
+        DTypeCode::F64,
+        &[4, 8],
+    );
+    let view = t.view(&[x, w], &[z64]);
+    // The product and its convert in a half region; tanh and the f32 -> f64 convert in an
+    // f32 region.
+    assert_eq!(
+        exec.claim(&view).expect("claim"),
+        vec![vec![0, 1], vec![2, 3]]
+    );
+}
