@@ -155,6 +155,14 @@ pub(crate) struct Decoded {
 
 /// Type and shape of a CPU value of a supported dtype.
 pub(crate) fn value_meta(view: &TraceView, id: u32) -> Result<(Ty, Vec<usize>), String> {
+    let (dtype, shape) = cpu_value(view, id)?;
+    let ty = Ty::of(dtype)
+        .ok_or_else(|| format!("value {id}: dtype {} is not supported", dtype.short_name()))?;
+    Ok((ty, shape))
+}
+
+/// Dtype and shape of a CPU value of any dtype.
+pub(crate) fn cpu_value(view: &TraceView, id: u32) -> Result<(DTypeCode, Vec<usize>), String> {
     let meta = view
         .values
         .get(id as usize)
@@ -162,19 +170,13 @@ pub(crate) fn value_meta(view: &TraceView, id: u32) -> Result<(Ty, Vec<usize>), 
     if meta.device.kind != DeviceKind::Cpu {
         return Err(format!("value {id} is on {:?}, not the CPU", meta.device));
     }
-    let ty = Ty::of(meta.dtype).ok_or_else(|| {
-        format!(
-            "value {id}: dtype {} is not supported",
-            meta.dtype.short_name()
-        )
-    })?;
     let shape = meta
         .shape
         .iter()
         .map(|&d| usize::try_from(d))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| format!("value {id} has a negative dim"))?;
-    Ok((ty, shape))
+    Ok((meta.dtype, shape))
 }
 
 pub(crate) type R<T> = Result<T, String>;

@@ -15,14 +15,14 @@
 //! differs by at most an ulp of the output type in the last rounding. Converts round f32 to
 //! the half type to nearest, ties to even (as the interpreter does); widening is exact.
 
+use crate::region::{check_tensor, Side};
 use half::{bf16, f16};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use thunder_abi::export::CompiledRegion;
 use thunder_abi::prims::{Prim, PrimKind, ShapePrim};
 use thunder_abi::{
-    ArgView, DTypeCode, DeviceKind, ExecContext, OpView, PluginError, RegionSpec, TensorDesc,
-    TraceView,
+    ArgView, DTypeCode, ExecContext, OpView, PluginError, RegionSpec, TensorDesc, TraceView,
 };
 
 /// Below this many multiply-adds a product runs on the calling thread.
@@ -51,17 +51,27 @@ impl Half {
         }
     }
 
+    /// One element widened to f32 (exact).
+    #[inline(always)]
+    fn widen_one(self, bits: u16) -> f32 {
+        match self {
+            Half::Bf16 => f32::from_bits(u32::from(bits) << 16),
+            Half::F16 => f16::from_bits(bits).to_f32(),
+        }
+    }
+
     /// Every element of `src` widened to f32 (exact).
     fn widen(self, src: &[u16], dst: &mut [f32]) {
+        // The type is matched once, outside the loop, so each loop vectorizes.
         match self {
             Half::Bf16 => dst
                 .iter_mut()
                 .zip(src)
-                .for_each(|(d, &s)| *d = f32::from_bits(u32::from(s) << 16)),
+                .for_each(|(d, &s)| *d = Half::Bf16.widen_one(s)),
             Half::F16 => dst
                 .iter_mut()
                 .zip(src)
-                .for_each(|(d, &s)| *d = f16::from_bits(s).to_f32()),
+                .for_each(|(d, &s)| *d = Half::F16.widen_one(s)),
         }
     }
 
@@ -149,24 +159,9 @@ struct Decoded {
 
 /// Type and shape of a half-type (or f32) CPU value.
 fn meta(view: &TraceView, id: u32) -> Result<(Elem, Vec<usize>), String> {
-    let m = view
-        .values
-        .get(id as usize)
-        .ok_or_else(|| format!("value {id} is not in the trace"))?;
-    if m.device.kind != DeviceKind::Cpu {
-        return Err(format!("value {id} is on {:?}, not the CPU", m.device));
-    }
-    let ty = Elem::of(m.dtype).ok_or_else(|| {
-        format!(
-            "value {id} is {}, not bf16, f16 or f32",
-            m.dtype.short_name()
-        )
-    })?;
-    let shape = m
-        .shape
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| format!("value {id} has a negative dim")))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (dtype, shape) = crate::decode::cpu_value(view, id)?;
+    let ty = Elem::of(dtype)
+        .ok_or_else(|| format!("value {id} is {}, not bf16, f16 or f32", dtype.short_name()))?;
     Ok((ty, shape))
 }
 
@@ -455,40 +450,14 @@ impl HalfRegion {
     }
 }
 
-/// A host tensor's elements, checked against what the region was compiled for.
+/// A host tensor's address and bytes, checked against what the region was compiled for.
 fn checked(
-    what: &str,
+    what: Side,
     desc: &TensorDesc<'_>,
     (id, ty, shape): &(u32, Elem, Vec<usize>),
 ) -> Result<(*mut u8, usize), PluginError> {
-    let same_shape = desc.shape.len() == shape.len()
-        && desc
-            .shape
-            .iter()
-            .zip(shape)
-            .all(|(&g, &w)| g >= 0 && g as usize == w);
-    if desc.dtype != ty.dtype() || !same_shape || desc.device.kind != DeviceKind::Cpu {
-        return Err(PluginError::invalid(format!(
-            "cpu-simd: {what} (value {id}): expected a CPU {}{shape:?}, got {:?} {}{:?}",
-            ty.dtype().short_name(),
-            desc.device.kind,
-            desc.dtype.short_name(),
-            desc.shape.as_slice()
-        )));
-    }
-    let n = desc.numel();
-    if n > 0 && !desc.strides.is_empty() && !desc.is_contiguous() {
-        return Err(unsupported(format!(
-            "{what} (value {id}): strided tensors are not supported"
-        )));
-    }
-    let p = desc.base_ptr();
-    if n > 0 && (p.is_null() || !(p as usize).is_multiple_of(ty.size())) {
-        return Err(PluginError::invalid(format!(
-            "cpu-simd: {what} (value {id}): null or misaligned data"
-        )));
-    }
-    Ok((p, n * ty.size()))
+    let p = check_tensor(what, desc, *id, ty.dtype(), shape)?;
+    Ok((p, desc.numel() * ty.size()))
 }
 
 /// The region's buffers for one run: address and bytes of each.
@@ -561,9 +530,7 @@ fn widen_matrix(
     } else {
         for (i, row) in dst.chunks_exact_mut(cols).enumerate() {
             for (j, d) in row.iter_mut().enumerate() {
-                let mut one = [0f32];
-                ty.widen(&[src[base + i * rs + j * cs]], &mut one);
-                *d = one[0];
+                *d = ty.widen_one(src[base + i * rs + j * cs]);
             }
         }
         (cols as isize, 1)
@@ -808,30 +775,31 @@ impl CompiledRegion for HalfRegion {
             .iter()
             .zip(&self.inputs)
             .enumerate()
-            .map(|(i, (d, m))| checked(&format!("input {i}"), d, m))
+            .map(|(i, (d, m))| checked(Side::Input(i), d, m))
             .collect::<Result<Vec<_>, _>>()?;
         let outs = outputs
             .iter()
             .zip(&self.outputs)
             .enumerate()
-            .map(|(j, (d, m))| checked(&format!("output {j}"), d, m))
+            .map(|(j, (d, m))| checked(Side::Output(j), d, m))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut bufs = Bufs {
-            inputs: ins,
-            outputs: outs,
-            scratch: Vec::new(),
-            _owned: self
-                .scratch
-                .iter()
-                .map(|&bytes| vec![0u32; bytes.div_ceil(4)])
-                .collect(),
-        };
-        bufs.scratch = bufs
-            ._owned
+        let mut owned: Vec<Vec<u32>> = self
+            .scratch
+            .iter()
+            .map(|&bytes| vec![0u32; bytes.div_ceil(4)])
+            .collect();
+        // Moving `owned` into `Bufs` keeps its vectors' heap buffers where they are.
+        let scratch = owned
             .iter_mut()
             .zip(&self.scratch)
             .map(|(v, &bytes)| (v.as_mut_ptr() as *mut u8, bytes))
             .collect();
+        let mut bufs = Bufs {
+            inputs: ins,
+            outputs: outs,
+            scratch,
+            _owned: owned,
+        };
         let t = crate::exec::trace().then(std::time::Instant::now);
         for step in &self.steps {
             match step {

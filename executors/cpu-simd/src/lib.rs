@@ -164,10 +164,13 @@ fn split_half(view: &TraceView, runs: Vec<Vec<u32>>) -> Vec<Vec<u32>> {
     let mut out = Vec::with_capacity(runs.len());
     for run in runs {
         let mut current: Vec<u32> = Vec::new();
+        let mut kind = None;
         for i in run {
-            if current.last().is_some_and(|&j| half(j) != half(i)) {
+            let k = half(i);
+            if kind.is_some_and(|was| was != k) {
                 out.push(std::mem::take(&mut current));
             }
+            kind = Some(k);
             current.push(i);
         }
         out.push(current);

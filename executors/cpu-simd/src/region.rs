@@ -231,6 +231,18 @@ fn check(
     desc: &TensorDesc<'_>,
     (id, ty, shape): &(u32, Ty, Vec<usize>),
 ) -> Result<*mut u8, PluginError> {
+    check_tensor(what, desc, *id, ty.dtype(), shape)
+}
+
+/// Checks a host tensor against value `id`'s dtype and shape (CPU, contiguous, aligned) and
+/// returns its first element's address.
+pub(crate) fn check_tensor(
+    what: Side,
+    desc: &TensorDesc<'_>,
+    id: u32,
+    dtype: thunder_abi::DTypeCode,
+    shape: &[usize],
+) -> Result<*mut u8, PluginError> {
     let bad = |m: String| PluginError::invalid(format!("cpu-simd: {what} (value {id}): {m}"));
     let same_shape = desc.shape.len() == shape.len()
         && desc
@@ -238,10 +250,10 @@ fn check(
             .iter()
             .zip(shape)
             .all(|(&g, &w)| g >= 0 && g as usize == w);
-    if desc.dtype != ty.dtype() || !same_shape || desc.device.kind != DeviceKind::Cpu {
+    if desc.dtype != dtype || !same_shape || desc.device.kind != DeviceKind::Cpu {
         return Err(bad(format!(
             "expected a CPU {}{shape:?}, got {:?} {}{:?}",
-            ty.dtype().short_name(),
+            dtype.short_name(),
             desc.device.kind,
             desc.dtype.short_name(),
             desc.shape.as_slice()
@@ -254,7 +266,7 @@ fn check(
         )));
     }
     let p = desc.base_ptr();
-    if desc.numel() > 0 && (p.is_null() || !(p as usize).is_multiple_of(size_of(*ty))) {
+    if desc.numel() > 0 && (p.is_null() || !(p as usize).is_multiple_of(dtype.size_bytes())) {
         return Err(bad("null or misaligned data".to_string()));
     }
     Ok(p)
@@ -262,7 +274,7 @@ fn check(
 
 /// Which tensor of a run `check` looks at; named in its errors only, so a run formats nothing.
 #[derive(Clone, Copy)]
-enum Side {
+pub(crate) enum Side {
     Input(usize),
     Output(usize),
 }
