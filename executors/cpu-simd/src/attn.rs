@@ -245,17 +245,12 @@ unsafe fn block_with<const FMA: bool, const TILES: bool>(
             if TILES {
                 #[cfg(target_arch = "x86_64")]
                 {
-                    let (b, b_rs) = if kt.cs == 1 {
-                        (kt_block, kt.rs)
-                    } else {
-                        let src = Strided {
-                            p: kt_block,
-                            rs: kt.rs,
-                            cs: kt.cs,
-                        };
-                        attn_tile::pack(src, p.d, cols, &mut kpack, BC);
-                        (kpack.as_ptr(), BC as isize)
+                    let src = Strided {
+                        p: kt_block,
+                        rs: kt.rs,
+                        cs: kt.cs,
                     };
+                    let (b, b_rs) = attn_tile::contiguous_rows(src, (p.d, cols), &mut kpack, BC);
                     let a = Strided {
                         p: qp,
                         rs: q.rs,
@@ -387,17 +382,12 @@ unsafe fn block_with<const FMA: bool, const TILES: bool>(
             if TILES {
                 #[cfg(target_arch = "x86_64")]
                 {
-                    let (b, b_rs) = if v.cs == 1 {
-                        (v_block, v.rs)
-                    } else {
-                        let src = Strided {
-                            p: v_block,
-                            rs: v.rs,
-                            cs: v.cs,
-                        };
-                        attn_tile::pack(src, cols, dv, &mut vpack, dv);
-                        (vpack.as_ptr(), dv as isize)
+                    let src = Strided {
+                        p: v_block,
+                        rs: v.rs,
+                        cs: v.cs,
                     };
+                    let (b, b_rs) = attn_tile::contiguous_rows(src, (cols, dv), &mut vpack, dv);
                     let a = Strided {
                         p: tile.as_ptr(),
                         rs: BC as isize,

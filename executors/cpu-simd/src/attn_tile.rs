@@ -231,6 +231,26 @@ pub(crate) unsafe fn pack(kt: Strided, d: usize, cols: usize, dst: &mut [f32], l
     }
 }
 
+/// `src`'s `rows x cols` block as contiguous rows for [`product`]: in place when its columns
+/// are contiguous, else copied by [`pack`] into `buf` (row stride `ld`). Returns the rows'
+/// start and stride.
+///
+/// # Safety
+/// As for [`pack`].
+pub(crate) unsafe fn contiguous_rows(
+    src: Strided,
+    (rows, cols): (usize, usize),
+    buf: &mut [f32],
+    ld: usize,
+) -> (*const f32, isize) {
+    if src.cs == 1 {
+        return (src.p, src.rs);
+    }
+    // SAFETY: forwarded.
+    unsafe { pack(src, rows, cols, buf, ld) };
+    (buf.as_ptr(), ld as isize)
+}
+
 /// The transpose of a 16 x 16 block held as 16 row vectors: element `c` of output `r` is
 /// element `r` of input `c`.
 #[target_feature(enable = "avx512f,avx2,fma")]
