@@ -145,11 +145,16 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     // holds N * C_out * S_out elements; tasks write disjoint output blocks.
     let (wbuf, wlayout) = &p.w;
     let packed;
-    let weights: *const T = if wlayout.strides == crate::layout::row_major(&p.w_shape) {
-        unsafe { (bufs.ptr(*wbuf) as *const T).offset(wlayout.offset as isize) }
-    } else {
-        packed = unsafe { packed_weights::<T>(p, bufs) };
-        packed.as_ptr()
+    let (weights, w_rs, w_cs): (*const T, isize, isize) = match weight_matrix(p) {
+        Some((rs, cs)) => (
+            unsafe { (bufs.ptr(*wbuf) as *const T).offset(wlayout.offset as isize) },
+            rs,
+            cs,
+        ),
+        None => {
+            packed = unsafe { packed_weights::<T>(p, bufs) };
+            (packed.as_ptr(), g.ck as isize, 1)
+        }
     };
     let weights = Ptr(weights as *mut T);
     let threads = rayon::current_num_threads();
@@ -200,9 +205,9 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                     1,
                     g.s_out as isize,
                     false,
-                    weights.get().add(oc0 * g.ck) as *const T,
-                    1,
-                    g.ck as isize,
+                    weights.get().offset(oc0 as isize * w_rs) as *const T,
+                    w_cs,
+                    w_rs,
                     rhs.get() as *const T,
                     1,
                     rhs_rs,
@@ -408,6 +413,33 @@ fn pass<T: Real, const BIAS: bool, const RES: bool, const RELU: bool>(
     } else {
         row.iter_mut().for_each(|x| *x = step(*x, *x));
     }
+}
+
+/// The row and column strides of the weights read as the `[C_out, C_in/G * K]` matrix the
+/// GEMM takes, when their layout is one: row-major (`[C_out, C_in/G, *K]` as stored by
+/// PyTorch and ONNX) or with `(C_in/G, *K)` as one run of any stride, such as weights stored
+/// `[C_in, *K, C_out]` and transposed back (TensorFlow-style layouts). Anything else is
+/// packed on every call.
+fn weight_matrix(p: &ConvPlan) -> Option<(isize, isize)> {
+    let (shape, strides) = (&p.w_shape, &p.w.1.strides);
+    let mut run: Option<i64> = None;
+    for d in (1..shape.len()).rev() {
+        if shape[d] == 1 {
+            continue;
+        }
+        match run {
+            None => run = Some(strides[d]),
+            Some(s) if s == strides[d] => {}
+            Some(_) => return None,
+        }
+        run = run.map(|s| s * shape[d] as i64);
+    }
+    // The stride of the reduction dim: the innermost non-unit dim's (any, if there is none).
+    let inner = (1..shape.len())
+        .rev()
+        .find(|&d| shape[d] != 1)
+        .map_or(1, |d| strides[d]);
+    Some((strides[0] as isize, inner as isize))
 }
 
 /// The weights as a contiguous `[C_out, C_in/G * K]` matrix.

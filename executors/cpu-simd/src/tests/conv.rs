@@ -19,6 +19,8 @@ struct Case {
     dil: Vec<usize>,
     groups: usize,
     bias: bool,
+    /// The weights given as `[C_in/G, *K, C_out]` and transposed in the region (a view).
+    channels_last_weights: bool,
 }
 
 fn case(n: usize, c_in: usize, c_out: usize, spatial: &[usize], kernel: &[usize]) -> Case {
@@ -34,6 +36,7 @@ fn case(n: usize, c_in: usize, c_out: usize, spatial: &[usize], kernel: &[usize]
         dil: vec![1; r],
         groups: 1,
         bias: true,
+        channels_last_weights: false,
     }
 }
 
@@ -52,6 +55,10 @@ impl Case {
     }
     fn groups(mut self, g: usize) -> Case {
         self.groups = g;
+        self
+    }
+    fn channels_last_weights(mut self) -> Case {
+        self.channels_last_weights = true;
         self
     }
     fn no_bias(mut self) -> Case {
@@ -146,7 +153,26 @@ fn check(c: &Case, tail: Tail) {
     ws.extend(&c.kernel);
     let os = c.out_shape();
     let x = tb.value(F32, &dims(&xs));
-    let w = tb.value(F32, &dims(&ws));
+    // Channels-last weights: `[C_in/G, *K, C_out]`, and the permutation back to `ws`'s order.
+    let mut ws_stored = ws[1..].to_vec();
+    ws_stored.push(c.c_out);
+    let r = ws.len() as i64;
+    let back: Vec<i64> = std::iter::once(r - 1).chain(0..r - 1).collect();
+    let w_in = if c.channels_last_weights {
+        tb.value(F32, &dims(&ws_stored))
+    } else {
+        tb.value(F32, &dims(&ws))
+    };
+    let w = if c.channels_last_weights {
+        tb.op(
+            "transpose",
+            vec![ArgView::Value(w_in), ints(&back)],
+            F32,
+            &dims(&ws),
+        )
+    } else {
+        w_in
+    };
     let b = tb.value(F32, &[c.c_out as i64]);
     let res = tb.value(F32, &dims(&os));
     let conv = tb.op(
@@ -202,7 +228,19 @@ fn check(c: &Case, tail: Tail) {
         data(c.c_out, 3),
         data(n(&os), 4),
     );
-    let mut inputs = vec![(x, dx.clone()), (w, dw.clone())];
+    // The weights as stored, and in `ws`'s order for the reference.
+    let (dw_in, dw) = if c.channels_last_weights {
+        let per_out = n(&ws[1..]);
+        let mut oihw = vec![0f32; dw.len()];
+        for (i, &v) in dw.iter().enumerate() {
+            let (rest, o) = (i / c.c_out, i % c.c_out);
+            oihw[o * per_out + rest] = v;
+        }
+        (dw, oihw)
+    } else {
+        (dw.clone(), dw)
+    };
+    let mut inputs = vec![(x, dx.clone()), (w_in, dw_in)];
     if c.bias {
         inputs.push((b, db.clone()));
     }
@@ -241,8 +279,9 @@ fn check(c: &Case, tail: Tail) {
         ],
     };
     let what = format!(
-        "in {xs:?} w {ws:?} stride {:?} pad {:?} dil {:?} groups {} bias {} tail {tail:?}",
-        c.stride, c.pad, c.dil, c.groups, c.bias
+        "in {xs:?} w {ws:?} stride {:?} pad {:?} dil {:?} groups {} bias {} channels-last \
+         weights {} tail {tail:?}",
+        c.stride, c.pad, c.dil, c.groups, c.bias, c.channels_last_weights
     );
     for (g, w) in got.iter().zip(&want) {
         assert_close(g, w, 1e-4, 1e-5, &what);
@@ -457,4 +496,30 @@ fn strided_2d_convolutions_over_row_blocks() {
         &case(1, 2, 3, &[5, 3], &[3, 5]).stride(&[2, 2]).pad(&[0, 2]),
         Tail::None,
     );
+}
+
+#[test]
+fn weights_in_another_order_are_read_as_a_strided_gemm_operand() {
+    // `[C_in/G, *K, C_out]` storage transposed back in the region: the GEMM reads the weight
+    // matrix with a row stride of 1 and a column stride of C_out instead of a packed copy.
+    let cases = [
+        case(1, 3, 64, &[15, 15], &[7, 7])
+            .stride(&[2, 2])
+            .pad(&[3, 3]),
+        case(2, 20, 16, &[9, 7], &[3, 3]).pad(&[1, 1]),
+        case(2, 40, 80, &[13, 11], &[1, 1]),
+        case(1, 33, 32, &[11, 10], &[1, 1]).stride(&[2, 2]),
+        case(1, 300, 16, &[3, 4], &[1, 1]),
+        case(1, 8, 16, &[1, 1], &[1, 1]).no_bias(),
+        case(1, 6, 9, &[6, 5], &[3, 3]).pad(&[1, 1]),
+        case(2, 4, 6, &[9, 10], &[3, 3]).dil(&[2, 1]).pad(&[2, 0]),
+        case(2, 3, 5, &[7], &[3]).pad(&[1]),
+        case(1, 2, 16, &[3, 4, 5], &[2, 2, 2]),
+        case(2, 96, 128, &[11, 11], &[3, 3]).pad(&[1, 1]),
+    ];
+    for c in &cases {
+        let c = c.clone().channels_last_weights();
+        check(&c, Tail::None);
+        check(&c, Tail::AddRelu);
+    }
 }

@@ -2,7 +2,8 @@
 //! repeatedly, timed in CPU time of the whole process (steadier than wall time on a shared
 //! machine). Ignored by default; run with
 //! `RAYON_NUM_THREADS=1 cargo test --release -p thunder-cpu-simd conv_bench -- --ignored --nocapture`
-//! (`CONV_BENCH_BATCH=8` for batch 8, `CONV_BENCH_ONLY=3x3` to pick classes by name).
+//! (`CONV_BENCH_BATCH=8` for batch 8, `CONV_BENCH_ONLY=3x3` to pick classes by name,
+//! `CONV_BENCH_CHANNELS_LAST=1` for weights stored `[C_in, kh, kw, C_out]`).
 //!
 //! `CONV_BENCH_EVICT=1`: each call after streaming 256 MB, timed in the calling thread's CPU
 //! time (one thread): weights and activations cold, as in a whole model, where they were last
@@ -93,7 +94,21 @@ fn conv_bench() {
         let ws = [co, ci, k, k];
         let os = [n, co, o, o];
         let x = tb.value(F32, &xs);
-        let w = tb.value(F32, &ws);
+        // `CONV_BENCH_CHANNELS_LAST=1`: weights stored `[C_in, kh, kw, C_out]` and transposed
+        // in the region (read as a strided GEMM operand).
+        let channels_last = std::env::var("CONV_BENCH_CHANNELS_LAST").is_ok();
+        let ws_in = if channels_last { [ci, k, k, co] } else { ws };
+        let w_in = tb.value(F32, &ws_in);
+        let w = if channels_last {
+            tb.op(
+                "transpose",
+                vec![ArgView::Value(w_in), ints(&[3, 0, 1, 2])],
+                F32,
+                &ws,
+            )
+        } else {
+            w_in
+        };
         let b = tb.value(F32, &[co]);
         let r = tb.value(F32, &os);
         let mut out = tb.op(
@@ -110,8 +125,8 @@ fn conv_bench() {
             F32,
             &os,
         );
-        let mut ids = vec![x, w, b];
-        let mut shapes = vec![xs.to_vec(), ws.to_vec(), vec![co]];
+        let mut ids = vec![x, w_in, b];
+        let mut shapes = vec![xs.to_vec(), ws_in.to_vec(), vec![co]];
         if tail == 2 {
             out = tb.op(
                 "add",
