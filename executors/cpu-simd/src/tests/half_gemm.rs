@@ -160,6 +160,46 @@ fn transposes_are_read_as_views_and_products_chain() {
 }
 
 #[test]
+fn transposed_left_operands_and_transposed_outputs() {
+    // y = gᵀ @ x (a weight gradient's shape), with gᵀ also an output: the product reads a
+    // left operand whose rows are not contiguous (bf16: transposed into a buffer first) and
+    // the output is a blocked copy of a transposed view (over the threads for the largest).
+    for dtype in TYPES {
+        for &(batch, m, k, n) in &[
+            (&[][..], 37usize, 21usize, 70usize),
+            (&[2][..], 19, 33, 17),
+            (&[][..], 300, 8, 16),
+            (&[][..], 260, 300, 16),
+        ] {
+            let mut t = Tb::default();
+            let dims = |x: usize, y: usize| {
+                let mut s: Vec<i64> = batch.iter().map(|&d| d as i64).collect();
+                s.extend([x as i64, y as i64]);
+                s
+            };
+            let r = batch.len() as i64 + 2;
+            let mut perm: Vec<i64> = (0..r).collect();
+            perm.swap(r as usize - 2, r as usize - 1);
+            let g = t.value(dtype, &dims(k, m));
+            let x = t.value(dtype, &dims(k, n));
+            let gt = t.op("transpose", vec![v(g), ints(&perm)], dtype, &dims(m, k));
+            let y = t.op("matmul", vec![v(gt), v(x)], dtype, &dims(m, n));
+            let bn: usize = batch.iter().product();
+            let (xg, xx) = (halves(bn * k * m, 6), halves(bn * k * n, 7));
+            let got = run(&t, dtype, &[(g, xg.clone()), (x, xx.clone())], &[y, gt]);
+            let gt_want: Vec<f32> = (0..bn)
+                .flat_map(|b| (0..m).flat_map(move |i| (0..k).map(move |p| (b, i, p))))
+                .map(|(b, i, p)| xg[b * k * m + p * m + i])
+                .collect();
+            let what = format!("{dtype:?} batch {batch:?} m {m} k {k} n {n}");
+            check(&got[1], &gt_want, &format!("{what}: gᵀ"));
+            let want = reference(dtype, &gt_want, &xx, (bn, m, k, n));
+            check(&got[0], &want, &format!("{what}: gᵀ @ x"));
+        }
+    }
+}
+
+#[test]
 fn claims_keep_half_products_in_regions_of_their_own() {
     // f32 add, then a bf16 product, then an f32 multiply: three regions (each claimed run
     // compiles), and the f32 work never lands in the half-type region.
