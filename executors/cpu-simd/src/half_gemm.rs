@@ -20,7 +20,7 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use thunder_abi::export::CompiledRegion;
-use thunder_abi::prims::{Prim, PrimKind, ShapePrim};
+use thunder_abi::prims::{Prim, PrimKind, ReductionPrim, ShapePrim};
 use thunder_abi::{
     ArgView, DTypeCode, ExecContext, OpView, PluginError, RegionSpec, TensorDesc, TraceView,
 };
@@ -147,6 +147,11 @@ enum HalfOp {
         a: u32,
         from: Elem,
     },
+    /// `sum` over `dims` (`half_sum.rs`).
+    Sum {
+        a: u32,
+        dims: Vec<usize>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -256,7 +261,23 @@ fn decode(view: &TraceView, op: &OpView) -> Result<Decoded, String> {
             }
             HalfOp::Matmul { a, b }
         }
-        _ => return Err("only matmul, transpose and broadcast run here in half types".into()),
+        PrimKind::Reduction(ReductionPrim::Sum) => {
+            let dims = ints(1)?;
+            let mut seen = vec![false; sa.len()];
+            let valid = op.args.len() == 2
+                && dims
+                    .iter()
+                    .all(|&d| d < sa.len() && !std::mem::replace(&mut seen[d], true));
+            let kept: Vec<usize> = (0..sa.len())
+                .filter(|d| !dims.contains(d))
+                .map(|d| sa[d])
+                .collect();
+            if !valid || kept != shape {
+                return Err(format!("cannot sum {sa:?} over {dims:?} into {shape:?}"));
+            }
+            HalfOp::Sum { a, dims }
+        }
+        _ => return Err("only matmul, sum, transpose and broadcast run here in half types".into()),
     };
     Ok(Decoded { op, out, ty, shape })
 }
@@ -313,6 +334,14 @@ enum Step {
         to: Elem,
         out: Buf,
     },
+    /// A view of `shape` summed over `dims`.
+    Sum {
+        src: View,
+        shape: Vec<usize>,
+        dims: Vec<usize>,
+        ty: Half,
+        out: Buf,
+    },
 }
 
 impl Step {
@@ -332,6 +361,16 @@ impl Step {
                 ..
             } => format!(
                 "rows {from:?} -> {to:?} shape {shape:?} strides {:?}",
+                src.strides
+            ),
+            Step::Sum {
+                src,
+                shape,
+                dims,
+                ty,
+                ..
+            } => format!(
+                "sum {ty:?} shape {shape:?} strides {:?} over {dims:?}",
                 src.strides
             ),
         }
@@ -421,6 +460,26 @@ impl HalfRegion {
                     let (v, _) = get(a)?;
                     let strides = perm.iter().map(|&p| v.strides[p]).collect();
                     vals.insert(d.out, (View { strides, ..v }, d.shape.clone()));
+                }
+                HalfOp::Sum { a, ref dims } => {
+                    let (v, sa) = get(a)?;
+                    let ty =
+                        d.ty.half()
+                            .ok_or_else(|| PluginError::internal("an f32 sum in a half region"))?;
+                    let out = new_buf(d.out, numel * 2);
+                    steps.push(Step::Sum {
+                        src: v,
+                        shape: sa,
+                        dims: dims.clone(),
+                        ty,
+                        out,
+                    });
+                    let v = View {
+                        buf: out,
+                        offset: 0,
+                        strides: contiguous(&d.shape),
+                    };
+                    vals.insert(d.out, (v, d.shape.clone()));
                 }
                 HalfOp::Matmul { a, b } => {
                     let ((va, sa), (vb, sb)) = (get(a)?, get(b)?);
@@ -568,6 +627,26 @@ fn batch_offset(v: &View, batch: &[usize], bi: usize) -> usize {
         rem /= batch[d];
     }
     off
+}
+
+fn run_sum(src: &View, shape: &[usize], dims: &[usize], ty: Half, out: Buf, bufs: &mut Bufs) {
+    let numel: usize = (0..shape.len())
+        .filter(|d| !dims.contains(d))
+        .map(|d| shape[d])
+        .product();
+    // The sums go to a copy when the source is the output's own buffer (never planned; kept
+    // safe rather than aliased).
+    let input = crate::half_sum::SumInput {
+        src: bufs.slice(src.buf),
+        offset: src.offset,
+        strides: &src.strides,
+        shape,
+    };
+    let mut sums = vec![0u16; numel];
+    crate::half_sum::run(&input, dims, ty == Half::Bf16, &mut sums);
+    let dst = bufs.slice_mut(out);
+    let n = dst.len().min(numel);
+    dst[..n].copy_from_slice(&sums[..n]);
 }
 
 fn run_product(p: &Product, bufs: &mut Bufs) {
@@ -965,6 +1044,13 @@ impl CompiledRegion for HalfRegion {
                     to,
                     out,
                 } => run_rows(src, shape, (*from, *to), *out, &mut bufs),
+                Step::Sum {
+                    src,
+                    shape,
+                    dims,
+                    ty,
+                    out,
+                } => run_sum(src, shape, dims, *ty, *out, &mut bufs),
             }
             if let Some(ts) = ts {
                 eprintln!(

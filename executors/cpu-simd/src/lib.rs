@@ -56,6 +56,7 @@ mod gemm_sum;
 mod gemm_t;
 mod group;
 mod half_gemm;
+mod half_sum;
 mod im2col;
 mod index_add;
 mod kernels;

@@ -199,6 +199,99 @@ fn transposed_left_operands_and_transposed_outputs() {
     }
 }
 
+/// `x` summed over `dims` in f64 (exact for these values), rounded once through f32 (exact
+/// for these sums) to `dtype`.
+fn sum_reference(dtype: DTypeCode, x: &[f32], shape: &[usize], dims: &[usize]) -> Vec<f32> {
+    let kept: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
+    let out_n: usize = kept.iter().map(|&d| shape[d]).product();
+    let mut acc = vec![0f64; out_n];
+    for (i, &v) in x.iter().enumerate() {
+        let (mut rem, mut o, mut step) = (i, 0, 1);
+        for d in (0..shape.len()).rev() {
+            let at = rem % shape[d];
+            rem /= shape[d];
+            if !dims.contains(&d) {
+                o += at * step;
+                step *= shape[d];
+            }
+        }
+        acc[o] += v as f64;
+    }
+    acc.iter()
+        .map(|&s| from_bits(dtype, to_bits(dtype, s as f32)))
+        .collect()
+}
+
+#[test]
+fn half_sums_round_the_f64_sum_once() {
+    for dtype in TYPES {
+        for (shape, dims) in [
+            (vec![37usize, 70usize], vec![0usize]),
+            (vec![37, 70], vec![1]),
+            (vec![2, 3, 40], vec![0, 2]),
+            (vec![2, 3, 40], vec![1]),
+            (vec![4, 5], vec![]),
+            (vec![], vec![]),
+            (vec![6], vec![0]),
+            (vec![0, 5], vec![0]),
+            (vec![5, 0], vec![1]),
+            // Over the threads: columns split, every row added in order.
+            (vec![600, 300], vec![0]),
+        ] {
+            let mut t = Tb::default();
+            let sh: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+            let kept: Vec<i64> = (0..shape.len())
+                .filter(|d| !dims.contains(d))
+                .map(|d| shape[d] as i64)
+                .collect();
+            let a = t.value(dtype, &sh);
+            let dl: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+            let y = t.op("sum", vec![v(a), ints(&dl)], dtype, &kept);
+            let xa = halves(shape.iter().product(), 8);
+            let got = run(&t, dtype, &[(a, xa.clone())], &[y]);
+            let what = format!("{dtype:?} sum of {shape:?} over {dims:?}");
+            check(&got[0], &sum_reference(dtype, &xa, &shape, &dims), &what);
+        }
+        // A transposed view, summed over its rows.
+        let mut t = Tb::default();
+        let a = t.value(dtype, &[9, 33]);
+        let at = t.op("transpose", vec![v(a), ints(&[1, 0])], dtype, &[33, 9]);
+        let y = t.op("sum", vec![v(at), ints(&[0])], dtype, &[9]);
+        let xa = halves(9 * 33, 9);
+        let xt: Vec<f32> = (0..33)
+            .flat_map(|r| (0..9).map(move |c| (r, c)))
+            .map(|(r, c)| xa[c * 33 + r])
+            .collect();
+        let got = run(&t, dtype, &[(a, xa)], &[y]);
+        check(
+            &got[0],
+            &sum_reference(dtype, &xt, &[33, 9], &[0]),
+            &format!("{dtype:?} transposed"),
+        );
+    }
+}
+
+#[test]
+fn a_half_sum_just_above_a_tie_rounds_up() {
+    // 1 + ulp/2 + tiny: rounding the f64 sum through f32 first (where the tiny part is lost)
+    // would land on the tie and round down to 1.
+    for (dtype, tiny, want) in [
+        (DTypeCode::BF16, 2f32.powi(-40), 1.0 + 2f32.powi(-7)),
+        (DTypeCode::F16, 2f32.powi(-24), 1.0 + 2f32.powi(-10)),
+    ] {
+        let half_ulp = if dtype == DTypeCode::BF16 {
+            2f32.powi(-8)
+        } else {
+            2f32.powi(-11)
+        };
+        let mut t = Tb::default();
+        let a = t.value(dtype, &[3]);
+        let y = t.op("sum", vec![v(a), ints(&[0])], dtype, &[]);
+        let got = run(&t, dtype, &[(a, vec![1.0, half_ulp, tiny])], &[y]);
+        assert_eq!(got[0], vec![want], "{dtype:?}");
+    }
+}
+
 #[test]
 fn claims_keep_half_products_in_regions_of_their_own() {
     // f32 add, then a bf16 product, then an f32 multiply: three regions (each claimed run
