@@ -102,6 +102,9 @@ fn half_products_round_the_exact_sum_once() {
             // Odd depths, whole and ragged column blocks.
             (&[][..], 5, 33, 70),
             (&[2][..], 13, 1, 64),
+            // Deep enough that the rows come in several groups: every block packed once and
+            // shared (bf16 on AVX-512-BF16).
+            (&[][..], 400, 3000, 70),
         ] {
             let mut t = Tb::default();
             let dims = |x: usize, y: usize| {
