@@ -296,6 +296,59 @@ fn a_half_sum_just_above_a_tie_rounds_up() {
 }
 
 #[test]
+fn a_transposed_product_output_is_the_swapped_product() {
+    // dw = (xᵀ @ g)ᵀ, a linear's weight gradient: computed as gᵀ @ x into the output; and
+    // the same with the product also an output (then it is copied, not swapped).
+    for dtype in TYPES {
+        for (rows, c_in, c_out, keep_product) in [
+            (40usize, 24usize, 70usize, false),
+            (300, 200, 90, false),
+            (40, 24, 70, true),
+        ] {
+            let mut t = Tb::default();
+            let x = t.value(dtype, &[rows as i64, c_in as i64]);
+            let g = t.value(dtype, &[rows as i64, c_out as i64]);
+            let xt = t.op(
+                "transpose",
+                vec![v(x), ints(&[1, 0])],
+                dtype,
+                &[c_in as i64, rows as i64],
+            );
+            let p = t.op(
+                "matmul",
+                vec![v(xt), v(g)],
+                dtype,
+                &[c_in as i64, c_out as i64],
+            );
+            let dw = t.op(
+                "transpose",
+                vec![v(p), ints(&[1, 0])],
+                dtype,
+                &[c_out as i64, c_in as i64],
+            );
+            let (xx, xg) = (halves(rows * c_in, 10), halves(rows * c_out, 11));
+            let outs = if keep_product { vec![dw, p] } else { vec![dw] };
+            let got = run(&t, dtype, &[(x, xx.clone()), (g, xg.clone())], &outs);
+            // dw[o][i] = Σ_r g[r][o] x[r][i]: gᵀ @ x.
+            let gt: Vec<f32> = (0..c_out)
+                .flat_map(|o| (0..rows).map(move |r| (o, r)))
+                .map(|(o, r)| xg[r * c_out + o])
+                .collect();
+            let what = format!("{dtype:?} {rows}x{c_in}x{c_out} keep {keep_product}");
+            let want = reference(dtype, &gt, &xx, (1, c_out, rows, c_in));
+            check(&got[0], &want, &what);
+            if keep_product {
+                let pt: Vec<f32> = (0..c_in)
+                    .flat_map(|i| (0..c_out).map(move |o| (i, o)))
+                    .map(|(i, o)| want[o * c_in + i])
+                    .collect();
+                check(&got[1], &pt, &format!("{what}: the product"));
+            }
+        }
+    }
+}
+
+#[test]
 fn claims_keep_half_products_in_regions_of_their_own() {
     // f32 add, then a bf16 product, then an f32 multiply: three regions (each claimed run
     // compiles), and the f32 work never lands in the half-type region.
