@@ -42,7 +42,9 @@ eager and with ``torch.compile`` (first call, compile included, and steady state
 * a GPT-2 block forward + backward, B 2, T 128, C 256, 4 heads (pre-norm, causal
   ``scaled_dot_product_attention`` as in thunder's ``gpt2_block``, GELU(tanh) MLP), loss
   ``mean(block(x)^2)``, with gradients for ``x`` and the 12 weights; and in eager with the
-  attention written out (scores, masked softmax, product), as both sides spelled it before.
+  attention written out (scores, masked softmax, product), as both sides spelled it before;
+* a bf16 MLP layer forward + backward (``mlp_bf16_layer``: x bf16[512, 768], hidden 3072,
+  GELU(tanh), loss the mean, gradients for x and the four weights), eager and compiled.
 
 Each is timed like ``thunder bench`` does: one warm call that sizes the loop (calls per sample
 for about 2 ms), then samples until ``--issue7-min-time`` seconds have passed and at least three
@@ -364,6 +366,33 @@ def run_issue7(args) -> list[dict]:
     first, _ = timed_first(written_out)
     med, best, n = measure(written_out, min_time, reps)
     row("gpt2_block", "eager, attention written out", "ns", med, best, first, n)
+
+    # bf16 MLP layer forward + backward (thunder_benches::mlp_bf16_loss, MLP_BF16's shapes).
+    rows_, width, hidden = 512, 768, 3072
+    mlp_leaves = [
+        (torch.randn(*shape) * scale).to(torch.bfloat16).requires_grad_(True)
+        for shape, scale in [((rows_, width), 1.0), ((hidden, width), 0.05), ((hidden,), 0.05),
+                             ((width, hidden), 0.05), ((width,), 0.05)]
+    ]
+
+    def mlp_bf16_loss(x, w1, b1, w2, b2):
+        h = torch.nn.functional.gelu(torch.nn.functional.linear(x, w1, b1), approximate="tanh")
+        return torch.nn.functional.linear(h, w2, b2).mean()
+
+    def mlp_step(loss_fn):
+        def go():
+            for p in mlp_leaves:
+                p.grad = None
+            loss = loss_fn(*mlp_leaves)
+            loss.backward()
+            return loss
+        return go
+
+    for variant, fn in [("eager", mlp_bf16_loss), ("torch.compile", compiled(mlp_bf16_loss))]:
+        step = mlp_step(fn)
+        first, _ = timed_first(step)
+        med, best, n = measure(step, min_time, reps)
+        row("mlp_bf16_layer", variant, "ns", med, best, first, n)
     return rows
 
 

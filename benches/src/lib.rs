@@ -533,6 +533,43 @@ pub fn matmul2(xs: &[Tensor]) -> Vec<Tensor> {
     vec![xs[0].matmul(&xs[1])]
 }
 
+/// The bf16 MLP layer benchmark (a GPT-2 small MLP on 512 tokens): rows, width, hidden.
+pub const MLP_BF16: (i64, i64, i64) = (512, 768, 3072);
+
+/// `x: bf16[rows, width]`, `w1: [hidden, width]`, `b1`, `w2: [width, hidden]`, `b2`, every
+/// one with `requires_grad`, normal values scaled by 0.05 for the weights.
+pub fn mlp_bf16_inputs(seed: u64) -> thunder_core::Result<Vec<Array>> {
+    let (r, c, h) = MLP_BF16;
+    let shapes: [(Vec<i64>, f64); 5] = [
+        (vec![r, c], 1.0),
+        (vec![h, c], 0.05),
+        (vec![h], 0.05),
+        (vec![c, h], 0.05),
+        (vec![c], 0.05),
+    ];
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (shape, scale))| {
+            let v: Vec<f64> = Array::random(shape, DType::F64, seed ^ (i as u64 + 1))?
+                .to_f64_vec()?
+                .into_iter()
+                .map(|x| x * scale)
+                .collect();
+            Ok(Array::from_f64(&v, shape, DType::BF16)?.with_requires_grad(true))
+        })
+        .collect()
+}
+
+/// `mean(linear(gelu_tanh(linear(x, w1, b1)), w2, b2))`, in the inputs' dtype.
+pub fn mlp_bf16_loss(xs: &[Tensor]) -> thunder_core::Result<Vec<Tensor>> {
+    let y = xs[0]
+        .linear(&xs[1], Some(&xs[2]))
+        .gelu("tanh")
+        .linear(&xs[3], Some(&xs[4]));
+    Ok(vec![y.mean(None, false)])
+}
+
 /// The block of the GPT-2 block benchmark: B 2, T 128, C 256, 4 heads (`layers` and `vocab`
 /// are not used by a lone block).
 pub const GPT2_BLOCK: Gpt2Config = Gpt2Config {

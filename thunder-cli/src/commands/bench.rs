@@ -95,6 +95,12 @@ const WORKLOADS: &[Workload] = &[
         run: train_step_fused,
     },
     Workload {
+        name: "mlp_bf16_layer",
+        description: "bf16 MLP layer fwd+bwd: value_and_grad of mean(linear(gelu_tanh(linear(x, \
+                      w1, b1)), w2, b2)), x bf16[512,768], hidden 3072, w.r.t. all five",
+        run: mlp_bf16_layer,
+    },
+    Workload {
         name: "gpt2_block",
         description: "GPT-2 block fwd+bwd, B2 T128 C256 4 heads: value_and_grad of \
                       mean(block(x)^2) w.r.t. x and the 12 weights",
@@ -580,6 +586,29 @@ fn gpt2_block(ctx: &Ctx) -> Result<Row> {
     );
     let loss = loss[0].to_vec::<f32>()?[0];
     ensure!(loss.is_finite(), "gpt2_block: loss {loss}");
+    let t = ctx.time(|| vag.call(&inputs).map(drop).map_err(Into::into))?;
+    let mut row = ctx.row(w, "ms", 1e3, &t);
+    row.first_call_ms = Some(first);
+    row.executors = vag_executors(&vag);
+    row.extra.insert("loss".into(), json!(loss));
+    Ok(row)
+}
+
+fn mlp_bf16_layer(ctx: &Ctx) -> Result<Row> {
+    let w = workload("mlp_bf16_layer");
+    let vag = value_and_grad(Some(ctx.host.clone()), wl::mlp_bf16_loss);
+    let inputs = wl::mlp_bf16_inputs(0)?;
+    let start = Instant::now();
+    let (loss, grads) = vag.call(&inputs)?;
+    let first = elapsed_ms(start);
+    ensure!(
+        grads.len() == inputs.len(),
+        "mlp_bf16_layer: {} gradients for {} inputs",
+        grads.len(),
+        inputs.len()
+    );
+    let loss = loss[0].to_f64_vec()?[0];
+    ensure!(loss.is_finite(), "mlp_bf16_layer: loss {loss}");
     let t = ctx.time(|| vag.call(&inputs).map(drop).map_err(Into::into))?;
     let mut row = ctx.row(w, "ms", 1e3, &t);
     row.first_call_ms = Some(first);
