@@ -65,6 +65,24 @@ thread_local! {
     static SHARED: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Runs `f` on `len` words of this thread's kept buffer `key` (grown when too short; its
+/// contents are whatever the last use left), or on fresh ones while that one is in use.
+fn with_kept<R>(
+    key: &'static std::thread::LocalKey<std::cell::RefCell<Vec<u32>>>,
+    len: usize,
+    f: impl FnOnce(&mut [u32]) -> R,
+) -> R {
+    key.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut kept) => {
+            if kept.len() < len {
+                kept.resize(len, 0);
+            }
+            f(&mut kept[..len])
+        }
+        Err(_) => f(&mut vec![0; len]),
+    })
+}
+
 /// `out = round_bf16(a @ b)` with f32 sums.
 ///
 /// # Safety
@@ -86,19 +104,10 @@ pub(crate) unsafe fn gemm((m, n, k): (usize, usize, usize), x: Operands) {
     let par = m * n * k >= PAR_MIN && rayon::current_num_threads() > 1;
     if row_groups == 1 {
         let task = |cb: usize| {
-            PACKED.with(|cell| {
-                let mut fresh = Vec::new();
-                let mut kept = cell.try_borrow_mut();
-                let packed = match kept.as_mut() {
-                    Ok(p) => &mut **p,
-                    Err(_) => &mut fresh,
-                };
-                if packed.len() < block_words {
-                    packed.resize(block_words, 0);
-                }
+            with_kept(&PACKED, block_words, |packed| {
                 // SAFETY: forwarded; the block's rows and columns are inside the product.
                 unsafe {
-                    pack_block(x, k, cols_of(cb), &mut packed[..block_words]);
+                    pack_block(x, k, cols_of(cb), packed);
                     run_block(x, k, (0, m), cols_of(cb), packed.as_ptr());
                 }
             })
@@ -110,17 +119,7 @@ pub(crate) unsafe fn gemm((m, n, k): (usize, usize, usize), x: Operands) {
         }
         return;
     }
-    SHARED.with(|cell| {
-        let mut fresh = Vec::new();
-        let mut kept = cell.try_borrow_mut();
-        let shared = match kept.as_mut() {
-            Ok(p) => &mut **p,
-            Err(_) => &mut fresh,
-        };
-        if shared.len() < col_blocks * block_words {
-            shared.resize(col_blocks * block_words, 0);
-        }
-        let shared = &mut shared[..col_blocks * block_words];
+    with_kept(&SHARED, col_blocks * block_words, |shared| {
         let pack = |(cb, dst): (usize, &mut [u32])| {
             // SAFETY: forwarded; the block's columns are inside the operand.
             unsafe { pack_block(x, k, cols_of(cb), dst) }

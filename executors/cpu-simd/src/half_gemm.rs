@@ -302,6 +302,16 @@ struct View {
     strides: Vec<usize>,
 }
 
+/// A step's result: its buffer, read as written (row-major), with its shape.
+fn written(out: Buf, shape: &[usize]) -> (View, Vec<usize>) {
+    let v = View {
+        buf: out,
+        offset: 0,
+        strides: contiguous(shape),
+    };
+    (v, shape.to_vec())
+}
+
 fn contiguous(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -485,12 +495,7 @@ impl HalfRegion {
                         to: d.ty,
                         out,
                     });
-                    let v = View {
-                        buf: out,
-                        offset: 0,
-                        strides: contiguous(&d.shape),
-                    };
-                    vals.insert(d.out, (v, d.shape.clone()));
+                    vals.insert(d.out, written(out, &d.shape));
                 }
                 HalfOp::Transpose { a, ref perm } => {
                     let (v, _) = get(a)?;
@@ -510,12 +515,7 @@ impl HalfRegion {
                         ty,
                         out,
                     });
-                    let v = View {
-                        buf: out,
-                        offset: 0,
-                        strides: contiguous(&d.shape),
-                    };
-                    vals.insert(d.out, (v, d.shape.clone()));
+                    vals.insert(d.out, written(out, &d.shape));
                 }
                 HalfOp::Matmul { a, b } => {
                     let ((va, sa), (vb, sb)) = (get(a)?, get(b)?);
@@ -535,12 +535,7 @@ impl HalfRegion {
                         k: sa[r - 1],
                         n: sb[r - 1],
                     }));
-                    let v = View {
-                        buf: out,
-                        offset: 0,
-                        strides: contiguous(&d.shape),
-                    };
-                    vals.insert(d.out, (v, d.shape.clone()));
+                    vals.insert(d.out, written(out, &d.shape));
                 }
             }
         }
