@@ -422,23 +422,16 @@ fn pass<T: Real, const BIAS: bool, const RES: bool, const RELU: bool>(
 /// packed on every call.
 fn weight_matrix(p: &ConvPlan) -> Option<(isize, isize)> {
     let (shape, strides) = (&p.w_shape, &p.w.1.strides);
-    let mut run: Option<i64> = None;
-    for d in (1..shape.len()).rev() {
-        if shape[d] == 1 {
-            continue;
+    // Walking out from the innermost non-unit dim, each must step over the ones inside it.
+    let outward = || (1..shape.len()).rev().filter(|&d| shape[d] != 1);
+    let inner = outward().next().map_or(1, |d| strides[d]);
+    let mut expect = inner;
+    for d in outward() {
+        if strides[d] != expect {
+            return None;
         }
-        match run {
-            None => run = Some(strides[d]),
-            Some(s) if s == strides[d] => {}
-            Some(_) => return None,
-        }
-        run = run.map(|s| s * shape[d] as i64);
+        expect *= shape[d] as i64;
     }
-    // The stride of the reduction dim: the innermost non-unit dim's (any, if there is none).
-    let inner = (1..shape.len())
-        .rev()
-        .find(|&d| shape[d] != 1)
-        .map_or(1, |d| strides[d]);
     Some((strides[0] as isize, inner as isize))
 }
 

@@ -53,7 +53,7 @@ impl Half {
 
     /// One element widened to f32 (exact).
     #[inline(always)]
-    fn widen_one(self, bits: u16) -> f32 {
+    pub(crate) fn widen_one(self, bits: u16) -> f32 {
         match self {
             Half::Bf16 => f32::from_bits(u32::from(bits) << 16),
             Half::F16 => f16::from_bits(bits).to_f32(),
@@ -672,8 +672,8 @@ fn run_sum(src: &View, shape: &[usize], dims: &[usize], ty: Half, out: Buf, bufs
         .filter(|d| !dims.contains(d))
         .map(|d| shape[d])
         .product();
-    // The sums go to a copy when the source is the output's own buffer (never planned; kept
-    // safe rather than aliased).
+    // `Bufs` lends one slice at a time: the sums are made in a vector of their own (the
+    // output's size, small beside the input) and copied to the output.
     let input = crate::half_sum::SumInput {
         src: bufs.slice(src.buf),
         offset: src.offset,
@@ -681,7 +681,7 @@ fn run_sum(src: &View, shape: &[usize], dims: &[usize], ty: Half, out: Buf, bufs
         shape,
     };
     let mut sums = vec![0u16; numel];
-    crate::half_sum::run(&input, dims, ty == Half::Bf16, &mut sums);
+    crate::half_sum::run(&input, dims, ty, &mut sums);
     let dst = bufs.slice_mut(out);
     let n = dst.len().min(numel);
     dst[..n].copy_from_slice(&sums[..n]);

@@ -9,6 +9,7 @@
 //! a run of sums (over the threads by columns, each thread adding every row of its columns
 //! in order); a reduced one sums each row into one.
 
+use crate::half_gemm::Half;
 use rayon::prelude::*;
 
 /// A view of the input: element `idx` at `offset + Σ idx[d] * strides[d]` of `src`.
@@ -20,31 +21,30 @@ pub(crate) struct SumInput<'a> {
 }
 
 /// The input's elements summed over `dims` into `out` (row-major over the kept dims), all
-/// of bf16 (`bf16` true) or f16.
+/// of type `ty`.
 ///
 /// # Panics
 /// Never for views the region checked: every element the view addresses lies in `src`
 /// (reads are bounds-checked slices), and `out` holds the kept dims' product.
-pub(crate) fn run(x: &SumInput, dims: &[usize], bf16: bool, out: &mut [u16]) {
+pub(crate) fn run(x: &SumInput, dims: &[usize], ty: Half, out: &mut [u16]) {
     let rank = x.shape.len();
     let kept: Vec<usize> = (0..rank).filter(|d| !dims.contains(d)).collect();
     let out_n: usize = kept.iter().map(|&d| x.shape[d]).product();
     let mut acc = vec![0f64; out_n];
     let total: usize = x.shape.iter().product();
     if total > 0 && out_n > 0 {
-        accumulate(x, dims, bf16, &mut acc);
+        accumulate(x, dims, ty, &mut acc);
     }
     for (o, &s) in out.iter_mut().zip(&acc) {
-        *o = if bf16 {
-            half::bf16::from_f64(round_binary(s, 7, -126, 127)).to_bits()
-        } else {
-            half::f16::from_f64(round_binary(s, 10, -14, 15)).to_bits()
+        *o = match ty {
+            Half::Bf16 => half::bf16::from_f64(round_binary(s, 7, -126, 127)).to_bits(),
+            Half::F16 => half::f16::from_f64(round_binary(s, 10, -14, 15)).to_bits(),
         };
     }
 }
 
 /// Adds every element into its output's sum, in row-major order per output.
-fn accumulate(x: &SumInput, dims: &[usize], bf16: bool, acc: &mut [f64]) {
+fn accumulate(x: &SumInput, dims: &[usize], ty: Half, acc: &mut [f64]) {
     let rank = x.shape.len();
     // The output index step of each input dim (0 for reduced dims).
     let mut out_strides = vec![0usize; rank];
@@ -81,13 +81,8 @@ fn accumulate(x: &SumInput, dims: &[usize], bf16: bool, acc: &mut [f64]) {
             idx[d] = 0;
         }
     }
-    let widen = |b: u16| -> f64 {
-        if bf16 {
-            f32::from_bits(u32::from(b) << 16) as f64
-        } else {
-            half::f16::from_bits(b).to_f64()
-        }
-    };
+    // Exact: every half value is an f32, and every f32 an f64.
+    let widen = |b: u16| f64::from(ty.widen_one(b));
     if !last_kept {
         for &(at, o) in &starts {
             let mut s = acc[o];

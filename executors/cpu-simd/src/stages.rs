@@ -150,43 +150,44 @@ impl Stage {
     }
 }
 
-fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
-    // The flag is read once per process (`exec::trace`): a lookup in the environment per call
-    // took a lock and a scan, a fixed cost the small GEMMs of a training step paid every time.
+/// Runs `f`; under `THUNDER_CPU_SIMD_TRACE`, then prints `line` of its time in
+/// microseconds. The flag is read once per process (`exec::trace`): a lookup in the
+/// environment per call took a lock and a scan, a fixed cost the small GEMMs of a training
+/// step paid every time.
+fn traced(f: impl FnOnce(), line: impl FnOnce(f64) -> String) {
     if exec::trace() {
         let t = std::time::Instant::now();
-        crate::gemm_run::run(g, bufs);
-        eprintln!(
-            "cpu-simd gemm:  {:>9.1} us batch {:?} m {} k {} n {} a {:?} b {:?}",
-            t.elapsed().as_secs_f64() * 1e6,
-            g.batch,
-            g.m,
-            g.k,
-            g.n,
-            g.a.1.strides,
-            g.b.1.strides
-        );
+        f();
+        eprintln!("{}", line(t.elapsed().as_secs_f64() * 1e6));
     } else {
-        crate::gemm_run::run(g, bufs);
+        f()
     }
 }
 
+fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
+    traced(
+        || crate::gemm_run::run(g, bufs),
+        |us| {
+            format!(
+                "cpu-simd gemm:  {us:>9.1} us batch {:?} m {} k {} n {} a {:?} b {:?}",
+                g.batch, g.m, g.k, g.n, g.a.1.strides, g.b.1.strides
+            )
+        },
+    )
+}
+
+/// A pad stage (ResNet-50's max-pool padding, a copy of 64 x 112 x 112, was the one stage of
+/// its region the trace left out).
 fn run_pad(p: &crate::movement::PadPlan, bufs: &Bufs) {
-    // Traced like the other stages: ResNet-50's max-pool padding (a copy of 64 x 112 x 112)
-    // was the one stage of its region missing from the trace.
-    if exec::trace() {
-        let t = std::time::Instant::now();
-        crate::movement::run(p, bufs);
-        eprintln!(
-            "cpu-simd pad:   {:>9.1} us {:?} -> {:?} config {:?}",
-            t.elapsed().as_secs_f64() * 1e6,
-            p.in_shape,
-            p.out_shape,
-            p.config
-        );
-    } else {
-        crate::movement::run(p, bufs);
-    }
+    traced(
+        || crate::movement::run(p, bufs),
+        |us| {
+            format!(
+                "cpu-simd pad:   {us:>9.1} us {:?} -> {:?} config {:?}",
+                p.in_shape, p.out_shape, p.config
+            )
+        },
+    )
 }
 
 fn run_iota(i: &IotaPlan, bufs: &Bufs) {
