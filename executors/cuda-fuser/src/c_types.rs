@@ -64,7 +64,7 @@ pub(crate) fn in_bounds(bounds: &[(i64, i64)]) -> String {
     let terms: Vec<String> = bounds
         .iter()
         .enumerate()
-        .map(|(d, (lo, hi))| format!("i{d} >= {lo}LL && i{d} < {hi}LL"))
+        .map(|(d, (lo, hi))| format!("i{d} >= {lo} && i{d} < {hi}"))
         .collect();
     if terms.is_empty() {
         "true".into()

@@ -249,7 +249,7 @@ impl Emitter<'_> {
                 .collect(),
         };
         let terms: Vec<String> = (base != 0)
-            .then(|| format!("{base}LL"))
+            .then(|| format!("{base}"))
             .into_iter()
             .chain(
                 dims.iter()
@@ -259,7 +259,7 @@ impl Emitter<'_> {
                         if s == 1 {
                             format!("i{d}")
                         } else {
-                            format!("i{d} * {s}LL")
+                            format!("i{d} * {s}")
                         }
                     }),
             )
@@ -466,12 +466,12 @@ pub(crate) fn coordinates(k: &Kernel, dims: &[usize], var: &str) -> Vec<String> 
         let q = if div == 1 {
             var.to_string()
         } else {
-            format!("({var} / {div}LL)")
+            format!("({var} / {div})")
         };
         if d == dims[0] {
-            lines.push(format!("const i64_t i{d} = {q};"));
+            lines.push(format!("const ix_t i{d} = {q};"));
         } else {
-            lines.push(format!("const i64_t i{d} = {q} % {size}LL;"));
+            lines.push(format!("const ix_t i{d} = {q} % {size};"));
         }
         div *= size.max(1);
     }
@@ -497,6 +497,46 @@ pub(crate) fn raw_type(bytes: usize) -> &'static str {
         4 => "unsigned",
         2 => "u16_t",
         _ => "u8_t",
+    }
+}
+
+/// Offsets below this bound are computed in 32 bits (`ix_t` is `int`). Half of `i32::MAX`
+/// leaves room for what loops step past their bounds (a grid-stride step, a block of vectors)
+/// and for a row's start plus its column.
+const NARROW_INDEX_BOUND: u128 = 1 << 30;
+
+/// The typedef of `ix_t`, the type of every index and offset in the kernel `k` (whose split
+/// partials and counters take `scratch_bytes`): `int` where every offset the kernel computes
+/// is below [`NARROW_INDEX_BOUND`], else `long long`. On an H100 (`docs/gpu-wave/2026-11-27-s14`)
+/// 32-bit offsets took an f32 log_softmax over 2048 rows of 50,257 from 417 to 291 µs and the
+/// softmax from 316 to 299: 64-bit arithmetic is two instructions and two registers a value.
+/// `THUNDER_CUDA_FUSER_ROWS=wide_index=1` keeps 64 bits everywhere (for A/B sweeps).
+pub(crate) fn index_typedef(k: &Kernel, scratch_bytes: u64) -> &'static str {
+    let extent = |shape: &[i64], base: i64, strides: &[i64]| -> u128 {
+        let reach: u128 = shape
+            .iter()
+            .zip(strides)
+            .map(|(&n, &s)| u128::from(s.unsigned_abs()) * u128::from((n.max(1) - 1) as u64))
+            .sum();
+        u128::from(base.unsigned_abs()) + reach + 1
+    };
+    let numel: u128 = k
+        .full_shape
+        .iter()
+        .map(|&d| u128::from(d.max(0) as u64))
+        .product();
+    let mut largest = numel.max(u128::from(scratch_bytes));
+    for node in &k.nodes {
+        if let NodeKind::Load { base, strides, .. } | NodeKind::Iota { base, strides, .. } =
+            &node.kind
+        {
+            largest = largest.max(extent(&k.level_shape(node.level), *base, strides));
+        }
+    }
+    if largest < NARROW_INDEX_BOUND && !crate::row_vector::tuning().wide_index {
+        "typedef int ix_t;\n"
+    } else {
+        "typedef long long ix_t;\n"
     }
 }
 
@@ -576,15 +616,16 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
+    em.out.push_str(index_typedef(k, 0));
     em.out.push_str(&device_functions(k));
     em.line(&format!("{} {{", signature(k, name, BLOCK, false)));
     em.indent = 1;
-    em.line(&format!("const i64_t n = {numel}LL;"));
-    em.line("const i64_t step = (i64_t)gridDim.x * blockDim.x;");
-    em.line("const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;");
+    em.line(&format!("const ix_t n = {numel};"));
+    em.line("const ix_t step = (ix_t)gridDim.x * blockDim.x;");
+    em.line("const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;");
     // Vector body.
     em.line(&format!(
-        "for (i64_t q = first; q < n / {vec}; q += step) {{"
+        "for (ix_t q = first; q < n / {vec}; q += step) {{"
     ));
     em.indent = 2;
     for (i, input) in k.inputs.iter().enumerate() {
@@ -616,10 +657,10 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
             .last()
             .is_some_and(|&d| d > 0 && d % i64::from(vec) == 0);
     if hoisted {
-        em.line(&format!("const i64_t e0 = q * {vec};"));
-        let inner = format!("const i64_t i{last} = ");
+        em.line(&format!("const ix_t e0 = q * {vec};"));
+        let inner = format!("const ix_t i{last} = ");
         for l in coordinates(k, &all_dims, "e0") {
-            em.line(&l.replacen(&inner, &format!("const i64_t i{last}_0 = "), 1));
+            em.line(&l.replacen(&inner, &format!("const ix_t i{last}_0 = "), 1));
         }
         vector_strided_loads(&mut em, vec, last);
     }
@@ -627,10 +668,10 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     em.line(&format!("for (int j = 0; j < {vec}; ++j) {{"));
     em.indent = 3;
     if hoisted {
-        em.line("const i64_t e = e0 + j;");
-        em.line(&format!("const i64_t i{last} = i{last}_0 + j;"));
+        em.line("const ix_t e = e0 + j;");
+        em.line(&format!("const ix_t i{last} = i{last}_0 + j;"));
     } else if strided {
-        em.line(&format!("const i64_t e = q * {vec} + j;"));
+        em.line(&format!("const ix_t e = q * {vec} + j;"));
         for l in coordinates(k, &all_dims, "e") {
             em.line(&l);
         }
@@ -652,7 +693,7 @@ fn pointwise(k: &Kernel, name: &str) -> Generated {
     em.vector_nodes.clear();
     em.vector_inputs = false;
     em.line(&format!(
-        "for (i64_t e = (n / {vec}) * {vec} + first; e < n; e += step) {{"
+        "for (ix_t e = (n / {vec}) * {vec} + first; e < n; e += step) {{"
     ));
     em.indent = 2;
     if strided {
@@ -729,7 +770,7 @@ fn vector_strided_loads(em: &mut Emitter, vec: u32, last: usize) {
                         } else {
                             format!("i{dim}")
                         };
-                        format!("{at} >= {lo}LL && {at} < {hi}LL")
+                        format!("{at} >= {lo} && {at} < {hi}")
                     })
                     .collect();
                 em.line(&format!("{raw} r_n{id} = {{}};"));

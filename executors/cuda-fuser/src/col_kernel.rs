@@ -205,7 +205,7 @@ pub(crate) fn first_offset(em: &Emitter, base: i64, strides: &[i64]) -> String {
     let last = if unit == 1 {
         lastv
     } else {
-        format!("{lastv} * {unit}LL")
+        format!("{lastv} * {unit}")
     };
     if rest == "0" {
         last
@@ -242,36 +242,35 @@ pub(crate) fn generate(k: &Kernel, name: &str, p: &ColumnPlan) -> Generated {
     }
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
+    let scratch = counters_at(k.reductions.len(), rows_n, p.splits) + 4 * p.tiles as u64;
+    em.out.push_str(crate::codegen::index_typedef(k, scratch));
     em.out.push_str(TEAM_REDUCE_V);
     em.out.push_str(&device_functions(k));
     em.line(&format!("{} {{", signature(k, name, block, split)));
     em.indent = 1;
     em.line(&format!(
-        "const i64_t rows = {rows_n}LL, cols = {cols_n}LL, tiles = {}LL, splits = {}LL;",
+        "const ix_t rows = {rows_n}, cols = {cols_n}, tiles = {}, splits = {};",
         p.tiles, p.splits
     ));
     em.line(&format!(
-        "const i64_t tx = threadIdx.x % {tx}, ty = threadIdx.x / {tx};"
+        "const ix_t tx = threadIdx.x % {tx}, ty = threadIdx.x / {tx};"
     ));
-    em.line("const i64_t chunk = (cols + splits - 1) / splits;");
+    em.line("const ix_t chunk = (cols + splits - 1) / splits;");
     if split {
         em.line("__shared__ bool split_last;");
     }
     // Block `u` takes chunk `u % splits` of the reduced elements of tile `u / splits`.
-    em.line("for (i64_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {");
+    em.line("for (ix_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {");
     em.indent = 2;
-    em.line("const i64_t t = u / splits, part = u % splits;");
-    em.line(&format!(
-        "const i64_t rv = t * {}LL + tx * {vec}LL;",
-        tx * vec
-    ));
+    em.line("const ix_t t = u / splits, part = u % splits;");
+    em.line(&format!("const ix_t rv = t * {} + tx * {vec};", tx * vec));
     em.line("const bool live = rv < rows;");
     // Kept coordinates at the thread's first column; the last is `i<last>_0 + j`.
     let mut kc = coordinates(k, &kept, "rv");
     if let Some(l) = kc.last_mut() {
-        let prefix = format!("const i64_t i{last} = ");
+        let prefix = format!("const ix_t i{last} = ");
         if let Some(rest) = l.strip_prefix(&prefix) {
-            *l = format!("const i64_t i{last}_0 = {rest}");
+            *l = format!("const ix_t i{last}_0 = {rest}");
         }
     }
     for l in kc {
@@ -294,13 +293,13 @@ pub(crate) fn generate(k: &Kernel, name: &str, p: &ColumnPlan) -> Generated {
             "for (int j = 0; j < {vec}; ++j) acc{r}[j] = {identity};"
         ));
     }
-    em.line("const i64_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;");
+    em.line("const ix_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;");
     em.line("if (live) {");
     em.indent = 3;
     // Several iterations' loads in flight per thread.
     em.line("#pragma unroll 4");
     em.line(&format!(
-        "for (i64_t c = part * chunk + ty; c < c_end; c += {team}LL) {{"
+        "for (ix_t c = part * chunk + ty; c < c_end; c += {team}) {{"
     ));
     em.indent = 4;
     for l in coordinates(k, &k.reduced, "c") {
@@ -308,7 +307,7 @@ pub(crate) fn generate(k: &Kernel, name: &str, p: &ColumnPlan) -> Generated {
     }
     let contiguous = contiguous_strides(&k.full_shape);
     let e0 = first_offset(&em, 0, &contiguous);
-    em.line(&format!("const i64_t e0 = {e0};"));
+    em.line(&format!("const ix_t e0 = {e0};"));
     for (n, input, base, strides) in &loads {
         let d = k.inputs[*input].dtype;
         let raw = raw_type(d.size_bytes() * vec as usize);
@@ -335,8 +334,8 @@ pub(crate) fn generate(k: &Kernel, name: &str, p: &ColumnPlan) -> Generated {
     em.line(&format!("for (int j = 0; j < {vec}; ++j) {{"));
     em.indent = 5;
     em.defined.clear();
-    em.line(&format!("const i64_t i{last} = i{last}_0 + j;"));
-    em.line("const i64_t e = e0 + j;");
+    em.line(&format!("const ix_t i{last} = i{last}_0 + j;"));
+    em.line("const ix_t e = e0 + j;");
     for &(r, fold, input) in &accs {
         em.define(input);
         let v = Emitter::name(input);
@@ -384,8 +383,8 @@ pub(crate) fn generate(k: &Kernel, name: &str, p: &ColumnPlan) -> Generated {
         em.line(&format!("for (int j = 0; j < {vec}; ++j) {{"));
         em.indent = 4;
         em.defined.clear();
-        em.line("const i64_t r = rv + j;");
-        em.line(&format!("const i64_t i{last} = i{last}_0 + j;"));
+        em.line("const ix_t r = rv + j;");
+        em.line(&format!("const ix_t i{last} = i{last}_0 + j;"));
         for &(r, _, input) in &accs {
             let dtype = k.nodes[r].dtype;
             em.line(&format!(
@@ -436,7 +435,7 @@ pub(crate) fn generate(k: &Kernel, name: &str, p: &ColumnPlan) -> Generated {
 fn emit_combine(em: &mut Emitter, accs: &[(NodeId, Fold, NodeId)], p: &ColumnPlan, rows: i64) {
     let k = em.k;
     let vec = p.vec;
-    let slot = |q: usize, part: &str| format!("({q}LL * splits + {part}) * rows + rv + j");
+    let slot = |q: usize, part: &str| format!("({q} * splits + {part}) * rows + rv + j");
     em.line("if (ty == 0 && live) {");
     for (q, &(r, _, input)) in accs.iter().enumerate() {
         let acc_ty = ctype(k.nodes[input].dtype);
@@ -451,7 +450,7 @@ fn emit_combine(em: &mut Emitter, accs: &[(NodeId, Fold, NodeId)], p: &ColumnPla
     em.line("__syncthreads();");
     em.line("if (threadIdx.x == 0) {");
     em.line(&format!(
-        "  split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + {}LL) + t, 1u) == (unsigned)(splits - 1);",
+        "  split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + {}) + t, 1u) == (unsigned)(splits - 1);",
         counters_at(k.reductions.len(), rows, p.splits)
     ));
     em.line("}");
@@ -467,7 +466,7 @@ fn emit_combine(em: &mut Emitter, accs: &[(NodeId, Fold, NodeId)], p: &ColumnPla
         ));
         em.line("if (live) {");
         em.line(&format!(
-            "  for (i64_t p = ty; p < splits; p += {}LL) {{",
+            "  for (ix_t p = ty; p < splits; p += {}) {{",
             p.team
         ));
         em.line("    #pragma unroll");

@@ -74,7 +74,7 @@ fn open_column_loop(em: &mut Emitter, full_strides: &[i64], unroll: bool, range:
         em.line("#pragma unroll 4");
     }
     em.line(&format!(
-        "for (i64_t c = {}; c < {}; c += team) {{",
+        "for (ix_t c = {}; c < {}; c += team) {{",
         range.0, range.1
     ));
     em.indent += 1;
@@ -82,7 +82,7 @@ fn open_column_loop(em: &mut Emitter, full_strides: &[i64], unroll: bool, range:
         em.line(&l);
     }
     let e = em.offset(Level::Full, 0, full_strides);
-    em.line(&format!("const i64_t e = {e};"));
+    em.line(&format!("const ix_t e = {e};"));
     em.defined.clear();
 }
 
@@ -98,7 +98,7 @@ fn split_counters_at(reductions: usize, rows: i64, splits: u32) -> u64 {
 /// the other blocks go on to their next row.
 fn emit_split_combine(em: &mut Emitter, stage: &[NodeId], rows_n: i64, splits: u32) {
     let k = em.k;
-    let slot = |q: usize| format!("({q}LL * rows + r) * splits");
+    let slot = |q: usize| format!("({q} * rows + r) * splits");
     em.line("if (threadIdx.x == 0) {");
     for &r in stage {
         let NodeKind::Reduce { input, .. } = &k.nodes[r].kind else {
@@ -113,7 +113,7 @@ fn emit_split_combine(em: &mut Emitter, stage: &[NodeId], rows_n: i64, splits: u
     }
     em.line("  __threadfence();");
     em.line(&format!(
-        "  split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + {}LL) + r, 1u) == (unsigned)(splits - 1);",
+        "  split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + {}) + r, 1u) == (unsigned)(splits - 1);",
         split_counters_at(k.reductions.len(), rows_n, splits)
     ));
     em.line("}");
@@ -129,7 +129,7 @@ fn emit_split_combine(em: &mut Emitter, stage: &[NodeId], rows_n: i64, splits: u
         let (identity, op) = reduction_identity(*fold, acc_ty == "double");
         em.line(&format!("acc{r} = {identity};"));
         em.line(&format!(
-            "for (i64_t p = threadIdx.x; p < splits; p += blockDim.x) acc{r} = {op}(acc{r}, reinterpret_cast<volatile {acc_ty}*>(split_scratch)[{} + p]);",
+            "for (ix_t p = threadIdx.x; p < splits; p += blockDim.x) acc{r} = {op}(acc{r}, reinterpret_cast<volatile {acc_ty}*>(split_scratch)[{} + p]);",
             slot(q)
         ));
         em.line(&format!(
@@ -279,6 +279,9 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
             target.max_shared_bytes
         };
         v.plan_cache(k, cols_n, team_threads, read_again.clone());
+        if warp_rows.is_some() {
+            v.plan_prefetch(k, &passes, team_threads);
+        }
         // A block per row: a row too long for registers may be staged in shared memory.
         if per_row_block {
             v.plan_stage(k, cols_n, read_again.clone(), room);
@@ -296,6 +299,12 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     let stage_bytes = vector.as_ref().map_or(0, |v| v.stage_bytes);
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
+    let scratch = if split {
+        split_counters_at(k.reductions.len(), rows_n, splits) + 4 * rows_n as u64
+    } else {
+        0
+    };
+    em.out.push_str(crate::codegen::index_typedef(k, scratch));
     if !block_team {
         em.out.push_str(reduce_layout::TEAM_REDUCE);
     }
@@ -322,58 +331,56 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     }
     em.line(&format!("{sig} {{"));
     em.indent = 1;
-    em.line(&format!(
-        "const i64_t rows = {rows_n}LL, cols = {cols_n}LL;"
-    ));
+    em.line(&format!("const ix_t rows = {rows_n}, cols = {cols_n};"));
     if split {
         // Block `rb` takes share `rb % splits` of row `rb / splits`; the threads of a row's
         // blocks interleave over it as one team.
-        em.line(&format!("const i64_t splits = {splits}LL;"));
+        em.line(&format!("const ix_t splits = {splits};"));
         em.line("__shared__ bool split_last;");
-        em.line("for (i64_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {");
-        em.line("  const i64_t r = rb / splits, part = rb % splits;");
-        em.line("  const i64_t lane = part * blockDim.x + threadIdx.x, team = (i64_t)blockDim.x * splits;");
+        em.line("for (ix_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {");
+        em.line("  const ix_t r = rb / splits, part = rb % splits;");
+        em.line("  const ix_t lane = part * blockDim.x + threadIdx.x, team = (ix_t)blockDim.x * splits;");
     } else if let Some((per_block, 32)) = warp_rows {
         // Warps run their rows independently: nothing below synchronizes the block.
-        em.line("const i64_t lane = threadIdx.x & 31, team = 32;");
+        em.line("const ix_t lane = threadIdx.x & 31, team = 32;");
         em.line(&format!(
-            "for (i64_t r = (i64_t)blockIdx.x * {per_block} + (threadIdx.x >> 5); r < rows; r += (i64_t)gridDim.x * {per_block}) {{"
+            "for (ix_t r = (ix_t)blockIdx.x * {per_block} + (threadIdx.x >> 5); r < rows; r += (ix_t)gridDim.x * {per_block}) {{"
         ));
     } else if let Some((per_block, lanes)) = warp_rows {
         // A warp holds 32 / lanes rows and runs its loop while its first row exists.
         let per_warp = 32 / lanes;
         em.line(&format!(
-            "const i64_t lane = threadIdx.x & {}, team = {lanes};",
+            "const ix_t lane = threadIdx.x & {}, team = {lanes};",
             lanes - 1
         ));
         em.line(&format!(
-            "for (i64_t r0 = (i64_t)blockIdx.x * {per_block} + (threadIdx.x >> 5) * {per_warp}; r0 < rows; r0 += (i64_t)gridDim.x * {per_block}) {{"
+            "for (ix_t r0 = (ix_t)blockIdx.x * {per_block} + (threadIdx.x >> 5) * {per_warp}; r0 < rows; r0 += (ix_t)gridDim.x * {per_block}) {{"
         ));
         em.indent = 2;
         em.line(&format!(
             "const bool live = r0 + (threadIdx.x & 31) / {lanes} < rows;"
         ));
         em.line(&format!(
-            "const i64_t r = live ? r0 + (threadIdx.x & 31) / {lanes} : rows - 1;"
+            "const ix_t r = live ? r0 + (threadIdx.x & 31) / {lanes} : rows - 1;"
         ));
     } else if block_team {
-        em.line("const i64_t lane = threadIdx.x, team = blockDim.x;");
-        em.line("for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {");
+        em.line("const ix_t lane = threadIdx.x, team = blockDim.x;");
+        em.line("for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {");
     } else if let Team::Columns { tile, team } = layout {
         // Every thread of the block runs every tile (team_reduce synchronizes the block): a
         // thread past the last row computes the last row again and stores nothing.
         em.line(&format!(
-            "const i64_t lane = threadIdx.x / {tile}, team = {team};"
+            "const ix_t lane = threadIdx.x / {tile}, team = {team};"
         ));
         em.line(&format!(
-            "for (i64_t r0 = (i64_t)blockIdx.x * {tile}; r0 < rows; r0 += (i64_t)gridDim.x * {tile}) {{"
+            "for (ix_t r0 = (ix_t)blockIdx.x * {tile}; r0 < rows; r0 += (ix_t)gridDim.x * {tile}) {{"
         ));
         em.indent = 2;
         em.line(&format!(
             "const bool live = r0 + threadIdx.x % {tile} < rows;"
         ));
         em.line(&format!(
-            "const i64_t r = live ? r0 + threadIdx.x % {tile} : rows - 1;"
+            "const ix_t r = live ? r0 + threadIdx.x % {tile} : rows - 1;"
         ));
     }
     em.indent = 2;

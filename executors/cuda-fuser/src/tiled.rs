@@ -87,6 +87,7 @@ pub fn generate(k: &Kernel, name: &str, t: &Tiling) -> Generated {
     };
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
+    em.out.push_str(crate::codegen::index_typedef(k, 0));
     em.out.push_str(&device_functions(k));
     em.line(&format!("{} {{", signature(k, name, BLOCK, false)));
     em.indent = 1;
@@ -95,14 +96,14 @@ pub fn generate(k: &Kernel, name: &str, t: &Tiling) -> Generated {
         em.line(&format!("__shared__ {st} tile{n}[{TILE}][{}];", TILE + 1));
     }
     em.line(&format!(
-        "const i64_t tiles = {tiles}LL, ta = {ta}LL, tb = {tb}LL;"
+        "const ix_t tiles = {tiles}, ta = {ta}, tb = {tb};"
     ));
     em.line("const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;");
-    em.line("for (i64_t t = blockIdx.x; t < tiles; t += gridDim.x) {");
+    em.line("for (ix_t t = blockIdx.x; t < tiles; t += gridDim.x) {");
     em.indent = 2;
-    em.line("const i64_t bt = t / (ta * tb);");
+    em.line("const ix_t bt = t / (ta * tb);");
     em.line(&format!(
-        "const i64_t a0 = (t / tb) % ta * {TILE}LL, b0 = t % tb * {TILE}LL;"
+        "const ix_t a0 = (t / tb) % ta * {TILE}, b0 = t % tb * {TILE};"
     ));
     for l in coordinates(k, &batch, "bt") {
         em.line(&l);
@@ -112,8 +113,8 @@ pub fn generate(k: &Kernel, name: &str, t: &Tiling) -> Generated {
     em.line("#pragma unroll");
     em.line(&format!("for (int q = 0; q < {TILE}; q += 8) {{"));
     em.indent = 3;
-    em.line(&format!("const i64_t i{a} = a0 + tx, i{b} = b0 + ty + q;"));
-    em.line(&format!("if (i{a} < {na}LL && i{b} < {nb}LL) {{"));
+    em.line(&format!("const ix_t i{a} = a0 + tx, i{b} = b0 + ty + q;"));
+    em.line(&format!("if (i{a} < {na} && i{b} < {nb}) {{"));
     em.indent = 4;
     for &(n, input) in &t.staged {
         let NodeKind::Load { base, strides, .. } = &k.nodes[n].kind else {
@@ -131,11 +132,11 @@ pub fn generate(k: &Kernel, name: &str, t: &Tiling) -> Generated {
     em.line("#pragma unroll");
     em.line(&format!("for (int q = 0; q < {TILE}; q += 8) {{"));
     em.indent = 3;
-    em.line(&format!("const i64_t i{b} = b0 + tx, i{a} = a0 + ty + q;"));
-    em.line(&format!("if (i{a} < {na}LL && i{b} < {nb}LL) {{"));
+    em.line(&format!("const ix_t i{b} = b0 + tx, i{a} = a0 + ty + q;"));
+    em.line(&format!("if (i{a} < {na} && i{b} < {nb}) {{"));
     em.indent = 4;
     let e = em.offset(Level::Full, 0, &contiguous_strides(&k.full_shape));
-    em.line(&format!("const i64_t e = {e};"));
+    em.line(&format!("const ix_t e = {e};"));
     em.defined.clear();
     for &(n, _) in &t.staged {
         em.vector_nodes.insert(n, format!("tile{n}[tx][ty + q]"));

@@ -101,6 +101,19 @@ fn many_short_rows_get_a_warp_each() {
     );
     assert!(text.contains("__launch_bounds__(128)"), "{text}");
     assert!(text.contains("uint4 cache_n0[3];"), "{text}");
+    // The weight and bias, read only by the output pass, are loaded with the row in the
+    // first pass and kept in registers.
+    assert_eq!(
+        text.matches("cache_n13[it] = *reinterpret_cast").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("cache_n16[it] = *reinterpret_cast").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(text.matches("= cache_n16[it];").count(), 1, "{text}");
     assert_eq!(
         text.matches("warp_reduce<32, float>(acc").count(),
         2,
@@ -190,8 +203,8 @@ const SCALAR_AND_EMPTY: &str = r#"def computation(a, e):
 fn scalar_and_empty_shapes_plan_and_generate() {
     let (kernels, text) = generate(SCALAR_AND_EMPTY);
     assert_eq!(kernels.len(), 2, "{text}");
-    assert!(text.contains("n = 1LL"), "{text}");
-    assert!(text.contains("n = 0LL"), "{text}");
+    assert!(text.contains("n = 1"), "{text}");
+    assert!(text.contains("n = 0"), "{text}");
     check_golden("scalar_and_empty", &text);
 }
 
@@ -235,8 +248,7 @@ fn slices_transposes_and_flips_fold_into_the_loads() {
     assert_eq!(kernels.len(), 1, "{text}");
     // The three thirds of x are read in place: at base 0, 32 and 64 (flipped: 63 * 96 + 64).
     assert!(
-        text.contains("in0[32LL + i0 * 96LL + i1]")
-            && text.contains("in0[6112LL + i0 * -96LL + i1]"),
+        text.contains("in0[32 + i0 * 96 + i1]") && text.contains("in0[6112 + i0 * -96 + i1]"),
         "{text}"
     );
     check_golden("slice_transpose_flip", &text);
@@ -254,7 +266,7 @@ const ARANGE_TRIL: &str = r#"def computation(x):
 #[test]
 fn index_ramps_alone_declare_their_coordinates() {
     let (_, text) = generate(ARANGE_TRIL);
-    assert!(text.contains("const i64_t i0 ="), "{text}");
+    assert!(text.contains("const ix_t i0 ="), "{text}");
     check_golden("arange_tril", &text);
 }
 
@@ -269,7 +281,7 @@ fn pads_read_inside_their_bounds_only() {
     let (kernels, text) = generate(PAD);
     assert_eq!(kernels.len(), 1, "{text}");
     assert!(
-        text.contains("i0 >= 1LL && i0 < 3LL && i1 >= 0LL && i1 < 3LL"),
+        text.contains("i0 >= 1 && i0 < 3 && i1 >= 0 && i1 < 3"),
         "{text}"
     );
     check_golden("pad", &text);
@@ -292,7 +304,7 @@ const CAT: &str = r#"def computation(a, b):
 fn concatenations_read_each_part_in_its_range() {
     let (kernels, text) = generate(CAT);
     assert_eq!(kernels.len(), 1, "{text}");
-    assert!(text.contains("i1 >= 0LL && i1 < 3LL"), "{text}");
+    assert!(text.contains("i1 >= 0 && i1 < 3"), "{text}");
     check_golden("cat", &text);
 }
 
@@ -315,7 +327,7 @@ fn a_cat_of_whole_vectors_reads_each_piece_in_vectors() {
     let (kernels, text) = generate(CAT_OF_HEADS);
     assert_eq!(kernels.len(), 1, "{text}");
     assert_eq!(text.matches("uint4 r_n").count(), 3, "{text}");
-    assert!(text.contains("if (i0 >= 0LL && i0 < 2LL"), "{text}");
+    assert!(text.contains("if (i0 >= 0 && i0 < 2"), "{text}");
     check_golden("cat_of_heads", &text);
 }
 
@@ -404,7 +416,7 @@ fn odd_length_rows_peel_a_scalar_head_and_tail_off_vector_loops() {
     // Rows of 50,257 start at every alignment: a head up to the 16-byte boundary, 8-wide
     // vectors, then the tail, in each of the three passes.
     assert!(
-        text.contains("const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL"),
+        text.contains("const ix_t head_ = (8 - (r * cols) % 8) % 8"),
         "{text}"
     );
     assert_eq!(text.matches("c0 < body_end").count(), 3, "{text}");
@@ -436,4 +448,35 @@ fn iotas_in_bf16_are_rounded_like_every_bf16_value() {
     );
     assert!(text.contains("s_out0[j] = bf16_bits(v0);"), "{text}");
     assert!(!text.contains("f32_to_bf16(v"), "{text}");
+}
+
+/// Offsets are 32-bit where every one the kernel computes stays below 2^30, and 64-bit where
+/// the iteration space or a load's reach does not (a slice near the end of a large input).
+#[test]
+fn offsets_are_32_bit_only_where_every_one_fits() {
+    let neg = |shape: &str| {
+        format!(
+            "def computation(x):\n  # x: \"cuda:0 f32[{shape}]\"\n  t0 = ltorch.neg(x)\n  return (t0,)\n"
+        )
+    };
+    let (_, text) = generate(&neg("8192, 4096"));
+    assert!(text.contains("typedef int ix_t;"), "{text}");
+    let (_, text) = generate(&neg("32768, 32768"));
+    assert!(text.contains("typedef long long ix_t;"), "{text}");
+    // The output is small, but the slice reads from element 2^30 - 64 on.
+    let tail = r#"def computation(x):
+  # x: "cuda:0 f32[16384, 65536]"
+  s = prims.slice(x, [16383, 65472], [16384, 65536], [1, 1])
+  t0 = ltorch.neg(s)
+  return (t0,)
+"#;
+    let (_, text) = generate(tail);
+    assert!(text.contains("typedef long long ix_t;"), "{text}");
+    assert!(text.contains("1073741760"), "{text}");
+    let (_, text) = generate(
+        &tail
+            .replace("16383, 65472", "0, 0")
+            .replace("[16384, 65536], [1", "[1, 64], [1"),
+    );
+    assert!(text.contains("typedef int ix_t;"), "{text}");
 }

@@ -50,7 +50,7 @@ fn a_bias_gradient_over_768_columns_splits_the_tokens_and_stores_its_product_onc
         1,
         "{text}"
     );
-    assert_eq!(text.matches("for (i64_t c = ").count(), 1, "{text}");
+    assert_eq!(text.matches("for (ix_t c = ").count(), 1, "{text}");
     assert!(
         text.contains("team_reduce_v<float, 8, 32, 8>(acc"),
         "{text}"
@@ -169,7 +169,7 @@ fn the_gpt2_backward_sum_of_three_reads_each_input_once() {
         }],
         "{text}"
     );
-    assert_eq!(text.matches("for (i64_t c = ").count(), 1, "{text}");
+    assert_eq!(text.matches("for (ix_t c = ").count(), 1, "{text}");
     for i in 0..3 {
         assert_eq!(
             text.matches(&format!("reinterpret_cast<const uint4*>(in{i} + "))
@@ -207,7 +207,7 @@ fn per_token_f32_statistics_do_not_narrow_the_column_vectors() {
         matches!(launches.as_slice(), [Launch::SplitRows { rows: 12, .. }]),
         "768 columns in 12 tiles of 64: {launches:?}\n{text}"
     );
-    assert!(text.contains("tx * 8LL"), "{text}");
+    assert!(text.contains("tx * 8"), "{text}");
     assert!(
         text.contains("const uint4 r_n"),
         "16-byte column loads: {text}"

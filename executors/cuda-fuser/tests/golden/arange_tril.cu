@@ -52,25 +52,26 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(i64_t* __restrict__ out0) {
-  const i64_t n = 6LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 2; q += step) {
+  const ix_t n = 6;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 2; q += step) {
     __align__(16) i64_t s_out0[2];
-    const i64_t e0 = q * 2;
-    const i64_t i0_0 = e0;
+    const ix_t e0 = q * 2;
+    const ix_t i0_0 = e0;
     #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const i64_t e = e0 + j;
-      const i64_t i0 = i0_0 + j;
+      const ix_t e = e0 + j;
+      const ix_t i0 = i0_0 + j;
       const i64_t v0 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i0));
       s_out0[j] = v0;
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 2) * 2 + first; e < n; e += step) {
-    const i64_t i0 = e;
+  for (ix_t e = (n / 2) * 2 + first; e < n; e += step) {
+    const ix_t i0 = e;
     const i64_t v0 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i0));
     out0[e] = v0;
   }
@@ -130,19 +131,20 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const float* __restrict__ in0, float* __restrict__ out0) {
-  const i64_t n = 36LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 4; q += step) {
+  const ix_t n = 36;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 4; q += step) {
     const uint4 r_in0 = reinterpret_cast<const uint4*>(in0)[q];
     const float* e_in0 = reinterpret_cast<const float*>(&r_in0);
     __align__(16) float s_out0[4];
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const i64_t e = q * 4 + j;
-      const i64_t i0 = (e / 6LL);
-      const i64_t i1 = e % 6LL;
+      const ix_t e = q * 4 + j;
+      const ix_t i0 = (e / 6);
+      const ix_t i1 = e % 6;
       const i64_t v0 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i1));
       const i64_t v1 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i0));
       const i64_t v2 = ((i64_t)((unsigned long long)(v0) - (unsigned long long)(v1)));
@@ -153,9 +155,9 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const float* _
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 4) * 4 + first; e < n; e += step) {
-    const i64_t i0 = (e / 6LL);
-    const i64_t i1 = e % 6LL;
+  for (ix_t e = (n / 4) * 4 + first; e < n; e += step) {
+    const ix_t i0 = (e / 6);
+    const ix_t i1 = e % 6;
     const i64_t v0 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i1));
     const i64_t v1 = (((i64_t)0LL) + ((i64_t)1LL) * (i64_t)(i0));
     const i64_t v2 = ((i64_t)((unsigned long long)(v0) - (unsigned long long)(v1)));

@@ -52,23 +52,24 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0) {
-  const i64_t n = 131072LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 8; q += step) {
+  const ix_t n = 131072;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 8; q += step) {
     const uint4 r_in0 = reinterpret_cast<const uint4*>(in0)[q];
     const u16_t* e_in0 = reinterpret_cast<const u16_t*>(&r_in0);
     __align__(16) u16_t s_out0[8];
-    const i64_t e0 = q * 8;
-    const i64_t i0 = (e0 / 1024LL);
-    const i64_t i1_0 = e0 % 1024LL;
+    const ix_t e0 = q * 8;
+    const ix_t i0 = (e0 / 1024);
+    const ix_t i1_0 = e0 % 1024;
     const uint4 r_n2 = *reinterpret_cast<const uint4*>(in1 + (i1_0));
     const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const i64_t e = e0 + j;
-      const i64_t i1 = i1_0 + j;
+      const ix_t e = e0 + j;
+      const ix_t i1 = i1_0 + j;
       const float v0 = f16_to_f32(e_in0[j]);
       const float v1 = ((float)v0);
       const float v2 = f16_to_f32(e_n2[j]);
@@ -90,9 +91,9 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 8) * 8 + first; e < n; e += step) {
-    const i64_t i0 = (e / 1024LL);
-    const i64_t i1 = e % 1024LL;
+  for (ix_t e = (n / 8) * 8 + first; e < n; e += step) {
+    const ix_t i0 = (e / 1024);
+    const ix_t i1 = e % 1024;
     const float v0 = f16_to_f32(in0[e]);
     const float v1 = ((float)v0);
     const float v2 = f16_to_f32(in1[i1]);

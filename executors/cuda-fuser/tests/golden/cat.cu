@@ -52,33 +52,34 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
-  const i64_t n = 16LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 4; q += step) {
+  const ix_t n = 16;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 4; q += step) {
     __align__(16) float s_out0[4];
-    const i64_t e0 = q * 4;
-    const i64_t i0 = (e0 / 8LL);
-    const i64_t i1_0 = e0 % 8LL;
+    const ix_t e0 = q * 4;
+    const ix_t i0 = (e0 / 8);
+    const ix_t i1_0 = e0 % 8;
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const i64_t e = e0 + j;
-      const i64_t i1 = i1_0 + j;
-      const bool v2 = (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 3LL);
-      const float v1 = ((i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 3LL) ? in1[i0 * 3LL + i1] : 0);
-      const float v0 = ((i0 >= 0LL && i0 < 2LL && i1 >= 3LL && i1 < 8LL) ? in0[-3LL + i0 * 5LL + i1] : 0);
+      const ix_t e = e0 + j;
+      const ix_t i1 = i1_0 + j;
+      const bool v2 = (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 3);
+      const float v1 = ((i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 3) ? in1[i0 * 3 + i1] : 0);
+      const float v0 = ((i0 >= 0 && i0 < 2 && i1 >= 3 && i1 < 8) ? in0[-3 + i0 * 5 + i1] : 0);
       const float v3 = (v2 ? v1 : v0);
       s_out0[j] = v3;
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 4) * 4 + first; e < n; e += step) {
-    const i64_t i0 = (e / 8LL);
-    const i64_t i1 = e % 8LL;
-    const bool v2 = (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 3LL);
-    const float v1 = ((i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 3LL) ? in1[i0 * 3LL + i1] : 0);
-    const float v0 = ((i0 >= 0LL && i0 < 2LL && i1 >= 3LL && i1 < 8LL) ? in0[-3LL + i0 * 5LL + i1] : 0);
+  for (ix_t e = (n / 4) * 4 + first; e < n; e += step) {
+    const ix_t i0 = (e / 8);
+    const ix_t i1 = e % 8;
+    const bool v2 = (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 3);
+    const float v1 = ((i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 3) ? in1[i0 * 3 + i1] : 0);
+    const float v0 = ((i0 >= 0 && i0 < 2 && i1 >= 3 && i1 < 8) ? in0[-3 + i0 * 5 + i1] : 0);
     const float v3 = (v2 ? v1 : v0);
     out0[e] = v3;
   }

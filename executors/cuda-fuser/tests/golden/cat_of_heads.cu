@@ -52,33 +52,34 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
-  const i64_t n = 576LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 8; q += step) {
+  const ix_t n = 576;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 8; q += step) {
     __align__(16) u16_t s_out0[8];
-    const i64_t e0 = q * 8;
-    const i64_t i0 = (e0 / 288LL);
-    const i64_t i1 = (e0 / 72LL) % 4LL;
-    const i64_t i2 = (e0 / 24LL) % 3LL;
-    const i64_t i3_0 = e0 % 24LL;
+    const ix_t e0 = q * 8;
+    const ix_t i0 = (e0 / 288);
+    const ix_t i1 = (e0 / 72) % 4;
+    const ix_t i2 = (e0 / 24) % 3;
+    const ix_t i3_0 = e0 % 24;
     uint4 r_n0 = {};
-    if (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3_0 >= 16LL && i3_0 < 24LL) r_n0 = *reinterpret_cast<const uint4*>(in0 + (-16LL + i0 * 96LL + i1 * 8LL + i2 * 32LL + i3_0));
+    if (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3_0 >= 16 && i3_0 < 24) r_n0 = *reinterpret_cast<const uint4*>(in0 + (-16 + i0 * 96 + i1 * 8 + i2 * 32 + i3_0));
     const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
     uint4 r_n1 = {};
-    if (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3_0 >= 8LL && i3_0 < 16LL) r_n1 = *reinterpret_cast<const uint4*>(in1 + (-8LL + i0 * 96LL + i1 * 8LL + i2 * 32LL + i3_0));
+    if (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3_0 >= 8 && i3_0 < 16) r_n1 = *reinterpret_cast<const uint4*>(in1 + (-8 + i0 * 96 + i1 * 8 + i2 * 32 + i3_0));
     const u16_t* e_n1 = reinterpret_cast<const u16_t*>(&r_n1);
     uint4 r_n4 = {};
-    if (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3_0 >= 0LL && i3_0 < 8LL) r_n4 = *reinterpret_cast<const uint4*>(in2 + (i0 * 96LL + i1 * 8LL + i2 * 32LL + i3_0));
+    if (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3_0 >= 0 && i3_0 < 8) r_n4 = *reinterpret_cast<const uint4*>(in2 + (i0 * 96 + i1 * 8 + i2 * 32 + i3_0));
     const u16_t* e_n4 = reinterpret_cast<const u16_t*>(&r_n4);
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const i64_t e = e0 + j;
-      const i64_t i3 = i3_0 + j;
-      const bool v5 = (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 0LL && i3 < 8LL);
+      const ix_t e = e0 + j;
+      const ix_t i3 = i3_0 + j;
+      const bool v5 = (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3 >= 0 && i3 < 8);
       const float v4 = bf16_to_f32(e_n4[j]);
-      const bool v2 = (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 8LL && i3 < 16LL);
+      const bool v2 = (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3 >= 8 && i3 < 16);
       const float v1 = bf16_to_f32(e_n1[j]);
       const float v0 = bf16_to_f32(e_n0[j]);
       const float v3 = (v2 ? v1 : v0);
@@ -87,16 +88,16 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 8) * 8 + first; e < n; e += step) {
-    const i64_t i0 = (e / 288LL);
-    const i64_t i1 = (e / 72LL) % 4LL;
-    const i64_t i2 = (e / 24LL) % 3LL;
-    const i64_t i3 = e % 24LL;
-    const bool v5 = (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 0LL && i3 < 8LL);
-    const float v4 = ((i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 0LL && i3 < 8LL) ? bf16_to_f32(in2[i0 * 96LL + i1 * 8LL + i2 * 32LL + i3]) : 0);
-    const bool v2 = (i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 8LL && i3 < 16LL);
-    const float v1 = ((i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 8LL && i3 < 16LL) ? bf16_to_f32(in1[-8LL + i0 * 96LL + i1 * 8LL + i2 * 32LL + i3]) : 0);
-    const float v0 = ((i0 >= 0LL && i0 < 2LL && i1 >= 0LL && i1 < 4LL && i2 >= 0LL && i2 < 3LL && i3 >= 16LL && i3 < 24LL) ? bf16_to_f32(in0[-16LL + i0 * 96LL + i1 * 8LL + i2 * 32LL + i3]) : 0);
+  for (ix_t e = (n / 8) * 8 + first; e < n; e += step) {
+    const ix_t i0 = (e / 288);
+    const ix_t i1 = (e / 72) % 4;
+    const ix_t i2 = (e / 24) % 3;
+    const ix_t i3 = e % 24;
+    const bool v5 = (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3 >= 0 && i3 < 8);
+    const float v4 = ((i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3 >= 0 && i3 < 8) ? bf16_to_f32(in2[i0 * 96 + i1 * 8 + i2 * 32 + i3]) : 0);
+    const bool v2 = (i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3 >= 8 && i3 < 16);
+    const float v1 = ((i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3 >= 8 && i3 < 16) ? bf16_to_f32(in1[-8 + i0 * 96 + i1 * 8 + i2 * 32 + i3]) : 0);
+    const float v0 = ((i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 4 && i2 >= 0 && i2 < 3 && i3 >= 16 && i3 < 24) ? bf16_to_f32(in0[-16 + i0 * 96 + i1 * 8 + i2 * 32 + i3]) : 0);
     const float v3 = (v2 ? v1 : v0);
     const float v6 = (v5 ? v4 : v3);
     out0[e] = bf16_bits(v6);

@@ -52,6 +52,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 template <typename T, int TX, int TEAM, int V, typename Op>
 __device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
   __shared__ T scratch[TEAM][TX * V + 1];
@@ -72,30 +73,30 @@ __device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
   for (int j = 0; j < V; ++j) v[j] = scratch[0][tx * V + j];
 }
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0, unsigned char* __restrict__ split_scratch) {
-  const i64_t rows = 3072LL, cols = 8192LL, tiles = 48LL, splits = 11LL;
-  const i64_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
-  const i64_t chunk = (cols + splits - 1) / splits;
+  const ix_t rows = 3072, cols = 8192, tiles = 48, splits = 11;
+  const ix_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
+  const ix_t chunk = (cols + splits - 1) / splits;
   __shared__ bool split_last;
-  for (i64_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
-    const i64_t t = u / splits, part = u % splits;
-    const i64_t rv = t * 64LL + tx * 8LL;
+  for (ix_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
+    const ix_t t = u / splits, part = u % splits;
+    const ix_t rv = t * 64 + tx * 8;
     const bool live = rv < rows;
-    const i64_t i1_0 = rv;
+    const ix_t i1_0 = rv;
     float acc2[8];
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc2[j] = 0.0f;
-    const i64_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
+    const ix_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
     if (live) {
       #pragma unroll 4
-      for (i64_t c = part * chunk + ty; c < c_end; c += 32LL) {
-        const i64_t i0 = c;
-        const i64_t e0 = i0 * 3072LL + i1_0;
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 3072LL + i1_0));
+      for (ix_t c = part * chunk + ty; c < c_end; c += 32) {
+        const ix_t i0 = c;
+        const ix_t e0 = i0 * 3072 + i1_0;
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 3072 + i1_0));
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t i1 = i1_0 + j;
-          const i64_t e = e0 + j;
+          const ix_t i1 = i1_0 + j;
+          const ix_t e = e0 + j;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           acc2[j] += v1;
@@ -105,12 +106,12 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     team_reduce_v<float, 8, 32, 8>(acc2, SumOp());
     if (ty == 0 && live) {
       #pragma unroll
-      for (int j = 0; j < 8; ++j) reinterpret_cast<float*>(split_scratch)[(0LL * splits + part) * rows + rv + j] = acc2[j];
+      for (int j = 0; j < 8; ++j) reinterpret_cast<float*>(split_scratch)[(0 * splits + part) * rows + rv + j] = acc2[j];
       __threadfence();
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 270336LL) + t, 1u) == (unsigned)(splits - 1);
+      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 270336) + t, 1u) == (unsigned)(splits - 1);
     }
     __syncthreads();
     if (!split_last) continue;
@@ -118,17 +119,17 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc2[j] = 0.0f;
     if (live) {
-      for (i64_t p = ty; p < splits; p += 32LL) {
+      for (ix_t p = ty; p < splits; p += 32) {
         #pragma unroll
-        for (int j = 0; j < 8; ++j) acc2[j] = SumOp()(acc2[j], reinterpret_cast<volatile float*>(split_scratch)[(0LL * splits + p) * rows + rv + j]);
+        for (int j = 0; j < 8; ++j) acc2[j] = SumOp()(acc2[j], reinterpret_cast<volatile float*>(split_scratch)[(0 * splits + p) * rows + rv + j]);
       }
     }
     team_reduce_v<float, 8, 32, 8>(acc2, SumOp());
     if (ty == 0 && live) {
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t r = rv + j;
-        const i64_t i1 = i1_0 + j;
+        const ix_t r = rv + j;
+        const ix_t i1 = i1_0 + j;
         const float v2 = acc2[j];
         const float v3 = round_bf16((float)v2);
         out0[r] = bf16_bits(v3);

@@ -52,6 +52,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 template <typename T, int TX, int TEAM, int V, typename Op>
 __device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
   __shared__ T scratch[TEAM][TX * V + 1];
@@ -72,29 +73,29 @@ __device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
   for (int j = 0; j < V; ++j) v[j] = scratch[0][tx * V + j];
 }
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
-  const i64_t rows = 512LL, cols = 256LL, tiles = 16LL, splits = 1LL;
-  const i64_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
-  const i64_t chunk = (cols + splits - 1) / splits;
-  for (i64_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
-    const i64_t t = u / splits, part = u % splits;
-    const i64_t rv = t * 32LL + tx * 4LL;
+  const ix_t rows = 512, cols = 256, tiles = 16, splits = 1;
+  const ix_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
+  const ix_t chunk = (cols + splits - 1) / splits;
+  for (ix_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
+    const ix_t t = u / splits, part = u % splits;
+    const ix_t rv = t * 32 + tx * 4;
     const bool live = rv < rows;
-    const i64_t i1_0 = rv;
+    const ix_t i1_0 = rv;
     float acc1[4];
     #pragma unroll
     for (int j = 0; j < 4; ++j) acc1[j] = 0.0f;
-    const i64_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
+    const ix_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
     if (live) {
       #pragma unroll 4
-      for (i64_t c = part * chunk + ty; c < c_end; c += 32LL) {
-        const i64_t i0 = c;
-        const i64_t e0 = i0 * 512LL + i1_0;
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 512LL + i1_0));
+      for (ix_t c = part * chunk + ty; c < c_end; c += 32) {
+        const ix_t i0 = c;
+        const ix_t e0 = i0 * 512 + i1_0;
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 512 + i1_0));
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t i1 = i1_0 + j;
-          const i64_t e = e0 + j;
+          const ix_t i1 = i1_0 + j;
+          const ix_t e = e0 + j;
           const float v0 = e_n0[j];
           acc1[j] += v0;
         }
@@ -104,8 +105,8 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     if (ty == 0 && live) {
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const i64_t r = rv + j;
-        const i64_t i1 = i1_0 + j;
+        const ix_t r = rv + j;
+        const ix_t i1 = i1_0 + j;
         const float v1 = acc1[j];
         out0[r] = v1;
       }

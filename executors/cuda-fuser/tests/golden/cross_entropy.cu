@@ -52,11 +52,12 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0) {
-  const i64_t rows = 32LL, cols = 1000LL;
-  const i64_t lane = threadIdx.x, team = blockDim.x;
-  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64_t i0 = r;
+  const ix_t rows = 32, cols = 1000;
+  const ix_t lane = threadIdx.x, team = blockDim.x;
+  for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const ix_t i0 = r;
     uint4 cache_n0[1];
     const i64_t v15 = in1[i0];
     const bool v16 = (v15 != ((i64_t)-100LL));
@@ -64,16 +65,16 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     float acc13 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 4;
       if (c0 < cols) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 1000LL + c0);
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 1000 + c0);
         cache_n0[it] = r_n0;
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 1000LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 1000 + i1;
           const float v0 = e_n0[j];
           acc1 = nan_max(acc1, v0);
           const i64_t v8 = in1[i0];
@@ -92,15 +93,15 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     float acc5 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 4;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 1000LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 1000 + i1;
           const float v0 = e_n0[j];
           const float v2 = v1;
           const float v3 = (v0 - v2);
@@ -175,6 +176,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 template <typename T, int TILE, int TEAM, typename Op>
 __device__ __forceinline__ T team_reduce(T v, Op op) {
   __shared__ T scratch[TEAM][TILE + 1];
@@ -190,17 +192,17 @@ __device__ __forceinline__ T team_reduce(T v, Op op) {
   return scratch[0][tx];
 }
 extern "C" __global__ void __launch_bounds__(4, 12) thunder_fused_1(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0) {
-  const i64_t rows = 1LL, cols = 32LL;
-  const i64_t lane = threadIdx.x / 1, team = 4;
-  for (i64_t r0 = (i64_t)blockIdx.x * 1; r0 < rows; r0 += (i64_t)gridDim.x * 1) {
+  const ix_t rows = 1, cols = 32;
+  const ix_t lane = threadIdx.x / 1, team = 4;
+  for (ix_t r0 = (ix_t)blockIdx.x * 1; r0 < rows; r0 += (ix_t)gridDim.x * 1) {
     const bool live = r0 + threadIdx.x % 1 < rows;
-    const i64_t r = live ? r0 + threadIdx.x % 1 : rows - 1;
+    const ix_t r = live ? r0 + threadIdx.x % 1 : rows - 1;
     float acc1 = 0.0f;
     float acc5 = 0.0f;
     #pragma unroll 4
-    for (i64_t c = lane; c < cols; c += team) {
-      const i64_t i0 = c;
-      const i64_t e = i0;
+    for (ix_t c = lane; c < cols; c += team) {
+      const ix_t i0 = c;
+      const ix_t e = i0;
       const float v0 = in0[e];
       acc1 += v0;
       const i64_t v2 = in1[e];

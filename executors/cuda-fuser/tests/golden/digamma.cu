@@ -52,6 +52,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 __device__ double thunder_digamma(double x) {
   const double A[7] = {8.33333333333333333333E-2, -2.10927960927960927961E-2,
                        7.57575757575757575758E-3, -4.16666666666666666667E-3,
@@ -80,10 +81,10 @@ __device__ double thunder_digamma(double x) {
 }
 __device__ float thunder_digammaf(float x) { return (float)thunder_digamma((double)x); }
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
-  const i64_t n = 8LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 4; q += step) {
+  const ix_t n = 8;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 4; q += step) {
     const uint4 r_in0 = reinterpret_cast<const uint4*>(in0)[q];
     const float* e_in0 = reinterpret_cast<const float*>(&r_in0);
     __align__(16) float s_out0[4];
@@ -95,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 4) * 4 + first; e < n; e += step) {
+  for (ix_t e = (n / 4) * 4 + first; e < n; e += step) {
     const float v0 = in0[e];
     const float v1 = thunder_digammaf(v0);
     out0[e] = v1;

@@ -52,25 +52,26 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(96, 12) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
-  const i64_t rows = 8LL, cols = 768LL;
-  const i64_t lane = threadIdx.x, team = blockDim.x;
-  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64_t i0 = r;
+  const ix_t rows = 8, cols = 768;
+  const ix_t lane = threadIdx.x, team = blockDim.x;
+  for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const ix_t i0 = r;
     uint4 cache_n0[1];
     float acc2 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768LL + c0);
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768 + c0);
         cache_n0[it] = r_n0;
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 768LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 768 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           acc2 += v1;
@@ -83,15 +84,15 @@ extern "C" __global__ void __launch_bounds__(96, 12) thunder_fused_0(const u16_t
     float acc7 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 768LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 768 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           const float v4 = v3;
@@ -108,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(96, 12) thunder_fused_0(const u16_t
     const float v10 = (1.0f / sqrtf(v9));
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
@@ -119,9 +120,9 @@ extern "C" __global__ void __launch_bounds__(96, 12) thunder_fused_0(const u16_t
         __align__(16) u16_t s_out0[8];
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 768LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 768 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           const float v4 = v3;

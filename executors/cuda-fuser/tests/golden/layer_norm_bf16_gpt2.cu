@@ -52,6 +52,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 template <int W, typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {
 #pragma unroll
@@ -59,24 +60,28 @@ __device__ __forceinline__ T warp_reduce(T v, Op op) {
   return v;
 }
 extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
-  const i64_t rows = 8192LL, cols = 768LL;
-  const i64_t lane = threadIdx.x & 31, team = 32;
-  for (i64_t r = (i64_t)blockIdx.x * 4 + (threadIdx.x >> 5); r < rows; r += (i64_t)gridDim.x * 4) {
-    const i64_t i0 = r;
+  const ix_t rows = 8192, cols = 768;
+  const ix_t lane = threadIdx.x & 31, team = 32;
+  for (ix_t r = (ix_t)blockIdx.x * 4 + (threadIdx.x >> 5); r < rows; r += (ix_t)gridDim.x * 4) {
+    const ix_t i0 = r;
     uint4 cache_n0[3];
+    uint4 cache_n13[3];
+    uint4 cache_n16[3];
     float acc2 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 3; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768LL + c0);
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768 + c0);
         cache_n0[it] = r_n0;
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
+        cache_n13[it] = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
+        cache_n16[it] = *reinterpret_cast<const uint4*>(in2 + 0 + c0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 768LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 768 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           acc2 += v1;
@@ -89,15 +94,15 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
     float acc7 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 3; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 768LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 768 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           const float v4 = v3;
@@ -114,20 +119,20 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
     const float v10 = (1.0f / sqrtf(v9));
     #pragma unroll
     for (int it = 0; it < 3; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
-        const uint4 r_n13 = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
+        const uint4 r_n13 = cache_n13[it];
         const u16_t* e_n13 = reinterpret_cast<const u16_t*>(&r_n13);
-        const uint4 r_n16 = *reinterpret_cast<const uint4*>(in2 + 0 + c0);
+        const uint4 r_n16 = cache_n16[it];
         const u16_t* e_n16 = reinterpret_cast<const u16_t*>(&r_n16);
         __align__(16) u16_t s_out0[8];
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 768LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 768 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           const float v4 = v3;

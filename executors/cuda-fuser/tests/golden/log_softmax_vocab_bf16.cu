@@ -52,37 +52,38 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
-  const i64_t rows = 4LL, cols = 50257LL;
-  const i64_t lane = threadIdx.x, team = blockDim.x;
-  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64_t i0 = r;
-    const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL, head = head_ < cols ? head_ : cols;
-    const i64_t body_end = head + (cols - head) / 8LL * 8LL;
+  const ix_t rows = 4, cols = 50257;
+  const ix_t lane = threadIdx.x, team = blockDim.x;
+  for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const ix_t i0 = r;
+    const ix_t head_ = (8 - (r * cols) % 8) % 8, head = head_ < cols ? head_ : cols;
+    const ix_t body_end = head + (cols - head) / 8 * 8;
     float acc2 = -__int_as_float(0x7f800000);
-    for (i64_t c = lane; c < head; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = lane; c < head; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       acc2 = nan_max(acc2, v1);
     }
-    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
-      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+    for (ix_t c0 = head + lane * 8; c0 < body_end; c0 += team * 8) {
+      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257 + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t c = c0 + j;
-        const i64_t i1 = c;
-        const i64_t e = i0 * 50257LL + i1;
+        const ix_t c = c0 + j;
+        const ix_t i1 = c;
+        const ix_t e = i0 * 50257 + i1;
         const float v0 = bf16_to_f32(e_n0[j]);
         const float v1 = ((float)v0);
         acc2 = nan_max(acc2, v1);
       }
     }
-    for (i64_t c = body_end + lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = body_end + lane; c < cols; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       acc2 = nan_max(acc2, v1);
@@ -90,9 +91,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     acc2 = block_reduce<float>(acc2, MaxOp(), (float)(-__int_as_float(0x7f800000)));
     const float v2 = acc2;
     float acc6 = 0.0f;
-    for (i64_t c = lane; c < head; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = lane; c < head; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       const float v3 = v2;
@@ -100,14 +101,14 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v5 = fast_exp2((v4) * 1.44269504089f);
       acc6 += v5;
     }
-    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
-      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+    for (ix_t c0 = head + lane * 8; c0 < body_end; c0 += team * 8) {
+      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257 + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t c = c0 + j;
-        const i64_t i1 = c;
-        const i64_t e = i0 * 50257LL + i1;
+        const ix_t c = c0 + j;
+        const ix_t i1 = c;
+        const ix_t e = i0 * 50257 + i1;
         const float v0 = bf16_to_f32(e_n0[j]);
         const float v1 = ((float)v0);
         const float v3 = v2;
@@ -116,9 +117,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
         acc6 += v5;
       }
     }
-    for (i64_t c = body_end + lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = body_end + lane; c < cols; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       const float v3 = v2;
@@ -129,9 +130,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     acc6 = block_reduce<float>(acc6, SumOp(), (float)(0.0f));
     const float v6 = acc6;
     const float v7 = logf(v6);
-    for (i64_t c = lane; c < head; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = lane; c < head; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       const float v3 = v2;
@@ -141,15 +142,15 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       const float v10 = round_bf16((float)v9);
       out0[e] = bf16_bits(v10);
     }
-    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
-      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0);
+    for (ix_t c0 = head + lane * 8; c0 < body_end; c0 += team * 8) {
+      const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 50257 + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
       __align__(16) u16_t s_out0[8];
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t c = c0 + j;
-        const i64_t i1 = c;
-        const i64_t e = i0 * 50257LL + i1;
+        const ix_t c = c0 + j;
+        const ix_t i1 = c;
+        const ix_t e = i0 * 50257 + i1;
         const float v0 = bf16_to_f32(e_n0[j]);
         const float v1 = ((float)v0);
         const float v3 = v2;
@@ -161,9 +162,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
       }
       *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
     }
-    for (i64_t c = body_end + lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = body_end + lane; c < cols; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       const float v3 = v2;

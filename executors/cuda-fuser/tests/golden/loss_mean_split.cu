@@ -52,26 +52,27 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0, unsigned char* __restrict__ split_scratch) {
-  const i64_t rows = 1LL, cols = 6291456LL;
-  const i64_t splits = 384LL;
+  const ix_t rows = 1, cols = 6291456;
+  const ix_t splits = 384;
   __shared__ bool split_last;
-  for (i64_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {
-    const i64_t r = rb / splits, part = rb % splits;
-    const i64_t lane = part * blockDim.x + threadIdx.x, team = (i64_t)blockDim.x * splits;
+  for (ix_t rb = blockIdx.x; rb < rows * splits; rb += gridDim.x) {
+    const ix_t r = rb / splits, part = rb % splits;
+    const ix_t lane = part * blockDim.x + threadIdx.x, team = (ix_t)blockDim.x * splits;
     float acc7 = 0.0f;
-    for (i64_t c0 = lane * 8LL; c0 < cols; c0 += team * 8LL) {
+    for (ix_t c0 = lane * 8; c0 < cols; c0 += team * 8) {
       const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + 0 + c0);
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
       const uint4 r_n2 = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
       const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t c = c0 + j;
-        const i64_t i0 = (c / 786432LL);
-        const i64_t i1 = (c / 768LL) % 1024LL;
-        const i64_t i2 = c % 768LL;
-        const i64_t e = i0 * 786432LL + i1 * 768LL + i2;
+        const ix_t c = c0 + j;
+        const ix_t i0 = (c / 786432);
+        const ix_t i1 = (c / 768) % 1024;
+        const ix_t i2 = c % 768;
+        const ix_t e = i0 * 786432 + i1 * 768 + i2;
         const float v0 = bf16_to_f32(e_n0[j]);
         const float v1 = ((float)v0);
         const float v2 = bf16_to_f32(e_n2[j]);
@@ -84,15 +85,15 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const u16_t* 
     }
     acc7 = block_reduce<float>(acc7, SumOp(), (float)(0.0f));
     if (threadIdx.x == 0) {
-      reinterpret_cast<float*>(split_scratch)[(0LL * rows + r) * splits + part] = acc7;
+      reinterpret_cast<float*>(split_scratch)[(0 * rows + r) * splits + part] = acc7;
       __threadfence();
-      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 3072LL) + r, 1u) == (unsigned)(splits - 1);
+      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 3072) + r, 1u) == (unsigned)(splits - 1);
     }
     __syncthreads();
     if (!split_last) continue;
     __threadfence();
     acc7 = 0.0f;
-    for (i64_t p = threadIdx.x; p < splits; p += blockDim.x) acc7 = SumOp()(acc7, reinterpret_cast<volatile float*>(split_scratch)[(0LL * rows + r) * splits + p]);
+    for (ix_t p = threadIdx.x; p < splits; p += blockDim.x) acc7 = SumOp()(acc7, reinterpret_cast<volatile float*>(split_scratch)[(0 * rows + r) * splits + p]);
     acc7 = block_reduce<float>(acc7, SumOp(), (float)(0.0f));
     const float v7 = acc7;
     const float v8 = (v7 / 6291456.0f);

@@ -52,33 +52,34 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
-  const i64_t n = 18874368LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 8; q += step) {
+  const ix_t n = 18874368;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 8; q += step) {
     __align__(16) u16_t s_out0[8];
-    const i64_t e0 = q * 8;
-    const i64_t i0 = (e0 / 2359296LL);
-    const i64_t i1 = (e0 / 2304LL) % 1024LL;
-    const i64_t i2 = (e0 / 64LL) % 36LL;
-    const i64_t i3_0 = e0 % 64LL;
+    const ix_t e0 = q * 8;
+    const ix_t i0 = (e0 / 2359296);
+    const ix_t i1 = (e0 / 2304) % 1024;
+    const ix_t i2 = (e0 / 64) % 36;
+    const ix_t i3_0 = e0 % 64;
     uint4 r_n0 = {};
-    if (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 24LL && i2 < 36LL && i3_0 >= 0LL && i3_0 < 64LL) r_n0 = *reinterpret_cast<const uint4*>(in0 + (-1572864LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3_0));
+    if (i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 24 && i2 < 36 && i3_0 >= 0 && i3_0 < 64) r_n0 = *reinterpret_cast<const uint4*>(in0 + (-1572864 + i0 * 786432 + i1 * 64 + i2 * 65536 + i3_0));
     const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
     uint4 r_n1 = {};
-    if (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3_0 >= 0LL && i3_0 < 64LL) r_n1 = *reinterpret_cast<const uint4*>(in1 + (-786432LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3_0));
+    if (i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 12 && i2 < 24 && i3_0 >= 0 && i3_0 < 64) r_n1 = *reinterpret_cast<const uint4*>(in1 + (-786432 + i0 * 786432 + i1 * 64 + i2 * 65536 + i3_0));
     const u16_t* e_n1 = reinterpret_cast<const u16_t*>(&r_n1);
     uint4 r_n4 = {};
-    if (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3_0 >= 0LL && i3_0 < 64LL) r_n4 = *reinterpret_cast<const uint4*>(in2 + (i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3_0));
+    if (i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 0 && i2 < 12 && i3_0 >= 0 && i3_0 < 64) r_n4 = *reinterpret_cast<const uint4*>(in2 + (i0 * 786432 + i1 * 64 + i2 * 65536 + i3_0));
     const u16_t* e_n4 = reinterpret_cast<const u16_t*>(&r_n4);
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const i64_t e = e0 + j;
-      const i64_t i3 = i3_0 + j;
-      const bool v5 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3 >= 0LL && i3 < 64LL);
+      const ix_t e = e0 + j;
+      const ix_t i3 = i3_0 + j;
+      const bool v5 = (i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 0 && i2 < 12 && i3 >= 0 && i3 < 64);
       const float v4 = bf16_to_f32(e_n4[j]);
-      const bool v2 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3 >= 0LL && i3 < 64LL);
+      const bool v2 = (i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 12 && i2 < 24 && i3 >= 0 && i3 < 64);
       const float v1 = bf16_to_f32(e_n1[j]);
       const float v0 = bf16_to_f32(e_n0[j]);
       const float v3 = (v2 ? v1 : v0);
@@ -87,16 +88,16 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* _
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 8) * 8 + first; e < n; e += step) {
-    const i64_t i0 = (e / 2359296LL);
-    const i64_t i1 = (e / 2304LL) % 1024LL;
-    const i64_t i2 = (e / 64LL) % 36LL;
-    const i64_t i3 = e % 64LL;
-    const bool v5 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3 >= 0LL && i3 < 64LL);
-    const float v4 = ((i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 0LL && i2 < 12LL && i3 >= 0LL && i3 < 64LL) ? bf16_to_f32(in2[i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3]) : 0);
-    const bool v2 = (i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3 >= 0LL && i3 < 64LL);
-    const float v1 = ((i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 12LL && i2 < 24LL && i3 >= 0LL && i3 < 64LL) ? bf16_to_f32(in1[-786432LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3]) : 0);
-    const float v0 = ((i0 >= 0LL && i0 < 8LL && i1 >= 0LL && i1 < 1024LL && i2 >= 24LL && i2 < 36LL && i3 >= 0LL && i3 < 64LL) ? bf16_to_f32(in0[-1572864LL + i0 * 786432LL + i1 * 64LL + i2 * 65536LL + i3]) : 0);
+  for (ix_t e = (n / 8) * 8 + first; e < n; e += step) {
+    const ix_t i0 = (e / 2359296);
+    const ix_t i1 = (e / 2304) % 1024;
+    const ix_t i2 = (e / 64) % 36;
+    const ix_t i3 = e % 64;
+    const bool v5 = (i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 0 && i2 < 12 && i3 >= 0 && i3 < 64);
+    const float v4 = ((i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 0 && i2 < 12 && i3 >= 0 && i3 < 64) ? bf16_to_f32(in2[i0 * 786432 + i1 * 64 + i2 * 65536 + i3]) : 0);
+    const bool v2 = (i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 12 && i2 < 24 && i3 >= 0 && i3 < 64);
+    const float v1 = ((i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 12 && i2 < 24 && i3 >= 0 && i3 < 64) ? bf16_to_f32(in1[-786432 + i0 * 786432 + i1 * 64 + i2 * 65536 + i3]) : 0);
+    const float v0 = ((i0 >= 0 && i0 < 8 && i1 >= 0 && i1 < 1024 && i2 >= 24 && i2 < 36 && i3 >= 0 && i3 < 64) ? bf16_to_f32(in0[-1572864 + i0 * 786432 + i1 * 64 + i2 * 65536 + i3]) : 0);
     const float v3 = (v2 ? v1 : v0);
     const float v6 = (v5 ? v4 : v3);
     out0[e] = bf16_bits(v6);
@@ -157,6 +158,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 template <typename T, int TX, int TEAM, int V, typename Op>
 __device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
   __shared__ T scratch[TEAM][TX * V + 1];
@@ -177,32 +179,32 @@ __device__ __forceinline__ void team_reduce_v(T (&v)[V], Op op) {
   for (int j = 0; j < V; ++j) v[j] = scratch[0][tx * V + j];
 }
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const u16_t* __restrict__ in0, u16_t* __restrict__ out0, unsigned char* __restrict__ split_scratch) {
-  const i64_t rows = 2304LL, cols = 8192LL, tiles = 36LL, splits = 15LL;
-  const i64_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
-  const i64_t chunk = (cols + splits - 1) / splits;
+  const ix_t rows = 2304, cols = 8192, tiles = 36, splits = 15;
+  const ix_t tx = threadIdx.x % 8, ty = threadIdx.x / 8;
+  const ix_t chunk = (cols + splits - 1) / splits;
   __shared__ bool split_last;
-  for (i64_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
-    const i64_t t = u / splits, part = u % splits;
-    const i64_t rv = t * 64LL + tx * 8LL;
+  for (ix_t u = blockIdx.x; u < tiles * splits; u += gridDim.x) {
+    const ix_t t = u / splits, part = u % splits;
+    const ix_t rv = t * 64 + tx * 8;
     const bool live = rv < rows;
-    const i64_t i2 = (rv / 64LL);
-    const i64_t i3_0 = rv % 64LL;
+    const ix_t i2 = (rv / 64);
+    const ix_t i3_0 = rv % 64;
     float acc1[8];
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc1[j] = 0.0f;
-    const i64_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
+    const ix_t c_end = (part + 1) * chunk < cols ? (part + 1) * chunk : cols;
     if (live) {
       #pragma unroll 4
-      for (i64_t c = part * chunk + ty; c < c_end; c += 32LL) {
-        const i64_t i0 = (c / 1024LL);
-        const i64_t i1 = c % 1024LL;
-        const i64_t e0 = i0 * 2359296LL + i1 * 2304LL + i2 * 64LL + i3_0;
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 2359296LL + i1 * 2304LL + i2 * 64LL + i3_0));
+      for (ix_t c = part * chunk + ty; c < c_end; c += 32) {
+        const ix_t i0 = (c / 1024);
+        const ix_t i1 = c % 1024;
+        const ix_t e0 = i0 * 2359296 + i1 * 2304 + i2 * 64 + i3_0;
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 2359296 + i1 * 2304 + i2 * 64 + i3_0));
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t i3 = i3_0 + j;
-          const i64_t e = e0 + j;
+          const ix_t i3 = i3_0 + j;
+          const ix_t e = e0 + j;
           const float v0 = bf16_to_f32(e_n0[j]);
           acc1[j] += v0;
         }
@@ -211,12 +213,12 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const u16_t* _
     team_reduce_v<float, 8, 32, 8>(acc1, SumOp());
     if (ty == 0 && live) {
       #pragma unroll
-      for (int j = 0; j < 8; ++j) reinterpret_cast<float*>(split_scratch)[(0LL * splits + part) * rows + rv + j] = acc1[j];
+      for (int j = 0; j < 8; ++j) reinterpret_cast<float*>(split_scratch)[(0 * splits + part) * rows + rv + j] = acc1[j];
       __threadfence();
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 276480LL) + t, 1u) == (unsigned)(splits - 1);
+      split_last = atomicAdd(reinterpret_cast<unsigned*>(split_scratch + 276480) + t, 1u) == (unsigned)(splits - 1);
     }
     __syncthreads();
     if (!split_last) continue;
@@ -224,17 +226,17 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_1(const u16_t* _
     #pragma unroll
     for (int j = 0; j < 8; ++j) acc1[j] = 0.0f;
     if (live) {
-      for (i64_t p = ty; p < splits; p += 32LL) {
+      for (ix_t p = ty; p < splits; p += 32) {
         #pragma unroll
-        for (int j = 0; j < 8; ++j) acc1[j] = SumOp()(acc1[j], reinterpret_cast<volatile float*>(split_scratch)[(0LL * splits + p) * rows + rv + j]);
+        for (int j = 0; j < 8; ++j) acc1[j] = SumOp()(acc1[j], reinterpret_cast<volatile float*>(split_scratch)[(0 * splits + p) * rows + rv + j]);
       }
     }
     team_reduce_v<float, 8, 32, 8>(acc1, SumOp());
     if (ty == 0 && live) {
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t r = rv + j;
-        const i64_t i3 = i3_0 + j;
+        const ix_t r = rv + j;
+        const ix_t i3 = i3_0 + j;
         const float v1 = round_bf16(acc1[j]);
         out0[r] = bf16_bits(v1);
       }

@@ -52,25 +52,26 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
-  const i64_t n = 2048LL;
-  const i64_t step = (i64_t)gridDim.x * blockDim.x;
-  const i64_t first = (i64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  for (i64_t q = first; q < n / 4; q += step) {
+  const ix_t n = 2048;
+  const ix_t step = (ix_t)gridDim.x * blockDim.x;
+  const ix_t first = (ix_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (ix_t q = first; q < n / 4; q += step) {
     __align__(16) float s_out0[4];
-    const i64_t e0 = q * 4;
-    const i64_t i0 = (e0 / 32LL);
-    const i64_t i1_0 = e0 % 32LL;
-    const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 96LL + i1_0));
+    const ix_t e0 = q * 4;
+    const ix_t i0 = (e0 / 32);
+    const ix_t i1_0 = e0 % 32;
+    const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + (i0 * 96 + i1_0));
     const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
-    const uint4 r_n1 = *reinterpret_cast<const uint4*>(in0 + (32LL + i0 * 96LL + i1_0));
+    const uint4 r_n1 = *reinterpret_cast<const uint4*>(in0 + (32 + i0 * 96 + i1_0));
     const float* e_n1 = reinterpret_cast<const float*>(&r_n1);
-    const uint4 r_n3 = *reinterpret_cast<const uint4*>(in0 + (6112LL + i0 * -96LL + i1_0));
+    const uint4 r_n3 = *reinterpret_cast<const uint4*>(in0 + (6112 + i0 * -96 + i1_0));
     const float* e_n3 = reinterpret_cast<const float*>(&r_n3);
     #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const i64_t e = e0 + j;
-      const i64_t i1 = i1_0 + j;
+      const ix_t e = e0 + j;
+      const ix_t i1 = i1_0 + j;
       const float v0 = e_n0[j];
       const float v1 = e_n1[j];
       const float v2 = (v0 * v1);
@@ -80,13 +81,13 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     }
     reinterpret_cast<uint4*>(out0)[q] = *reinterpret_cast<const uint4*>(s_out0);
   }
-  for (i64_t e = (n / 4) * 4 + first; e < n; e += step) {
-    const i64_t i0 = (e / 32LL);
-    const i64_t i1 = e % 32LL;
-    const float v0 = in0[i0 * 96LL + i1];
-    const float v1 = in0[32LL + i0 * 96LL + i1];
+  for (ix_t e = (n / 4) * 4 + first; e < n; e += step) {
+    const ix_t i0 = (e / 32);
+    const ix_t i1 = e % 32;
+    const float v0 = in0[i0 * 96 + i1];
+    const float v1 = in0[32 + i0 * 96 + i1];
     const float v2 = (v0 * v1);
-    const float v3 = in0[6112LL + i0 * -96LL + i1];
+    const float v3 = in0[6112 + i0 * -96 + i1];
     const float v4 = (v2 + v3);
     out0[e] = v4;
   }

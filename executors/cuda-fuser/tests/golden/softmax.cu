@@ -52,25 +52,26 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
-  const i64_t rows = 64LL, cols = 4096LL;
-  const i64_t lane = threadIdx.x, team = blockDim.x;
-  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64_t i0 = r;
+  const ix_t rows = 64, cols = 4096;
+  const ix_t lane = threadIdx.x, team = blockDim.x;
+  for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const ix_t i0 = r;
     uint4 cache_n0[2];
     float acc1 = -__int_as_float(0x7f800000);
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 4;
       if (c0 < cols) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 4096LL + c0);
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 4096 + c0);
         cache_n0[it] = r_n0;
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 4096LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 4096 + i1;
           const float v0 = e_n0[j];
           acc1 = nan_max(acc1, v0);
         }
@@ -81,15 +82,15 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const float* _
     float acc5 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 4;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 4096LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 4096 + i1;
           const float v0 = e_n0[j];
           const float v2 = v1;
           const float v3 = (v0 - v2);
@@ -102,16 +103,16 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const float* _
     const float v5 = acc5;
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 4LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 4;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         __align__(16) float s_out0[4];
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 4096LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 4096 + i1;
           const float v0 = e_n0[j];
           const float v2 = v1;
           const float v3 = (v0 - v2);

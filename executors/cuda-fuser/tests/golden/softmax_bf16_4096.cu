@@ -52,25 +52,26 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(128, 12) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
-  const i64_t rows = 8192LL, cols = 4096LL;
-  const i64_t lane = threadIdx.x, team = blockDim.x;
-  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64_t i0 = r;
+  const ix_t rows = 8192, cols = 4096;
+  const ix_t lane = threadIdx.x, team = blockDim.x;
+  for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const ix_t i0 = r;
     uint4 cache_n0[4];
     float acc2 = -__int_as_float(0x7f800000);
     #pragma unroll
     for (int it = 0; it < 4; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 4096LL + c0);
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 4096 + c0);
         cache_n0[it] = r_n0;
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 4096LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 4096 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           acc2 = nan_max(acc2, v1);
@@ -82,15 +83,15 @@ extern "C" __global__ void __launch_bounds__(128, 12) thunder_fused_0(const u16_
     float acc6 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 4; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 4096LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 4096 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           const float v3 = v2;
@@ -104,16 +105,16 @@ extern "C" __global__ void __launch_bounds__(128, 12) thunder_fused_0(const u16_
     const float v6 = acc6;
     #pragma unroll
     for (int it = 0; it < 4; ++it) {
-      const i64_t c0 = (lane + (i64_t)it * team) * 8LL;
+      const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         __align__(16) u16_t s_out0[8];
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 4096LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 4096 + i1;
           const float v0 = bf16_to_f32(e_n0[j]);
           const float v1 = ((float)v0);
           const float v3 = v2;

@@ -52,6 +52,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 template <typename T> __device__ __forceinline__ void stage_copy(T* dst, const T* src) {
 #if __CUDA_ARCH__ >= 800
   const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
@@ -67,24 +68,24 @@ __device__ __forceinline__ void stage_wait() {
 #endif
 }
 extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
-  const i64_t rows = 4LL, cols = 30001LL;
-  const i64_t lane = threadIdx.x, team = blockDim.x;
-  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64_t i0 = r;
-    const i64_t head_ = (4LL - (r * cols) % 4LL) % 4LL, head = head_ < cols ? head_ : cols;
-    const i64_t body_end = head + (cols - head) / 4LL * 4LL;
+  const ix_t rows = 4, cols = 30001;
+  const ix_t lane = threadIdx.x, team = blockDim.x;
+  for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const ix_t i0 = r;
+    const ix_t head_ = (4 - (r * cols) % 4) % 4, head = head_ < cols ? head_ : cols;
+    const ix_t body_end = head + (cols - head) / 4 * 4;
     extern __shared__ __align__(16) unsigned char row_stage[];
     uint4 cache_n0[8];
     uint4* const stage_n2 = reinterpret_cast<uint4*>(row_stage + 0);
-    for (i64_t c0 = head + lane * 4LL; c0 < body_end; c0 += team * 4LL) {
-      const i64_t slot = (c0 - head) / 4LL;
-      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 30001LL + c0));
+    for (ix_t c0 = head + lane * 4; c0 < body_end; c0 += team * 4) {
+      const ix_t slot = (c0 - head) / 4;
+      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 30001 + c0));
     }
     stage_wait();
     float acc5 = 0.0f;
-    for (i64_t c = lane; c < head; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 30001LL + i1;
+    for (ix_t c = lane; c < head; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 30001 + i1;
       const float v0 = in0[e];
       const float v1 = v0;
       const float v2 = in1[e];
@@ -94,19 +95,19 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* 
     }
     #pragma unroll
     for (int it = 0; it < 8; ++it) {
-      const i64_t c0 = head + (lane + (i64_t)it * team) * 4LL;
-      const i64_t slot = lane + (i64_t)it * team;
+      const ix_t c0 = head + (lane + (ix_t)it * team) * 4;
+      const ix_t slot = lane + (ix_t)it * team;
       if (c0 < body_end) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 30001LL + c0);
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 30001 + c0);
         cache_n0[it] = r_n0;
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         const uint4 r_n2 = stage_n2[slot];
         const float* e_n2 = reinterpret_cast<const float*>(&r_n2);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 30001LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 30001 + i1;
           const float v0 = e_n0[j];
           const float v1 = v0;
           const float v2 = e_n2[j];
@@ -116,9 +117,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* 
         }
       }
     }
-    for (i64_t c = body_end + lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 30001LL + i1;
+    for (ix_t c = body_end + lane; c < cols; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 30001 + i1;
       const float v0 = in0[e];
       const float v1 = v0;
       const float v2 = in1[e];
@@ -128,9 +129,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* 
     }
     acc5 = block_reduce<float>(acc5, SumOp(), (float)(0.0f));
     const float v5 = acc5;
-    for (i64_t c = lane; c < head; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 30001LL + i1;
+    for (ix_t c = lane; c < head; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 30001 + i1;
       const float v2 = in1[e];
       const float v3 = v2;
       const float v0 = in0[e];
@@ -143,8 +144,8 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* 
     }
     #pragma unroll
     for (int it = 0; it < 8; ++it) {
-      const i64_t c0 = head + (lane + (i64_t)it * team) * 4LL;
-      const i64_t slot = lane + (i64_t)it * team;
+      const ix_t c0 = head + (lane + (ix_t)it * team) * 4;
+      const ix_t slot = lane + (ix_t)it * team;
       if (c0 < body_end) {
         const uint4 r_n0 = cache_n0[it];
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
@@ -153,9 +154,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* 
         __align__(16) float s_out0[4];
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const i64_t c = c0 + j;
-          const i64_t i1 = c;
-          const i64_t e = i0 * 30001LL + i1;
+          const ix_t c = c0 + j;
+          const ix_t i1 = c;
+          const ix_t e = i0 * 30001 + i1;
           const float v2 = e_n2[j];
           const float v3 = v2;
           const float v0 = e_n0[j];
@@ -169,9 +170,9 @@ extern "C" __global__ void __launch_bounds__(1024) thunder_fused_0(const float* 
         *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
       }
     }
-    for (i64_t c = body_end + lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 30001LL + i1;
+    for (ix_t c = body_end + lane; c < cols; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 30001 + i1;
       const float v2 = in1[e];
       const float v3 = v2;
       const float v0 = in0[e];

@@ -52,6 +52,7 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 template <typename T> __device__ __forceinline__ void stage_copy(T* dst, const T* src) {
 #if __CUDA_ARCH__ >= 800
   const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
@@ -67,25 +68,25 @@ __device__ __forceinline__ void stage_wait() {
 #endif
 }
 extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0) {
-  const i64_t rows = 4LL, cols = 50257LL;
-  const i64_t lane = threadIdx.x, team = blockDim.x;
-  for (i64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64_t i0 = r;
-    const i64_t head_ = (8LL - (r * cols) % 8LL) % 8LL, head = head_ < cols ? head_ : cols;
-    const i64_t body_end = head + (cols - head) / 8LL * 8LL;
+  const ix_t rows = 4, cols = 50257;
+  const ix_t lane = threadIdx.x, team = blockDim.x;
+  for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const ix_t i0 = r;
+    const ix_t head_ = (8 - (r * cols) % 8) % 8, head = head_ < cols ? head_ : cols;
+    const ix_t body_end = head + (cols - head) / 8 * 8;
     extern __shared__ __align__(16) unsigned char row_stage[];
     uint4* const stage_n0 = reinterpret_cast<uint4*>(row_stage + 0);
     uint4* const stage_n2 = reinterpret_cast<uint4*>(row_stage + 100528);
-    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
-      const i64_t slot = (c0 - head) / 8LL;
-      stage_copy(&stage_n0[slot], reinterpret_cast<const uint4*>(in0 + i0 * 50257LL + c0));
-      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 50257LL + c0));
+    for (ix_t c0 = head + lane * 8; c0 < body_end; c0 += team * 8) {
+      const ix_t slot = (c0 - head) / 8;
+      stage_copy(&stage_n0[slot], reinterpret_cast<const uint4*>(in0 + i0 * 50257 + c0));
+      stage_copy(&stage_n2[slot], reinterpret_cast<const uint4*>(in1 + i0 * 50257 + c0));
     }
     stage_wait();
     float acc5 = 0.0f;
-    for (i64_t c = lane; c < head; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = lane; c < head; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       const float v2 = bf16_to_f32(in1[e]);
@@ -93,17 +94,17 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* _
       const float v4 = (v1 * v3);
       acc5 += v4;
     }
-    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
-      const i64_t slot = (c0 - head) / 8LL;
+    for (ix_t c0 = head + lane * 8; c0 < body_end; c0 += team * 8) {
+      const ix_t slot = (c0 - head) / 8;
       const uint4 r_n0 = stage_n0[slot];
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
       const uint4 r_n2 = stage_n2[slot];
       const u16_t* e_n2 = reinterpret_cast<const u16_t*>(&r_n2);
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t c = c0 + j;
-        const i64_t i1 = c;
-        const i64_t e = i0 * 50257LL + i1;
+        const ix_t c = c0 + j;
+        const ix_t i1 = c;
+        const ix_t e = i0 * 50257 + i1;
         const float v0 = bf16_to_f32(e_n0[j]);
         const float v1 = ((float)v0);
         const float v2 = bf16_to_f32(e_n2[j]);
@@ -112,9 +113,9 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* _
         acc5 += v4;
       }
     }
-    for (i64_t c = body_end + lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = body_end + lane; c < cols; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v0 = bf16_to_f32(in0[e]);
       const float v1 = ((float)v0);
       const float v2 = bf16_to_f32(in1[e]);
@@ -124,9 +125,9 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* _
     }
     acc5 = block_reduce<float>(acc5, SumOp(), (float)(0.0f));
     const float v5 = acc5;
-    for (i64_t c = lane; c < head; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = lane; c < head; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v2 = bf16_to_f32(in1[e]);
       const float v3 = ((float)v2);
       const float v0 = bf16_to_f32(in0[e]);
@@ -137,8 +138,8 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* _
       const float v9 = round_bf16((float)v8);
       out0[e] = bf16_bits(v9);
     }
-    for (i64_t c0 = head + lane * 8LL; c0 < body_end; c0 += team * 8LL) {
-      const i64_t slot = (c0 - head) / 8LL;
+    for (ix_t c0 = head + lane * 8; c0 < body_end; c0 += team * 8) {
+      const ix_t slot = (c0 - head) / 8;
       const uint4 r_n0 = stage_n0[slot];
       const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
       const uint4 r_n2 = stage_n2[slot];
@@ -146,9 +147,9 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* _
       __align__(16) u16_t s_out0[8];
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const i64_t c = c0 + j;
-        const i64_t i1 = c;
-        const i64_t e = i0 * 50257LL + i1;
+        const ix_t c = c0 + j;
+        const ix_t i1 = c;
+        const ix_t e = i0 * 50257 + i1;
         const float v2 = bf16_to_f32(e_n2[j]);
         const float v3 = ((float)v2);
         const float v0 = bf16_to_f32(e_n0[j]);
@@ -161,9 +162,9 @@ extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const u16_t* _
       }
       *reinterpret_cast<uint4*>(out0 + r * cols + c0) = *reinterpret_cast<const uint4*>(s_out0);
     }
-    for (i64_t c = body_end + lane; c < cols; c += team) {
-      const i64_t i1 = c;
-      const i64_t e = i0 * 50257LL + i1;
+    for (ix_t c = body_end + lane; c < cols; c += team) {
+      const ix_t i1 = c;
+      const ix_t e = i0 * 50257 + i1;
       const float v2 = bf16_to_f32(in1[e]);
       const float v3 = ((float)v2);
       const float v0 = bf16_to_f32(in0[e]);

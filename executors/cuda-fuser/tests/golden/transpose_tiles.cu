@@ -52,28 +52,29 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, u16_t* __restrict__ out0) {
   __shared__ u16_t tile0[32][33];
-  const i64_t tiles = 384LL, ta = 8LL, tb = 12LL;
+  const ix_t tiles = 384, ta = 8, tb = 12;
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-  for (i64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const i64_t bt = t / (ta * tb);
-    const i64_t a0 = (t / tb) % ta * 32LL, b0 = t % tb * 32LL;
-    const i64_t i0 = bt;
+  for (ix_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const ix_t bt = t / (ta * tb);
+    const ix_t a0 = (t / tb) % ta * 32, b0 = t % tb * 32;
+    const ix_t i0 = bt;
     __syncthreads();
     #pragma unroll
     for (int q = 0; q < 32; q += 8) {
-      const i64_t i1 = a0 + tx, i2 = b0 + ty + q;
-      if (i1 < 256LL && i2 < 384LL) {
-        tile0[ty + q][tx] = in0[i0 * 98304LL + i1 + i2 * 256LL];
+      const ix_t i1 = a0 + tx, i2 = b0 + ty + q;
+      if (i1 < 256 && i2 < 384) {
+        tile0[ty + q][tx] = in0[i0 * 98304 + i1 + i2 * 256];
       }
     }
     __syncthreads();
     #pragma unroll
     for (int q = 0; q < 32; q += 8) {
-      const i64_t i2 = b0 + tx, i1 = a0 + ty + q;
-      if (i1 < 256LL && i2 < 384LL) {
-        const i64_t e = i0 * 98304LL + i1 * 384LL + i2;
+      const ix_t i2 = b0 + tx, i1 = a0 + ty + q;
+      if (i1 < 256 && i2 < 384) {
+        const ix_t e = i0 * 98304 + i1 * 384 + i2;
         const float v0 = bf16_to_f32(tile0[tx][ty + q]);
         const float v1 = ((float)v0);
         const float v2 = bf16_to_f32(in1[e]);
