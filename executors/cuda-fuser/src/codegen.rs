@@ -59,13 +59,26 @@ pub enum Launch {
         block: u32,
         shared_bytes: u32,
     },
+    /// A cluster of `cluster` blocks of `block` threads per row (sm_90 on), each staging its
+    /// share of the row's re-read vectors in `shared_bytes` of dynamic shared memory and
+    /// combining the reductions with the others through distributed shared memory: rows whose
+    /// re-read arrays one block's shared memory cannot hold (see `RowVector::plan_cluster`).
+    /// The cluster's shape is compiled into the kernel (`__cluster_dims__`).
+    ClusterRows {
+        rows: u64,
+        block: u32,
+        shared_bytes: u32,
+        cluster: u32,
+    },
 }
 
 impl Launch {
     /// Dynamic shared memory a block of the launch needs.
     pub fn shared_bytes(self) -> u32 {
         match self {
-            Launch::StagedRows { shared_bytes, .. } => shared_bytes,
+            Launch::StagedRows { shared_bytes, .. } | Launch::ClusterRows { shared_bytes, .. } => {
+                shared_bytes
+            }
             _ => 0,
         }
     }
@@ -77,12 +90,15 @@ pub struct Target {
     /// Dynamic shared memory one block may ask for (the device's opt-in limit, less what the
     /// kernels' static shared memory and the driver's reservation need).
     pub max_shared_bytes: u32,
+    /// Whether blocks may form clusters that read each other's shared memory (sm_90 on).
+    pub clusters: bool,
 }
 
 impl Target {
     /// What every CUDA device gives a block without opting in (48 KiB), less 1 KiB.
     pub const PORTABLE: Target = Target {
         max_shared_bytes: 47 * 1024,
+        clusters: false,
     };
 
     /// A device whose blocks may opt in to `optin` bytes of shared memory.
@@ -91,6 +107,16 @@ impl Target {
             max_shared_bytes: optin
                 .saturating_sub(1024)
                 .max(Self::PORTABLE.max_shared_bytes),
+            clusters: false,
+        }
+    }
+
+    /// A device of compute capability `cc` whose blocks may opt in to `optin` bytes of shared
+    /// memory.
+    pub fn for_device(cc: (i32, i32), optin: u32) -> Target {
+        Target {
+            clusters: cc.0 >= 9,
+            ..Self::with_optin(optin)
         }
     }
 }

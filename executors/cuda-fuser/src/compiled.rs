@@ -38,6 +38,17 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
         Launch::BlockPerRow { rows, block } | Launch::StagedRows { rows, block, .. } => {
             (rows.clamp(1, cap) as u32, block)
         }
+        Launch::ClusterRows {
+            rows,
+            block,
+            cluster,
+            ..
+        } => {
+            // Whole clusters only: a grid of `cluster` blocks per row, capped.
+            let c = u64::from(cluster.max(1));
+            let blocks = rows.saturating_mul(c).clamp(c, (cap / c).max(1) * c);
+            (blocks as u32, block)
+        }
         Launch::Tiles { tiles, block } => (tiles.clamp(1, cap) as u32, block),
         Launch::SplitRows {
             rows,
@@ -69,6 +80,7 @@ fn has_work(launch: Launch) -> bool {
         Launch::Pointwise { numel, .. } => numel > 0,
         Launch::BlockPerRow { rows, .. }
         | Launch::StagedRows { rows, .. }
+        | Launch::ClusterRows { rows, .. }
         | Launch::ColumnTiles { rows, .. }
         | Launch::SplitRows { rows, .. }
         | Launch::WarpRows { rows, .. } => rows > 0,
@@ -265,6 +277,18 @@ mod tests {
         };
         assert_eq!(grid(l, 132), (4096, 1024));
         assert_eq!(l.shared_bytes(), 6283 * 16);
+        // Pairs of blocks a row, and whole pairs only under the cap.
+        let pair = |rows| Launch::ClusterRows {
+            rows,
+            block: 1024,
+            shared_bytes: 2 * 6282 * 16,
+            cluster: 2,
+        };
+        assert_eq!(grid(pair(2048), 132), (4096, 1024));
+        assert_eq!(grid(pair(4096), 132), (4224, 1024));
+        assert_eq!(grid(pair(3), 133), (6, 1024));
+        assert_eq!(grid(pair(4096), 133), (4256, 1024));
+        assert_eq!(pair(1).shared_bytes(), 2 * 6282 * 16);
         let l = Launch::ColumnTiles {
             rows: 1000,
             tile: 16,

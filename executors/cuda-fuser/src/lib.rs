@@ -151,8 +151,10 @@ impl Executor for CudaFuser {
             )));
         }
         let props = device::props(ordinal).map_err(PluginError::internal)?;
-        let target =
-            codegen::Target::with_optin(u32::try_from(props.max_shared_optin).unwrap_or(0));
+        let target = codegen::Target::for_device(
+            props.compute_capability,
+            u32::try_from(props.max_shared_optin).unwrap_or(0),
+        );
         let kernels = plan::plan(view, &region.ops, &region.outputs)?;
         device::make_current(ordinal).map_err(PluginError::internal)?;
         let mut compiled = Vec::with_capacity(kernels.len());

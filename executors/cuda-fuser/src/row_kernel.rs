@@ -138,6 +138,31 @@ fn emit_split_combine(em: &mut Emitter, stage: &[NodeId], rows_n: i64, splits: u
     }
 }
 
+/// In a row shared by a cluster, after each block reduced its share (`acc{r}`, in every
+/// thread): thread 0 publishes the block's partial, and after a cluster barrier every thread
+/// combines the blocks' partials in rank order, so that every block holds the same bits.
+fn emit_cluster_combine(em: &mut Emitter, stage: &[NodeId], cluster: u32) {
+    let k = em.k;
+    em.line("if (threadIdx.x == 0) {");
+    for &r in stage {
+        em.line(&format!("  cpart{r} = acc{r};"));
+    }
+    em.line("}");
+    em.line("cluster_sync();");
+    for &r in stage {
+        let NodeKind::Reduce { fold, input, .. } = &k.nodes[r].kind else {
+            continue;
+        };
+        let acc_ty = ctype(k.nodes[*input].dtype);
+        let (_, op) = reduction_identity(*fold, acc_ty == "double");
+        let mut total = format!("cluster_ld(&cpart{r}, 0)");
+        for q in 1..cluster {
+            total = format!("{op}({total}, cluster_ld(&cpart{r}, {q}))");
+        }
+        em.line(&format!("acc{r} = {total};"));
+    }
+}
+
 /// One pass over the row for the values `roots`, `body(em, vectorized)` emitting what each
 /// element does: a vector loop (peeled: between scalar loops over the row's head and tail)
 /// or a scalar one; `outputs` are staged and stored 16 bytes at a time in the vector loop.
@@ -162,14 +187,20 @@ fn emit_pass(
     match vector {
         None => scalar(em, ("lane", "cols")),
         Some(v) => {
+            // A row shared by a cluster: rank 0 takes the scalar head and tail.
+            let (head, tail) = if v.cluster > 1 {
+                ("head_mine", "tail_from + lane")
+            } else {
+                ("head", "body_end + lane")
+            };
             if v.peel {
-                scalar(em, ("lane", "head"));
+                scalar(em, ("lane", head));
             }
             let nest = crate::row_vector::open(em, v, roots, outputs);
             body(em, true);
             crate::row_vector::close(em, nest, depth, v.width, outputs);
             if v.peel {
-                scalar(em, ("body_end + lane", "cols"));
+                scalar(em, (tail, "cols"));
             }
         }
     }
@@ -293,10 +324,25 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
             block = narrower;
             v.keep_nothing();
             v.plan_cache(k, cols_n, block, read_again.clone());
-            v.plan_stage(k, cols_n, read_again, room);
+            v.plan_stage(k, cols_n, read_again.clone(), room);
+        }
+        // What one block cannot stage, a pair may: their partials combine through
+        // distributed shared memory (float and double accumulators).
+        let float_accumulators = k.reductions.iter().all(|&r| match &k.nodes[r].kind {
+            NodeKind::Reduce { input, .. } => {
+                matches!(
+                    k.nodes[*input].dtype,
+                    thunder_abi::DTypeCode::F32 | thunder_abi::DTypeCode::F64
+                )
+            }
+            _ => false,
+        });
+        if per_row_block && target.clusters && float_accumulators {
+            v.plan_cluster(k, cols_n, &read_again, room);
         }
     }
     let stage_bytes = vector.as_ref().map_or(0, |v| v.stage_bytes);
+    let cluster = vector.as_ref().map_or(1, |v| v.cluster);
     em.out.push_str(&header(k));
     em.out.push_str(PRELUDE);
     let scratch = if split {
@@ -310,6 +356,9 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     }
     if stage_bytes > 0 {
         em.out.push_str(crate::row_vector::STAGE_COPY);
+    }
+    if cluster > 1 {
+        em.out.push_str(crate::row_vector::CLUSTER);
     }
     if warp_rows.is_some() {
         em.out.push_str(crate::codegen::WARP_REDUCE);
@@ -326,6 +375,13 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         sig = sig.replacen(
             &format!("__launch_bounds__({block})"),
             &format!("__launch_bounds__({block}, {min_blocks})"),
+            1,
+        );
+    }
+    if cluster > 1 {
+        sig = sig.replacen(
+            "__launch_bounds__",
+            &format!("__cluster_dims__({cluster}, 1, 1) __launch_bounds__"),
             1,
         );
     }
@@ -365,7 +421,23 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         ));
     } else if block_team {
         em.line("const ix_t lane = threadIdx.x, team = blockDim.x;");
-        em.line("for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {");
+        if cluster > 1 {
+            // Each reduction's partial, where the other blocks of the cluster read it.
+            em.line("const ix_t rank = cluster_rank();");
+            for &r in &k.reductions {
+                if let NodeKind::Reduce { input, .. } = &k.nodes[r].kind {
+                    em.line(&format!(
+                        "__shared__ {} cpart{r};",
+                        ctype(k.nodes[*input].dtype)
+                    ));
+                }
+            }
+            em.line(&format!(
+                "for (ix_t r = blockIdx.x / {cluster}; r < rows; r += gridDim.x / {cluster}) {{"
+            ));
+        } else {
+            em.line("for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {");
+        }
     } else if let Team::Columns { tile, team } = layout {
         // Every thread of the block runs every tile (team_reduce synchronizes the block): a
         // thread past the last row computes the last row again and stores nothing.
@@ -389,6 +461,9 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     }
     if let Some(v) = vector.as_ref().filter(|v| v.peel) {
         crate::row_vector::peel_bounds(&mut em, v);
+    }
+    if let Some(v) = vector.as_ref().filter(|v| v.cluster > 1) {
+        crate::row_vector::cluster_bounds(&mut em, v);
     }
     if let Some(v) = vector
         .as_ref()
@@ -479,6 +554,9 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         if split {
             emit_split_combine(&mut em, &stage, rows_n, splits);
         }
+        if cluster > 1 {
+            emit_cluster_combine(&mut em, &stage, cluster);
+        }
         for &r in &stage {
             let NodeKind::Reduce { input, .. } = &k.nodes[r].kind else {
                 continue;
@@ -531,6 +609,8 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     if !row_outputs.is_empty() {
         em.line(if split {
             "if (threadIdx.x == 0) {"
+        } else if cluster > 1 {
+            "if (lane == 0 && rank == 0) {"
         } else if block_team && !shared_warp {
             "if (lane == 0) {"
         } else {
@@ -541,6 +621,11 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         store_outputs(&mut em, &row_outputs, |i| format!("out{i}[r]"));
         em.indent = 2;
         em.line("}");
+    }
+    if cluster > 1 {
+        // No block may write its next row's partials (or leave the kernel) while another
+        // block of the cluster may still read this row's.
+        em.line("cluster_sync();");
     }
     em.indent = 1;
     em.line("}");
@@ -561,6 +646,12 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
                 rows: rows_n as u64,
                 rows_per_block,
                 lanes,
+            },
+            (Team::Block { .. }, None) if cluster > 1 => Launch::ClusterRows {
+                rows: rows_n as u64,
+                block,
+                shared_bytes: stage_bytes,
+                cluster,
             },
             (Team::Block { .. }, None) if stage_bytes > 0 => Launch::StagedRows {
                 rows: rows_n as u64,

@@ -51,6 +51,9 @@ pub struct RowVector {
     /// and the whole stage's bytes.
     pub staged: Vec<(NodeId, u64)>,
     pub stage_bytes: u32,
+    /// Blocks sharing a row (a cluster; 1: none), each staging its share of the slots (see
+    /// [`Self::plan_cluster`]).
+    pub cluster: u32,
 }
 
 /// Vectors a thread keeps in registers per cached load, and over all cached loads.
@@ -73,6 +76,7 @@ impl RowVector {
             prefetch: Vec::new(),
             staged: Vec::new(),
             stage_bytes: 0,
+            cluster: 1,
         }
     }
 
@@ -185,6 +189,43 @@ impl RowVector {
         self.stage_bytes = bytes as u32;
     }
 
+    /// Shares each row between a pair of blocks (a cluster: sm_90 on, `clusters`) where one
+    /// block's `max_bytes` of shared memory cannot stage all of `candidates` (the re-read
+    /// vector loads) but half the slots of each can: each block stages and walks its half of
+    /// the row's vectors, and the reductions combine the two blocks' partials through
+    /// distributed shared memory (`row_kernel`). Only for rows kept in no registers. An f32
+    /// softmax gradient over rows of 50,257 stages both operands so instead of re-reading one
+    /// from L2: 567 -> 440 µs on an H100 (`docs/gpu-wave/2026-11-27-s14`, the floor 409).
+    pub fn plan_cluster(&mut self, k: &Kernel, cols: i64, candidates: &[NodeId], max_bytes: u32) {
+        if !tuning().cluster
+            || self.cache > 0
+            || candidates.is_empty()
+            || cols <= 0
+            || candidates.iter().all(|n| self.is_staged(*n))
+        {
+            return;
+        }
+        let slots = (cols + i64::from(self.width) - 1) / i64::from(self.width);
+        let half = ((slots + 1) / 2) as u64;
+        let mut bytes = 0u64;
+        let mut staged = Vec::new();
+        for (n, input, _) in &self.loads {
+            if !candidates.contains(n) {
+                continue;
+            }
+            let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
+            let start = bytes.next_multiple_of(16);
+            bytes = start + vector * half;
+            staged.push((*n, start));
+        }
+        if bytes > u64::from(max_bytes) {
+            return;
+        }
+        self.staged = staged;
+        self.stage_bytes = bytes as u32;
+        self.cluster = 2;
+    }
+
     /// The vector loads that more than one of `passes` (each pass's roots) reads: those a
     /// cached or staged row keeps. None where rows are read once.
     pub fn read_again(&self, k: &Kernel, passes: &[Vec<NodeId>]) -> Vec<NodeId> {
@@ -207,7 +248,9 @@ impl RowVector {
     /// column, where the vectors end, and where slot 0 starts (a peeled row's `head`).
     fn strided_walk(&self) -> (String, &'static str, &'static str) {
         let w = self.width;
-        if self.peel {
+        if self.cluster > 1 {
+            (format!("lo + lane * {w}"), "hi", "lo")
+        } else if self.peel {
             (format!("head + lane * {w}"), "body_end", "head")
         } else {
             (format!("lane * {w}"), "cols", "0")
@@ -358,7 +401,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
 /// min_blocks=0,block_min_blocks=12,stage=1,stage_block=0,stage_kib=0,stage_unroll=0,
-/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1`; unnamed keys keep their defaults). Read
+/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1,cluster=1`; unnamed keys keep their
+/// defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -418,6 +462,8 @@ pub(crate) struct RowTuning {
     /// Whether warp-per-row kernels load what later passes read in the first (see
     /// [`RowVector::plan_prefetch`]).
     pub prefetch: bool,
+    /// Whether rows may be shared by a cluster of blocks (see [`RowVector::plan_cluster`]).
+    pub cluster: bool,
 }
 
 /// Vectors a thread holds per kept array at least (see `vectors_per_thread`).
@@ -439,6 +485,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     fast_math: true,
     wide_index: false,
     prefetch: true,
+    cluster: true,
 };
 
 impl RowTuning {
@@ -469,6 +516,7 @@ impl RowTuning {
                 "fast_math" => t.fast_math = v != 0,
                 "wide_index" => t.wide_index = v != 0,
                 "prefetch" => t.prefetch = v != 0,
+                "cluster" => t.cluster = v != 0,
                 "peel_cache" => t.peel_cache = v != 0,
                 "stage_unroll" => t.stage_unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(0),
                 _ => {}
@@ -697,6 +745,65 @@ pub(crate) fn peel_bounds(em: &mut Emitter, v: &RowVector) {
         "const ix_t body_end = head + (cols - head) / {w} * {w};"
     ));
 }
+
+/// The row-scope bounds of this block's share of a row shared by a cluster (after
+/// [`peel_bounds`]): its vectors `[lo, hi)` (the first half of the row's vectors for rank 0,
+/// the rest for rank 1), and, for a peeled row, the scalar head and tail (`[0, head_mine)`,
+/// `[tail_from, cols)`), which rank 0 takes.
+pub(crate) fn cluster_bounds(em: &mut Emitter, v: &RowVector) {
+    let w = v.width;
+    let (first, end) = if v.peel {
+        ("head", "body_end")
+    } else {
+        ("0", "cols")
+    };
+    em.line(&format!(
+        "const ix_t half = (({end} - {first}) / {w} + 1) / 2, lo = {first} + rank * half * {w}, hi_ = lo + half * {w}, hi = hi_ < {end} ? hi_ : {end};"
+    ));
+    if v.peel {
+        em.line(
+            "const ix_t head_mine = rank == 0 ? head : 0, tail_from = rank == 0 ? body_end : cols;",
+        );
+    }
+}
+
+/// Device functions of a kernel whose rows a cluster of blocks shares (sm_90 on; the other
+/// branch only lets the host's syntax check compile the source): the block's rank in the
+/// cluster, a barrier over the cluster's threads that orders their shared-memory writes before
+/// the reads after it, and a read of another block's shared memory.
+pub const CLUSTER: &str = r#"__device__ __forceinline__ unsigned cluster_rank() {
+#if __CUDA_ARCH__ >= 900
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
+#else
+  return 0;
+#endif
+}
+__device__ __forceinline__ void cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ float cluster_ld(const float* p, unsigned rank) {
+#if __CUDA_ARCH__ >= 900
+  unsigned a = (unsigned)__cvta_generic_to_shared(p), m; float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(m) : "memory");
+  return v;
+#else
+  return *p;
+#endif
+}
+__device__ __forceinline__ double cluster_ld(const double* p, unsigned rank) {
+#if __CUDA_ARCH__ >= 900
+  unsigned a = (unsigned)__cvta_generic_to_shared(p), m; double v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(m) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(m) : "memory");
+  return v;
+#else
+  return *p;
+#endif
+}
+"#;
 
 /// Closes what [`open`] opened (`nest` loops) back to indent `depth`, storing the staged
 /// `outputs` 16 bytes at a time after the per-element loop. With `nest == 1` (a scalar loop

@@ -10,6 +10,7 @@ use thunder_cuda_fuser::codegen;
 
 const H100: codegen::Target = codegen::Target {
     max_shared_bytes: 227 * 1024 - 1024,
+    clusters: true,
 };
 
 #[test]

@@ -18,9 +18,16 @@ const LOG_SOFTMAX_VOCAB_BF16: &str = r#"def computation(x):
   return (t0,)
 "#;
 
-/// An H100's blocks may opt in to 227 KiB of shared memory.
+/// An H100's blocks may opt in to 227 KiB of shared memory, and form clusters.
 const H100: codegen::Target = codegen::Target {
     max_shared_bytes: 227 * 1024 - 1024,
+    clusters: true,
+};
+
+/// The same without clusters (what a device before sm_90 would be with that much).
+const H100_WITHOUT_CLUSTERS: codegen::Target = codegen::Target {
+    clusters: false,
+    ..H100
 };
 
 #[test]
@@ -77,9 +84,10 @@ fn a_softmax_gradient_over_vocabulary_rows_stages_both_operands() {
     assert_eq!(text.matches("stage_copy(&stage_n").count(), 2, "{text}");
     assert_eq!(text.matches("= stage_n").count(), 4, "{text}");
     check_golden("softmax_grad_vocab_bf16_staged", &text);
-    // f32 rows of the same length: only the first operand fits (201 KiB of 226).
+    // f32 rows of the same length: one block holds only the first operand (201 KiB of 226)
+    // and re-reads the other from L2 ...
     let f32_text = common::softmax_grad("f32", 50257);
-    let (_, launches, text) = common::generate_for(&f32_text, H100);
+    let (_, launches, text) = common::generate_for(&f32_text, H100_WITHOUT_CLUSTERS);
     assert_eq!(
         launches,
         vec![codegen::Launch::StagedRows {
@@ -89,4 +97,56 @@ fn a_softmax_gradient_over_vocabulary_rows_stages_both_operands() {
         }]
     );
     assert_eq!(text.matches("stage_copy(&stage_n").count(), 1, "{text}");
+    assert!(!text.contains("cluster"), "{text}");
+}
+
+/// ... where clusters exist, a pair of blocks shares each row: each stages half of both
+/// operands (6,283 of the 12,565 slots), reduces its half, and the two partials are added in
+/// rank order through distributed shared memory, so both blocks scale with the same sum.
+#[test]
+fn a_pair_of_blocks_shares_a_row_that_one_cannot_stage() {
+    staging_on();
+    let f32_text = common::softmax_grad("f32", 50257);
+    let (kernels, launches, text) = common::generate_for(&f32_text, H100);
+    assert_eq!(kernels.len(), 1, "{text}");
+    assert_eq!(
+        launches,
+        vec![codegen::Launch::ClusterRows {
+            rows: 4,
+            block: 1024,
+            shared_bytes: 2 * 6283 * 16,
+            cluster: 2,
+        }]
+    );
+    assert!(
+        text.contains("__cluster_dims__(2, 1, 1) __launch_bounds__(1024)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("for (ix_t r = blockIdx.x / 2; r < rows; r += gridDim.x / 2)"),
+        "{text}"
+    );
+    // Both operands staged, the second after the first's 6,283 slots.
+    assert_eq!(text.matches("stage_copy(&stage_n").count(), 2, "{text}");
+    assert!(text.contains("row_stage + 100528)"), "{text}");
+    // The block's half of the vectors; rank 0 takes the scalar head and tail.
+    assert!(
+        text.contains("for (ix_t c0 = lo + lane * 4; c0 < hi; c0 += team * 4)"),
+        "{text}"
+    );
+    assert_eq!(text.matches("c < head_mine;").count(), 2, "{text}");
+    assert_eq!(text.matches("c = tail_from + lane;").count(), 2, "{text}");
+    // One partial published, combined in rank order, and a barrier closing each row.
+    assert!(
+        text.contains("SumOp()(cluster_ld(&cpart5, 0), cluster_ld(&cpart5, 1))"),
+        "{text}"
+    );
+    assert_eq!(text.matches("cluster_sync();").count(), 2, "{text}");
+    check_golden("softmax_grad_vocab_f32_cluster", &text);
+    // Without clusters, one block a row.
+    let (_, launches, _) = common::generate_for(&f32_text, H100_WITHOUT_CLUSTERS);
+    assert!(
+        matches!(launches[0], codegen::Launch::StagedRows { .. }),
+        "{launches:?}"
+    );
 }
