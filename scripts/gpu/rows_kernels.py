@@ -54,6 +54,10 @@ def cases(sel):
         add(f"log_softmax {dt} {R}x{C}", dt, [R, C], lambda x, w, b, t: torch.log_softmax(x, -1), 2)
         # The loss's cotangent is a scalar: its backward reads the logits and writes their gradient.
         add(f"cross_entropy {dt} {R}x{C}", dt, [R, C], lambda x, w, b, t: F.cross_entropy(x, t), 1, True, 2)
+    # f32 rows whose softmax gradient needs a cluster of 4 or 8 blocks a row on an H100 (both
+    # operands staged), and a few odd rows of a peeled length on 4.
+    for R, C in [(1024, 65536), (512, 131072), (3, 100003)]:
+        add(f"softmax f32 {R}x{C}", "f32", [R, C], lambda x, w, b, t: torch.softmax(x, -1), 2)
     return out
 
 

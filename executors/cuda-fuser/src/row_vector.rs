@@ -189,11 +189,12 @@ impl RowVector {
         self.stage_bytes = bytes as u32;
     }
 
-    /// Shares each row between a pair of blocks (a cluster: sm_90 on, `clusters`) where one
+    /// Shares each row between the blocks of a cluster (sm_90 on, `clusters`) where one
     /// block's `max_bytes` of shared memory cannot stage all of `candidates` (the re-read
-    /// vector loads) but half the slots of each can: each block stages and walks its half of
-    /// the row's vectors, and the reductions combine the two blocks' partials through
-    /// distributed shared memory (`row_kernel`). Only for rows kept in no registers. An f32
+    /// vector loads) but a share of the slots of each can: 2, 4 or 8 blocks, the fewest that
+    /// fit. Each block stages and walks its share of the row's vectors, and the reductions
+    /// combine the blocks' partials through distributed shared memory (`row_kernel`). Only
+    /// for rows kept in no registers. An f32
     /// softmax gradient over rows of 50,257 stages both operands so instead of re-reading one
     /// from L2: 567 -> 440 µs on an H100 (`docs/gpu-wave/2026-11-27-s14`, the floor 409).
     pub fn plan_cluster(&mut self, k: &Kernel, cols: i64, candidates: &[NodeId], max_bytes: u32) {
@@ -206,24 +207,26 @@ impl RowVector {
             return;
         }
         let slots = (cols + i64::from(self.width) - 1) / i64::from(self.width);
-        let half = ((slots + 1) / 2) as u64;
-        let mut bytes = 0u64;
-        let mut staged = Vec::new();
-        for (n, input, _) in &self.loads {
-            if !candidates.contains(n) {
-                continue;
+        for cluster in [2u32, 4, 8] {
+            let share = ((slots + i64::from(cluster) - 1) / i64::from(cluster)) as u64;
+            let mut bytes = 0u64;
+            let mut staged = Vec::new();
+            for (n, input, _) in &self.loads {
+                if !candidates.contains(n) {
+                    continue;
+                }
+                let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
+                let start = bytes.next_multiple_of(16);
+                bytes = start + vector * share;
+                staged.push((*n, start));
             }
-            let vector = (k.inputs[*input].dtype.size_bytes() * self.width as usize) as u64;
-            let start = bytes.next_multiple_of(16);
-            bytes = start + vector * half;
-            staged.push((*n, start));
+            if bytes <= u64::from(max_bytes) {
+                self.staged = staged;
+                self.stage_bytes = bytes as u32;
+                self.cluster = cluster;
+                return;
+            }
         }
-        if bytes > u64::from(max_bytes) {
-            return;
-        }
-        self.staged = staged;
-        self.stage_bytes = bytes as u32;
-        self.cluster = 2;
     }
 
     /// The vector loads that more than one of `passes` (each pass's roots) reads: those a
@@ -747,8 +750,8 @@ pub(crate) fn peel_bounds(em: &mut Emitter, v: &RowVector) {
 }
 
 /// The row-scope bounds of this block's share of a row shared by a cluster (after
-/// [`peel_bounds`]): its vectors `[lo, hi)` (the first half of the row's vectors for rank 0,
-/// the rest for rank 1), and, for a peeled row, the scalar head and tail (`[0, head_mine)`,
+/// [`peel_bounds`]): its vectors `[lo, hi)` (the row's vectors cut in `cluster` runs, one a
+/// rank, in rank order), and, for a peeled row, the scalar head and tail (`[0, head_mine)`,
 /// `[tail_from, cols)`), which rank 0 takes.
 pub(crate) fn cluster_bounds(em: &mut Emitter, v: &RowVector) {
     let w = v.width;
@@ -758,7 +761,8 @@ pub(crate) fn cluster_bounds(em: &mut Emitter, v: &RowVector) {
         ("0", "cols")
     };
     em.line(&format!(
-        "const ix_t half = (({end} - {first}) / {w} + 1) / 2, lo = {first} + rank * half * {w}, hi_ = lo + half * {w}, hi = hi_ < {end} ? hi_ : {end};"
+        "const ix_t share = (({end} - {first}) / {w} + {c} - 1) / {c}, lo = {first} + rank * share * {w}, hi_ = lo + share * {w}, hi = hi_ < {end} ? hi_ : {end};",
+        c = v.cluster
     ));
     if v.peel {
         em.line(

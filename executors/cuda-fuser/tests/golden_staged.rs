@@ -143,6 +143,26 @@ fn a_pair_of_blocks_shares_a_row_that_one_cannot_stage() {
     );
     assert_eq!(text.matches("cluster_sync();").count(), 2, "{text}");
     check_golden("softmax_grad_vocab_f32_cluster", &text);
+    // Rows of 65,536 f32: two blocks would each stage 2 x 128 KiB; four blocks a row, a
+    // quarter of each operand each.
+    let (_, launches, text) = common::generate_for(&common::softmax_grad("f32", 65536), H100);
+    assert_eq!(
+        launches,
+        vec![codegen::Launch::ClusterRows {
+            rows: 4,
+            block: 1024,
+            shared_bytes: 2 * 4096 * 16,
+            cluster: 4,
+        }]
+    );
+    assert!(
+        text.contains("SumOp()(SumOp()(SumOp()(cluster_ld(&cpart5, 0), cluster_ld(&cpart5, 1)), cluster_ld(&cpart5, 2)), cluster_ld(&cpart5, 3))"),
+        "{text}"
+    );
+    assert!(
+        text.contains("share = ((cols - 0) / 4 + 4 - 1) / 4"),
+        "{text}"
+    );
     // Without clusters, one block a row.
     let (_, launches, _) = common::generate_for(&f32_text, H100_WITHOUT_CLUSTERS);
     assert!(

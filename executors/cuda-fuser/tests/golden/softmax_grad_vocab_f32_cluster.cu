@@ -108,7 +108,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024) thu
     const ix_t i0 = r;
     const ix_t head_ = (4 - (r * cols) % 4) % 4, head = head_ < cols ? head_ : cols;
     const ix_t body_end = head + (cols - head) / 4 * 4;
-    const ix_t half = ((body_end - head) / 4 + 1) / 2, lo = head + rank * half * 4, hi_ = lo + half * 4, hi = hi_ < body_end ? hi_ : body_end;
+    const ix_t share = ((body_end - head) / 4 + 2 - 1) / 2, lo = head + rank * share * 4, hi_ = lo + share * 4, hi = hi_ < body_end ? hi_ : body_end;
     const ix_t head_mine = rank == 0 ? head : 0, tail_from = rank == 0 ? body_end : cols;
     extern __shared__ __align__(16) unsigned char row_stage[];
     uint4* const stage_n0 = reinterpret_cast<uint4*>(row_stage + 0);
