@@ -8,7 +8,8 @@ Files named `NAME.cu` and `NAME@VARIANT.cu` are grouped by NAME; each variant's 
 compared with the first file's: `yes` where the bits are equal (a variant that changes how the
 kernel runs, not what it computes), else the largest difference over the largest magnitude (a
 variant that sums in another order). A hand-written variant may launch as `ClusterRows { rows,
-block, shared_bytes, cluster }` (`cluster` blocks a row). The table gives each one's median kernel time (CUDA events, L2 evicted by a
+block, shared_bytes, cluster }` (`cluster` blocks a row), and a `// grid: N` line sets the
+grid. The table gives each one's median kernel time (CUDA events, L2 evicted by a
 256 MiB copy before each call), registers and local memory a thread, and x a copy of the same
 bytes (in + out). Inputs are random (normal for floats), every buffer sized like the full shape.
 NVRTC and the driver are called through ctypes with the fuser's options (sm_XY, c++17, fmad).
@@ -120,6 +121,9 @@ def run(path, reps, sms, arch, flush):
     img = compile_cubin(src, arch)
     fn = function_of(img, name)
     grid, block, shared = grid_of(launch, sms)
+    forced = re.search(r"// grid: (\d+)", src)  # a variant's own grid size
+    if forced:
+        grid = int(forced.group(1))
     if shared > 48 * 1024:
         check(cuda.cuFuncSetAttribute(fn, 8, shared), "cuFuncSetAttribute")  # MAX_DYNAMIC_SHARED
     regs, local = attr(fn, 4), attr(fn, 3)  # NUM_REGS, LOCAL_SIZE_BYTES
