@@ -36,6 +36,7 @@ using std::isnan; using std::isinf;
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+template <typename T> T __ldcs(const T* p) { return *p; }
 #define __restrict__
 #define __shared__ static
 #define __align__(n) alignas(n)

@@ -21,6 +21,7 @@ using std::isnan; using std::isinf;
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __cluster_dims__(...)
+template <typename T> T __ldcs(const T* p) { return *p; }
 #define __restrict__
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))

@@ -312,6 +312,7 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         v.plan_cache(k, cols_n, team_threads, read_again.clone());
         if warp_rows.is_some() {
             v.plan_prefetch(k, &passes, team_threads);
+            v.stream_loads = crate::row_vector::tuning().stream;
         }
         // A block per row: a row too long for registers may be staged in shared memory.
         if per_row_block {

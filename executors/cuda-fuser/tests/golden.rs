@@ -114,6 +114,14 @@ fn many_short_rows_get_a_warp_each() {
         "{text}"
     );
     assert_eq!(text.matches("= cache_n16[it];").count(), 1, "{text}");
+    // The row itself is streamed (evict-first), the weight and bias are not.
+    assert!(
+        text.contains(
+            "const uint4 r_n0 = __ldcs(reinterpret_cast<const uint4*>(in0 + i0 * 768 + c0));"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("__ldcs(").count(), 1, "{text}");
     assert_eq!(
         text.matches("warp_reduce<32, float>(acc").count(),
         2,
