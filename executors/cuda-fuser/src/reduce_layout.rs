@@ -185,6 +185,7 @@ mod tests {
             inputs: vec![KernelInput {
                 value: 0,
                 dtype: DTypeCode::F32,
+                read_later: false,
             }],
             nodes: vec![load, reduce],
             outputs: vec![KernelOutput { value: 1, node: 1 }],

@@ -55,10 +55,12 @@ pub struct RowVector {
     /// [`Self::plan_cluster`]).
     pub cluster: u32,
     /// Whether the loads that differ from row to row are streamed (`__ldcs`: cached evict-first,
-    /// so that they do not push out what every row reads, a layer_norm's weight and bias).
-    /// Warp-per-row kernels only: on an H100 (`docs/gpu-wave/2026-11-27-s14`) bf16 layer_norm
-    /// over 8192 x 768 went from 13.1 to 12.0 µs and rms_norm from 12.9 to 11.9 in the kernel
-    /// lab, while a block per row over rows of 4096 went 2-3% slower.
+    /// so that they do not push out what every row reads, a layer_norm's weight and bias),
+    /// unless a later kernel of the region reads the same tensor. Warp-per-row kernels only: on
+    /// an H100 (`docs/gpu-wave/2026-11-27-s14`) bf16 layer_norm over 8192 x 768 went from 10.8
+    /// to 10.0 µs forward and rms_norm from 10.6 to 9.9; a block per row over rows of 4096 went
+    /// 2-3% slower, and a backward whose column kernel reads `x` and `dy` after the row kernel
+    /// 13-15% slower when the row kernel streamed them.
     pub stream_loads: bool,
 }
 
@@ -719,7 +721,10 @@ pub(crate) fn open(
         } else {
             let row = row_start(em, kept_strides);
             let at = format!("reinterpret_cast<const {raw}*>(in{input} + {row} + c0)");
-            if v.stream_loads && kept_strides.iter().any(|&s| s != 0) {
+            if v.stream_loads
+                && kept_strides.iter().any(|&s| s != 0)
+                && !k.inputs[*input].read_later
+            {
                 em.line(&format!("const {raw} r_n{n} = __ldcs({at});"));
             } else {
                 em.line(&format!("const {raw} r_n{n} = *{at};"));

@@ -488,3 +488,24 @@ fn offsets_are_32_bit_only_where_every_one_fits() {
     );
     assert!(text.contains("typedef int ix_t;"), "{text}");
 }
+
+/// A warp-per-row kernel streams its row (`__ldcs`) only where no later kernel of the region
+/// reads the same tensor: here a column sum reads `x` after the layer_norm.
+#[test]
+fn rows_that_a_later_kernel_reads_again_are_not_streamed() {
+    let (kernels, launches, text) = common::generate(&LAYER_NORM_BF16_GPT2.replace(
+        "  return (t0,)",
+        "  t1 = ltorch.sum(x, [0])\n  return (t0, t1)",
+    ));
+    assert_eq!(kernels.len(), 2, "{text}");
+    assert!(
+        matches!(launches[0], codegen::Launch::WarpRows { .. }),
+        "{launches:?}"
+    );
+    assert!(kernels[0].inputs[0].read_later, "{text}");
+    assert!(!text.contains("__ldcs"), "{text}");
+    // Alone, it streams.
+    let (kernels, _, text) = common::generate(LAYER_NORM_BF16_GPT2);
+    assert!(!kernels[0].inputs[0].read_later);
+    assert!(text.contains("__ldcs"), "{text}");
+}

@@ -99,6 +99,9 @@ pub struct Node {
 pub struct KernelInput {
     pub value: u32,
     pub dtype: DTypeCode,
+    /// Whether a later kernel of the region reads this value too (so it is worth keeping in
+    /// cache: see `RowVector::stream_loads`).
+    pub read_later: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -328,7 +331,16 @@ pub fn plan(view: &TraceView, ops: &[u32], outputs: &[u32]) -> Result<Vec<Kernel
     }
     p.close(outputs);
     p.materialize_pending(outputs);
-    Ok(p.kernels)
+    let mut kernels = p.kernels;
+    for i in 0..kernels.len() {
+        let (now, later) = kernels.split_at_mut(i + 1);
+        for input in &mut now[i].inputs {
+            input.read_later = later
+                .iter()
+                .any(|k| k.inputs.iter().any(|j| j.value == input.value));
+        }
+    }
+    Ok(kernels)
 }
 
 impl Planner<'_> {
@@ -471,7 +483,11 @@ impl Planner<'_> {
         let input = match k.inputs.iter().position(|i| i.value == v) {
             Some(i) => i,
             None => {
-                k.inputs.push(KernelInput { value: v, dtype });
+                k.inputs.push(KernelInput {
+                    value: v,
+                    dtype,
+                    read_later: false,
+                });
                 k.inputs.len() - 1
             }
         };
