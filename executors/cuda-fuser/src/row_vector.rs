@@ -413,7 +413,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
 /// min_blocks=0,block_min_blocks=12,stage=1,stage_block=0,stage_kib=0,stage_unroll=0,
-/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1,cluster=1,stream=1`; unnamed keys keep
+/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1,cluster=1,stream=0`; unnamed keys keep
 /// their defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -477,6 +477,10 @@ pub(crate) struct RowTuning {
     /// Whether rows may be shared by a cluster of blocks (see [`RowVector::plan_cluster`]).
     pub cluster: bool,
     /// Whether warp-per-row kernels stream their row loads (see [`RowVector::stream_loads`]).
+    /// Off: on an H100 (`docs/gpu-wave/2026-11-27-s14/sweep_stream_0c59584`) it took bf16
+    /// layer_norm over 8192 x 768 from 10.9 to 10.2 µs forward but its backward from 12.7 to
+    /// 14.9, which reads the forward's input again from L2 in that benchmark (the rule below
+    /// only sees later kernels of the same region); the GPT-2 block did not move (1.286 ms).
     pub stream: bool,
 }
 
@@ -500,7 +504,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     wide_index: false,
     prefetch: true,
     cluster: true,
-    stream: true,
+    stream: false,
 };
 
 impl RowTuning {

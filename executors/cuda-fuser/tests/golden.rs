@@ -114,14 +114,8 @@ fn many_short_rows_get_a_warp_each() {
         "{text}"
     );
     assert_eq!(text.matches("= cache_n16[it];").count(), 1, "{text}");
-    // The row itself is streamed (evict-first), the weight and bias are not.
-    assert!(
-        text.contains(
-            "const uint4 r_n0 = __ldcs(reinterpret_cast<const uint4*>(in0 + i0 * 768 + c0));"
-        ),
-        "{text}"
-    );
-    assert_eq!(text.matches("__ldcs(").count(), 1, "{text}");
+    // Row loads are not streamed by default (`stream=0`, see `RowVector::stream_loads`).
+    assert!(!text.contains("__ldcs("), "{text}");
     assert_eq!(
         text.matches("warp_reduce<32, float>(acc").count(),
         2,
@@ -487,25 +481,4 @@ fn offsets_are_32_bit_only_where_every_one_fits() {
             .replace("[16384, 65536], [1", "[1, 64], [1"),
     );
     assert!(text.contains("typedef int ix_t;"), "{text}");
-}
-
-/// A warp-per-row kernel streams its row (`__ldcs`) only where no later kernel of the region
-/// reads the same tensor: here a column sum reads `x` after the layer_norm.
-#[test]
-fn rows_that_a_later_kernel_reads_again_are_not_streamed() {
-    let (kernels, launches, text) = common::generate(&LAYER_NORM_BF16_GPT2.replace(
-        "  return (t0,)",
-        "  t1 = ltorch.sum(x, [0])\n  return (t0, t1)",
-    ));
-    assert_eq!(kernels.len(), 2, "{text}");
-    assert!(
-        matches!(launches[0], codegen::Launch::WarpRows { .. }),
-        "{launches:?}"
-    );
-    assert!(kernels[0].inputs[0].read_later, "{text}");
-    assert!(!text.contains("__ldcs"), "{text}");
-    // Alone, it streams.
-    let (kernels, _, text) = common::generate(LAYER_NORM_BF16_GPT2);
-    assert!(!kernels[0].inputs[0].read_later);
-    assert!(text.contains("__ldcs"), "{text}");
 }

@@ -72,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(128) thunder_fused_0(const u16_t* _
     for (int it = 0; it < 3; ++it) {
       const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
-        const uint4 r_n0 = __ldcs(reinterpret_cast<const uint4*>(in0 + i0 * 768 + c0));
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768 + c0);
         cache_n0[it] = r_n0;
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         cache_n13[it] = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
