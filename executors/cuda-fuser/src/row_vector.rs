@@ -413,8 +413,8 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
 /// min_blocks=0,block_min_blocks=12,stage=1,stage_block=0,stage_kib=0,stage_unroll=0,
-/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1,cluster=1,stream=0`; unnamed keys keep
-/// their defaults). Read
+/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1,cluster=1,stream=0,block_vectors=4`;
+/// unnamed keys keep their defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowTuning {
@@ -476,6 +476,8 @@ pub(crate) struct RowTuning {
     pub prefetch: bool,
     /// Whether rows may be shared by a cluster of blocks (see [`RowVector::plan_cluster`]).
     pub cluster: bool,
+    /// What [`Self::vectors_per_thread`] is for a block per row (a warp per row keeps that).
+    pub block_vectors_per_thread: i64,
     /// Whether warp-per-row kernels stream their row loads (see [`RowVector::stream_loads`]).
     /// Off: on an H100 (`docs/gpu-wave/2026-11-27-s14/sweep_stream_0c59584`) it took bf16
     /// layer_norm over 8192 x 768 from 10.9 to 10.2 µs forward but its backward from 12.7 to
@@ -504,6 +506,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     wide_index: false,
     prefetch: true,
     cluster: true,
+    block_vectors_per_thread: 4,
     stream: false,
 };
 
@@ -516,7 +519,11 @@ impl RowTuning {
                 continue;
             };
             match key.trim() {
-                "vectors" => t.vectors_per_thread = v.max(1),
+                // Both kinds of team; `block_vectors` (after it) sets a block's alone.
+                "vectors" => {
+                    t.vectors_per_thread = v.max(1);
+                    t.block_vectors_per_thread = v.max(1);
+                }
                 "warp_rows" => t.warp_rows = u32::try_from(v.clamp(0, 32)).unwrap_or(4),
                 "warp_lanes" => {
                     if matches!(v, 8 | 16 | 32) {
@@ -537,6 +544,7 @@ impl RowTuning {
                 "prefetch" => t.prefetch = v != 0,
                 "cluster" => t.cluster = v != 0,
                 "stream" => t.stream = v != 0,
+                "block_vectors" => t.block_vectors_per_thread = v.max(1),
                 "peel_cache" => t.peel_cache = v != 0,
                 "stage_unroll" => t.stage_unroll = u32::try_from(v.clamp(0, 16)).unwrap_or(0),
                 _ => {}
@@ -600,8 +608,8 @@ fn team_with(t: RowTuning, block: u32, rows: i64, cols: i64, width: u32, arrays:
         };
     }
     let arrays = i64::try_from(arrays.max(1)).unwrap_or(1);
-    let per_thread =
-        (t.vectors_per_thread / arrays).max(MIN_VECTORS_PER_ARRAY.min(t.vectors_per_thread));
+    let aim = t.block_vectors_per_thread;
+    let per_thread = (aim / arrays).max(MIN_VECTORS_PER_ARRAY.min(aim));
     let mut threads = (vectors + per_thread - 1) / per_thread;
     while threads < vectors && threads.saturating_mul(rows.max(1)) < t.grid_threads {
         threads *= 2;
@@ -928,6 +936,12 @@ mod tests {
         assert_eq!(RowTuning::parse("stage_kib=110").stage_kib, 110);
         assert_eq!(RowTuning::parse("block_min_blocks=12").block_min_blocks, 12);
         assert!(!RowTuning::parse("fast_math=0").fast_math);
+        let t2 = RowTuning::parse("vectors=8,block_vectors=2");
+        assert_eq!((t2.vectors_per_thread, t2.block_vectors_per_thread), (8, 2));
+        assert_eq!(
+            team_with(t2, 512, 8192, 4096, 8, 1),
+            RowTeam::Block { block: 256 }
+        );
         // One vector a thread and no warp teams: the layout before the tuning (a block as
         // wide as the row's vectors), which sweeps keep as their baseline.
         let old = RowTuning::parse("vectors=1,warp_rows=0");
