@@ -413,7 +413,7 @@ pub fn plan(k: &Kernel, cols: i64) -> Option<RowVector> {
 /// The row layout's tuning, fixed by GPU sweeps (`scripts/gpu/rows_sweep.sh`), which set
 /// `THUNDER_CUDA_FUSER_ROWS` (`vectors=4,warp_rows=4,warp_lanes=32,unroll=0,grid=131072,
 /// min_blocks=0,block_min_blocks=12,stage=1,stage_block=0,stage_kib=0,stage_unroll=0,
-/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1,cluster=1,stream=0,block_vectors=4`;
+/// peel_cache=0,fast_math=1,wide_index=0,prefetch=1,cluster=1,stream=0,block_vectors=2`;
 /// unnamed keys keep their defaults). Read
 /// once per process; not a user setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -477,6 +477,10 @@ pub(crate) struct RowTuning {
     /// Whether rows may be shared by a cluster of blocks (see [`RowVector::plan_cluster`]).
     pub cluster: bool,
     /// What [`Self::vectors_per_thread`] is for a block per row (a warp per row keeps that).
+    /// 2: on an H100 with 32-bit offsets (`docs/gpu-wave/2026-11-27-s14/sweep_block_vectors`,
+    /// two runs of each), bf16 rms_norm over 8192 x 4096 went from 49.4-49.5 to 48.0-48.1 µs
+    /// forward and softmax from 49.5-49.8 to 47.8-48.0 (blocks of 256, not 128); layer_norm,
+    /// the backwards (two arrays: two a thread already) and the f32 rows did not move.
     pub block_vectors_per_thread: i64,
     /// Whether warp-per-row kernels stream their row loads (see [`RowVector::stream_loads`]).
     /// Off: on an H100 (`docs/gpu-wave/2026-11-27-s14/sweep_stream_0c59584`) it took bf16
@@ -506,7 +510,7 @@ const DEFAULT_TUNING: RowTuning = RowTuning {
     wide_index: false,
     prefetch: true,
     cluster: true,
-    block_vectors_per_thread: 4,
+    block_vectors_per_thread: 2,
     stream: false,
 };
 
@@ -879,8 +883,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn teams_hold_about_four_vectors_a_thread_while_the_rows_fill_the_gpu() {
-        // GPT-2's bf16 rows of 768 (96 vectors): a warp each.
+    fn teams_hold_a_few_vectors_a_thread_while_the_rows_fill_the_gpu() {
+        // GPT-2's bf16 rows of 768 (96 vectors): a warp each, four vectors a lane.
         assert_eq!(
             team_for(256, 8192, 768, 8, 1),
             RowTeam::Warp {
@@ -888,14 +892,14 @@ mod tests {
                 lanes: 32
             }
         );
-        // 512 and 1024 vectors a row: four a thread.
+        // 512 and 1024 vectors a row, a block each: two a thread.
         assert_eq!(
             team_for(512, 8192, 4096, 8, 1),
-            RowTeam::Block { block: 128 }
+            RowTeam::Block { block: 256 }
         );
         assert_eq!(
             team_for(512, 16384, 4096, 4, 1),
-            RowTeam::Block { block: 256 }
+            RowTeam::Block { block: 512 }
         );
         // A backward keeps two arrays (activation and gradient): two vectors of each.
         assert_eq!(

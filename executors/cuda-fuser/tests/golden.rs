@@ -133,17 +133,17 @@ const SOFTMAX_BF16_4096: &str = r#"def computation(x):
 "#;
 
 #[test]
-fn long_rows_keep_four_vectors_a_thread_where_the_rows_fill_the_gpu() {
-    // 512 vectors a row: 128 threads of four (in registers) rather than 512 of one.
+fn long_rows_keep_two_vectors_a_thread_where_the_rows_fill_the_gpu() {
+    // 512 vectors a row: 256 threads of two (in registers) rather than 512 of one.
     let (_, launches, text) = common::generate(SOFTMAX_BF16_4096);
     assert_eq!(
         launches,
         vec![codegen::Launch::BlockPerRow {
             rows: 8192,
-            block: 128
+            block: 256
         }]
     );
-    assert!(text.contains("uint4 cache_n0[4];"), "{text}");
+    assert!(text.contains("uint4 cache_n0[2];"), "{text}");
     // bf16 outputs only: exp as the hardware's exp2 of a scaled argument, and the division by
     // the row's sum as a product with its reciprocal (within a few f32 ulps).
     assert!(text.contains("fast_exp2((v4) * 1.44269504089f)"), "{text}");

@@ -1,4 +1,4 @@
-// launch: BlockPerRow { rows: 8192, block: 128 }
+// launch: BlockPerRow { rows: 8192, block: 256 }
 // thunder cuda-fuser kernel over [8192, 4096], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -53,15 +53,15 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   return v;
 }
 typedef int ix_t;
-extern "C" __global__ void __launch_bounds__(128, 12) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
+extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const u16_t* __restrict__ in0, u16_t* __restrict__ out0) {
   const ix_t rows = 8192, cols = 4096;
   const ix_t lane = threadIdx.x, team = blockDim.x;
   for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const ix_t i0 = r;
-    uint4 cache_n0[4];
+    uint4 cache_n0[2];
     float acc2 = -__int_as_float(0x7f800000);
     #pragma unroll
-    for (int it = 0; it < 4; ++it) {
+    for (int it = 0; it < 2; ++it) {
       const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 4096 + c0);
@@ -82,7 +82,7 @@ extern "C" __global__ void __launch_bounds__(128, 12) thunder_fused_0(const u16_
     const float v2 = acc2;
     float acc6 = 0.0f;
     #pragma unroll
-    for (int it = 0; it < 4; ++it) {
+    for (int it = 0; it < 2; ++it) {
       const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
@@ -104,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(128, 12) thunder_fused_0(const u16_
     acc6 = block_reduce<float>(acc6, SumOp(), (float)(0.0f));
     const float v6 = acc6;
     #pragma unroll
-    for (int it = 0; it < 4; ++it) {
+    for (int it = 0; it < 2; ++it) {
       const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
