@@ -6,7 +6,10 @@ execution (a std::thread per CUDA thread, std::barrier for __syncthreads, `stati
 __shared__, real atomics), launched with the golden's `// launch:` grid (and once with a
 small grid, so that blocks take several tiles / splits in turn), and its outputs compared
 with numpy (products exact, sums to the dtype's rounding). Blocks run one after another, so
-this checks the arithmetic, indexing, split combine and full-output stores, not races.
+this checks the arithmetic, indexing, split combine and full-output stores, not races. The
+blocks of a cluster (`ClusterRows`) run at once, each with shared memory of its own (its
+`__shared__` declarations become per-block arrays), a barrier over all their threads for
+`cluster_sync`, and another block's variable read from its array for `cluster_ld`.
 
     python3 scripts/golden_cpu_run.py
 """
@@ -36,6 +39,7 @@ using std::isnan; using std::isinf;
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)
 template <typename T> T __ldcs(const T* p) { return *p; }
 #define __restrict__
 #define __shared__ static
@@ -43,19 +47,27 @@ template <typename T> T __ldcs(const T* p) { return *p; }
 struct dim3s { unsigned x, y, z; };
 thread_local dim3s threadIdx, blockIdx;
 dim3s blockDim, gridDim;
-std::barrier<>* g_bar;
-void __syncthreads() { g_bar->arrive_and_wait(); }
+// Per block of a running cluster (one block at a time outside clusters: block 0).
+thread_local unsigned g_bic = 0;
+std::barrier<>* g_bars[8];
+void __syncthreads() { g_bars[g_bic]->arrive_and_wait(); }
+std::barrier<>* g_cluster_bar;
+unsigned cluster_rank_host() { return g_bic; }
+void cluster_sync_host() { g_cluster_bar->arrive_and_wait(); }
+// A cluster kernel's __shared__ scalars are per-block arrays (`NAME_c[8]`): another block's
+// copy sits `rank - g_bic` elements away.
+template <typename T> T cluster_ld_host(const T* p, unsigned rank) { return p[(long)rank - (long)g_bic]; }
 void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 // A warp's lanes swap values through one slot per thread, a barrier per warp on each side.
-alignas(8) unsigned char g_shfl[1024][8];
-std::barrier<>* g_warp_bar[32];
+alignas(8) unsigned char g_shfl[8][1024][8];
+std::barrier<>* g_warp_bar[8][32];
 template <typename T> T __shfl_xor_sync(unsigned, T v, int o) {
   const unsigned t = threadIdx.x;
-  memcpy(g_shfl[t], &v, sizeof(T));
-  g_warp_bar[t >> 5]->arrive_and_wait();
-  T r; memcpy(&r, g_shfl[t ^ o], sizeof(T));
-  g_warp_bar[t >> 5]->arrive_and_wait();
+  memcpy(g_shfl[g_bic][t], &v, sizeof(T));
+  g_warp_bar[g_bic][t >> 5]->arrive_and_wait();
+  T r; memcpy(&r, g_shfl[g_bic][t ^ o], sizeof(T));
+  g_warp_bar[g_bic][t >> 5]->arrive_and_wait();
   return r;
 }
 float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
@@ -77,7 +89,20 @@ def run(name, ins, outs, grid_cap):
     src = (GOLDEN / f'{name}.cu').read_text()
     warp = re.search(r'// launch: WarpRows \{ rows: (\d+), rows_per_block: (\d+), lanes: (\d+)', src)
     staged = re.search(r'// launch: StagedRows \{ rows: (\d+), block: (\d+), shared_bytes: (\d+)', src)
-    if staged:
+    clustered = re.search(r'// launch: ClusterRows \{ rows: (\d+), block: (\d+), shared_bytes: (\d+), cluster: (\d+)', src)
+    cluster = 1
+    if clustered:
+        # Every block of a running cluster has its own shared memory: each __shared__ variable
+        # becomes an array over the blocks, indexed by the thread's block in the cluster.
+        kind, rows, block = 'ClusterRows', int(clustered.group(1)), int(clustered.group(2))
+        cluster = int(clustered.group(4))
+        splits, scratch, units = 1, 0, rows * cluster
+        src = src.replace('extern __shared__ __align__(16) unsigned char row_stage[];',
+                          f'alignas(16) static unsigned char row_stage_c[8][{clustered.group(3)}]; '
+                          'unsigned char* row_stage = row_stage_c[g_bic];')
+        src = re.sub(r'__shared__ (\w+) (\w+)\[(\d+)\];', r'static \1 \2_c[8][\3]; \1* \2 = \2_c[g_bic];', src)
+        src = re.sub(r'__shared__ (\w+) (\w+);', r'static \1 \2_c[8]; \1& \2 = \2_c[g_bic];', src)
+    elif staged:
         # Dynamic shared memory: one array for the block's threads (blocks run in turn).
         kind, rows, block = 'StagedRows', int(staged.group(1)), int(staged.group(2))
         splits, scratch, units = 1, 0, rows
@@ -91,8 +116,8 @@ def run(name, ins, outs, grid_cap):
         kind, rows, block = launch.group(1), int(launch.group(2)), int(launch.group(3))
         splits = int(launch.group(4) or 1); scratch = int(launch.group(5) or 0)
         units = rows * splits
-    grid = min(units, grid_cap)
-    kname = re.search(r"void __launch_bounds__\([\d, ]+\) (\w+)\(", src).group(1)
+    grid = max(cluster, min(units, grid_cap) // cluster * cluster)
+    kname = re.search(r"void (?:__cluster_dims__\([\d, ]+\) )?__launch_bounds__\([\d, ]+\) (\w+)\(", src).group(1)
     body = src.split('typedef unsigned char u8_t;', 1)[1]
     params = re.search(kname + r'\((.*)\) \{', src).group(1).split(', ')
     cargs, lines = [], []
@@ -110,9 +135,12 @@ def run(name, ins, outs, grid_cap):
         src_nm = 'scr' if nm == 'split_scratch' else nm
         cargs.append(f'({ty})({src_nm})')
     lines.append(f'  blockDim.x = {block}; gridDim.x = {grid};')
-    lines.append(f'  for (unsigned b = 0; b < {grid}; ++b) {{ std::barrier<> bar({block}); g_bar = &bar; std::vector<std::unique_ptr<std::barrier<>>> wb;')
-    lines.append(f'    for (unsigned w = 0; w < {(block + 31) // 32}; ++w) {{ wb.emplace_back(new std::barrier<>(std::min(32u, {block}u - 32 * w))); g_warp_bar[w] = wb.back().get(); }} std::vector<std::thread> ts;')
-    lines.append(f'    for (unsigned t = 0; t < {block}; ++t) ts.emplace_back([=]() {{ threadIdx.x = t; blockIdx.x = b; {kname}({", ".join(cargs)}); }});')
+    # Clusters run one after another; the blocks of one run at once.
+    lines.append(f'  for (unsigned c0 = 0; c0 < {grid}; c0 += {cluster}) {{ std::barrier<> cbar({cluster * block}); g_cluster_bar = &cbar;')
+    lines.append('    std::vector<std::unique_ptr<std::barrier<>>> bb, wb; std::vector<std::thread> ts;')
+    lines.append(f'    for (unsigned q = 0; q < {cluster}; ++q) {{ bb.emplace_back(new std::barrier<>({block})); g_bars[q] = bb.back().get();')
+    lines.append(f'      for (unsigned w = 0; w < {(block + 31) // 32}; ++w) {{ wb.emplace_back(new std::barrier<>(std::min(32u, {block}u - 32 * w))); g_warp_bar[q][w] = wb.back().get(); }} }}')
+    lines.append(f'    for (unsigned q = 0; q < {cluster}; ++q) for (unsigned t = 0; t < {block}; ++t) ts.emplace_back([=]() {{ g_bic = q; threadIdx.x = t; blockIdx.x = c0 + q; {kname}({", ".join(cargs)}); }});')
     lines.append('    for (auto& t : ts) t.join(); }')
     for i, (shape, dt) in enumerate(outs):
         nb = int(np.prod(shape)) * np.dtype(dt).itemsize
@@ -203,6 +231,16 @@ def rows_kernels():
     for cap in (1, 10**9):
         (o0,), info = run('softmax_grad_f32_mixed', [(g, 0), (y, 0)], [((4, 30001), np.float32)], cap)
         print('softmax_grad_f32_mixed', info)
+        ok &= check('softmax gradient', o0, want, 1e-6)
+    # f32 rows of 50,257 shared by a pair of blocks: each stages half of both operands, and the
+    # two partial sums meet through the other block's shared memory. On a grid of one cluster
+    # the pair takes all four rows in turn (another alignment, so another split, each row).
+    y = rng.random((4, 50257), dtype=np.float32) / 20
+    g = rng.standard_normal((4, 50257), dtype=np.float32)
+    want = y * (g - (g.astype(np.float64) * y).sum(1, keepdims=True))
+    for cap in (2, 10**9):
+        (o0,), info = run('softmax_grad_vocab_f32_cluster', [(g, 0), (y, 0)], [((4, 50257), np.float32)], cap)
+        print('softmax_grad_vocab_f32_cluster', info)
         ok &= check('softmax gradient', o0, want, 1e-6)
     return ok
 

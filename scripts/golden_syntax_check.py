@@ -22,6 +22,9 @@ using std::isnan; using std::isinf;
 #define __launch_bounds__(...)
 #define __cluster_dims__(...)
 template <typename T> T __ldcs(const T* p) { return *p; }
+unsigned cluster_rank_host();
+void cluster_sync_host();
+template <typename T> T cluster_ld_host(const T* p, unsigned rank);
 #define __restrict__
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))

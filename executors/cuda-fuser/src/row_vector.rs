@@ -807,19 +807,22 @@ pub(crate) fn cluster_bounds(em: &mut Emitter, v: &RowVector) {
 }
 
 /// Device functions of a kernel whose rows a cluster of blocks shares (sm_90 on; the other
-/// branch only lets the host's syntax check compile the source): the block's rank in the
-/// cluster, a barrier over the cluster's threads that orders their shared-memory writes before
-/// the reads after it, and a read of another block's shared memory.
+/// branch calls hooks that `scripts/golden_cpu_run.py` defines to run the kernel on the CPU,
+/// and the syntax check declares): the block's rank in the cluster, a barrier over the
+/// cluster's threads that orders their shared-memory writes before the reads after it, and a
+/// read of another block's shared memory.
 pub const CLUSTER: &str = r#"__device__ __forceinline__ unsigned cluster_rank() {
 #if __CUDA_ARCH__ >= 900
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
 #else
-  return 0;
+  return cluster_rank_host();
 #endif
 }
 __device__ __forceinline__ void cluster_sync() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  cluster_sync_host();
 #endif
 }
 __device__ __forceinline__ float cluster_ld(const float* p, unsigned rank) {
@@ -829,7 +832,7 @@ __device__ __forceinline__ float cluster_ld(const float* p, unsigned rank) {
   asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(m) : "memory");
   return v;
 #else
-  return *p;
+  return cluster_ld_host(p, rank);
 #endif
 }
 __device__ __forceinline__ double cluster_ld(const double* p, unsigned rank) {
@@ -839,7 +842,7 @@ __device__ __forceinline__ double cluster_ld(const double* p, unsigned rank) {
   asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(m) : "memory");
   return v;
 #else
-  return *p;
+  return cluster_ld_host(p, rank);
 #endif
 }
 "#;

@@ -71,12 +71,14 @@ __device__ __forceinline__ unsigned cluster_rank() {
 #if __CUDA_ARCH__ >= 900
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
 #else
-  return 0;
+  return cluster_rank_host();
 #endif
 }
 __device__ __forceinline__ void cluster_sync() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  cluster_sync_host();
 #endif
 }
 __device__ __forceinline__ float cluster_ld(const float* p, unsigned rank) {
@@ -86,7 +88,7 @@ __device__ __forceinline__ float cluster_ld(const float* p, unsigned rank) {
   asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(m) : "memory");
   return v;
 #else
-  return *p;
+  return cluster_ld_host(p, rank);
 #endif
 }
 __device__ __forceinline__ double cluster_ld(const double* p, unsigned rank) {
@@ -96,7 +98,7 @@ __device__ __forceinline__ double cluster_ld(const double* p, unsigned rank) {
   asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(m) : "memory");
   return v;
 #else
-  return *p;
+  return cluster_ld_host(p, rank);
 #endif
 }
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024) thunder_fused_0(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
