@@ -4,6 +4,11 @@ before changing the code generator. Each file is one kernel as `tests/golden` sp
 
     python3 scripts/gpu/kernel_lab.py DIR [--reps 50]
 
+The kernels of a trace are written on the host, for an H100, by
+`cargo run -p thunder-cuda-fuser --example dump_kernels -- TRACE.py DIR` (the row tuning
+taken from `THUNDER_CUDA_FUSER_ROWS` as on the device); copy a file to `NAME@VARIANT.cu` and
+edit it to try a variant.
+
 Files named `NAME.cu` and `NAME@VARIANT.cu` are grouped by NAME; each variant's output is
 compared with the first file's: `yes` where the bits are equal (a variant that changes how the
 kernel runs, not what it computes), else the largest difference over the largest magnitude (a
