@@ -105,6 +105,20 @@ def grid_of(launch, sms):
 TYPES = {"u16_t": torch.bfloat16, "float": torch.float32, "double": torch.float64}
 
 
+def median_us(call, reps, flush):
+    """`call`'s median time on the GPU over `reps` calls (CUDA events), L2 evicted before each."""
+    times = []
+    for _ in range(reps):
+        flush[1].copy_(flush[0])
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        call()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1000)
+    return statistics.median(times)
+
+
 def run(path, reps, sms, arch, flush):
     src = open(path).read()
     launch = re.search(r"// launch: (.*)", src).group(1)
@@ -142,27 +156,11 @@ def run(path, reps, sms, arch, flush):
     launch_once()
     torch.cuda.synchronize()
     result = [o.clone() for o in outs]
-    times = []
-    for _ in range(reps):
-        flush[1].copy_(flush[0])
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        launch_once()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1000)
     copy_src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
     copy_dst = torch.empty_like(copy_src)
-    ctimes = []
-    for _ in range(reps):
-        flush[1].copy_(flush[0])
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        copy_dst.copy_(copy_src)
-        b.record()
-        torch.cuda.synchronize()
-        ctimes.append(a.elapsed_time(b) * 1000)
-    return dict(us=statistics.median(times), copy_us=statistics.median(ctimes), regs=regs, local=local,
+    us = median_us(launch_once, reps, flush)
+    copy_us = median_us(lambda: copy_dst.copy_(copy_src), reps, flush)
+    return dict(us=us, copy_us=copy_us, regs=regs, local=local,
                 grid=grid, block=block, result=result)
 
 

@@ -71,6 +71,17 @@ const MAX_CACHED_TOTAL: i64 = 16;
 /// 32-bit registers a multiprocessor has for its resident threads (every GPU from sm_50 on).
 const REGISTERS_PER_SM: u32 = 65536;
 
+/// Registers a thread of a `block`-thread team may give to cached vectors: half of what a
+/// thread of a full block may use (see [`RowVector::plan_cache`]).
+fn cache_budget(block: u32) -> i64 {
+    i64::from((REGISTERS_PER_SM / block.max(1)).min(255) / 2)
+}
+
+/// 32-bit registers one vector of `width` elements of kernel input `input` takes.
+fn vector_words(k: &Kernel, input: usize, width: u32) -> i64 {
+    (k.inputs[input].dtype.size_bytes() as i64 * i64::from(width) + 3) / 4
+}
+
 impl RowVector {
     /// A plan that keeps nothing between passes (until [`Self::plan_cache`] and
     /// [`Self::plan_stage`]).
@@ -108,14 +119,13 @@ impl RowVector {
         {
             return;
         }
-        let budget = i64::from((REGISTERS_PER_SM / block.max(1)).min(255) / 2);
+        let budget = cache_budget(block);
         let (mut words, mut kept) = (0i64, Vec::new());
         for (n, input, _) in &self.loads {
             if !cached.contains(n) {
                 continue;
             }
-            let bytes = k.inputs[*input].dtype.size_bytes() as i64 * i64::from(self.width);
-            let need = vectors * ((bytes + 3) / 4);
+            let need = vectors * vector_words(k, *input, self.width);
             if words + need <= budget && vectors * (kept.len() as i64 + 1) <= MAX_CACHED_TOTAL {
                 words += need;
                 kept.push(*n);
@@ -141,11 +151,10 @@ impl RowVector {
         }
         let first = loads_of(k, &passes[0]);
         let later: Vec<NodeId> = passes[1..].iter().flat_map(|p| loads_of(k, p)).collect();
-        let budget = i64::from((REGISTERS_PER_SM / block.max(1)).min(255) / 2);
+        let budget = cache_budget(block);
         let vectors = i64::from(self.cache);
-        let words_of = |input: usize| {
-            vectors * ((k.inputs[input].dtype.size_bytes() as i64 * i64::from(self.width) + 3) / 4)
-        };
+        let width = self.width;
+        let words_of = |input: usize| vectors * vector_words(k, input, width);
         let mut words: i64 = self
             .loads
             .iter()
