@@ -194,6 +194,16 @@ def rows_kernels():
         (o0,), info = run('layer_norm_bf16_half_warp', [(x, 0), (w, 0), (b, 0)], [((8191, 768), np.uint16)], cap)
         print('layer_norm_bf16_half_warp', info)
         ok &= check_rel('layer_norm', unbf16(o0), want, 1.01)
+    # A pipelined block per row (8 rows of 768): the weight and bias loaded once before the
+    # row loop; on a grid of 3 each block loads its next row while it reduces this one.
+    x = bf16(rng.standard_normal((8, 768), dtype=np.float32) * 2 + 1)
+    xf = unbf16(x).astype(np.float64)
+    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
+    want = want * unbf16(w) + unbf16(b)
+    for cap in (3, 10**9):
+        (o0,), info = run('layer_norm_bf16', [(x, 0), (w, 0), (b, 0)], [((8, 768), np.uint16)], cap)
+        print('layer_norm_bf16', info)
+        ok &= check_rel('layer_norm', unbf16(o0), want, 1.01)
     x = bf16(rng.standard_normal((8192, 4096), dtype=np.float32) * 3)
     xf = unbf16(x).astype(np.float64)
     e = np.exp(xf - xf.max(1, keepdims=True))

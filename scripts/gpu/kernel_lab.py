@@ -96,6 +96,8 @@ def grid_of(launch, sms):
         return clamp(-(-f["rows"] // f["rows_per_block"])), f["lanes"] * f["rows_per_block"], 0
     if kind in ("BlockPerRow", "StagedRows"):
         return clamp(f["rows"]), f["block"], f.get("shared_bytes", 0)
+    if kind == "PipelinedRows":  # `per_sm` blocks a multiprocessor take the rows in turn
+        return max(1, min(f["rows"], sms * f["per_sm"], cap)), f["block"], 0
     if kind == "ClusterRows":  # a hand-written variant's launch: `cluster` blocks a row
         c = f["cluster"]
         return clamp(f["rows"] * c) // c * c, f["block"], f.get("shared_bytes", 0)

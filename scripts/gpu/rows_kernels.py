@@ -14,7 +14,10 @@ launch cost). This script sums the durations of the kernels themselves, as CUPTI
   case cannot reach the large copy's bandwidth (launch and tail), nor can its own copy;
 - the floor is the case's bytes (inputs read once, outputs written once) over the bandwidth of
   that copy (its bytes read and written over its duration); the backward floor counts x and dy
-  read and dx written (cross-entropy's: the logits read and their gradient written).
+  read and dx written (cross-entropy's: the logits read and their gradient written);
+- "same-bytes copy": a copy moving as many bytes as the floor counts (x's copy scaled for the
+  forward, a copy of 1.5 x's elements for a backward reading two arrays and writing one), the
+  floor that a case too small for the large copy's bandwidth can reach.
 
     PYTHONPATH=<thunder_rs wheel> THUNDER_CONFIG=plugins.toml python3 scripts/gpu/rows_kernels.py \
         [--only layer_norm softmax] [--json out.json] [--kernels]
@@ -158,9 +161,18 @@ def main():
         _, _, cs = k.per_call(lambda: xc.copy_(x), a.reps)
         cs = sorted(cs[1::2])  # in time order: flush, copy of x, flush, ...
         same_copy = cs[len(cs) // 2] if cs else float("nan")
+        # And the backward's bytes: a copy that reads and writes as many bytes in all as the
+        # backward floor counts (bwd_elems / 2 arrays like x, read and written).
+        xb = torch.empty(int(x.numel() * c["bwd_elems"] / 2), device="cuda", dtype=dt)
+        xbc = torch.empty_like(xb)
+        _, _, cs = k.per_call(lambda: xbc.copy_(xb), a.reps)
+        cs = sorted(cs[1::2])
+        bwd_copy = cs[len(cs) // 2] if cs else float("nan")
+        del xb, xbc
         fn = c["fn"]
         jfn = thunder_rs.jit(lambda x, w, b, t: fn(x, w, b, t))
-        row = {"case": c["name"], "floor_us": floor, "bwd_floor_us": bfloor, "copy_of_x_us": same_copy}
+        row = {"case": c["name"], "floor_us": floor, "bwd_floor_us": bfloor, "copy_of_x_us": same_copy,
+               "copy_of_bwd_bytes_us": bwd_copy}
         xr = x.clone().requires_grad_(True)
         cot = torch.randn_like(fn(x, w, b, t))
         for who, f in (("torch", fn), ("thunder", jfn)):
@@ -187,6 +199,11 @@ def main():
         print(f"{c['name'][:30]:30} {floor:6.1f} {tf:7.1f} {hf:7.1f} | {bfloor:6.1f} {tb:7.1f} {hb:7.1f}"
               f" | {same_copy:7.1f}   ({tf / floor:.2f}x {hf / floor:.2f}x | {tb / bfloor:.2f}x {hb / bfloor:.2f}x)"
               f"  {row['check']}", flush=True)
+        # Against a copy of the same bytes (the floor where a case is too small for the large
+        # copy's bandwidth): the forward's bytes are x's copy's unless it reads or writes more.
+        fcopy = same_copy * c["floor_elems"] / 2
+        print(f"{'':30} same-bytes copy {fcopy:6.1f} | {bwd_copy:6.1f}: thunder {hf / fcopy:.2f}x | {hb / bwd_copy:.2f}x,"
+              f" torch {tf / fcopy:.2f}x | {tb / bwd_copy:.2f}x", flush=True)
         if a.kernels:
             for who in ("torch", "thunder"):
                 for what in ("fwd_kernels", "fwd_bwd_kernels"):

@@ -52,6 +52,10 @@ pub enum Launch {
         rows_per_block: u32,
         lanes: u32,
     },
+    /// Blocks of `block` threads, `per_sm` a multiprocessor (at most one a row), each taking
+    /// rows in turn and loading its next row while it reduces this one
+    /// (`RowVector::plan_pipeline`).
+    PipelinedRows { rows: u64, block: u32, per_sm: u32 },
     /// One block of `block` threads per row, which keeps the row's re-read vectors in
     /// `shared_bytes` of dynamic shared memory (rows too long for registers).
     StagedRows {

@@ -38,6 +38,14 @@ fn grid(launch: Launch, sm_count: u32) -> (u32, u32) {
         Launch::BlockPerRow { rows, block } | Launch::StagedRows { rows, block, .. } => {
             (rows.clamp(1, cap) as u32, block)
         }
+        Launch::PipelinedRows {
+            rows,
+            block,
+            per_sm,
+        } => {
+            let blocks = u64::from(sm_count.max(1)) * u64::from(per_sm.max(1));
+            (rows.clamp(1, blocks.min(cap)) as u32, block)
+        }
         Launch::ClusterRows {
             rows,
             block,
@@ -79,6 +87,7 @@ fn has_work(launch: Launch) -> bool {
     match launch {
         Launch::Pointwise { numel, .. } => numel > 0,
         Launch::BlockPerRow { rows, .. }
+        | Launch::PipelinedRows { rows, .. }
         | Launch::StagedRows { rows, .. }
         | Launch::ClusterRows { rows, .. }
         | Launch::ColumnTiles { rows, .. }
@@ -270,6 +279,15 @@ mod tests {
         };
         assert_eq!(grid(l, 132), (7, 512));
         assert_eq!(l.shared_bytes(), 0);
+        // Eight blocks a multiprocessor take the rows in turn; fewer rows, a block each.
+        let piped = |rows| Launch::PipelinedRows {
+            rows,
+            block: 256,
+            per_sm: 8,
+        };
+        assert_eq!(grid(piped(8192), 132), (1056, 256));
+        assert_eq!(grid(piped(100), 132), (100, 256));
+        assert_eq!(grid(piped(0), 132), (1, 256));
         let l = Launch::StagedRows {
             rows: 4096,
             block: 1024,

@@ -341,7 +341,11 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
         if per_row_block && target.clusters && float_accumulators {
             v.plan_cluster(k, cols_n, &read_again, room);
         }
+        if per_row_block {
+            v.plan_pipeline(k, block);
+        }
     }
+    let pipelined = vector.as_ref().is_some_and(|v| !v.pipelined.is_empty());
     let stage_bytes = vector.as_ref().map_or(0, |v| v.stage_bytes);
     let cluster = vector.as_ref().map_or(1, |v| v.cluster);
     em.out.push_str(&header(k));
@@ -371,8 +375,9 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
     } else {
         crate::row_vector::tuning().block_min_blocks
     };
-    // A bound no multiprocessor can meet (2,048 threads) is left out.
-    if min_blocks > 0 && block * min_blocks <= 2048 {
+    // A bound no multiprocessor can meet (2,048 threads) is left out, and so is one on a
+    // pipelined row, which holds two rows' vectors and needs fewer blocks resident.
+    if min_blocks > 0 && block * min_blocks <= 2048 && !pipelined {
         sig = sig.replacen(
             &format!("__launch_bounds__({block})"),
             &format!("__launch_bounds__({block}, {min_blocks})"),
@@ -437,6 +442,9 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
                 "for (ix_t r = blockIdx.x / {cluster}; r < rows; r += gridDim.x / {cluster}) {{"
             ));
         } else {
+            if let Some(v) = vector.as_ref() {
+                v.declare_pipeline(&mut em);
+            }
             em.line("for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {");
         }
     } else if let Team::Columns { tile, team } = layout {
@@ -653,6 +661,11 @@ pub(crate) fn rows(k: &Kernel, name: &str, target: Target) -> Generated {
                 block,
                 shared_bytes: stage_bytes,
                 cluster,
+            },
+            (Team::Block { .. }, None) if pipelined => Launch::PipelinedRows {
+                rows: rows_n as u64,
+                block,
+                per_sm: crate::row_vector::tuning().pipeline_per_sm,
             },
             (Team::Block { .. }, None) if stage_bytes > 0 => Launch::StagedRows {
                 rows: rows_n as u64,

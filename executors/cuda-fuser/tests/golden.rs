@@ -69,11 +69,27 @@ fn bf16_layer_norm_is_one_kernel_computed_in_f32() {
     assert_eq!(kernels.len(), 1, "{text}");
     assert!(text.contains("bf16_to_f32("), "{text}");
     assert!(text.contains("f32_to_bf16("), "{text}");
-    // 16-byte loads, a block of 96 threads (768 / 8), twelve of them a multiprocessor, and
-    // the row read from memory once: the mean and variance passes take it from registers.
-    assert!(text.contains("__launch_bounds__(96, 12)"), "{text}");
-    assert_eq!(text.matches("cache_n0[it] = r_n0;").count(), 1, "{text}");
-    assert_eq!(text.matches("= cache_n0[it];").count(), 2, "{text}");
+    // 16-byte loads, a block of 96 threads (768 / 8), and the row read from memory once,
+    // pipelined: each block loads its first row before the row loop and its next row at the
+    // top of each, and every pass takes the row from registers. The weight and bias, the same
+    // for every row, are loaded once, before the loop.
+    assert!(text.contains("__launch_bounds__(96)"), "{text}");
+    assert_eq!(
+        text.matches("next_n0[it] = *reinterpret_cast").count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("if (r + (ix_t)gridDim.x < rows) {"), "{text}");
+    assert_eq!(text.matches("= cache_n0[it];").count(), 3, "{text}");
+    let before_loop = text.split("for (ix_t r = ").next().unwrap_or_default();
+    assert!(
+        before_loop.contains("hoist_n13[it] = *reinterpret_cast"),
+        "{text}"
+    );
+    assert!(
+        before_loop.contains("hoist_n16[it] = *reinterpret_cast"),
+        "{text}"
+    );
     check_golden("layer_norm_bf16", &text);
 }
 
@@ -138,9 +154,10 @@ fn long_rows_keep_two_vectors_a_thread_where_the_rows_fill_the_gpu() {
     let (_, launches, text) = common::generate(SOFTMAX_BF16_4096);
     assert_eq!(
         launches,
-        vec![codegen::Launch::BlockPerRow {
+        vec![codegen::Launch::PipelinedRows {
             rows: 8192,
-            block: 256
+            block: 256,
+            per_sm: 8
         }]
     );
     assert!(text.contains("uint4 cache_n0[2];"), "{text}");

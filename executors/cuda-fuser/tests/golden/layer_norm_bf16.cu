@@ -1,4 +1,4 @@
-// launch: BlockPerRow { rows: 8, block: 96 }
+// launch: PipelinedRows { rows: 8, block: 96, per_sm: 8 }
 // thunder cuda-fuser kernel over [8, 768], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -53,19 +53,41 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity) {
   return v;
 }
 typedef int ix_t;
-extern "C" __global__ void __launch_bounds__(96, 12) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
+extern "C" __global__ void __launch_bounds__(96) thunder_fused_0(const u16_t* __restrict__ in0, const u16_t* __restrict__ in1, const u16_t* __restrict__ in2, u16_t* __restrict__ out0) {
   const ix_t rows = 8, cols = 768;
   const ix_t lane = threadIdx.x, team = blockDim.x;
+  uint4 next_n0[1];
+  uint4 hoist_n13[1];
+  uint4 hoist_n16[1];
+  #pragma unroll
+  for (int it = 0; it < 1; ++it) {
+    const ix_t c0 = (lane + (ix_t)it * team) * 8;
+    if (c0 < cols) {
+      if ((ix_t)blockIdx.x < rows) next_n0[it] = *reinterpret_cast<const uint4*>(in0 + (ix_t)blockIdx.x * cols + c0);
+      hoist_n13[it] = *reinterpret_cast<const uint4*>(in1 + c0);
+      hoist_n16[it] = *reinterpret_cast<const uint4*>(in2 + c0);
+    }
+  }
   for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const ix_t i0 = r;
     uint4 cache_n0[1];
+    #pragma unroll
+    for (int it = 0; it < 1; ++it) cache_n0[it] = next_n0[it];
+    if (r + (ix_t)gridDim.x < rows) {
+      #pragma unroll
+      for (int it = 0; it < 1; ++it) {
+        const ix_t c0 = (lane + (ix_t)it * team) * 8;
+        if (c0 < cols) {
+          next_n0[it] = *reinterpret_cast<const uint4*>(in0 + (r + (ix_t)gridDim.x) * cols + c0);
+        }
+      }
+    }
     float acc2 = 0.0f;
     #pragma unroll
     for (int it = 0; it < 1; ++it) {
       const ix_t c0 = (lane + (ix_t)it * team) * 8;
       if (c0 < cols) {
-        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 768 + c0);
-        cache_n0[it] = r_n0;
+        const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
@@ -113,9 +135,9 @@ extern "C" __global__ void __launch_bounds__(96, 12) thunder_fused_0(const u16_t
       if (c0 < cols) {
         const uint4 r_n0 = cache_n0[it];
         const u16_t* e_n0 = reinterpret_cast<const u16_t*>(&r_n0);
-        const uint4 r_n13 = *reinterpret_cast<const uint4*>(in1 + 0 + c0);
+        const uint4 r_n13 = hoist_n13[it];
         const u16_t* e_n13 = reinterpret_cast<const u16_t*>(&r_n13);
-        const uint4 r_n16 = *reinterpret_cast<const uint4*>(in2 + 0 + c0);
+        const uint4 r_n16 = hoist_n16[it];
         const u16_t* e_n16 = reinterpret_cast<const u16_t*>(&r_n16);
         __align__(16) u16_t s_out0[8];
         #pragma unroll
