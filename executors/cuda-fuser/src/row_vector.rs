@@ -69,6 +69,9 @@ pub struct RowVector {
     pub hoisted: Vec<NodeId>,
 }
 
+/// The widest block whose rows [`RowVector::plan_pipeline`] pipelines.
+const MAX_PIPELINED_BLOCK: u32 = 256;
+
 /// Vectors a thread keeps in registers per cached load, and over all cached loads.
 const MAX_CACHED_VECTORS: i64 = 8;
 const MAX_CACHED_TOTAL: i64 = 16;
@@ -259,18 +262,25 @@ impl RowVector {
     /// next row's cached vectors into registers while it reduces this one, so that the row's
     /// loads are in flight during the reductions' barriers instead of after them; the loads
     /// that are the same for every row (a layer_norm's weight and bias) are loaded once,
-    /// before the row loop. Only where every cached load is laid out like the rows (its row
-    /// starts at `r * cols`) or is row-invariant, and the registers (this row's vectors, the
-    /// next row's and the hoisted ones) fit the cache's budget. On an H100
-    /// (`docs/gpu-wave/2026-11-27-s15`, the kernel lab, two runs) a bf16 layer_norm over 8192 x
-    /// 4096 went from 54.2 / 53.9 µs to 50.7 / 50.2; the same grid with the weights hoisted but
-    /// no row loaded ahead took 60.3 / 60.4.
+    /// before the row loop, instead of once a row after the reductions.
+    ///
+    /// Only where the H100 showed it pays (`docs/gpu-wave/2026-11-27-s15`): rows with a
+    /// row-invariant vector load to hoist, one row array kept (a forward), blocks of at most
+    /// 256 threads. There, bf16 layer_norm over 8192 x 4096 went from 52.0 to 48.6 µs (the
+    /// row table) and from 54.2 to 51.2 in the kernel lab, over 8192 x 2048 29.5 -> 27.8,
+    /// rms_norm 2048 28.0 -> 27.0. Without a weight (softmax: 48.2 -> 51.4), with two row
+    /// arrays (the backwards: 69.8 -> 72.3 for rms_norm) or blocks of 512 (f32 rows of 4096:
+    /// 183 -> 187-191) the smaller grid lost more than the pipeline won. Every cached load
+    /// must be laid out like the rows (a row starting at `r * cols`) or be row-invariant, and
+    /// the registers (this row's vectors, the next row's and the hoisted ones) fit the cache's
+    /// budget.
     pub fn plan_pipeline(&mut self, k: &Kernel, block: u32) {
         if !tuning().pipeline
             || self.cache == 0
             || self.peel
             || !self.staged.is_empty()
             || self.cluster > 1
+            || block > MAX_PIPELINED_BLOCK
         {
             return;
         }
@@ -291,7 +301,7 @@ impl RowVector {
                 words += 2 * need;
             }
         }
-        if pipelined.is_empty() || words > cache_budget(block) {
+        if pipelined.len() != 1 || hoisted.is_empty() || words > cache_budget(block) {
             return;
         }
         self.cached.retain(|n| !hoisted.contains(n));

@@ -154,10 +154,9 @@ fn long_rows_keep_two_vectors_a_thread_where_the_rows_fill_the_gpu() {
     let (_, launches, text) = common::generate(SOFTMAX_BF16_4096);
     assert_eq!(
         launches,
-        vec![codegen::Launch::PipelinedRows {
+        vec![codegen::Launch::BlockPerRow {
             rows: 8192,
-            block: 256,
-            per_sm: 8
+            block: 256
         }]
     );
     assert!(text.contains("uint4 cache_n0[2];"), "{text}");
@@ -169,6 +168,65 @@ fn long_rows_keep_two_vectors_a_thread_where_the_rows_fill_the_gpu() {
     assert!(text.contains("s_out0[j] = bf16_bits(v"), "{text}");
     assert!(text.contains("((v5) * (1.0f / (v7)))"), "{text}");
     check_golden("softmax_bf16_4096", &text);
+}
+
+/// A layer_norm or rms_norm of `dtype` over 8192 rows of `cols`, with its weight (and bias).
+fn norm(op: &str, dtype: &str, cols: i64) -> String {
+    let bias = op == "layer_norm";
+    let mut text = format!(
+        "def computation(x, w{}):\n  # x: \"cuda:0 {dtype}[8192, {cols}]\"\n  # w: \"cuda:0 {dtype}[{cols}]\"\n",
+        if bias { ", b" } else { "" }
+    );
+    if bias {
+        text.push_str(&format!("  # b: \"cuda:0 {dtype}[{cols}]\"\n"));
+        text.push_str(&format!(
+            "  t0 = ltorch.layer_norm(x, [{cols}], w, b, 1e-05)\n"
+        ));
+    } else {
+        text.push_str(&format!("  t0 = ltorch.rms_norm(x, [{cols}], w, 1e-06)\n"));
+    }
+    text.push_str("  return (t0,)\n");
+    text
+}
+
+/// Rows are pipelined where the H100 showed it pays (`RowVector::plan_pipeline`): a weight
+/// to hoist, one row array, blocks of at most 256. A softmax (no weight) and f32 rows of 4096
+/// (blocks of 512) keep a block a row; rows of 768 keep a warp each.
+#[test]
+fn rows_are_pipelined_where_a_weight_is_hoisted() {
+    for (op, dtype, cols, block) in [
+        ("layer_norm", "bf16", 4096, 256),
+        ("rms_norm", "bf16", 4096, 256),
+        ("layer_norm", "bf16", 2048, 128),
+        ("rms_norm", "f16", 2048, 128),
+    ] {
+        let (_, launches, text) = common::generate(&norm(op, dtype, cols));
+        assert_eq!(
+            launches,
+            vec![codegen::Launch::PipelinedRows {
+                rows: 8192,
+                block,
+                per_sm: 8
+            }],
+            "{op} {dtype} {cols}"
+        );
+        let before_loop = text.split("for (ix_t r = ").next().unwrap_or_default();
+        assert!(before_loop.contains("hoist_n"), "{text}");
+        assert!(before_loop.contains("next_n0[it] = "), "{text}");
+    }
+    let (_, launches, _) = common::generate(&norm("layer_norm", "f32", 4096));
+    assert!(
+        matches!(
+            launches[..],
+            [codegen::Launch::BlockPerRow { block: 512, .. }]
+        ),
+        "{launches:?}"
+    );
+    let (_, launches, _) = common::generate(&norm("layer_norm", "bf16", 768));
+    assert!(
+        matches!(launches[..], [codegen::Launch::WarpRows { .. }]),
+        "{launches:?}"
+    );
 }
 
 const BIAS_GRAD: &str = r#"def computation(g):

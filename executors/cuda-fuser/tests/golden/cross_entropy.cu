@@ -1,4 +1,4 @@
-// launch: PipelinedRows { rows: 32, block: 256, per_sm: 8 }
+// launch: BlockPerRow { rows: 32, block: 256 }
 // thunder cuda-fuser kernel over [32, 1000], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -56,28 +56,9 @@ typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* __restrict__ in0, const i64_t* __restrict__ in1, float* __restrict__ out0) {
   const ix_t rows = 32, cols = 1000;
   const ix_t lane = threadIdx.x, team = blockDim.x;
-  uint4 next_n0[1];
-  #pragma unroll
-  for (int it = 0; it < 1; ++it) {
-    const ix_t c0 = (lane + (ix_t)it * team) * 4;
-    if (c0 < cols) {
-      if ((ix_t)blockIdx.x < rows) next_n0[it] = *reinterpret_cast<const uint4*>(in0 + (ix_t)blockIdx.x * cols + c0);
-    }
-  }
   for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const ix_t i0 = r;
     uint4 cache_n0[1];
-    #pragma unroll
-    for (int it = 0; it < 1; ++it) cache_n0[it] = next_n0[it];
-    if (r + (ix_t)gridDim.x < rows) {
-      #pragma unroll
-      for (int it = 0; it < 1; ++it) {
-        const ix_t c0 = (lane + (ix_t)it * team) * 4;
-        if (c0 < cols) {
-          next_n0[it] = *reinterpret_cast<const uint4*>(in0 + (r + (ix_t)gridDim.x) * cols + c0);
-        }
-      }
-    }
     const i64_t v15 = in1[i0];
     const bool v16 = (v15 != ((i64_t)-100LL));
     float acc1 = -__int_as_float(0x7f800000);
@@ -86,7 +67,8 @@ extern "C" __global__ void __launch_bounds__(256) thunder_fused_0(const float* _
     for (int it = 0; it < 1; ++it) {
       const ix_t c0 = (lane + (ix_t)it * team) * 4;
       if (c0 < cols) {
-        const uint4 r_n0 = cache_n0[it];
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 1000 + c0);
+        cache_n0[it] = r_n0;
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {

@@ -1,4 +1,4 @@
-// launch: PipelinedRows { rows: 64, block: 512, per_sm: 8 }
+// launch: BlockPerRow { rows: 64, block: 512 }
 // thunder cuda-fuser kernel over [64, 4096], reducing dims [1]
 typedef unsigned char u8_t;
 typedef unsigned short u16_t;
@@ -56,34 +56,16 @@ typedef int ix_t;
 extern "C" __global__ void __launch_bounds__(512) thunder_fused_0(const float* __restrict__ in0, float* __restrict__ out0) {
   const ix_t rows = 64, cols = 4096;
   const ix_t lane = threadIdx.x, team = blockDim.x;
-  uint4 next_n0[2];
-  #pragma unroll
-  for (int it = 0; it < 2; ++it) {
-    const ix_t c0 = (lane + (ix_t)it * team) * 4;
-    if (c0 < cols) {
-      if ((ix_t)blockIdx.x < rows) next_n0[it] = *reinterpret_cast<const uint4*>(in0 + (ix_t)blockIdx.x * cols + c0);
-    }
-  }
   for (ix_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const ix_t i0 = r;
     uint4 cache_n0[2];
-    #pragma unroll
-    for (int it = 0; it < 2; ++it) cache_n0[it] = next_n0[it];
-    if (r + (ix_t)gridDim.x < rows) {
-      #pragma unroll
-      for (int it = 0; it < 2; ++it) {
-        const ix_t c0 = (lane + (ix_t)it * team) * 4;
-        if (c0 < cols) {
-          next_n0[it] = *reinterpret_cast<const uint4*>(in0 + (r + (ix_t)gridDim.x) * cols + c0);
-        }
-      }
-    }
     float acc1 = -__int_as_float(0x7f800000);
     #pragma unroll
     for (int it = 0; it < 2; ++it) {
       const ix_t c0 = (lane + (ix_t)it * team) * 4;
       if (c0 < cols) {
-        const uint4 r_n0 = cache_n0[it];
+        const uint4 r_n0 = *reinterpret_cast<const uint4*>(in0 + i0 * 4096 + c0);
+        cache_n0[it] = r_n0;
         const float* e_n0 = reinterpret_cast<const float*>(&r_n0);
         #pragma unroll
         for (int j = 0; j < 4; ++j) {
