@@ -10,12 +10,15 @@
 //! value. A 6 x 64 tile of f32 sums stays in 24 registers over the whole depth and is rounded
 //! once to bf16 (ties to even) when stored. As in oneDNN, the instruction treats bf16
 //! subnormal inputs as zero and flushes subnormal sums: values below 1.2e-38.
+//!
+//! Where the CPU has AMX (`amx.rs`), the whole 32 x 32 tiles of a full column block with a
+//! depth of whole 32-element steps run on its tiles instead, from the same packed block.
 
 use rayon::prelude::*;
 use std::arch::x86_64::*;
 
 /// Output columns per block: four vectors of sixteen.
-const NB: usize = 64;
+pub(crate) const NB: usize = 64;
 /// Output rows per register tile.
 const MR: usize = 6;
 /// Rows per task: a multiple of [`MR`]; the task's left rows (`ROWS x k` bf16) stay near L2.
@@ -220,6 +223,31 @@ unsafe fn run_block(
     // SAFETY: reads inside the operands and the packed block, writes inside rows r0..r1 and
     // columns c0..c1 of the output.
     unsafe {
+        // Whole 32 x 32 tiles on AMX where the CPU has it (a full block, a depth of whole
+        // 32-element steps); the rows left over take the kernel below.
+        if cols == NB
+            && k > 0
+            && k.is_multiple_of(32)
+            && r1 - r0 >= crate::amx::TILE
+            && crate::amx::available()
+        {
+            crate::amx::configure();
+            while i + crate::amx::TILE <= r1 {
+                for half in 0..2 {
+                    let c = c0 + crate::amx::TILE * half;
+                    crate::amx::tile_32x32(
+                        x.a.add(i * x.lda),
+                        x.lda,
+                        packed.add(crate::amx::TILE * half),
+                        k,
+                        x.out.add(i * x.ldo + c),
+                        x.ldo,
+                    );
+                }
+                i += crate::amx::TILE;
+            }
+            crate::amx::release();
+        }
         while i < r1 {
             let r = MR.min(r1 - i);
             match r {

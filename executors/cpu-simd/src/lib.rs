@@ -33,6 +33,8 @@
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
 mod attn;
 mod attn_bwd;
 mod attn_match;

@@ -105,6 +105,11 @@ fn half_products_round_the_exact_sum_once() {
             // Deep enough that the rows come in several groups: every block packed once and
             // shared (bf16 on AVX-512-BF16).
             (&[][..], 400, 3000, 70),
+            // Whole 32 x 32 tiles (bf16 on AMX, where the CPU has it) beside rows and columns
+            // left over (the AVX-512-BF16 kernel), a depth of whole 32-element steps.
+            (&[][..], 70, 96, 130),
+            (&[2][..], 64, 1024, 128),
+            (&[][..], 33, 32, 64),
         ] {
             let mut t = Tb::default();
             let dims = |x: usize, y: usize| {
@@ -589,5 +594,57 @@ fn half_converts_are_claimed_beside_products_but_f32_converts_are_not() {
     assert_eq!(
         exec.claim(&view).expect("claim"),
         vec![vec![0, 1], vec![2, 3]]
+    );
+}
+
+/// AMX's tiles against the exact sum, called directly (the products above reach them through
+/// `bf16_gemm` only where the CPU has AMX). Where it has none this says so and checks nothing;
+/// `THUNDER_REQUIRE_AMX=1` (the device check, `scripts/gpu/amx_check.sh`) makes that a failure.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn amx_tiles_sum_exactly_where_the_cpu_has_them() {
+    if !crate::amx::available() {
+        assert_ne!(
+            std::env::var("THUNDER_REQUIRE_AMX").as_deref(),
+            Ok("1"),
+            "THUNDER_REQUIRE_AMX=1 but this CPU or OS gives no AMX"
+        );
+        eprintln!("amx_tiles_sum_exactly_where_the_cpu_has_them: no AMX here, nothing checked");
+        return;
+    }
+    let (m, k, n) = (32usize, 96usize, 64usize);
+    let (xa, xb) = (halves(m * k, 3), halves(k * n, 4));
+    let bits = |x: &[f32]| -> Vec<u16> { x.iter().map(|&v| to_bits(DTypeCode::BF16, v)).collect() };
+    let (a, b) = (bits(&xa), bits(&xb));
+    // The packed block: depth pairs side by side, 64 columns a row.
+    let mut packed = vec![0u32; k / 2 * crate::bf16_gemm::NB];
+    for pp in 0..k / 2 {
+        for j in 0..n {
+            packed[pp * crate::bf16_gemm::NB + j] =
+                u32::from(b[2 * pp * n + j]) | u32::from(b[(2 * pp + 1) * n + j]) << 16;
+        }
+    }
+    let mut out = vec![0u16; m * n];
+    // SAFETY: AMX is available; each call reads 32 rows of k, the packed rows, and writes a
+    // 32 x 32 tile inside `out`.
+    unsafe {
+        crate::amx::configure();
+        for half in 0..2 {
+            crate::amx::tile_32x32(
+                a.as_ptr(),
+                k,
+                packed.as_ptr().add(32 * half),
+                k,
+                out.as_mut_ptr().add(32 * half),
+                n,
+            );
+        }
+        crate::amx::release();
+    }
+    let got: Vec<f32> = out.iter().map(|&h| from_bits(DTypeCode::BF16, h)).collect();
+    check(
+        &got,
+        &reference(DTypeCode::BF16, &xa, &xb, (1, m, k, n)),
+        "AMX 32 x 96 @ 96 x 64",
     );
 }
