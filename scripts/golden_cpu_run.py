@@ -171,6 +171,13 @@ def check_rel(label, got, want, ulps):
     return ok
 
 
+def layer_norm_ref(x, w, b):
+    """layer_norm of bf16 rows `x` (eps 1e-5) with bf16 weight and bias, in f64."""
+    xf = unbf16(x).astype(np.float64)
+    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
+    return want * unbf16(w) + unbf16(b)
+
+
 def rows_kernels():
     """Row kernels with shuffles (a warp per row; a block of four-vector threads), against
     numpy in f64, each on a small grid (warps and blocks take many rows in turn)."""
@@ -178,18 +185,14 @@ def rows_kernels():
     x = bf16(rng.standard_normal((8192, 768), dtype=np.float32))
     w = bf16(rng.standard_normal(768, dtype=np.float32))
     b = bf16(rng.standard_normal(768, dtype=np.float32))
-    xf = unbf16(x).astype(np.float64)
-    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
-    want = want * unbf16(w) + unbf16(b)
+    want = layer_norm_ref(x, w, b)
     for cap in (5, 10**9):
         (o0,), info = run('layer_norm_bf16_gpt2', [(x, 0), (w, 0), (b, 0)], [((8192, 768), np.uint16)], cap)
         print('layer_norm_bf16_gpt2', info)
         ok &= check_rel('layer_norm', unbf16(o0), want, 1.01)
     # Half-warp teams over 8191 rows: the last warp's second half-warp has no row of its own.
     x = bf16(rng.standard_normal((8191, 768), dtype=np.float32))
-    xf = unbf16(x).astype(np.float64)
-    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
-    want = want * unbf16(w) + unbf16(b)
+    want = layer_norm_ref(x, w, b)
     for cap in (5, 10**9):
         (o0,), info = run('layer_norm_bf16_half_warp', [(x, 0), (w, 0), (b, 0)], [((8191, 768), np.uint16)], cap)
         print('layer_norm_bf16_half_warp', info)
@@ -197,9 +200,7 @@ def rows_kernels():
     # A pipelined block per row (8 rows of 768): the weight and bias loaded once before the
     # row loop; on a grid of 3 each block loads its next row while it reduces this one.
     x = bf16(rng.standard_normal((8, 768), dtype=np.float32) * 2 + 1)
-    xf = unbf16(x).astype(np.float64)
-    want = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5)
-    want = want * unbf16(w) + unbf16(b)
+    want = layer_norm_ref(x, w, b)
     for cap in (3, 10**9):
         (o0,), info = run('layer_norm_bf16', [(x, 0), (w, 0), (b, 0)], [((8, 768), np.uint16)], cap)
         print('layer_norm_bf16', info)
