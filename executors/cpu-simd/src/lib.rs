@@ -27,8 +27,8 @@
 //! - **slices** as views of their input, **pads** and **cats** as strided copies (`movement.rs`);
 //! - **bf16 and f16** products, transposes and broadcasts (views), and converts to and from
 //!   f32, as regions of their own: products on AVX-512-BF16 through a `vdpbf16ps` kernel
-//!   (`bf16_gemm.rs`), else on operands widened to f32 blocks for the f32 GEMM, one rounding
-//!   at the end (`half_gemm.rs`).
+//!   (`bf16_gemm.rs`), whole 32 x 32 tiles on AMX where the CPU has it (`amx.rs`), else on
+//!   operands widened to f32 blocks for the f32 GEMM, one rounding at the end (`half_gemm.rs`).
 //!
 //! Results agree with the reference interpreter within a few ulp (see `ops.rs`).
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
