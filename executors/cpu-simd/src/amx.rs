@@ -24,8 +24,8 @@ use std::arch::x86_64::*;
 
 /// Output rows and columns of one AMX step: 2 x 2 tiles of 16 x 16.
 pub(crate) const TILE: usize = 32;
-/// Depth of one `tdpbf16ps`: 32 bf16 (16 pairs).
-const DEPTH: usize = 32;
+/// Depth of one `tdpbf16ps`: 32 bf16 (16 pairs); [`tile_32x32`] takes whole steps of it.
+pub(crate) const DEPTH: usize = 32;
 
 /// Whether this CPU and OS run [`tile_32x32`]: AMX-TILE and AMX-BF16 in CPUID, the tile state
 /// enabled in XCR0, Linux's permission granted, AVX-512-BF16 (the path the edges take, and

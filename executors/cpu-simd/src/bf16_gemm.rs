@@ -224,10 +224,10 @@ unsafe fn run_block(
     // columns c0..c1 of the output.
     unsafe {
         // Whole 32 x 32 tiles on AMX where the CPU has it (a full block, a depth of whole
-        // 32-element steps); the rows left over take the kernel below.
+        // AMX steps); the rows left over take the kernel below.
         if cols == NB
             && k > 0
-            && k.is_multiple_of(32)
+            && k.is_multiple_of(crate::amx::DEPTH)
             && r1 - r0 >= crate::amx::TILE
             && crate::amx::available()
         {

@@ -90,6 +90,11 @@ fn vector_words(k: &Kernel, input: usize, width: u32) -> i64 {
     (k.inputs[input].dtype.size_bytes() as i64 * i64::from(width) + 3) / 4
 }
 
+/// The C type one vector of `width` elements of kernel input `input` is loaded as.
+fn vector_raw(k: &Kernel, input: usize, width: u32) -> &'static str {
+    raw_type(k.inputs[input].dtype.size_bytes() * width as usize)
+}
+
 impl RowVector {
     /// A plan that keeps nothing between passes (until [`Self::plan_cache`] and
     /// [`Self::plan_stage`]).
@@ -351,7 +356,7 @@ impl RowVector {
         }
         let mut copies = Vec::new();
         for (n, input, kept_strides) in &self.loads {
-            let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
+            let raw = vector_raw(k, *input, self.width);
             if let Some((_, at)) = self.staged.iter().find(|(m, _)| m == n) {
                 em.line(&format!(
                     "{raw}* const stage_n{n} = reinterpret_cast<{raw}*>(row_stage + {at});"
@@ -390,15 +395,7 @@ impl RowVector {
     /// The `it` loop over a thread's cached vectors of a row, `body` emitting each vector's
     /// statement (its column `c0` defined, inside the row).
     fn each_vector(&self, em: &mut Emitter, body: &dyn Fn(&mut Emitter)) {
-        em.line("#pragma unroll");
-        em.line(&format!("for (int it = 0; it < {}; ++it) {{", self.cache));
-        em.indent += 1;
-        em.line(&format!(
-            "const ix_t c0 = (lane + (ix_t)it * team) * {};",
-            self.width
-        ));
-        em.line("if (c0 < cols) {");
-        em.indent += 1;
+        open_cached_vectors(em, self, "", None, "cols");
         body(em);
         em.indent -= 1;
         em.line("}");
@@ -415,7 +412,7 @@ impl RowVector {
         let k = em.k;
         let mut loads = Vec::new();
         for (n, input, _) in &self.loads {
-            let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
+            let raw = vector_raw(k, *input, self.width);
             if self.hoisted.contains(n) {
                 em.line(&format!("{raw} hoist_n{n}[{}];", self.cache));
                 loads.push(format!(
@@ -424,7 +421,8 @@ impl RowVector {
             } else if self.pipelined.contains(n) {
                 em.line(&format!("{raw} next_n{n}[{}];", self.cache));
                 loads.push(format!(
-                    "if ((ix_t)blockIdx.x < rows) next_n{n}[it] = *reinterpret_cast<const {raw}*>(in{input} + (ix_t)blockIdx.x * cols + c0);"
+                    "if ((ix_t)blockIdx.x < rows) {}",
+                    row_ahead_load(*n, *input, raw, "(ix_t)blockIdx.x")
                 ));
             }
         }
@@ -445,15 +443,13 @@ impl RowVector {
             if !self.pipelined.contains(n) {
                 continue;
             }
-            let raw = raw_type(k.inputs[*input].dtype.size_bytes() * self.width as usize);
+            let raw = vector_raw(k, *input, self.width);
             em.line("#pragma unroll");
             em.line(&format!(
                 "for (int it = 0; it < {c}; ++it) cache_n{n}[it] = next_n{n}[it];"
             ));
             em.cache_loaded.insert(*n);
-            loads.push(format!(
-                "next_n{n}[it] = *reinterpret_cast<const {raw}*>(in{input} + (r + (ix_t)gridDim.x) * cols + c0);"
-            ));
+            loads.push(row_ahead_load(*n, *input, raw, "(r + (ix_t)gridDim.x)"));
         }
         em.line("if (r + (ix_t)gridDim.x < rows) {");
         em.indent += 1;
@@ -465,6 +461,36 @@ impl RowVector {
         em.indent -= 1;
         em.line("}");
     }
+}
+
+/// Opens the `it` loop over a thread's cached vectors of a row and its guard (two levels):
+/// each vector's column `c0` counted from `first`, then the line `extra` (if any), then
+/// `if (c0 < end)`.
+fn open_cached_vectors(
+    em: &mut Emitter,
+    v: &RowVector,
+    first: &str,
+    extra: Option<&str>,
+    end: &str,
+) {
+    em.line("#pragma unroll");
+    em.line(&format!("for (int it = 0; it < {}; ++it) {{", v.cache));
+    em.indent += 1;
+    em.line(&format!(
+        "const ix_t c0 = {first}(lane + (ix_t)it * team) * {};",
+        v.width
+    ));
+    if let Some(line) = extra {
+        em.line(line);
+    }
+    em.line(&format!("if (c0 < {end}) {{"));
+    em.indent += 1;
+}
+
+/// The statement loading pipelined load `n` (kernel input `input`, vectors of type `raw`) of
+/// row `row` into `next_n<n>` (rows laid out contiguously, `cols` apart).
+fn row_ahead_load(n: NodeId, input: usize, raw: &str, row: &str) -> String {
+    format!("next_n{n}[it] = *reinterpret_cast<const {raw}*>(in{input} + {row} * cols + c0);")
 }
 
 /// The offset of the current row's start in a load with strides `kept_strides` over the kept
@@ -839,22 +865,13 @@ pub(crate) fn open(
     let k = em.k;
     let w = v.width;
     let nest = if v.cache > 0 {
-        em.line("#pragma unroll");
-        em.line(&format!("for (int it = 0; it < {}; ++it) {{", v.cache));
-        em.indent += 1;
         let (first, end) = if v.peel {
             ("head + ", "body_end")
         } else {
             ("", "cols")
         };
-        em.line(&format!(
-            "const ix_t c0 = {first}(lane + (ix_t)it * team) * {w};"
-        ));
-        if !v.staged.is_empty() {
-            em.line("const ix_t slot = lane + (ix_t)it * team;");
-        }
-        em.line(&format!("if (c0 < {end}) {{"));
-        em.indent += 1;
+        let slot = (!v.staged.is_empty()).then_some("const ix_t slot = lane + (ix_t)it * team;");
+        open_cached_vectors(em, v, first, slot, end);
         3
     } else {
         let (start, end, first) = v.strided_walk();
@@ -882,7 +899,7 @@ pub(crate) fn open(
     let needed = loads_of(k, roots);
     for (n, input, kept_strides) in &v.loads {
         let d = k.inputs[*input].dtype;
-        let raw = raw_type(d.size_bytes() * w as usize);
+        let raw = vector_raw(k, *input, w);
         if !needed.contains(n) {
             if v.prefetch.contains(n) && !em.cache_loaded.contains(n) {
                 let row = row_start(em, kept_strides);
