@@ -124,13 +124,14 @@ pub(crate) fn trace() -> bool {
     *TRACE.get_or_init(|| std::env::var_os("THUNDER_CPU_SIMD_TRACE").is_some())
 }
 
-/// Whether single-chain groups run in vector registers (`THUNDER_CPU_SIMD_CHAIN=0` turns it
-/// off, for comparing with the tile path).
+/// Whether short rows share tiles (`THUNDER_CPU_SIMD_ROWS=0` turns it off).
 fn rows_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_ROWS").as_deref() != Ok("0"))
 }
 
+/// Whether single-chain groups run in vector registers (`THUNDER_CPU_SIMD_CHAIN=0` turns it
+/// off, for comparing with the tile path).
 fn chain_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_CHAIN").as_deref() != Ok("0"))
@@ -214,11 +215,17 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
             && isa_level() >= 1
             && chain_enabled()
         {
+            let mut fresh = false;
             ctx.chain = plan
                 .chain
-                .get_or_init(|| crate::chain::chain_of(plan, &ctx.last))
+                .get_or_init(|| {
+                    fresh = true;
+                    crate::chain::chain_of(plan, &ctx.last)
+                })
                 .as_ref();
-            if trace() {
+            // Once per group: printed on every run, the line's formatting and write were
+            // most of a small group's traced time.
+            if fresh && trace() {
                 if let Some(c) = &ctx.chain {
                     eprintln!("cpu-simd group runs as a chain: {c:?}");
                 }
