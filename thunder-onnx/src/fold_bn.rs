@@ -28,12 +28,12 @@ fn attr_i(node: &NodeProto, name: &str, default: i64) -> i64 {
         .map_or(default, |a| a.i)
 }
 
-fn is_default_domain(node: &NodeProto) -> bool {
+pub(crate) fn is_default_domain(node: &NodeProto) -> bool {
     node.domain.is_empty() || node.domain == "ai.onnx"
 }
 
 /// A name no initializer, node output or graph value uses yet.
-fn fresh(base: &str, taken: &mut HashSet<String>) -> String {
+pub(crate) fn fresh(base: &str, taken: &mut HashSet<String>) -> String {
     let mut name = base.to_string();
     let mut k = 1;
     while !taken.insert(name.clone()) {

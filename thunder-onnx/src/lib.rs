@@ -16,6 +16,7 @@
 #![deny(clippy::todo, clippy::unimplemented, clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod conv_layout;
 pub mod error;
 mod fold_bn;
 mod import;

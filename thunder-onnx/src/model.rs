@@ -48,7 +48,7 @@ impl std::fmt::Display for InputSpec {
 
 /// A decoded model: the graph, its opsets, inputs and initializers (read once, shared by
 /// every specialisation).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct OnnxModel {
     pub path: PathBuf,
     pub graph: GraphProto,

@@ -6,7 +6,7 @@ use crate::error::{OnnxError, Result};
 use crate::import::{import, Imported};
 use crate::model::{Dim, OnnxModel};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 use thunder_core::ir::TensorType;
 use thunder_core::runtime::CompiledProgram;
@@ -32,6 +32,9 @@ pub struct Specialization {
 
 pub struct OnnxSession {
     model: OnnxModel,
+    /// The model as CPU specialisations import it: its convolution weights laid out for the
+    /// CPU executors once (`conv_layout.rs`), on the first CPU specialisation.
+    cpu_model: OnceLock<OnnxModel>,
     host: Arc<PluginHost>,
     /// Where the program runs: weights are copied there once per specialisation, inputs on
     /// each call; outputs stay there.
@@ -44,6 +47,7 @@ impl OnnxSession {
     pub fn new(model: OnnxModel, host: Arc<PluginHost>) -> Self {
         OnnxSession {
             model,
+            cpu_model: OnceLock::new(),
             host,
             device: Device::Cpu,
             cache: RwLock::new(Vec::new()),
@@ -134,7 +138,20 @@ impl OnnxSession {
         }
         self.check_inputs(types)?;
         let t0 = Instant::now();
-        let mut imported = import(&self.model, types)?;
+        let model = if self.device == Device::Cpu && crate::conv_layout::enabled() {
+            self.cpu_model.get_or_init(|| {
+                let mut m = self.model.clone();
+                let n = crate::conv_layout::channels_last_conv_weights(&mut m);
+                tracing::debug!(
+                    weights = n,
+                    "convolution weights stored with output channels last"
+                );
+                m
+            })
+        } else {
+            &self.model
+        };
+        let mut imported = import(model, types)?;
         if self.device != Device::Cpu {
             imported.trace = imported.trace.on_device(self.device);
             imported.weights = imported

@@ -21,7 +21,7 @@ use crate::vmath;
 use std::arch::x86_64::*;
 
 /// Depth per block of [`product`].
-const KC: usize = 256;
+pub(crate) const KC: usize = 256;
 
 /// A strided matrix: element `(i, p)` at `p + i * rs + p * cs` (elements).
 #[derive(Clone, Copy)]
@@ -254,7 +254,7 @@ pub(crate) unsafe fn contiguous_rows(
 /// The transpose of a 16 x 16 block held as 16 row vectors: element `c` of output `r` is
 /// element `r` of input `c`.
 #[target_feature(enable = "avx512f,avx2,fma")]
-fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
+pub(crate) fn transpose16(r: [__m512; 16]) -> [__m512; 16] {
     // Interleave pairs of rows, then pairs of pairs, then 128-bit lanes twice.
     let t: [__m512; 16] = std::array::from_fn(|i| {
         let (a, b) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);

@@ -157,9 +157,31 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
         }
     };
     let weights = Ptr(weights as *mut T);
+    // f32 weights with their output channels contiguous: the product with the channels
+    // along the lanes (`conv_comajor.rs`), reading them in place.
+    #[cfg(target_arch = "x86_64")]
+    let co_major = w_rs == 1
+        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        && crate::conv_comajor::enabled()
+        && (g.direct || (g.k > 1 && g.s_out >= IMPLICIT_MIN_POSITIONS));
     let threads = rayon::current_num_threads();
     let (per_block, blocks) = g.blocks(std::mem::size_of::<T>(), n * g.groups, threads);
     let tasks = n * g.groups * blocks;
+    #[cfg(target_arch = "x86_64")]
+    if co_major && !g.direct && implicit_applies(p, &g) {
+        // SAFETY: as above; T is f32 (checked with `co_major`).
+        return unsafe {
+            run_implicit(
+                p,
+                bufs,
+                &g,
+                weights.get() as *const f32,
+                w_cs,
+                per_block,
+                blocks,
+            )
+        };
+    }
     // The largest block's column matrix (nothing for the direct path, which reads in place).
     let max_col = if g.direct {
         0
@@ -197,6 +219,21 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
             // SAFETY: see above; rows `m` of this block are written by this call only.
             unsafe {
                 let dst = out.get().add((b * g.c_out + oc0) * g.s_out + s0);
+                #[cfg(target_arch = "x86_64")]
+                if co_major {
+                    // T is f32 (checked with `co_major`).
+                    crate::conv_comajor::product(
+                        (m.len(), cols, g.ck),
+                        rhs.get() as *const f32,
+                        rhs_rs,
+                        weights.get().offset(oc0 as isize * w_rs) as *const f32,
+                        w_cs,
+                        dst as *mut f32,
+                        g.s_out as isize,
+                    );
+                    epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
+                    return;
+                }
                 gemm::gemm(
                     m.len(),
                     cols,
@@ -248,6 +285,172 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
             (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, true))
         });
     }
+}
+
+/// Fewest output positions a convolution with output-channel-contiguous weights and a kernel
+/// of more than one element needs to run on `conv_comajor` (below it, the crate): in
+/// ResNet-50 b1 (2 threads, AMD EPYC Zen 5) its 3x3s at 56 x 56 and 28 x 28 ran 0.87-0.90x
+/// the crate's time there, at 14 x 14 (196 positions) 1.03x, at 7 x 7 1.18-1.21x.
+#[cfg(target_arch = "x86_64")]
+const IMPLICIT_MIN_POSITIONS: usize = 100;
+
+/// Whether a convolution with output-channel-contiguous f32 weights reads its columns in
+/// place from a zero-bordered copy of its input: 2-D, with enough output positions.
+#[cfg(target_arch = "x86_64")]
+fn implicit_applies(p: &ConvPlan, g: &Geo) -> bool {
+    p.a_shape.len() == 4
+        && g.s_out >= IMPLICIT_MIN_POSITIONS
+        && std::env::var("THUNDER_CPU_SIMD_CONV_IMPLICIT").as_deref() != Ok("0")
+}
+
+/// The convolution on `conv_comajor`'s implicit product: the input copied once into a
+/// zero-bordered `[N, C_in, H + 2 p_h, W + 2 p_w]` buffer, then each task (batch item, group
+/// and block of output rows) multiplies its positions against the weights read in place
+/// (`w`, output channels contiguous, depth rows `w_cs` apart), split over the output channels
+/// when there are too few tasks for the threads, as `run_typed` does.
+///
+/// # Safety
+/// As for `run_typed`; the CPU has AVX-512F (`conv_comajor::enabled`).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_implicit(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    g: &Geo,
+    w: *const f32,
+    w_cs: isize,
+    per_block: usize,
+    blocks: usize,
+) {
+    use crate::conv_comajor::{product_implicit, Implicit};
+    let n = p.out_shape[0];
+    let (c_in, h, wd) = (p.a_shape[1], p.a_shape[2], p.a_shape[3]);
+    let (ph, pw) = (p.geom.padding[0], p.geom.padding[1]);
+    let (hp, wp) = (h + 2 * ph, wd + 2 * pw);
+    let plane = hp * wp;
+    let (kh, kw) = (p.w_shape[2], p.w_shape[3]);
+    let (dh, dw) = (p.geom.dilation[0] as isize, p.geom.dilation[1] as isize);
+    let (sh, sw) = (p.geom.stride[0] as isize, p.geom.stride[1] as isize);
+    // Column `ci * K + i * kw + j` of the weight matrix reads channel `ci`, kernel row `i`,
+    // column `j`.
+    let off: Vec<isize> = (0..g.ck)
+        .map(|q| {
+            let (ci, kk) = (q / g.k, q % g.k);
+            (ci * plane) as isize + (kk / kw) as isize * dh * wp as isize + (kk % kw) as isize * dw
+        })
+        .collect();
+    debug_assert_eq!(g.k, kh * kw);
+    let out = Ptr(bufs.ptr(p.out) as *mut f32);
+    let w = Ptr(w as *mut f32);
+    with_padded(n * c_in * plane, |padded| {
+        // SAFETY: the input's layout addresses N x C_in x H x W elements.
+        unsafe { pad_input(p, bufs, (hp, wp), padded) };
+        let padded = Ptr(padded.as_mut_ptr());
+        let threads = rayon::current_num_threads();
+        let tasks = n * g.groups * blocks;
+        let task = |t: usize, m_range: std::ops::Range<usize>, par: bool| {
+            let (b, rest) = (t / (g.groups * blocks), t % (g.groups * blocks));
+            let (gi, blk) = (rest / blocks, rest % blocks);
+            let r0 = blk * per_block;
+            let r1 = (r0 + per_block).min(g.rows);
+            let (s0, cols) = (r0 * g.width, (r1 - r0) * g.width);
+            let pos: Vec<isize> = (s0..s0 + cols)
+                .map(|s| (s / g.width) as isize * sh * wp as isize + (s % g.width) as isize * sw)
+                .collect();
+            // SAFETY: this batch item's and group's channels of the padded input.
+            let x = Ptr(unsafe { padded.get().add((b * c_in + gi * g.cg_in) * plane) });
+            let run_rows = |m: std::ops::Range<usize>| {
+                let oc0 = gi * g.cg_out + m.start;
+                // SAFETY: as for `run_typed`; rows `m` of this block are this call's alone,
+                // and every position's window lies inside the padded planes.
+                unsafe {
+                    let dst = out.get().add((b * g.c_out + oc0) * g.s_out + s0);
+                    product_implicit(
+                        m.len(),
+                        Implicit {
+                            x: x.get(),
+                            pos: &pos,
+                            off: &off,
+                        },
+                        w.get().add(oc0),
+                        w_cs,
+                        dst,
+                        g.s_out as isize,
+                    );
+                    epilogue(p, bufs, g, out, b, oc0..oc0 + m.len(), s0, cols);
+                }
+            };
+            if par {
+                let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
+                let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
+                let starts: Vec<usize> = m_range.clone().step_by(step).collect();
+                starts
+                    .into_par_iter()
+                    .for_each(|m0| run_rows(m0..(m0 + step).min(m_range.end)));
+            } else {
+                run_rows(m_range);
+            }
+        };
+        let macs = g.cg_out * g.s_out * g.ck * n * g.groups;
+        if threads <= 1 || macs < (1 << 22) {
+            (0..tasks).for_each(|t| task(t, 0..g.cg_out, false));
+        } else if tasks >= 2 * threads || tasks.is_multiple_of(threads) {
+            (0..tasks)
+                .into_par_iter()
+                .for_each(|t| task(t, 0..g.cg_out, false));
+        } else {
+            (0..tasks).for_each(|t| task(t, 0..g.cg_out, true));
+        }
+    });
+}
+
+/// Copies the input (`[N, C_in, H, W]`, any strides) into `dst` as contiguous planes of
+/// `hp x wp` with the padding zeroed, channel planes in parallel.
+///
+/// # Safety
+/// As for `run_typed`; `dst` holds `N * C_in * hp * wp` floats.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pad_input(p: &ConvPlan, bufs: &Bufs, (hp, wp): (usize, usize), dst: &mut [f32]) {
+    let (c_in, h, wd) = (p.a_shape[1], p.a_shape[2], p.a_shape[3]);
+    let (ph, pw) = (p.geom.padding[0], p.geom.padding[1]);
+    let a = &p.a.1;
+    let src = Ptr(bufs.ptr(p.a.0) as *mut f32);
+    dst.par_chunks_mut(hp * wp)
+        .enumerate()
+        .for_each(|(i, plane)| {
+            let (b, c) = (i / c_in, i % c_in);
+            let base = a.offset + b as i64 * a.strides[0] + c as i64 * a.strides[1];
+            plane[..ph * wp].fill(0.0);
+            plane[(ph + h) * wp..].fill(0.0);
+            for y in 0..h {
+                let row = &mut plane[(ph + y) * wp..(ph + y + 1) * wp];
+                row[..pw].fill(0.0);
+                row[pw + wd..].fill(0.0);
+                let at = base + y as i64 * a.strides[2];
+                for (x, v) in row[pw..pw + wd].iter_mut().enumerate() {
+                    // SAFETY: inside the input's layout (see above).
+                    *v = unsafe { *src.get().offset((at + x as i64 * a.strides[3]) as isize) };
+                }
+            }
+        });
+}
+
+/// Runs `f` on this thread's kept buffer for a padded input (grown when too small; every
+/// element is written by `pad_input` before it is read), or a fresh one while it is in use.
+#[cfg(target_arch = "x86_64")]
+fn with_padded<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    thread_local! {
+        static PADDED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    PADDED.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut kept) => {
+            if kept.len() < n {
+                kept.resize(n, 0.0);
+            }
+            f(&mut kept[..n])
+        }
+        Err(_) => f(&mut vec![0.0; n]),
+    })
 }
 
 /// Runs `f` on a column buffer of `n` elements: this thread's kept buffer (grown when too

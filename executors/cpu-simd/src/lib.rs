@@ -45,6 +45,8 @@ mod bf16_gemm;
 mod chain;
 mod chain_fuse;
 mod conv;
+#[cfg(target_arch = "x86_64")]
+mod conv_comajor;
 mod conv_run;
 mod decode;
 mod decode_shape;

@@ -523,3 +523,35 @@ fn weights_in_another_order_are_read_as_a_strided_gemm_operand() {
         check(&c, Tail::AddRelu);
     }
 }
+
+#[test]
+fn output_channel_contiguous_weights_read_the_columns_in_place() {
+    // 2-D convolutions with a kernel of more than one element and at least 400 output
+    // positions: with `[C_in/G, *K, C_out]` weights, AVX-512 runs them on
+    // `conv_comajor::product_implicit` (the zero-bordered input read through offsets, the
+    // output channels along the lanes). Channel counts off the 16-lane vectors and the
+    // 64-channel groups, depths over one 256-deep block, more positions than one chunk of
+    // the transposed output, strides, dilations, groups and a one-column kernel.
+    let cases = [
+        case(2, 40, 136, &[25, 25], &[3, 3]).pad(&[1, 1]),
+        case(1, 6, 20, &[41, 43], &[3, 3])
+            .stride(&[2, 2])
+            .pad(&[1, 1]),
+        case(1, 8, 24, &[24, 26], &[3, 3]).dil(&[2, 2]).pad(&[2, 2]),
+        case(1, 16, 32, &[22, 22], &[3, 3]).pad(&[1, 1]).groups(4),
+        case(1, 3, 64, &[45, 45], &[7, 7])
+            .stride(&[2, 2])
+            .pad(&[3, 3]),
+        case(1, 5, 17, &[30, 20], &[3, 1]).pad(&[1, 0]).no_bias(),
+    ];
+    for c in &cases {
+        assert!(
+            c.out_spatial().iter().product::<usize>() >= 400,
+            "{:?}",
+            c.out_spatial()
+        );
+        let c = c.clone().channels_last_weights();
+        check(&c, Tail::None);
+        check(&c, Tail::AddRelu);
+    }
+}
