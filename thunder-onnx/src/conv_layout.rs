@@ -32,9 +32,26 @@ const MAX_BYTES: usize = 1 << 20;
 /// `AttributeProto.AttributeType` INTS.
 const INTS: i32 = 7;
 
-/// Whether CPU sessions lay their convolution weights out (`THUNDER_ONNX_CONV_LAYOUT=0`: no).
+/// Whether CPU sessions lay their convolution weights out: where the CPU has AVX-512, which
+/// cpu-simd's lane-per-channel product needs (elsewhere the crate would read the laid-out
+/// weights as a strided operand, a few percent slower than PyTorch's layout);
+/// `THUNDER_ONNX_CONV_LAYOUT=0` turns it off, `=1` on anywhere.
 pub(crate) fn enabled() -> bool {
-    std::env::var("THUNDER_ONNX_CONV_LAYOUT").as_deref() != Ok("0")
+    match std::env::var("THUNDER_ONNX_CONV_LAYOUT").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => avx512(),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    is_x86_feature_detected!("avx512f")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn avx512() -> bool {
+    false
 }
 
 /// Stores every eligible Conv weight of `model` with its output channels last (see the
