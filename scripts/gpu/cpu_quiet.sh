@@ -6,23 +6,14 @@
 # on the device with carry [".gpu-bin"]:  bash scripts/gpu/cpu_quiet.sh .gpu-bin
 # CORES=2,3 picks the cores, ONLY=minilm,gpt2,resnet50 the ONNX models, SKIP_ONNX=1 skips them.
 set -uo pipefail
+source "$(dirname "$0")/cpu_config.sh"
 bin="$(cd "${1:-.gpu-bin}" && pwd)"
 out="${OUT:-gpu-out}"
 cores="${CORES:-2,3}"
 here="$(dirname "$0")"
 mkdir -p "$out"
 cfg="$out/plugins-cpu.toml"
-cat > "$cfg" <<TOML
-plugin_dirs = []
-[[executor]]
-name = "cpu-simd"
-library = "$bin/libthunder_cpu_simd.so"
-priority = 20
-[[executor]]
-name = "interpreter"
-library = "$bin/libthunder_interpreter.so"
-priority = 0
-TOML
+cpu_config "$bin" "$cfg"
 status=0
 echo "== cores $cores: $(lscpu | sed -n 's/^Model name: *//p')"
 taskset -c "$cores" "$bin/thunder" --config "$cfg" bench --json --min-time 1 > "$out/cpu_bench.json" || status=$?

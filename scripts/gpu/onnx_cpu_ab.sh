@@ -9,22 +9,13 @@
 #       target/release/libthunder_interpreter.so .gpu-cpu/
 # Prints each round's onnx_peer lines prefixed with VAR=value; the models are exported once.
 set -uo pipefail
+source "$(dirname "$0")/cpu_config.sh"
 bin="$(cd "$1" && pwd)"
 out="${OUT:-gpu-out}"
 cores="${CORES:-2,3}"
 mkdir -p "$out"
 cfg="$bin/plugins-cpu.toml"
-cat > "$cfg" <<TOML
-plugin_dirs = []
-[[executor]]
-name = "cpu-simd"
-library = "$bin/libthunder_cpu_simd.so"
-priority = 20
-[[executor]]
-name = "interpreter"
-library = "$bin/libthunder_interpreter.so"
-priority = 0
-TOML
+cpu_config "$bin" "$cfg"
 echo "== $bin on cores $cores (lscpu: $(lscpu | sed -n 's/^Model name: *//p'))"
 status=0
 for r in $(seq "${ROUNDS:-3}"); do

@@ -11,6 +11,7 @@
 # their ratio, thunder's first call split into load / translate / compile, and the largest
 # output difference against ORT. ONLY=minilm,gpt2,resnet50 limits the models; CORES=2,3 the cores.
 set -uo pipefail
+source "$(dirname "$0")/cpu_config.sh"
 out="${OUT:-gpu-out}"
 cores="${CORES:-2,3}"
 mkdir -p "$out"
@@ -18,17 +19,7 @@ status=0
 for bin in "$@"; do
   bin="$(cd "$bin" && pwd)"
   cfg="$bin/plugins-cpu.toml"
-  cat > "$cfg" <<TOML
-plugin_dirs = []
-[[executor]]
-name = "cpu-simd"
-library = "$bin/libthunder_cpu_simd.so"
-priority = 20
-[[executor]]
-name = "interpreter"
-library = "$bin/libthunder_interpreter.so"
-priority = 0
-TOML
+  cpu_config "$bin" "$cfg"
   echo "== $bin on cores $cores (lscpu: $(lscpu | sed -n 's/^Model name: *//p'))"
   taskset -c "$cores" python3 benches/peer/onnx_peer.py --threads 2 --bin "$bin" --config "$cfg" \
     --only "${ONLY:-minilm,gpt2,resnet50}" --reps "${REPS:-10}" --work "$out/onnx_cpu_peer" || status=$?

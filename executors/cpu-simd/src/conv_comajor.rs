@@ -7,14 +7,18 @@
 //! positions along its lanes: it packs the weights on every call (ResNet-50 reads 100 MB of
 //! them a forward, and the packing pass was 11% of its samples), and at 7 x 7 maps (49
 //! positions) its 64-wide tiles leave lanes idle (9%). Here the output's transpose
-//! `colᵀ [S, C_in/G * K] @ Wᵀ [C_in/G * K, C_out]` runs on `attn_tile`'s register tiles:
-//! the weights' rows are read in place (no packing), the positions are broadcast one at a
-//! time (any count, no idle lanes), and ResNet's output channel counts are whole vectors.
-//! Each chunk of positions is then transposed into the NCHW output in 16 x 16 blocks.
+//! `colᵀ [S, C_in/G * K] @ Wᵀ [C_in/G * K, C_out]` runs on register tiles of up to 6
+//! positions by 64 channels (or 12 by 32), the shape of `attn_tile`'s: the weights' rows are
+//! read in place (no packing), the positions are broadcast one at a time (any count, no idle
+//! lanes), and ResNet's output channel counts are whole vectors. Each chunk of positions is
+//! then transposed into the NCHW output in 16 x 16 blocks.
 //!
-//! 2-D convolutions with a kernel wider than one element do not unroll their column matrix
-//! at all ([`product_implicit`]): the input is copied once into zero-bordered planes and each
-//! tile reads a position's window through a table of depth offsets.
+//! The tiles read position `s` at depth `p` at `x + pos[s] + off[p]` ([`Implicit`]): for a
+//! column matrix that is `s + p * rs` ([`product`]); 2-D convolutions with a kernel wider
+//! than one element do not unroll their column matrix at all ([`product_implicit`]): the
+//! input is copied once into zero-bordered planes and the offsets walk a position's window.
+//! (`attn_tile`'s kernel computes `p * cs` instead of reading a table; it stays its own so
+//! the attention's inner loop is not touched.)
 //!
 //! Measured (AMD EPYC Zen 5, `conv_bench` with `CONV_BENCH_CHANNELS_LAST=1` and
 //! `CONV_BENCH_AB=THUNDER_CPU_SIMD_CONV_COMAJOR=0`, 2 threads, warm): ResNet-50's 3x3s ran
@@ -27,7 +31,7 @@
 //! a step: results differ from the crate's by rounding only (`tests/conv.rs` checks both
 //! against an f64 reference).
 
-use crate::attn_tile::{self, Strided};
+use crate::attn_tile;
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
@@ -68,61 +72,19 @@ pub(crate) unsafe fn product(
     dst: *mut f32,
     ld: isize,
 ) {
-    with_scratch(co, cols, |scratch, chunk| {
-        for s0 in (0..cols).step_by(chunk) {
-            let p = chunk.min(cols - s0);
-            // SAFETY: forwarded from the caller; the chunk's positions are inside `col`
-            // and `dst`, every block below inside them, and `scratch` holds `p * co`
-            // floats.
-            unsafe {
-                let col = col.add(s0);
-                let wblock = |k0: usize, j0: usize| w.offset(k0 as isize * w_rs).add(j0);
-                let kc_at = |k0: usize| attn_tile::KC.min(ck - k0);
-                // Each block's operands are asked for into L2 while the block before it
-                // runs, each row's run of lines in order: the tiles read the column rows
-                // a position at a time across all of a block's rows and the weights 256
-                // bytes a row, patterns that from memory were latency-bound.
-                prefetch_rows(col, col_rs, kc_at(0), p);
-                prefetch_rows(wblock(0, 0), w_rs, kc_at(0), COLS.min(co));
-                for k0 in (0..ck).step_by(attn_tile::KC) {
-                    let kc = kc_at(k0);
-                    for j0 in (0..co).step_by(COLS) {
-                        let n = COLS.min(co - j0);
-                        let wb = wblock(k0, j0);
-                        if j0 + COLS < co {
-                            prefetch_rows(
-                                wblock(k0, j0 + COLS),
-                                w_rs,
-                                kc,
-                                COLS.min(co - j0 - COLS),
-                            );
-                        } else if k0 + kc < ck {
-                            let k1 = k0 + kc;
-                            prefetch_rows(col.offset(k1 as isize * col_rs), col_rs, kc_at(k1), p);
-                            prefetch_rows(wblock(k1, 0), w_rs, kc_at(k1), COLS.min(co));
-                        }
-                        attn_tile::product(
-                            (p, n, kc),
-                            Strided {
-                                p: col.offset(k0 as isize * col_rs),
-                                rs: 1,
-                                cs: col_rs,
-                            },
-                            wb,
-                            w_rs,
-                            scratch.as_mut_ptr().add(j0),
-                            co as isize,
-                            k0 > 0,
-                        );
-                    }
-                }
-                transpose_out(&scratch[..p * co], (p, co), dst.add(s0), ld);
-            }
-        }
-    })
+    let pos: Vec<isize> = (0..cols as isize).collect();
+    let off: Vec<isize> = (0..ck as isize).map(|p| p * col_rs).collect();
+    let a = Implicit {
+        x: col,
+        pos: &pos,
+        off: &off,
+        runs: true,
+    };
+    // SAFETY: forwarded from the caller: position `s`, depth `p` is `col[p * col_rs + s]`.
+    unsafe { product_implicit(co, a, w, w_rs, dst, ld) }
 }
 
-/// Output channels per `attn_tile::product` call (one column group of its tiles).
+/// Output channels per block (one column group of the tiles).
 const COLS: usize = 64;
 
 /// Asks for `rows` runs of `len` floats, `rs` apart, into L2.
@@ -179,6 +141,10 @@ pub(crate) struct Implicit<'a> {
     pub(crate) x: *const f32,
     pub(crate) pos: &'a [isize],
     pub(crate) off: &'a [isize],
+    /// Each depth's positions are one contiguous run (a column matrix): prefetched a depth
+    /// block ahead. From memory, reading them a position at a time across a block's rows
+    /// was latency-bound (cold, 1x1s at 56 x 56 ran 1.3x slower without).
+    pub(crate) runs: bool,
 }
 
 /// [`product`] with the column matrix read in place: `dst[c * ld + s] = Σ_p w[p * w_rs + c]
@@ -203,7 +169,15 @@ pub(crate) unsafe fn product_implicit(
             let kc_at = |k0: usize| attn_tile::KC.min(ck - k0);
             // SAFETY: forwarded from the caller; every block is inside the operands and
             // `scratch` holds `p * co` floats.
+            let a_rows = |k0: usize| {
+                if a.runs {
+                    let first = a.x.wrapping_offset(a.pos[s0] + a.off[k0]);
+                    let rs = a.off.get(k0 + 1).map_or(0, |&o| o - a.off[k0]);
+                    prefetch_rows(first, rs, kc_at(k0), p);
+                }
+            };
             unsafe {
+                a_rows(0);
                 prefetch_rows(wblock(0, 0), w_rs, kc_at(0), COLS.min(co));
                 for k0 in (0..ck).step_by(attn_tile::KC) {
                     let kc = kc_at(k0);
@@ -218,6 +192,7 @@ pub(crate) unsafe fn product_implicit(
                                 COLS.min(co - j0 - COLS),
                             );
                         } else if k0 + kc < ck {
+                            a_rows(k0 + kc);
                             prefetch_rows(wblock(k0 + kc, 0), w_rs, kc_at(k0 + kc), COLS.min(co));
                         }
                         let blk = Block {

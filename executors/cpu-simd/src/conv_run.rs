@@ -259,32 +259,58 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
             }
         };
         if par {
-            // Output channels in chunks over the threads (multiples of 16 rows, the
-            // micro-kernel's height on AVX-512).
-            let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
-            let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
-            let starts: Vec<usize> = m_range.clone().step_by(step).collect();
-            starts
-                .into_par_iter()
-                .for_each(|m0| run_rows(m0..(m0 + step).min(m_range.end)));
+            split_channels(m_range, threads, run_rows);
         } else {
             run_rows(m_range);
         }
     };
+    match spread(&g, n, tasks, threads) {
+        Spread::Serial => with_col(max_col, |col| {
+            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, false))
+        }),
+        Spread::Tasks => (0..tasks)
+            .into_par_iter()
+            .for_each(|t| with_col(max_col, |col| task(t, col, 0..g.cg_out, false))),
+        Spread::Channels => with_col(max_col, |col| {
+            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, true))
+        }),
+    }
+}
+
+/// How a convolution's tasks (batch item, group, block of output rows) share the threads.
+enum Spread {
+    /// All on the calling thread: one thread, or too little work to share.
+    Serial,
+    /// Each task on a thread of its own: enough tasks, or a multiple of the threads.
+    Tasks,
+    /// One task after another, each split over its output channels ([`split_channels`]).
+    Channels,
+}
+
+fn spread(g: &Geo, n: usize, tasks: usize, threads: usize) -> Spread {
     let macs = g.cg_out * g.s_out * g.ck * n * g.groups;
     if threads <= 1 || macs < (1 << 22) {
-        with_col(max_col, |col| {
-            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, false))
-        });
+        Spread::Serial
     } else if tasks >= 2 * threads || tasks.is_multiple_of(threads) {
-        (0..tasks)
-            .into_par_iter()
-            .for_each(|t| with_col(max_col, |col| task(t, col, 0..g.cg_out, false)));
+        Spread::Tasks
     } else {
-        with_col(max_col, |col| {
-            (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, true))
-        });
+        Spread::Channels
     }
+}
+
+/// Runs `run_rows` over the output channels `m_range` in chunks over the threads (multiples
+/// of 16 channels, the micro-kernels' height or width on AVX-512).
+fn split_channels(
+    m_range: std::ops::Range<usize>,
+    threads: usize,
+    run_rows: impl Fn(std::ops::Range<usize>) + Sync,
+) {
+    let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
+    let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
+    let starts: Vec<usize> = m_range.clone().step_by(step).collect();
+    starts
+        .into_par_iter()
+        .for_each(|m0| run_rows(m0..(m0 + step).min(m_range.end)));
 }
 
 /// Fewest output positions a convolution with output-channel-contiguous weights and a kernel
@@ -371,6 +397,7 @@ unsafe fn run_implicit(
                             x: x.get(),
                             pos: &pos,
                             off: &off,
+                            runs: false,
                         },
                         w.get().add(oc0),
                         w_cs,
@@ -381,25 +408,17 @@ unsafe fn run_implicit(
                 }
             };
             if par {
-                let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
-                let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
-                let starts: Vec<usize> = m_range.clone().step_by(step).collect();
-                starts
-                    .into_par_iter()
-                    .for_each(|m0| run_rows(m0..(m0 + step).min(m_range.end)));
+                split_channels(m_range, threads, run_rows);
             } else {
                 run_rows(m_range);
             }
         };
-        let macs = g.cg_out * g.s_out * g.ck * n * g.groups;
-        if threads <= 1 || macs < (1 << 22) {
-            (0..tasks).for_each(|t| task(t, 0..g.cg_out, false));
-        } else if tasks >= 2 * threads || tasks.is_multiple_of(threads) {
-            (0..tasks)
+        match spread(g, n, tasks, threads) {
+            Spread::Serial => (0..tasks).for_each(|t| task(t, 0..g.cg_out, false)),
+            Spread::Tasks => (0..tasks)
                 .into_par_iter()
-                .for_each(|t| task(t, 0..g.cg_out, false));
-        } else {
-            (0..tasks).for_each(|t| task(t, 0..g.cg_out, true));
+                .for_each(|t| task(t, 0..g.cg_out, false)),
+            Spread::Channels => (0..tasks).for_each(|t| task(t, 0..g.cg_out, true)),
         }
     });
 }
