@@ -167,8 +167,6 @@ pub(crate) unsafe fn product_implicit(
             let wblock =
                 |k0: usize, j0: usize| w.wrapping_offset(k0 as isize * w_rs).wrapping_add(j0);
             let kc_at = |k0: usize| attn_tile::KC.min(ck - k0);
-            // SAFETY: forwarded from the caller; every block is inside the operands and
-            // `scratch` holds `p * co` floats.
             let a_rows = |k0: usize| {
                 if a.runs {
                     let first = a.x.wrapping_offset(a.pos[s0] + a.off[k0]);
@@ -176,6 +174,8 @@ pub(crate) unsafe fn product_implicit(
                     prefetch_rows(first, rs, kc_at(k0), p);
                 }
             };
+            // SAFETY: forwarded from the caller; every block is inside the operands and
+            // `scratch` holds `p * co` floats.
             unsafe {
                 a_rows(0);
                 prefetch_rows(wblock(0, 0), w_rs, kc_at(0), COLS.min(co));

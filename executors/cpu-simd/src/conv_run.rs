@@ -168,7 +168,7 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     let (per_block, blocks) = g.blocks(std::mem::size_of::<T>(), n * g.groups, threads);
     let tasks = n * g.groups * blocks;
     #[cfg(target_arch = "x86_64")]
-    if co_major && !g.direct && implicit_applies(p, &g) {
+    if co_major && !g.direct && implicit_applies(p) {
         // SAFETY: as above; T is f32 (checked with `co_major`).
         return unsafe {
             run_implicit(
@@ -318,15 +318,17 @@ fn split_channels(
 /// ResNet-50 b1 (2 threads, AMD EPYC Zen 5) its 3x3s at 56 x 56 and 28 x 28 ran 0.87-0.90x
 /// the crate's time there, at 14 x 14 (196 positions) 1.03x, at 7 x 7 1.18-1.21x.
 #[cfg(target_arch = "x86_64")]
-const IMPLICIT_MIN_POSITIONS: usize = 100;
+const IMPLICIT_MIN_POSITIONS: usize = 400;
 
-/// Whether a convolution with output-channel-contiguous f32 weights reads its columns in
-/// place from a zero-bordered copy of its input: 2-D, with enough output positions.
+/// Whether a convolution that `conv_comajor` takes with a kernel wider than one element
+/// (so already with enough output positions) reads its columns in place from a
+/// zero-bordered copy of its input: when it is 2-D (`THUNDER_CPU_SIMD_CONV_IMPLICIT=0` keeps
+/// the column matrix).
 #[cfg(target_arch = "x86_64")]
-fn implicit_applies(p: &ConvPlan, g: &Geo) -> bool {
+fn implicit_applies(p: &ConvPlan) -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     p.a_shape.len() == 4
-        && g.s_out >= IMPLICIT_MIN_POSITIONS
-        && std::env::var("THUNDER_CPU_SIMD_CONV_IMPLICIT").as_deref() != Ok("0")
+        && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_CONV_IMPLICIT").as_deref() != Ok("0"))
 }
 
 /// The convolution on `conv_comajor`'s implicit product: the input copied once into a
