@@ -448,7 +448,17 @@ unsafe fn pad_input(p: &ConvPlan, bufs: &Bufs, (hp, wp): (usize, usize), dst: &m
                 row[..pw].fill(0.0);
                 row[pw + wd..].fill(0.0);
                 let at = base + y as i64 * a.strides[2];
-                for (x, v) in row[pw..pw + wd].iter_mut().enumerate() {
+                let inner = &mut row[pw..pw + wd];
+                if a.strides[3] == 1 {
+                    // A contiguous input row is one copy: element by element, the copy was 9%
+                    // of a 3x3 convolution over 64 channels at 56 x 56 (one thread).
+                    // SAFETY: inside the input's layout (see above).
+                    let from =
+                        unsafe { std::slice::from_raw_parts(src.get().offset(at as isize), wd) };
+                    inner.copy_from_slice(from);
+                    continue;
+                }
+                for (x, v) in inner.iter_mut().enumerate() {
                     // SAFETY: inside the input's layout (see above).
                     *v = unsafe { *src.get().offset((at + x as i64 * a.strides[3]) as isize) };
                 }
