@@ -51,6 +51,16 @@ fn write_csr(csr: u32) {
     }
 }
 
+/// This thread's flush bits (for [`FlushGuard::with_bits`] on another).
+pub(crate) fn current_bits() -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        read_csr() & FTZ_DAZ
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    0
+}
+
 /// Sets FTZ and DAZ on the current thread.
 fn set_on_this_thread() {
     #[cfg(target_arch = "x86_64")]
@@ -96,6 +106,25 @@ impl FlushGuard {
             };
         }
         FlushGuard::set(true)
+    }
+
+    /// The flush bits of [`current_bits`] from another thread, on this one.
+    pub(crate) fn with_bits(bits: u32) -> FlushGuard {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let saved = read_csr();
+            let want = (saved & !FTZ_DAZ) | (bits & FTZ_DAZ);
+            if want == saved {
+                return FlushGuard { saved: None };
+            }
+            write_csr(want);
+            FlushGuard { saved: Some(saved) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = bits;
+            FlushGuard {}
+        }
     }
 
     /// IEEE subnormals for a fused loop's chunk.

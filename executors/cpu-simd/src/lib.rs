@@ -68,6 +68,7 @@ mod layer_norm;
 mod layout;
 mod math;
 mod movement;
+mod on_worker;
 mod ops;
 mod plan;
 mod plan_ops;

@@ -26,6 +26,8 @@ pub(crate) struct Region {
     scratch: Vec<(Ty, usize)>,
     stages: Vec<Stage>,
     services: HostServices,
+    /// `2 m n k` over the GEMMs and convolutions (`on_worker.rs`).
+    product_flops: f64,
 }
 
 fn size_of(ty: Ty) -> usize {
@@ -167,12 +169,14 @@ impl Region {
         }
         planner.finish_outputs(&region.outputs)?;
         let scratch = std::mem::take(&mut planner.scratch);
-        let stages = planner.stages.into_iter().map(Stage::finish).collect();
+        let stages: Vec<Stage> = planner.stages.into_iter().map(Stage::finish).collect();
+        let product_flops = crate::on_worker::product_flops(&stages);
         Ok(Region {
             inputs,
             outputs,
             scratch,
             stages,
+            product_flops,
             services,
         })
     }
@@ -351,8 +355,11 @@ impl CompiledRegion for Region {
             scratch: scratch.blocks.iter().map(|&(p, _)| p).collect(),
         };
         let allocated = started.map(|t| t.elapsed());
-        for stage in &self.stages {
-            stage.run(&bufs)?;
+        let run_stages = || self.stages.iter().try_for_each(|stage| stage.run(&bufs));
+        if crate::on_worker::applies(self.product_flops) {
+            crate::on_worker::run(run_stages)?;
+        } else {
+            run_stages()?;
         }
         if let (Some(started), Some(allocated)) = (started, allocated) {
             eprintln!(

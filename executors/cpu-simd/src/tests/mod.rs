@@ -22,6 +22,7 @@ mod layer_norm;
 mod layout;
 mod math;
 mod movement;
+mod on_worker;
 mod region;
 mod sdpa;
 #[cfg(target_arch = "x86_64")]

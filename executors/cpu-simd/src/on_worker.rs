@@ -1,0 +1,74 @@
+//! Heavy regions run their stages on a rayon worker.
+//!
+//! The host calls a region from a thread outside rayon's pool. Each parallel loop of a stage
+//! started there injects its work into the pool, wakes the parked workers and puts the
+//! calling thread to sleep until they are done; ResNet-50 b1 has about a hundred such loops a
+//! forward, and the wake-ups (15-20 us each way on these VMs) showed up as 6% of its samples
+//! in the kernel's scheduler. Started on a worker instead, the region's loops split their
+//! work by stealing: the other workers are still spinning from the loop before, and the
+//! calling thread sleeps once, for the whole region.
+//!
+//! Only for regions whose products (GEMMs, convolutions) add up to [`MIN_FLOPS`]: handing the
+//! region over costs a wake-up, which a region of a few microseconds would feel, and the
+//! short products of small regions run on `team.rs`'s helpers, which a rayon worker does not
+//! use.
+//!
+//! Measured (AMD EPYC Zen 5, 2 threads, `onnx_bench` medians, 4 alternating rounds against
+//! `THUNDER_CPU_SIMD_ON_WORKER=0`): ResNet-50 b1 22.7-23.1 ms against 24.0-24.4, GPT-2 b1
+//! 75.1-75.5 against 76.1-77.2; ResNet-50 b8 and MiniLM b8 unchanged.
+
+use crate::stages::Stage;
+
+/// Fewest product FLOPs (`2 m n k` summed over a region's GEMMs and convolutions) for a
+/// region to run on a worker.
+pub(crate) const MIN_FLOPS: f64 = 1e9;
+
+/// `2 m n k` summed over the GEMM and convolution stages.
+pub(crate) fn product_flops(stages: &[Stage]) -> f64 {
+    stages
+        .iter()
+        .map(|s| match s {
+            Stage::Gemm(g) => {
+                2.0 * g.batch.iter().product::<usize>() as f64
+                    * g.m as f64
+                    * g.n as f64
+                    * g.k as f64
+            }
+            Stage::Conv(c) => {
+                let out: usize = c.out_shape.iter().product();
+                let depth: usize = c.w_shape[1..].iter().product();
+                2.0 * out as f64 * depth as f64
+            }
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// Whether a region with `flops` of products runs on a worker: enough work, more than one
+/// thread, called from outside the pool, and not turned off (`THUNDER_CPU_SIMD_ON_WORKER=0`).
+pub(crate) fn applies(flops: f64) -> bool {
+    flops >= MIN_FLOPS
+        && rayon::current_num_threads() > 1
+        && rayon::current_thread_index().is_none()
+        && std::env::var("THUNDER_CPU_SIMD_ON_WORKER").as_deref() != Ok("0")
+}
+
+/// A job that borrows the region and its buffers (raw pointers, shared with the workers as
+/// every parallel loop of the stages already does).
+struct Job<F>(F);
+// SAFETY: the closure reads the compiled region and the call's buffers, which the stages'
+// parallel loops hand to the workers in any case; the calling thread blocks until it is done.
+unsafe impl<F> Send for Job<F> {}
+
+/// Runs `f` on a worker of rayon's pool and waits for it; with the calling thread's flush
+/// bits (a worker's own are set for products, `ftz.rs`), so the stages see the state they
+/// would see on the calling thread. A panic in `f` resumes on the calling thread.
+pub(crate) fn run<R: Send>(f: impl FnOnce() -> R) -> R {
+    let bits = crate::ftz::current_bits();
+    let job = Job(f);
+    rayon::scope(move |_| {
+        let job = job;
+        let _state = crate::ftz::FlushGuard::with_bits(bits);
+        (job.0)()
+    })
+}
