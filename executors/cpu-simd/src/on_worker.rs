@@ -15,7 +15,9 @@
 //!
 //! Measured (AMD EPYC Zen 5, 2 threads, `onnx_bench` medians, 4 alternating rounds against
 //! `THUNDER_CPU_SIMD_ON_WORKER=0`): ResNet-50 b1 22.7-23.1 ms against 24.0-24.4, GPT-2 b1
-//! 75.1-75.5 against 76.1-77.2; ResNet-50 b8 and MiniLM b8 unchanged.
+//! 75.1-75.5 against 76.1-77.2; ResNet-50 b8 and MiniLM b8 unchanged. Every region on a
+//! worker (a threshold of 0) took `thunder bench`'s MLP train step from 154 us to 335 (its
+//! products lost the team) and left the GPT-2 block as it was (4.53 against 4.60 ms).
 
 use crate::stages::Stage;
 
@@ -44,13 +46,22 @@ pub(crate) fn product_flops(stages: &[Stage]) -> f64 {
         .sum()
 }
 
-/// Whether a region with `flops` of products runs on a worker: enough work, more than one
-/// thread, called from outside the pool, and not turned off (`THUNDER_CPU_SIMD_ON_WORKER=0`).
+/// Whether a region with `flops` of products runs on a worker: enough work (at least
+/// [`MIN_FLOPS`], or `THUNDER_CPU_SIMD_ON_WORKER_MIN=FLOPS`; `THUNDER_CPU_SIMD_ON_WORKER=0`
+/// never), more than one thread, and called from outside the pool. Read once: a cached call
+/// of a tiny region pays one comparison.
 pub(crate) fn applies(flops: f64) -> bool {
-    flops >= MIN_FLOPS
-        && rayon::current_num_threads() > 1
-        && rayon::current_thread_index().is_none()
-        && std::env::var("THUNDER_CPU_SIMD_ON_WORKER").as_deref() != Ok("0")
+    static MIN: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let min = *MIN.get_or_init(|| {
+        if std::env::var("THUNDER_CPU_SIMD_ON_WORKER").as_deref() == Ok("0") {
+            return f64::INFINITY;
+        }
+        std::env::var("THUNDER_CPU_SIMD_ON_WORKER_MIN")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(MIN_FLOPS)
+    });
+    flops >= min && rayon::current_num_threads() > 1 && rayon::current_thread_index().is_none()
 }
 
 /// A job that borrows the region and its buffers (raw pointers, shared with the workers as
