@@ -71,6 +71,15 @@ unsafe fn load<T: Copy>(base: *mut u8, off: i64, stride: i64, d: &mut [T], prefe
             }
         },
         0 => d.fill(unsafe { *p }),
+        // Every other element (pooling windows and strided slices): with the stride known
+        // here LLVM loads whole vectors and shuffles out the even lanes. As a general stride
+        // it loaded one element at a time, and ResNet-50's 3x3 max pool (nine stride-2
+        // slices) took 423 us at b1, ten times ORT's.
+        2 => {
+            for (j, o) in d.iter_mut().enumerate() {
+                *o = unsafe { *p.add(2 * j) };
+            }
+        }
         s => {
             for (j, o) in d.iter_mut().enumerate() {
                 *o = unsafe { *p.offset(j as isize * s as isize) };

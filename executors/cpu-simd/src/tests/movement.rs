@@ -93,6 +93,15 @@ fn pad_matches_naive() {
     pad_case(&[0], 3.0, &[(2, 1, 0)]);
     pad_case(&[2, 0], 3.0, &[(1, 0, 0), (0, 2, 0)]);
     pad_case(&[3], 3.0, &[(-3, 0, 0)]);
+    // Outputs past `PAR_PAD` elements (rows split over the threads): a max pool's
+    // border, a crop with interior padding, rows that land nowhere in an outer dim.
+    pad_case(
+        &[2, 8, 60, 60],
+        -1e30,
+        &[(0, 0, 0), (0, 0, 0), (1, 1, 0), (1, 1, 0)],
+    );
+    pad_case(&[3, 70, 150], 0.5, &[(1, -1, 0), (-2, 3, 1), (2, 1, 0)]);
+    pad_case(&[4, 40, 130], -2.0, &[(3, 2, 0), (0, 0, 0), (0, -5, 2)]);
 }
 
 /// The qkv split and its backward: three slices of the last dim feed a GEMM and a fused loop;
@@ -427,6 +436,9 @@ fn cat_matches_the_definition() {
     cat_case(&[vec![3, 4]], 1);
     cat_case(&[vec![2, 0], vec![2, 3], vec![2, 0]], 1);
     cat_case(&[vec![5], vec![0], vec![2]], 0);
+    // Large enough to split the rows over the threads.
+    cat_case(&[vec![2, 40, 300], vec![2, 40, 500]], 2);
+    cat_case(&[vec![2, 300, 120], vec![2, 260, 120]], 1);
 }
 
 /// A head transpose `[B, T, H, D] -> [B, H, T, D]` materialized by a group that only copies
@@ -462,4 +474,76 @@ fn head_transposes_copy_whole_rows() {
             .collect();
         assert_close(&got[0], &want, 0.0, 0.0, &format!("transpose {shape:?}"));
     }
+}
+
+/// A 3x3 max pool with stride 2 as ONNX import writes it: a -1e30 border (pad), nine
+/// slices stepping by two in both spatial dims, and a chain of maximums. The fused loop reads
+/// every slice with an inner stride of two (rows of 35 and 36 elements, odd tails included),
+/// against the window maximum computed directly.
+#[test]
+fn strided_slices_pool_a_window() {
+    let (c, h, w) = (3usize, 40usize, 71usize);
+    let (oh, ow) = ((h + 2 - 3) / 2 + 1, (w + 2 - 3) / 2 + 1);
+    let mut t = Tb::default();
+    let a = t.value(F32, &[c as i64, h as i64, w as i64]);
+    let (hp, wp) = (h as i64 + 2, w as i64 + 2);
+    let p = t.op(
+        "pad",
+        vec![
+            ArgView::Value(a),
+            ArgView::Float(-1e30),
+            ints(&[0, 0, 0, 1, 1, 0, 1, 1, 0]),
+        ],
+        F32,
+        &[c as i64, hp, wp],
+    );
+    let out = [c as i64, oh as i64, ow as i64];
+    let mut acc = None;
+    for (di, dj) in (0..3).flat_map(|i| (0..3).map(move |j| (i, j))) {
+        let s = t.op(
+            "slice",
+            vec![
+                ArgView::Value(p),
+                ints(&[0, di, dj]),
+                ints(&[
+                    c as i64,
+                    di + 2 * (oh as i64 - 1) + 1,
+                    dj + 2 * (ow as i64 - 1) + 1,
+                ]),
+                ints(&[1, 2, 2]),
+            ],
+            F32,
+            &out,
+        );
+        acc = Some(match acc {
+            None => s,
+            Some(m) => t.op(
+                "maximum",
+                vec![ArgView::Value(m), ArgView::Value(s)],
+                F32,
+                &out,
+            ),
+        });
+    }
+    let y = acc.expect("nine slices");
+    let da = data(c * h * w, 11);
+    let got = t.run(&[(a, da.clone())], &[y]).remove(0);
+    let mut want = Vec::new();
+    for ch in 0..c {
+        for i in 0..oh {
+            for j in 0..ow {
+                let mut m = f32::NEG_INFINITY;
+                for di in 0..3 {
+                    for dj in 0..3 {
+                        let (y, x) = ((2 * i + di) as i64 - 1, (2 * j + dj) as i64 - 1);
+                        if y >= 0 && x >= 0 && (y as usize) < h && (x as usize) < w {
+                            m = m.max(da[(ch * h + y as usize) * w + x as usize]);
+                        }
+                    }
+                }
+                want.push(m as f64);
+            }
+        }
+    }
+    assert_close(&got, &want, 0.0, 0.0, "3x3 stride-2 max pool");
 }
