@@ -11,7 +11,7 @@
 //! output channels instead.
 
 use crate::conv::ConvPlan;
-use crate::exec::Bufs;
+use crate::exec::{Bufs, Ptr};
 use crate::im2col::im2col;
 use crate::ops::Real;
 use gemm::Parallelism;
@@ -21,21 +21,6 @@ use rayon::prelude::*;
 const BLOCK_BYTES: usize = 1 << 20;
 /// Fewest columns in a block, so each GEMM stays wide enough for its micro-kernel.
 const MIN_BLOCK_COLS: usize = 64;
-
-/// A raw pointer shared by the tasks of one run (each writes disjoint elements).
-#[derive(Clone, Copy)]
-struct Ptr<T>(*mut T);
-// SAFETY: tasks write disjoint output blocks and only read the inputs; the buffers outlive
-// the run (see `Bufs`).
-unsafe impl<T> Sync for Ptr<T> {}
-unsafe impl<T> Send for Ptr<T> {}
-
-impl<T> Ptr<T> {
-    /// The pointer (a method, so closures capture the `Sync` wrapper, not the raw field).
-    fn get(self) -> *mut T {
-        self.0
-    }
-}
 
 /// What `run_typed` derives once from the plan.
 struct Geo {

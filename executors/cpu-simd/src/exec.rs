@@ -699,3 +699,19 @@ fn copy_block(ctx: &Ctx<'_>, (a, b, size): (usize, usize, usize), row0: usize, n
         _ => run::<u64>(pa, pb, offs, (sa, sb), len, rows_alias),
     }
 }
+
+/// A raw pointer shared by the tasks of one stage (each writes disjoint elements, or only
+/// reads).
+#[derive(Clone, Copy)]
+pub(crate) struct Ptr<T>(pub(crate) *mut T);
+// SAFETY: tasks write disjoint elements and only read the inputs; the buffers outlive the
+// stage (see `Bufs`).
+unsafe impl<T> Sync for Ptr<T> {}
+unsafe impl<T> Send for Ptr<T> {}
+
+impl<T> Ptr<T> {
+    /// The pointer (a method, so closures capture the `Sync` wrapper, not the raw field).
+    pub(crate) fn get(self) -> *mut T {
+        self.0
+    }
+}

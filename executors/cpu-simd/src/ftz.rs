@@ -51,6 +51,12 @@ fn write_csr(csr: u32) {
     }
 }
 
+/// The bits [`FlushGuard::with_bits`] takes to flush.
+#[cfg(target_arch = "x86_64")]
+const FLUSH_BITS: u32 = FTZ_DAZ;
+#[cfg(not(target_arch = "x86_64"))]
+const FLUSH_BITS: u32 = 0;
+
 /// This thread's flush bits (for [`FlushGuard::with_bits`] on another).
 pub(crate) fn current_bits() -> u32 {
     #[cfg(target_arch = "x86_64")]
@@ -133,25 +139,7 @@ impl FlushGuard {
     }
 
     fn set(flush: bool) -> FlushGuard {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let saved = read_csr();
-            let want = if flush {
-                saved | FTZ_DAZ
-            } else {
-                saved & !FTZ_DAZ
-            };
-            if want == saved {
-                return FlushGuard { saved: None };
-            }
-            write_csr(want);
-            FlushGuard { saved: Some(saved) }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = flush;
-            FlushGuard {}
-        }
+        FlushGuard::with_bits(if flush { FLUSH_BITS } else { 0 })
     }
 }
 

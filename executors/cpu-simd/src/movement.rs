@@ -5,7 +5,7 @@
 //! (`plan_ops.rs`).
 
 use crate::decode::{Lit, Ty};
-use crate::exec::Bufs;
+use crate::exec::{Bufs, Ptr};
 use crate::group::BufId;
 use crate::layout::Layout;
 use thunder_abi::PluginError;
@@ -155,20 +155,6 @@ unsafe fn pad<T: Copy + Send + Sync>(p: &PadPlan, src: *mut u8, out: *mut u8, va
                 row(r, dst);
             }
         }
-    }
-}
-
-/// The source pointer shared by the rows (each task writes its own rows of the output).
-#[derive(Clone, Copy)]
-struct Ptr<T>(*mut T);
-// SAFETY: the source is only read, and outlives the stage (see `Bufs`).
-unsafe impl<T> Sync for Ptr<T> {}
-unsafe impl<T> Send for Ptr<T> {}
-
-impl<T> Ptr<T> {
-    /// The pointer (a method, so closures capture the `Sync` wrapper).
-    fn get(self) -> *mut T {
-        self.0
     }
 }
 
