@@ -190,6 +190,12 @@ impl Region {
             .count()
     }
 
+    /// `2 m n k` over the region's GEMMs and convolutions (for tests).
+    #[cfg(test)]
+    pub(crate) fn product_flops(&self) -> f64 {
+        self.product_flops
+    }
+
     /// Number of stages, and how many of them are fused groups (for tests and logs).
     pub(crate) fn stage_counts(&self) -> (usize, usize) {
         let groups = self

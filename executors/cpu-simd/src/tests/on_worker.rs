@@ -1,9 +1,10 @@
 //! Heavy regions run on a rayon worker (`on_worker.rs`): the same results as on the calling
 //! thread, with the calling thread's flush bits, and a panic comes back to the caller.
 
-use super::{data, ints, Tb};
+use super::{data, ints, services, Tb};
+use crate::region::Region;
 use crate::{ftz, on_worker};
-use thunder_abi::{ArgView, DTypeCode::F32};
+use thunder_abi::{ArgView, DTypeCode::F32, RegionSpec};
 
 /// A 3x3 convolution with bias and ReLU, then `* 1e-39` (subnormal results, which the fused
 /// loop must keep on a worker as on the calling thread).
@@ -96,4 +97,32 @@ fn only_heavy_regions_move() {
     assert_eq!(on_worker::applies(on_worker::MIN_FLOPS), many);
     // Never from a worker (a region run inside a parallel loop stays where it is).
     assert!(!on_worker::run(|| on_worker::applies(on_worker::MIN_FLOPS)));
+}
+
+/// What decides the move: the convolution's `2 * outputs * (C_in/G * kh * kw)` plus the
+/// GEMM's `2 m n k`, nothing for the fused loops.
+#[test]
+fn a_regions_products_are_counted() {
+    let mut t = Tb::default();
+    let (ins, y) = conv_then_tiny(&mut t);
+    let a = t.value(F32, &[3, 5, 7]);
+    let b = t.value(F32, &[3, 7, 4]);
+    let m = t.op(
+        "matmul",
+        vec![ArgView::Value(a), ArgView::Value(b)],
+        F32,
+        &[3, 5, 4],
+    );
+    let mut ids: Vec<u32> = ins.iter().map(|(id, _)| *id).collect();
+    ids.extend([a, b]);
+    let view = t.view(&ids, &[y, m]);
+    let spec = RegionSpec {
+        ops: (0..view.ops.len() as u32).collect(),
+        inputs: ids.into(),
+        outputs: vec![y, m].into(),
+    };
+    let region = Region::compile(&view, &spec, services()).expect("compile");
+    let conv = 2.0 * (2 * 16 * 9 * 9) as f64 * (8 * 3 * 3) as f64;
+    let gemm = 2.0 * (3 * 5 * 4 * 7) as f64;
+    assert_eq!(region.product_flops(), conv + gemm);
 }
