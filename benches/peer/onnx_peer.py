@@ -1,8 +1,9 @@
 """thunder-rs against ONNX Runtime (CPU execution provider) on the same ONNX files and inputs,
 with the same thread count, in one run.
 
-    cargo build --release -p thunder-interpreter -p thunder-cpu-simd \
-        -p thunder-onnx --example onnx_bench
+    cargo build --release -p thunder-interpreter -p thunder-cpu-simd
+    cargo build --release -p thunder-onnx --example onnx_bench
+    (two commands: with `--example`, cargo builds only that example, not the plugins)
     /work/venv/bin/python benches/peer/onnx_peer.py [--threads 2] [--only minilm,gpt2,resnet50]
         [--device cuda:0 --bin DIR --config plugins-gpu.toml]
 

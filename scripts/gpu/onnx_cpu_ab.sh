@@ -4,7 +4,8 @@
 # session's convolution weight layout:
 #   VAR=THUNDER_ONNX_CONV_LAYOUT VALS="1 0" ROUNDS=3 ONLY=resnet50 bash scripts/gpu/onnx_cpu_ab.sh .gpu-cpu
 # Build here first (ignored folder, pass it in `carry`):
-#   cargo build --release -p thunder-interpreter -p thunder-cpu-simd -p thunder-onnx --example onnx_bench
+#   cargo build --release -p thunder-interpreter -p thunder-cpu-simd
+#   cargo build --release -p thunder-onnx --example onnx_bench   (`--example` builds only it)
 #   mkdir -p .gpu-cpu && cp target/release/examples/onnx_bench target/release/libthunder_cpu_simd.so \
 #       target/release/libthunder_interpreter.so .gpu-cpu/
 # Prints each round's onnx_peer lines prefixed with VAR=value; the models are exported once.

@@ -2,7 +2,8 @@
 # ONNX models on the device host's CPU against ONNX Runtime (issue 19), on 2 pinned cores, so the
 # ratios come from a quiet machine (the build machine is shared by several builders).
 # Build here (both builds, so the run compares them on the same cores):
-#   cargo build --release -p thunder-interpreter -p thunder-cpu-simd -p thunder-onnx --example onnx_bench
+#   cargo build --release -p thunder-interpreter -p thunder-cpu-simd
+#   cargo build --release -p thunder-onnx --example onnx_bench   (`--example` builds only it)
 #   mkdir -p .gpu-cpu-after && cp target/release/examples/onnx_bench target/release/libthunder_cpu_simd.so \
 #       target/release/libthunder_interpreter.so .gpu-cpu-after/
 #   (the same from a build of the base commit into .gpu-cpu-before/, optional)
