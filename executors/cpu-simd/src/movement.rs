@@ -24,12 +24,33 @@ pub(crate) struct PadPlan {
 }
 
 impl PadPlan {
+    fn shape(&self) -> PadShape<'_> {
+        PadShape {
+            src: &self.src.1,
+            in_shape: &self.in_shape,
+            out_shape: &self.out_shape,
+            config: &self.config,
+        }
+    }
+}
+
+/// A view padded into a contiguous output: `prims.pad`'s stage, and a convolution's
+/// zero-bordered copy of its input (`conv_run.rs`).
+pub(crate) struct PadShape<'a> {
+    pub(crate) src: &'a Layout,
+    pub(crate) in_shape: &'a [usize],
+    pub(crate) out_shape: &'a [usize],
+    /// Per dim, `(low, high, interior)`.
+    pub(crate) config: &'a [(i64, i64, i64)],
+}
+
+impl PadShape<'_> {
     /// Per dim, the `(input index, output index)` pairs that land inside the output.
     fn landing(&self) -> Vec<Vec<(usize, usize)>> {
         self.in_shape
             .iter()
-            .zip(&self.out_shape)
-            .zip(&self.config)
+            .zip(self.out_shape)
+            .zip(self.config)
             .map(|((&n_in, &n_out), &(lo, _, interior))| {
                 (0..n_in)
                     .filter_map(|i| {
@@ -44,18 +65,19 @@ impl PadPlan {
 
 pub(crate) fn run(p: &PadPlan, bufs: &Bufs) {
     let (src, out) = (bufs.ptr(p.src.0), bufs.ptr(p.out));
+    let v = &p.shape();
     // SAFETY: the output buffer holds `out_shape` elements of `ty`; the source view addresses
     // elements of its buffer for every index of `in_shape` (checked when the region was
     // compiled), and the output is a different buffer from the source.
     unsafe {
         match (p.ty, p.value) {
-            (Ty::F32, Some(Lit::F(v))) => pad::<f32>(p, src, out, Some(v as f32)),
-            (Ty::F64, Some(Lit::F(v))) => pad::<f64>(p, src, out, Some(v)),
-            (Ty::I64, Some(Lit::I(v))) => pad::<i64>(p, src, out, Some(v)),
-            (Ty::B8, Some(Lit::B(v))) => pad::<u8>(p, src, out, Some(u8::from(v))),
-            (Ty::F32, None) => pad::<f32>(p, src, out, None),
-            (Ty::F64 | Ty::I64, None) => pad::<u64>(p, src, out, None),
-            (Ty::B8, None) => pad::<u8>(p, src, out, None),
+            (Ty::F32, Some(Lit::F(x))) => pad::<f32>(v, src, out, Some(x as f32)),
+            (Ty::F64, Some(Lit::F(x))) => pad::<f64>(v, src, out, Some(x)),
+            (Ty::I64, Some(Lit::I(x))) => pad::<i64>(v, src, out, Some(x)),
+            (Ty::B8, Some(Lit::B(x))) => pad::<u8>(v, src, out, Some(u8::from(x))),
+            (Ty::F32, None) => pad::<f32>(v, src, out, None),
+            (Ty::F64 | Ty::I64, None) => pad::<u64>(v, src, out, None),
+            (Ty::B8, None) => pad::<u8>(v, src, out, None),
             // decode pairs every type with its kind of literal.
             _ => {}
         }
@@ -71,8 +93,14 @@ const PAR_PAD: usize = 1 << 16;
 /// 180-230 us at b1.
 ///
 /// # Safety
-/// As in [`run`]: `out` holds the padded tensor, `src` the view's elements.
-unsafe fn pad<T: Copy + Send + Sync>(p: &PadPlan, src: *mut u8, out: *mut u8, value: Option<T>) {
+/// `out` holds `p.out_shape` elements of `T`, `src` (the buffer `p.src` lays out) the view's
+/// elements for every index of `p.in_shape`, and the two do not overlap.
+pub(crate) unsafe fn pad<T: Copy + Send + Sync>(
+    p: &PadShape<'_>,
+    src: *mut u8,
+    out: *mut u8,
+    value: Option<T>,
+) {
     let n_out: usize = p.out_shape.iter().product();
     if n_out == 0 {
         return;
@@ -82,15 +110,14 @@ unsafe fn pad<T: Copy + Send + Sync>(p: &PadPlan, src: *mut u8, out: *mut u8, va
     let src = Ptr(src as *mut T);
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
-        let src_at = src.0.offset(p.src.1.offset as isize);
         if rank == 0 {
-            *(out as *mut T) = *src_at;
+            *(out as *mut T) = *src.get().offset(p.src.offset as isize);
             return;
         }
         let out = std::slice::from_raw_parts_mut(out as *mut T, n_out);
         let last = rank - 1;
         let width = p.out_shape[last];
-        let in_strides = &p.src.1.strides;
+        let in_strides = &p.src.strides;
         // Per outer dim, the input index landing at each output index.
         let from: Vec<Vec<Option<usize>>> = (0..last)
             .map(|d| {
@@ -104,9 +131,8 @@ unsafe fn pad<T: Copy + Send + Sync>(p: &PadPlan, src: *mut u8, out: *mut u8, va
         let inner = &landing[last];
         // The innermost run is one block copy when both sides step by one element.
         let run_copy = in_strides[last] == 1 && p.config[last].2 == 0;
-        let src_off = p.src.1.offset;
         let row = |r: usize, dst: &mut [T]| {
-            let (mut rem, mut si) = (r, src_off);
+            let (mut rem, mut si) = (r, p.src.offset);
             for d in (0..last).rev() {
                 let o = rem % p.out_shape[d];
                 rem /= p.out_shape[d];
@@ -127,8 +153,8 @@ unsafe fn pad<T: Copy + Send + Sync>(p: &PadPlan, src: *mut u8, out: *mut u8, va
                         dst[..o0].fill(v);
                         dst[o1 + 1..].fill(v);
                     }
-                    let from = std::slice::from_raw_parts(s.add(i0), inner.len());
-                    dst[o0..=o1].copy_from_slice(from);
+                    let run = std::slice::from_raw_parts(s.add(i0), inner.len());
+                    dst[o0..=o1].copy_from_slice(run);
                 }
                 _ => {
                     if let Some(v) = value {

@@ -16,9 +16,10 @@
 //! Measured (AMD EPYC Zen 5, 2 threads, `onnx_bench` medians, 4 alternating rounds against
 //! `THUNDER_CPU_SIMD_ON_WORKER=0`): ResNet-50 b1 22.8-23.4 ms against 23.8-24.4; a first
 //! version (the same move through `rayon::in_place_scope`): ResNet-50 b1 22.7-23.1 against
-//! 24.0-24.4, GPT-2 b1 75.1-75.5 against 76.1-77.2, ResNet-50 b8 and MiniLM b8 unchanged. Every region on a
-//! worker (a threshold of 0) took `thunder bench`'s MLP train step from 154 us to 335 (its
-//! products lost the team) and left the GPT-2 block as it was (4.53 against 4.60 ms).
+//! 24.0-24.4, GPT-2 b1 75.1-75.5 against 76.1-77.2, ResNet-50 b8 and MiniLM b8 unchanged.
+//! Every region on a worker (a threshold of 0) took `thunder bench`'s MLP train step from
+//! 154 us to 335 (its products lost the team) and left the GPT-2 block as it was (4.53
+//! against 4.60 ms).
 
 use crate::stages::Stage;
 
