@@ -24,6 +24,11 @@ impl Uses {
         Uses { reads, producer }
     }
 
+    /// The positions of the ops reading `v` (once per operand).
+    pub(crate) fn reads_of(&self, v: u32) -> &[usize] {
+        self.reads.get(&v).map_or(&[], Vec::as_slice)
+    }
+
     /// The one op reading `v`, when `v` is an intermediate (not among `outputs`) read once, by
     /// an op no other fusion took.
     pub(crate) fn sole(&self, v: u32, outputs: &[u32], taken: &HashSet<usize>) -> Option<usize> {

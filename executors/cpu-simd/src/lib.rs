@@ -72,6 +72,8 @@ mod on_worker;
 mod ops;
 mod plan;
 mod plan_ops;
+mod pool;
+mod pool_match;
 mod region;
 mod row_copy;
 mod sdpa;

@@ -101,6 +101,16 @@ impl Region {
             .chain(transposed.keys().copied())
             .chain(transposed.values().copied())
             .collect();
+        // A max pool's pad, slices and maximums run as one window stage at the last maximum.
+        let pools = if crate::pool_match::enabled() {
+            crate::pool_match::find(&decoded, &read_outside, &taken)
+        } else {
+            Vec::new()
+        };
+        let taken: HashSet<usize> = taken
+            .into_iter()
+            .chain(pools.iter().flat_map(|m| m.ops.iter().copied()))
+            .collect();
         let epilogues = crate::conv::find_epilogues(&decoded, &read_outside, &taken);
         let mut in_epilogue: HashSet<usize> = epilogues
             .values()
@@ -147,6 +157,12 @@ impl Region {
                 }
                 continue;
             }
+            if let Some(m) = pools.iter().find(|m| m.ops.contains(&pos)) {
+                if m.at == pos {
+                    planner.add_max_pool(m, d)?;
+                }
+                continue;
+            }
             match attention.iter().find(|m| m.ops.contains(&pos)) {
                 Some(m) if m.at == pos => planner.add_attention(m, d)?,
                 Some(_) => {}
@@ -179,6 +195,16 @@ impl Region {
             product_flops,
             services,
         })
+    }
+
+    /// Number of max-pool window stages and of pad stages (for tests).
+    #[cfg(test)]
+    pub(crate) fn pool_and_pad_stages(&self) -> (usize, usize) {
+        let count = |f: fn(&Stage) -> bool| self.stages.iter().filter(|s| f(s)).count();
+        (
+            count(|s| matches!(s, Stage::MaxPool(_))),
+            count(|s| matches!(s, Stage::Pad(_))),
+        )
     }
 
     /// Number of fused attention stages (for tests).

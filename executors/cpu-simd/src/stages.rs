@@ -15,6 +15,7 @@ pub(crate) enum Stage {
     Iota(IotaPlan),
     Conv(crate::conv::ConvPlan),
     Pad(crate::movement::PadPlan),
+    MaxPool(crate::pool::PoolPlan),
     Attn(crate::attn::AttnPlan),
     AttnBwd(crate::attn_bwd::AttnBwdPlan),
     Take(crate::movement::TakePlan),
@@ -140,6 +141,7 @@ impl Stage {
             Stage::Iota(i) => run_iota(i, bufs),
             Stage::Conv(c) => crate::conv::run(c, bufs),
             Stage::Pad(p) => run_pad(p, bufs),
+            Stage::MaxPool(p) => run_max_pool(p, bufs),
             Stage::Attn(a) => crate::attn::run(a, bufs),
             Stage::AttnBwd(a) => crate::attn_bwd::run(a, bufs),
             Stage::LayerNorm(l) => crate::layer_norm::run(l, bufs),
@@ -185,6 +187,18 @@ fn run_pad(p: &crate::movement::PadPlan, bufs: &Bufs) {
             format!(
                 "cpu-simd pad:   {us:>9.1} us {:?} -> {:?} config {:?}",
                 p.in_shape, p.out_shape, p.config
+            )
+        },
+    )
+}
+
+fn run_max_pool(p: &crate::pool::PoolPlan, bufs: &Bufs) {
+    traced(
+        || crate::pool::run(p, bufs),
+        |us| {
+            format!(
+                "cpu-simd max pool: {us:>9.1} us {:?} -> {:?} stride {:?} taps {:?} x {:?}",
+                p.in_shape, p.out_shape, p.stride, p.dh, p.dw
             )
         },
     )

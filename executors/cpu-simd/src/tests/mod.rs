@@ -23,6 +23,7 @@ mod layout;
 mod math;
 mod movement;
 mod on_worker;
+mod pool;
 mod region;
 mod sdpa;
 #[cfg(target_arch = "x86_64")]
@@ -114,6 +115,16 @@ impl Tb {
         inputs: &[(u32, Vec<f32>)],
         outputs: &[u32],
     ) -> Result<Vec<Vec<f32>>, thunder_abi::PluginError> {
+        self.try_run_as(DTypeCode::F32, inputs, outputs)
+    }
+
+    /// As [`Tb::try_run`] for inputs and outputs of one element type `T` (`dtype`).
+    pub(crate) fn try_run_as<T: Copy + num_nan::NanFill>(
+        &self,
+        dtype: DTypeCode,
+        inputs: &[(u32, Vec<T>)],
+        outputs: &[u32],
+    ) -> Result<Vec<Vec<T>>, thunder_abi::PluginError> {
         let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
         let view = self.view(&ids, outputs);
         let spec = RegionSpec {
@@ -126,20 +137,20 @@ impl Tb {
             .iter()
             .map(|&o| self.values[o as usize].shape.to_vec())
             .collect();
-        let mut outs: Vec<Vec<f32>> = shapes
+        let mut outs: Vec<Vec<T>> = shapes
             .iter()
-            .map(|s| vec![f32::NAN; s.iter().product::<i64>() as usize])
+            .map(|s| vec![T::NAN_FILL; s.iter().product::<i64>() as usize])
             .collect();
         let in_shapes: Vec<Vec<i64>> = inputs
             .iter()
             .map(|(id, _)| self.values[*id as usize].shape.to_vec())
             .collect();
-        fn desc(p: *mut f32, shape: &[i64]) -> TensorDesc<'_> {
+        fn desc(p: *mut c_void, dtype: DTypeCode, shape: &[i64]) -> TensorDesc<'_> {
             TensorDesc {
-                data: p as *mut c_void,
+                data: p,
                 byte_offset: 0,
                 device: DeviceDesc::CPU,
-                dtype: DTypeCode::F32,
+                dtype,
                 shape: shape.into(),
                 strides: (&[][..]).into(),
             }
@@ -147,15 +158,28 @@ impl Tb {
         let in_descs: Vec<TensorDesc<'_>> = inputs
             .iter()
             .zip(&in_shapes)
-            .map(|((_, v), s)| desc(v.as_ptr() as *mut f32, s))
+            .map(|((_, v), s)| desc(v.as_ptr() as *mut c_void, dtype, s))
             .collect();
         let out_descs: Vec<TensorDesc<'_>> = outs
             .iter_mut()
             .zip(&shapes)
-            .map(|(v, s)| desc(v.as_mut_ptr(), s))
+            .map(|(v, s)| desc(v.as_mut_ptr() as *mut c_void, dtype, s))
             .collect();
         region.run(&in_descs, &out_descs, &ExecContext::CPU)?;
         Ok(outs)
+    }
+}
+
+/// What an output buffer starts as before a run (NaN: a result never written shows).
+pub(crate) mod num_nan {
+    pub(crate) trait NanFill {
+        const NAN_FILL: Self;
+    }
+    impl NanFill for f32 {
+        const NAN_FILL: f32 = f32::NAN;
+    }
+    impl NanFill for f64 {
+        const NAN_FILL: f64 = f64::NAN;
     }
 }
 
