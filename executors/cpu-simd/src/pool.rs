@@ -162,44 +162,48 @@ unsafe fn plane<T: Real, L: Lanes<T>>(p: &PoolPlan, src: *const T, base: i64, ds
     // `SLACK` more, so whole-vector reads past a tap's last element stay inside.
     let mut cols = vec![fill; span + SLACK];
     let mut tap = vec![fill; ow];
+    let mut rows: Vec<&[T]> = Vec::with_capacity(p.dh.len());
     for (r, out_row) in dst.chunks_mut(ow.max(1)).enumerate() {
-        let mut first = true;
         let inside = &mut cols[j0..j1];
-        for &d in &p.dh {
-            let y = (r * p.stride[0] + d) as i64 - p.low[0] as i64;
-            if y < 0 || y >= h as i64 {
-                // The row is the fill: it takes part in every column's maximum.
-                if first {
-                    inside.fill(fill);
-                    first = false;
-                } else {
-                    L::max_with(inside, fill);
-                }
-                continue;
-            }
+        let ys =
+            p.dh.iter()
+                .map(|&d| (r * p.stride[0] + d) as i64 - p.low[0] as i64);
+        // A row outside the input is the fill: it takes part in every column's maximum.
+        let with_fill = ys.clone().any(|y| y < 0 || y >= h as i64);
+        let ys = ys.filter(|&y| y >= 0 && y < h as i64);
+        if cs == 1 {
+            rows.clear();
             // SAFETY: row `y` of the plane is inside the input, and so are its first
-            // `j1 - j0` columns (`j1 - j0 <= w`).
-            let row = unsafe { src.offset((base + y * rs) as isize) };
-            if cs == 1 {
-                // SAFETY: as above, with unit column stride.
-                let row = unsafe { std::slice::from_raw_parts(row, inside.len()) };
-                if first {
-                    inside.copy_from_slice(row);
-                } else {
-                    L::max_into(inside, row);
-                }
-            } else {
+            // `j1 - j0 <= w` columns, one element apart.
+            rows.extend(ys.map(|y| unsafe {
+                std::slice::from_raw_parts(src.offset((base + y * rs) as isize), inside.len())
+            }));
+            match rows.is_empty() {
+                true => inside.fill(fill),
+                false => L::rows_max(&rows, inside),
+            }
+        } else {
+            let mut first = true;
+            for y in ys {
+                // SAFETY: as above, column `k < w` at `k * cs`.
+                let row = unsafe { src.offset((base + y * rs) as isize) };
                 for (k, c) in inside.iter_mut().enumerate() {
-                    // SAFETY: as above, column `k < w`.
+                    // SAFETY: see above.
                     let v = unsafe { *row.offset(k as isize * cs as isize) };
                     *c = if first { v } else { nan_max(*c, v) };
                 }
+                first = false;
             }
-            first = false;
+            if first {
+                inside.fill(fill);
+            }
+        }
+        if with_fill {
+            L::max_with(inside, fill);
         }
         match p.stride[1] {
-            1 => windows::<T, L, 1>(&cols, &p.dw, &mut tap, out_row),
-            2 => windows::<T, L, 2>(&cols, &p.dw, &mut tap, out_row),
+            1 => L::windows::<1>(&cols, &p.dw, &mut tap, out_row),
+            2 => L::windows::<2>(&cols, &p.dw, &mut tap, out_row),
             s => {
                 for (o, y) in out_row.iter_mut().enumerate() {
                     *y =
@@ -240,13 +244,31 @@ fn windows<T: Real, L: Lanes<T>, const S: usize>(
 const SLACK: usize = 32;
 
 /// The row passes of a plane, for one element type and instruction set.
-trait Lanes<T> {
+trait Lanes<T: Real> {
     /// `acc[j] = max(acc[j], x[j])` (`x` at least as long as `acc`).
     fn max_into(acc: &mut [T], x: &[T]);
     /// `acc[j] = max(acc[j], v)`.
     fn max_with(acc: &mut [T], v: T);
     /// `dst[o] = src[o * S]`; `src` holds [`SLACK`] elements past the last one read.
     fn gather<const S: usize>(src: &[T], dst: &mut [T]);
+
+    /// `dst[j] = max over r of rows[r][j]` (at least one row, each as long as `dst`).
+    #[inline(always)]
+    fn rows_max(rows: &[&[T]], dst: &mut [T]) {
+        dst.copy_from_slice(&rows[0][..dst.len()]);
+        for row in &rows[1..] {
+            Self::max_into(dst, row);
+        }
+    }
+
+    /// `out[o] = max over d of cols[o * S + d]` (`cols` with [`SLACK`] elements to spare).
+    #[inline(always)]
+    fn windows<const S: usize>(cols: &[T], dw: &[usize], tap: &mut [T], out: &mut [T])
+    where
+        Self: Sized,
+    {
+        windows::<T, Self, S>(cols, dw, tap, out)
+    }
 }
 
 /// Plain loops that LLVM vectorizes for the target features of the caller.
@@ -311,6 +333,59 @@ mod f32x16 {
 
 #[cfg(target_arch = "x86_64")]
 impl Lanes<f32> for F32x16 {
+    /// Each vector of columns kept in a register over the rows: one store, no pass per row.
+    #[inline(always)]
+    fn rows_max(rows: &[&[f32]], dst: &mut [f32]) {
+        use std::arch::x86_64::*;
+        let n = dst.len();
+        if n < 16 || rows.iter().any(|r| r.len() < n) {
+            dst.copy_from_slice(&rows[0][..n]);
+            return rows[1..].iter().for_each(|row| Plain::max_into(dst, row));
+        }
+        for c in f32x16::starts(n) {
+            // SAFETY: `c + 16 <= n` and every row holds `n`; the caller has AVX-512F.
+            unsafe {
+                let mut v = _mm512_loadu_ps(rows[0].as_ptr().add(c));
+                for row in &rows[1..] {
+                    v = f32x16::max(v, _mm512_loadu_ps(row.as_ptr().add(c)));
+                }
+                _mm512_storeu_ps(dst.as_mut_ptr().add(c), v);
+            }
+        }
+    }
+
+    /// Each output vector's taps shuffled out of whole-vector loads and folded in registers.
+    #[inline(always)]
+    fn windows<const S: usize>(cols: &[f32], dw: &[usize], tap: &mut [f32], out: &mut [f32]) {
+        use std::arch::x86_64::*;
+        let n = out.len();
+        let last = dw.last().copied().unwrap_or(0);
+        if n < 16 || S > 2 || dw.is_empty() || cols.len() < (n - 1) * S + last + SLACK {
+            return windows::<f32, Self, S>(cols, dw, tap, out);
+        }
+        for c in f32x16::starts(n) {
+            // SAFETY: tap `d` of vector `c` reads `cols[c * S + d ..][..16 * S]`, inside
+            // `(n - 1) * S + last + SLACK`; the caller has AVX-512F.
+            unsafe {
+                let even =
+                    _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+                let at = |d: usize| {
+                    let p = cols.as_ptr().add(c * S + d);
+                    if S == 1 {
+                        _mm512_loadu_ps(p)
+                    } else {
+                        _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p.add(16)))
+                    }
+                };
+                let mut v = at(dw[0]);
+                for &d in &dw[1..] {
+                    v = f32x16::max(v, at(d));
+                }
+                _mm512_storeu_ps(out.as_mut_ptr().add(c), v);
+            }
+        }
+    }
+
     #[inline(always)]
     fn max_into(acc: &mut [f32], x: &[f32]) {
         use std::arch::x86_64::*;

@@ -279,6 +279,12 @@ fn small_and_empty_pools() {
         fill: -7.5,
         ..RESNET
     });
+    // A pad value above most inputs: border rows and columns raise their windows to it.
+    check(Case {
+        hw: [9, 35],
+        fill: 0.25,
+        ..RESNET
+    });
     // No planes: nothing to write.
     check(Case {
         planes: [0, 3],
