@@ -104,6 +104,17 @@ impl Tb {
         }
     }
 
+    /// All ops compiled as one region with these inputs and outputs.
+    pub(crate) fn compile(&self, inputs: &[u32], outputs: &[u32]) -> Region {
+        let view = self.view(inputs, outputs);
+        let spec = RegionSpec {
+            ops: (0..self.ops.len() as u32).collect(),
+            inputs: inputs.to_vec().into(),
+            outputs: outputs.to_vec().into(),
+        };
+        Region::compile(&view, &spec, services()).expect("compile")
+    }
+
     /// Compiles all ops as one region and runs it on f32 inputs; returns the f32 outputs.
     pub(crate) fn run(&self, inputs: &[(u32, Vec<f32>)], outputs: &[u32]) -> Vec<Vec<f32>> {
         self.try_run(inputs, outputs).expect("run")
@@ -126,13 +137,7 @@ impl Tb {
         outputs: &[u32],
     ) -> Result<Vec<Vec<T>>, thunder_abi::PluginError> {
         let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
-        let view = self.view(&ids, outputs);
-        let spec = RegionSpec {
-            ops: (0..self.ops.len() as u32).collect(),
-            inputs: ids.into(),
-            outputs: outputs.to_vec().into(),
-        };
-        let region = Region::compile(&view, &spec, services()).expect("compile");
+        let region = self.compile(&ids, outputs);
         let shapes: Vec<Vec<i64>> = outputs
             .iter()
             .map(|&o| self.values[o as usize].shape.to_vec())

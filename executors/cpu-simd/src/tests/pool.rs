@@ -5,10 +5,9 @@
 //! value wherever a tap falls outside the input), with NaN, signed zeros and -inf among the
 //! inputs; the region must hold one pool stage and no pad.
 
-use super::{ints, services, Tb};
+use super::{ints, Tb};
 use crate::ops::nan_max;
-use crate::region::Region;
-use thunder_abi::{ArgView, DTypeCode, RegionSpec};
+use thunder_abi::{ArgView, DTypeCode};
 
 #[derive(Clone, Copy, Debug)]
 struct Case {
@@ -162,16 +161,6 @@ fn same_bits(got: f64, want: f64) -> bool {
     (got.is_nan() && want.is_nan()) || got.to_bits() == want.to_bits()
 }
 
-fn compile(t: &Tb, ins: &[u32], outs: &[u32]) -> Region {
-    let view = t.view(ins, outs);
-    let spec = RegionSpec {
-        ops: (0..view.ops.len() as u32).collect(),
-        inputs: ins.to_vec().into(),
-        outputs: outs.to_vec().into(),
-    };
-    Region::compile(&view, &spec, services()).expect("compile")
-}
-
 fn check(c: Case) {
     let xs = input(&c, 5);
     let want = reference(&c, &xs, 0..c.kernel[0]);
@@ -180,7 +169,7 @@ fn check(c: Case) {
         let (x, y, _) = build(&mut t, dt, &c);
         let padded = c.pad.iter().any(|&(lo, hi)| lo + hi > 0);
         assert_eq!(
-            compile(&t, &[x], &[y]).pool_and_pad_stages(),
+            t.compile(&[x], &[y]).pool_and_pad_stages(),
             (1, 0),
             "{c:?} {dt:?}: one pool stage, no pad (padded: {padded})"
         );

@@ -5,9 +5,8 @@
 //! schedules of the backward, inputs that are strided views made in the same region, and the
 //! shapes and dtypes that must be left to the decomposition.
 
-use super::{assert_close, data, ints, services, Tb};
-use crate::region::Region;
-use thunder_abi::{ArgView, DTypeCode, OpView, RegionSpec};
+use super::{assert_close, data, ints, Tb};
+use thunder_abi::{ArgView, DTypeCode, OpView};
 
 fn v(id: u32) -> ArgView {
     ArgView::Value(id)
@@ -176,16 +175,6 @@ fn reference(c: &Case, q: &[f32], k: &[f32], vv: &[f32], g: &[f32]) -> [Vec<f64>
     [out, lse, dq, dk, dv]
 }
 
-fn compile(t: &Tb, inputs: &[u32], outputs: &[u32]) -> Region {
-    let view = t.view(inputs, outputs);
-    let spec = RegionSpec {
-        ops: (0..view.ops.len() as u32).collect(),
-        inputs: inputs.to_vec().into(),
-        outputs: outputs.to_vec().into(),
-    };
-    Region::compile(&view, &spec, services()).expect("compile")
-}
-
 /// Runs the forward, then the backward on the forward's out and lse, and checks all five.
 fn check(c: Case) {
     let what = format!(
@@ -209,7 +198,7 @@ fn check(c: Case) {
         ],
         &[shape(&b, &[c.l, c.ev]), shape(&b, &[c.l])],
     );
-    assert_eq!(compile(&t, &ins, &outs).attention_stages(), 1, "{what}");
+    assert_eq!(t.compile(&ins, &outs).attention_stages(), 1, "{what}");
     let vals = [stored_q(&c, &q), k.clone(), vv.clone()];
     let got = t.run(
         &ins.iter().copied().zip(vals.clone()).collect::<Vec<_>>(),
@@ -242,7 +231,7 @@ fn check(c: Case) {
             shape(&b, &[c.s, c.ev]),
         ],
     );
-    assert_eq!(compile(&t, &bins, &grads).attention_stages(), 1, "{what}");
+    assert_eq!(t.compile(&bins, &grads).attention_stages(), 1, "{what}");
     let mut bvals = vals.to_vec();
     bvals.extend([g, got[0].clone(), got[1].clone()]);
     let dg = t.run(&bins.iter().copied().zip(bvals).collect::<Vec<_>>(), &grads);
