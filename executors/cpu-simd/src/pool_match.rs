@@ -163,6 +163,9 @@ fn match_at(
             Lit::I(i) => *i as f64,
             Lit::B(_) => return None,
         };
+        if config.len() != rank {
+            return None;
+        }
         let reads = uses.reads_of(base);
         let planes_unpadded = config[..rank - 2].iter().all(|&c| c == (0, 0, 0));
         let spatial = &config[rank - 2..];
@@ -172,7 +175,7 @@ fn match_at(
         let only_taps = reads.iter().all(|r| replaced.contains(r))
             && !outputs.contains(&base)
             && !taken.contains(&j);
-        (planes_unpadded && borders && only_taps && config.len() == rank)
+        (planes_unpadded && borders && only_taps)
             .then(|| (j, *a, fill, [spatial[0].0 as usize, spatial[1].0 as usize]))
     });
     let (x, fill, low) = match pad {

@@ -305,3 +305,56 @@ fn a_chain_read_outside_keeps_its_intermediates() {
         }
     }
 }
+
+/// Maximums that are not a window grid stay ordinary ops: two different inputs, and two
+/// slices of one input at taps (0, 0) and (1, 1) (a diagonal, not `{0, 1} x {0, 1}`).
+#[test]
+fn maximums_that_are_not_a_pool_are_left_alone() {
+    let dt = DTypeCode::F32;
+    let mut t = Tb::default();
+    let a = t.value(dt, &[2, 5, 6]);
+    let b = t.value(dt, &[2, 5, 6]);
+    let ab = t.op(
+        "maximum",
+        vec![ArgView::Value(a), ArgView::Value(b)],
+        dt,
+        &[2, 5, 6],
+    );
+    let tap = |t: &mut Tb, d: i64| {
+        t.op(
+            "slice",
+            vec![
+                ArgView::Value(a),
+                ints(&[0, d, d]),
+                ints(&[2, d + 4, d + 5]),
+                ints(&[1, 1, 1]),
+            ],
+            dt,
+            &[2, 4, 5],
+        )
+    };
+    let (t0, t1) = (tap(&mut t, 0), tap(&mut t, 1));
+    let diag = t.op(
+        "maximum",
+        vec![ArgView::Value(t0), ArgView::Value(t1)],
+        dt,
+        &[2, 4, 5],
+    );
+    assert_eq!(
+        t.compile(&[a, b], &[ab, diag]).pool_and_pad_stages(),
+        (0, 0)
+    );
+    let (xa, xb) = (super::data(60, 3), super::data(60, 4));
+    let got = t.run(&[(a, xa.clone()), (b, xb.clone())], &[ab, diag]);
+    let want_ab: Vec<f64> = xa
+        .iter()
+        .zip(&xb)
+        .map(|(&p, &q)| f64::from(p.max(q)))
+        .collect();
+    let want_diag: Vec<f64> = (0..2)
+        .flat_map(|n| (0..4).flat_map(move |i| (0..5).map(move |j| (n, i, j))))
+        .map(|(n, i, j)| f64::from(xa[(n * 5 + i) * 6 + j].max(xa[(n * 5 + i + 1) * 6 + j + 1])))
+        .collect();
+    super::assert_close(&got[0], &want_ab, 0.0, 0.0, "maximum of two inputs");
+    super::assert_close(&got[1], &want_diag, 0.0, 0.0, "diagonal taps");
+}
