@@ -1,8 +1,8 @@
 //! A max pool's stage (`pool_match.rs` finds it): each output row is the maximum, over the
 //! kernel's columns, of one row that holds the maximum over the kernel's rows of the input.
-//! The input is read in place, the pad's value stands in for what lies outside it, and
-//! both passes run on contiguous rows that LLVM vectorizes (stride 1 and 2 written with the
-//! stride known).
+//! The input is read in place and the pad's value stands in for what lies outside it. f32 on
+//! AVX-512 runs both passes in registers (`F32x16`); other types and ISAs run plain loops that
+//! LLVM vectorizes.
 //!
 //! Before, ResNet-50's 3x3 stride-2 pool ran as a padded copy of its 64 x 112 x 112 input and
 //! a fused loop over nine stride-2 slices of it (`docs/onnx.md`).
