@@ -199,7 +199,7 @@ unsafe fn plane<T: Real, L: Lanes<T>>(p: &PoolPlan, src: *const T, base: i64, ds
             }
         }
         if with_fill {
-            L::max_with(inside, fill);
+            inside.iter_mut().for_each(|c| *c = nan_max(*c, fill));
         }
         match p.stride[1] {
             1 => L::windows::<1>(&cols, &p.dw, &mut tap, out_row),
@@ -219,56 +219,16 @@ unsafe fn plane<T: Real, L: Lanes<T>>(p: &PoolPlan, src: *const T, base: i64, ds
     }
 }
 
-/// `out[o] = max over d of cols[o * S + d]`, one pass per tap: each tap's elements are
-/// first copied out contiguously into `tap`, then folded in (a maximum over a strided read
-/// stayed one element at a time).
-#[inline(always)]
-fn windows<T: Real, L: Lanes<T>, const S: usize>(
-    cols: &[T],
-    dw: &[usize],
-    tap: &mut [T],
-    out: &mut [T],
-) {
-    let n = out.len();
-    for (k, &d) in dw.iter().enumerate() {
-        if k == 0 {
-            L::gather::<S>(&cols[d..], out);
-        } else {
-            L::gather::<S>(&cols[d..], &mut tap[..n]);
-            L::max_into(out, &tap[..n]);
-        }
-    }
-}
-
-/// Elements past a tap's last one that `Lanes::gather` may read.
+/// Elements past the last column a window reaches, so `F32x16`'s whole-vector loads stay
+/// inside `cols`.
 const SLACK: usize = 32;
 
-/// The row passes of a plane, for one element type and instruction set.
+/// A plane's two row passes, for one element type and instruction set.
 trait Lanes<T: Real> {
-    /// `acc[j] = max(acc[j], x[j])` (`x` at least as long as `acc`).
-    fn max_into(acc: &mut [T], x: &[T]);
-    /// `acc[j] = max(acc[j], v)`.
-    fn max_with(acc: &mut [T], v: T);
-    /// `dst[o] = src[o * S]`; `src` holds [`SLACK`] elements past the last one read.
-    fn gather<const S: usize>(src: &[T], dst: &mut [T]);
-
     /// `dst[j] = max over r of rows[r][j]` (at least one row, each as long as `dst`).
-    #[inline(always)]
-    fn rows_max(rows: &[&[T]], dst: &mut [T]) {
-        dst.copy_from_slice(&rows[0][..dst.len()]);
-        for row in &rows[1..] {
-            Self::max_into(dst, row);
-        }
-    }
-
+    fn rows_max(rows: &[&[T]], dst: &mut [T]);
     /// `out[o] = max over d of cols[o * S + d]` (`cols` with [`SLACK`] elements to spare).
-    #[inline(always)]
-    fn windows<const S: usize>(cols: &[T], dw: &[usize], tap: &mut [T], out: &mut [T])
-    where
-        Self: Sized,
-    {
-        windows::<T, Self, S>(cols, dw, tap, out)
-    }
+    fn windows<const S: usize>(cols: &[T], dw: &[usize], tap: &mut [T], out: &mut [T]);
 }
 
 /// Plain loops that LLVM vectorizes for the target features of the caller.
@@ -276,31 +236,52 @@ struct Plain;
 
 impl<T: Real> Lanes<T> for Plain {
     #[inline(always)]
-    fn max_into(acc: &mut [T], x: &[T]) {
-        acc.iter_mut()
-            .zip(x)
-            .for_each(|(a, &v)| *a = nan_max(*a, v));
-    }
-
-    #[inline(always)]
-    fn max_with(acc: &mut [T], v: T) {
-        acc.iter_mut().for_each(|a| *a = nan_max(*a, v));
-    }
-
-    #[inline(always)]
-    fn gather<const S: usize>(src: &[T], dst: &mut [T]) {
-        let src = &src[..(dst.len().max(1) - 1) * S + 1];
-        for (o, y) in dst.iter_mut().enumerate() {
-            // SAFETY: `o < dst.len()`, so `o * S < src.len()`.
-            *y = unsafe { *src.get_unchecked(o * S) };
+    fn rows_max(rows: &[&[T]], dst: &mut [T]) {
+        dst.copy_from_slice(&rows[0][..dst.len()]);
+        for row in &rows[1..] {
+            max_into(dst, row);
         }
+    }
+
+    /// One pass per tap: its elements copied out contiguously into `tap` (with `S` known, LLVM
+    /// loads whole vectors and shuffles; a maximum over a strided read stayed one element at a
+    /// time), then folded in.
+    #[inline(always)]
+    fn windows<const S: usize>(cols: &[T], dw: &[usize], tap: &mut [T], out: &mut [T]) {
+        let n = out.len();
+        for (k, &d) in dw.iter().enumerate() {
+            if k == 0 {
+                gather::<T, S>(&cols[d..], out);
+            } else {
+                gather::<T, S>(&cols[d..], &mut tap[..n]);
+                max_into(out, &tap[..n]);
+            }
+        }
+    }
+}
+
+/// `acc[j] = max(acc[j], x[j])` (`x` at least as long as `acc`).
+#[inline(always)]
+fn max_into<T: Real>(acc: &mut [T], x: &[T]) {
+    acc.iter_mut()
+        .zip(x)
+        .for_each(|(a, &v)| *a = nan_max(*a, v));
+}
+
+/// `dst[o] = src[o * S]`.
+#[inline(always)]
+fn gather<T: Real, const S: usize>(src: &[T], dst: &mut [T]) {
+    let src = &src[..(dst.len().max(1) - 1) * S + 1];
+    for (o, y) in dst.iter_mut().enumerate() {
+        // SAFETY: `o < dst.len()`, so `o * S < src.len()`.
+        *y = unsafe { *src.get_unchecked(o * S) };
     }
 }
 
 /// f32 on AVX-512 registers: rows of 56 and 112 are shorter than LLVM's unrolled vector loop,
 /// which left them to its one-element remainder (ResNet-50's pool took 120 us at b1 with the
-/// plain loops). Whole vectors here, the last one overlapping the one before (each pass may do
-/// an element twice: a copy, or a maximum with the same value).
+/// plain loops). Whole vectors here, the last one overlapping the one before (an element may
+/// be stored twice, with the same value).
 #[cfg(target_arch = "x86_64")]
 struct F32x16;
 
@@ -339,8 +320,7 @@ impl Lanes<f32> for F32x16 {
         use std::arch::x86_64::*;
         let n = dst.len();
         if n < 16 || rows.iter().any(|r| r.len() < n) {
-            dst.copy_from_slice(&rows[0][..n]);
-            return rows[1..].iter().for_each(|row| Plain::max_into(dst, row));
+            return Plain::rows_max(rows, dst);
         }
         for c in f32x16::starts(n) {
             // SAFETY: `c + 16 <= n` and every row holds `n`; the caller has AVX-512F.
@@ -361,7 +341,7 @@ impl Lanes<f32> for F32x16 {
         let n = out.len();
         let last = dw.last().copied().unwrap_or(0);
         if n < 16 || S > 2 || dw.is_empty() || cols.len() < (n - 1) * S + last + SLACK {
-            return windows::<f32, Self, S>(cols, dw, tap, out);
+            return Plain::windows::<S>(cols, dw, tap, out);
         }
         for c in f32x16::starts(n) {
             // SAFETY: tap `d` of vector `c` reads `cols[c * S + d ..][..16 * S]`, inside
@@ -382,55 +362,6 @@ impl Lanes<f32> for F32x16 {
                     v = f32x16::max(v, at(d));
                 }
                 _mm512_storeu_ps(out.as_mut_ptr().add(c), v);
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn max_into(acc: &mut [f32], x: &[f32]) {
-        use std::arch::x86_64::*;
-        let n = acc.len();
-        if n < 16 {
-            return Plain::max_into(acc, x);
-        }
-        let x = &x[..n];
-        for c in f32x16::starts(n) {
-            // SAFETY: `c + 16 <= n` for both; the caller has AVX-512F (`plane_f32_avx512`).
-            unsafe {
-                let p = acc.as_mut_ptr().add(c);
-                let v = f32x16::max(_mm512_loadu_ps(p), _mm512_loadu_ps(x.as_ptr().add(c)));
-                _mm512_storeu_ps(p, v);
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn max_with(acc: &mut [f32], v: f32) {
-        Plain::max_with(acc, v)
-    }
-
-    #[inline(always)]
-    fn gather<const S: usize>(src: &[f32], dst: &mut [f32]) {
-        use std::arch::x86_64::*;
-        let n = dst.len();
-        if n < 16 || S > 2 {
-            return Plain::gather::<S>(src, dst);
-        }
-        // Every vector reads `src[c * S .. c * S + 16 * S]`, inside `(n - 1) * S + SLACK`.
-        let src = &src[..(n - 1) * S + 1 + SLACK - 1];
-        for c in f32x16::starts(n) {
-            // SAFETY: as above; the caller has AVX-512F.
-            unsafe {
-                let p = src.as_ptr().add(c * S);
-                let v = if S == 1 {
-                    _mm512_loadu_ps(p)
-                } else {
-                    let even = _mm512_setr_epi32(
-                        0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
-                    );
-                    _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p.add(16)))
-                };
-                _mm512_storeu_ps(dst.as_mut_ptr().add(c), v);
             }
         }
     }

@@ -130,7 +130,7 @@ impl Tb {
     }
 
     /// As [`Tb::try_run`] for inputs and outputs of one element type `T` (`dtype`).
-    pub(crate) fn try_run_as<T: Copy + num_nan::NanFill>(
+    pub(crate) fn try_run_as<T: crate::ops::Real>(
         &self,
         dtype: DTypeCode,
         inputs: &[(u32, Vec<T>)],
@@ -142,9 +142,10 @@ impl Tb {
             .iter()
             .map(|&o| self.values[o as usize].shape.to_vec())
             .collect();
+        // NaN where nothing is written, so a result never stored shows.
         let mut outs: Vec<Vec<T>> = shapes
             .iter()
-            .map(|s| vec![T::NAN_FILL; s.iter().product::<i64>() as usize])
+            .map(|s| vec![T::NAN; s.iter().product::<i64>() as usize])
             .collect();
         let in_shapes: Vec<Vec<i64>> = inputs
             .iter()
@@ -172,19 +173,6 @@ impl Tb {
             .collect();
         region.run(&in_descs, &out_descs, &ExecContext::CPU)?;
         Ok(outs)
-    }
-}
-
-/// What an output buffer starts as before a run (NaN: a result never written shows).
-pub(crate) mod num_nan {
-    pub(crate) trait NanFill {
-        const NAN_FILL: Self;
-    }
-    impl NanFill for f32 {
-        const NAN_FILL: f32 = f32::NAN;
-    }
-    impl NanFill for f64 {
-        const NAN_FILL: f64 = f64::NAN;
     }
 }
 
