@@ -116,6 +116,28 @@ impl<T: Real> Product<T> {
                 )
             };
         }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(p) = self.avx2_f32() {
+            // SAFETY: forwarded from the caller; `avx2_f32` checked that the CPU has AVX2.
+            return unsafe {
+                crate::sgemm_avx2::gemm(
+                    (p.m, p.n, p.k),
+                    crate::sgemm_avx2::Mat {
+                        ptr: p.a.ptr,
+                        rs: p.a.rs,
+                        cs: p.a.cs,
+                    },
+                    crate::sgemm_avx2::Mat {
+                        ptr: p.b.ptr,
+                        rs: p.b.rs,
+                        cs: p.b.cs,
+                    },
+                    p.dst,
+                    p.ld,
+                    p.read_dst,
+                )
+            };
+        }
         // SAFETY: forwarded from the caller. `read_dst = false` makes gemm overwrite `dst`
         // (and zero-fill it when k = 0).
         unsafe {
@@ -148,6 +170,13 @@ impl<T: Real> Product<T> {
     fn streamed(&self) -> Option<&Product<f32>> {
         let p = (self as &dyn std::any::Any).downcast_ref::<Product<f32>>()?;
         crate::gemm_stream::applies(p.m, p.n, p.k, p.b.cs).then_some(p)
+    }
+
+    /// This product as f32 when it runs on `sgemm_avx2` (an AVX2 CPU without AVX-512).
+    #[cfg(target_arch = "x86_64")]
+    fn avx2_f32(&self) -> Option<&Product<f32>> {
+        let p = (self as &dyn std::any::Any).downcast_ref::<Product<f32>>()?;
+        (crate::sgemm_avx2::enabled() && crate::sgemm_avx2::takes(p.m, p.n, p.k)).then_some(p)
     }
 
     /// Rows `r0..r1` of the output.

@@ -78,6 +78,8 @@ mod region;
 mod row_copy;
 mod sdpa;
 #[cfg(target_arch = "x86_64")]
+mod sgemm_avx2;
+#[cfg(target_arch = "x86_64")]
 mod simd;
 mod stages;
 mod team;
