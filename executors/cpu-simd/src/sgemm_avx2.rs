@@ -43,11 +43,12 @@ pub(crate) fn enabled() -> bool {
 }
 
 /// Whether an `m x k @ k x n` product runs here rather than on the crate: large ones only.
-/// One thread, `sgemm_bench` below (AMD EPYC Zen 3): 2048 x 2048 x 2048 at 75-78 GFLOP/s
-/// against the crate's 67-73; 256 x 768 x 256, 256 x 3136 x 64 and 64 x 3136 x 256 within the
-/// noise of each other (67-92 both); with few columns the crate, which then runs the product
-/// transposed, was ahead: 512 x 196 x 1024 62-67 against 82-87, 2048 x 49 x 512 38-40 against
-/// 63.
+/// One thread, `sgemm_bench` below, alternating (AMD EPYC Zen 3): 2048 x 2048 x 2048 at 75-78
+/// GFLOP/s against the crate's 67-73; 256 x 768 x 256 and 256 x 3136 x 64 within the noise
+/// of each other (63-93 both). Slower here: few rows, where packing the whole right operand
+/// serves few tiles (64 x 3136 x 256: 50 against 57), and few columns, where this tile's lanes
+/// run along them and idle on the ragged last panel (512 x 196 x 1024: 62-67 against 82-87;
+/// 2048 x 49 x 512: 38-40 against 63).
 pub(crate) fn takes(m: usize, n: usize, k: usize) -> bool {
     m >= 128 && n >= 512 && k >= 64
 }
