@@ -120,22 +120,7 @@ impl<T: Real> Product<T> {
         if let Some(p) = self.avx2_f32() {
             // SAFETY: forwarded from the caller; `avx2_f32` checked that the CPU has AVX2.
             return unsafe {
-                crate::sgemm_avx2::gemm(
-                    (p.m, p.n, p.k),
-                    crate::sgemm_avx2::Mat {
-                        ptr: p.a.ptr,
-                        rs: p.a.rs,
-                        cs: p.a.cs,
-                    },
-                    crate::sgemm_avx2::Mat {
-                        ptr: p.b.ptr,
-                        rs: p.b.rs,
-                        cs: p.b.cs,
-                    },
-                    p.dst,
-                    p.ld,
-                    p.read_dst,
-                )
+                crate::sgemm_avx2::gemm((p.m, p.n, p.k), p.a, p.b, p.dst, p.ld, p.read_dst)
             };
         }
         // SAFETY: forwarded from the caller. `read_dst = false` makes gemm overwrite `dst`

@@ -12,6 +12,7 @@
 //! Sums over the depth run in order, one fused multiply-add per step, blocks of [`KC`] added
 //! into the output: results differ from the crate's by rounding only.
 
+use crate::gemm_run::View;
 use std::arch::x86_64::*;
 
 /// Rows of the register tile (the left panel's width).
@@ -53,14 +54,6 @@ pub(crate) fn takes(m: usize, n: usize, k: usize) -> bool {
     m >= 128 && n >= 512 && k >= 64
 }
 
-/// A strided matrix: element `(i, j)` at `ptr + i * rs + j * cs`.
-#[derive(Clone, Copy)]
-pub(crate) struct Mat {
-    pub(crate) ptr: *const f32,
-    pub(crate) rs: isize,
-    pub(crate) cs: isize,
-}
-
 /// `dst[i * ld + j] = (dst[i * ld + j] if accumulate else 0) + Σ_p a(i, p) · b(p, j)` for
 /// `i < m`, `j < n`, `p < k`.
 ///
@@ -69,8 +62,8 @@ pub(crate) struct Mat {
 /// readable elements, `dst` `m` rows of `n` writable ones that no other thread touches.
 pub(crate) unsafe fn gemm(
     (m, n, k): (usize, usize, usize),
-    a: Mat,
-    b: Mat,
+    a: View<f32>,
+    b: View<f32>,
     dst: *mut f32,
     ld: isize,
     accumulate: bool,
@@ -140,7 +133,12 @@ fn with_buffers<R>(f: impl FnOnce(&mut [f32], &mut [f32]) -> R) -> R {
 ///
 /// # Safety
 /// The block lies inside `a`; `out` holds `mc.next_multiple_of(MR) * kc` floats.
-unsafe fn pack_a(a: Mat, (i0, p0): (usize, usize), (mc, kc): (usize, usize), out: &mut [f32]) {
+unsafe fn pack_a(
+    a: View<f32>,
+    (i0, p0): (usize, usize),
+    (mc, kc): (usize, usize),
+    out: &mut [f32],
+) {
     for (r, panel) in out[..mc.next_multiple_of(MR) * kc]
         .chunks_exact_mut(MR * kc)
         .enumerate()
@@ -170,7 +168,12 @@ unsafe fn pack_a(a: Mat, (i0, p0): (usize, usize), (mc, kc): (usize, usize), out
 ///
 /// # Safety
 /// The block lies inside `b`; `out` holds `nc.next_multiple_of(NR) * kc` floats.
-unsafe fn pack_b(b: Mat, (p0, j0): (usize, usize), (kc, nc): (usize, usize), out: &mut [f32]) {
+unsafe fn pack_b(
+    b: View<f32>,
+    (p0, j0): (usize, usize),
+    (kc, nc): (usize, usize),
+    out: &mut [f32],
+) {
     for (c, panel) in out[..nc.next_multiple_of(NR) * kc]
         .chunks_exact_mut(NR * kc)
         .enumerate()
@@ -265,7 +268,8 @@ unsafe fn tile(
 
 #[cfg(test)]
 mod tests {
-    use super::{gemm, Mat};
+    use super::gemm;
+    use crate::gemm_run::View;
 
     /// `a` is `m x k`, `b` `k x n`, stored row-major or (`t`) transposed.
     fn check(m: usize, n: usize, k: usize, ta: bool, tb: bool, accumulate: bool) {
@@ -284,12 +288,12 @@ mod tests {
         unsafe {
             gemm(
                 (m, n, k),
-                Mat {
+                View {
                     ptr: a.as_ptr(),
                     rs: a_rs,
                     cs: a_cs,
                 },
-                Mat {
+                View {
                     ptr: b.as_ptr(),
                     rs: b_rs,
                     cs: b_cs,
@@ -361,7 +365,8 @@ mod tests {
 /// --nocapture` (one thread: the product is a single-threaded call either way).
 #[cfg(test)]
 mod bench {
-    use super::{gemm, Mat};
+    use super::gemm;
+    use crate::gemm_run::View;
 
     fn time(f: &mut dyn FnMut()) -> f64 {
         let t = std::time::Instant::now();
@@ -396,12 +401,12 @@ mod bench {
                     unsafe {
                         gemm(
                             (m, n, k),
-                            Mat {
+                            View {
                                 ptr: a.as_ptr(),
                                 rs: k as isize,
                                 cs: 1,
                             },
-                            Mat {
+                            View {
                                 ptr: b.as_ptr(),
                                 rs: b_rs,
                                 cs: b_cs,
