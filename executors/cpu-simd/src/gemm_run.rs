@@ -118,7 +118,7 @@ impl<T: Real> Product<T> {
         }
         #[cfg(target_arch = "x86_64")]
         if let Some(p) = self.avx2_f32() {
-            // SAFETY: forwarded from the caller; `avx2_f32` checked that the CPU has AVX2.
+            // SAFETY: forwarded from the caller.
             return unsafe {
                 crate::sgemm_avx2::gemm((p.m, p.n, p.k), p.a, p.b, p.dst, p.ld, p.read_dst)
             };
