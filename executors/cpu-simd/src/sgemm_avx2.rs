@@ -28,12 +28,13 @@ pub(crate) fn enabled() -> bool {
 }
 
 /// Whether an `m x k @ k x n` product runs here rather than on the `gemm` crate: large ones
-/// only. One thread, `sgemm_bench` below, alternating (AMD EPYC Zen 3), GFLOP/s best: 2048 x
-/// 2048 x 2048 at 72-84 against the crate's 74-78 (medians 66-81 against 58-73); 256 x 768 x
-/// 256 within the noise of each other. Slower here: few columns (2048 x 49 x 512: 51 against
-/// 64), where the packed tile idles on the ragged last panel.
+/// only. One thread, `sgemm_bench` below, alternating in one process (AMD EPYC Zen 3),
+/// GFLOP/s medians: 2048 x 2048 x 2048 at 66-71 against the crate's 58-61, 1024 x 1024 x
+/// 1024 at 71-73 against 58-60. Smaller products ran faster on the crate when the machine
+/// was quiet: 512 x 512 x 512 at 82 against 91, 256 x 768 x 256 at 84 against 93, 512 x 2048
+/// x 512 (right operand transposed) at 79 against 87; 2048 x 49 x 512 at 53-59 against 58-69.
 pub(crate) fn takes(m: usize, n: usize, k: usize) -> bool {
-    m >= 128 && n >= 512 && k >= 64
+    m >= 256 && n >= 1024 && k >= 1024
 }
 
 /// `dst[i * ld + j] = (dst[i * ld + j] if accumulate else 0) + Σ_p a(i, p) · b(p, j)` for
@@ -184,18 +185,36 @@ mod bench {
             eprintln!("sgemm_avx2 is off on this CPU");
             return;
         }
-        for &(m, n, k, tb) in &[
-            (2048, 2048, 2048, false),
-            (256, 768, 256, false),
-            (256, 256, 1024, true),
-            (256, 3136, 64, false),
-            (64, 3136, 256, false),
-            (512, 196, 1024, false),
-            (2048, 49, 512, false),
+        // (m, n, k, a transposed, b transposed): square and convolution-like shapes, then the
+        // GPT-2 block's products (`thunder bench`'s `gpt2_block`) whole and halved, as
+        // `gemm_run` hands them to each of two threads.
+        for &(m, n, k, ta, tb) in &[
+            (2048, 2048, 2048, false, false),
+            (1024, 1024, 1024, false, false),
+            (512, 512, 512, false, false),
+            (512, 2048, 512, false, true),
+            (256, 768, 256, false, false),
+            (256, 256, 1024, false, true),
+            (256, 3136, 64, false, false),
+            (64, 3136, 256, false, false),
+            (512, 196, 1024, false, false),
+            (2048, 49, 512, false, false),
+            (256, 768, 256, false, true),
+            (128, 768, 256, false, true),
+            (256, 1024, 256, false, true),
+            (128, 1024, 256, false, true),
+            (256, 256, 1024, false, false),
+            (128, 256, 1024, false, false),
+            (1024, 256, 256, true, false),
+            (1024, 128, 256, true, false),
+            (768, 256, 256, true, false),
+            (768, 128, 256, true, false),
+            (256, 256, 256, false, false),
         ] {
             let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 * 0.1).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.1).collect();
             let mut c = vec![0f32; m * n];
+            let (a_rs, a_cs) = if ta { (1, m as isize) } else { (k as isize, 1) };
             let (b_rs, b_cs) = if tb { (1, k as isize) } else { (n as isize, 1) };
             let reps = (4e8 / (2 * m * n * k) as f64).ceil() as usize;
             let ours = |c: &mut Vec<f32>| {
@@ -206,8 +225,8 @@ mod bench {
                             (m, n, k),
                             View {
                                 ptr: a.as_ptr(),
-                                rs: k as isize,
-                                cs: 1,
+                                rs: a_rs,
+                                cs: a_cs,
                             },
                             View {
                                 ptr: b.as_ptr(),
@@ -234,8 +253,8 @@ mod bench {
                             n as isize,
                             false,
                             a.as_ptr(),
-                            1,
-                            k as isize,
+                            a_cs,
+                            a_rs,
                             b.as_ptr(),
                             b_cs,
                             b_rs,
@@ -258,7 +277,8 @@ mod bench {
             y.sort_by(f64::total_cmp);
             let gf = |t: f64| (2 * m * n * k * reps) as f64 / t / 1e9;
             eprintln!(
-                "{m}x{n}x{k}{}: matrixmultiply {:6.1} GFLOP/s (median {:6.1}), gemm {:6.1} (median {:6.1})",
+                "{m}x{n}x{k}{}{}: matrixmultiply {:6.1} GFLOP/s (median {:6.1}), gemm {:6.1} (median {:6.1})",
+                if ta { " a transposed" } else { "" },
                 if tb { " b transposed" } else { "" },
                 gf(x[0]),
                 gf(x[3]),
