@@ -210,6 +210,9 @@ mod bench {
             (768, 256, 256, true, false),
             (768, 128, 256, true, false),
             (256, 256, 256, false, false),
+            (128, 1536, 768, false, false),
+            (128, 768, 3072, false, false),
+            (128, 25128, 768, false, false),
         ] {
             let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 * 0.1).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.1).collect();

@@ -126,3 +126,76 @@ fn a_regions_products_are_counted() {
     let gemm = 2.0 * (3 * 5 * 4 * 7) as f64;
     assert_eq!(region.product_flops(), conv + gemm);
 }
+
+/// The other workers linger in the region while it runs (`on_worker::linger`): its parallel
+/// loops, after serial work long enough for a parked worker to have gone to sleep, still give
+/// every item to exactly one thread, and the region returns once done.
+#[test]
+fn parallel_loops_after_serial_work_run_every_item_once() {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for lingering in [true, false] {
+        let total = on_worker::run_lingering(
+            || {
+                let mut total = 0;
+                for round in 0..20 {
+                    let t = std::time::Instant::now();
+                    while t.elapsed() < std::time::Duration::from_micros(200) {
+                        std::hint::spin_loop();
+                    }
+                    let seen: Vec<AtomicUsize> = (0..64).map(|_| AtomicUsize::new(0)).collect();
+                    (0..64).into_par_iter().for_each(|i| {
+                        seen[i].fetch_add(1, Ordering::Relaxed);
+                    });
+                    assert!(
+                        seen.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+                        "round {round}, lingering {lingering}: an item ran twice or never"
+                    );
+                    total += seen.len();
+                }
+                total
+            },
+            lingering,
+        );
+        assert_eq!(total, 20 * 64);
+    }
+}
+
+/// Overhead of a `join` of two 400 us halves after serial work on the worker, with the other
+/// workers lingering and parked; ignored by default: `RAYON_NUM_THREADS=2 cargo test
+/// --release -p thunder-cpu-simd linger_bench -- --ignored --nocapture`.
+#[test]
+#[ignore = "a benchmark: run it by name with --ignored --nocapture"]
+fn linger_bench() {
+    use std::time::{Duration, Instant};
+    let spin = |d: Duration| {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    };
+    let half = Duration::from_micros(400);
+    for gap in [0u64, 50, 300] {
+        for lingering in [false, true] {
+            let mut extra = on_worker::run_lingering(
+                || {
+                    (0..300)
+                        .map(|_| {
+                            spin(Duration::from_micros(gap));
+                            let t = Instant::now();
+                            rayon::join(|| spin(half), || spin(half));
+                            (t.elapsed() - half).as_secs_f64() * 1e6
+                        })
+                        .collect::<Vec<_>>()
+                },
+                lingering,
+            );
+            extra.sort_by(f64::total_cmp);
+            eprintln!(
+                "serial {gap:3} us, then a join of two 400 us halves, lingering {lingering:5}: \
+                 {:6.1} us more than a half (median), p90 {:6.1}",
+                extra[150], extra[270]
+            );
+        }
+    }
+}
