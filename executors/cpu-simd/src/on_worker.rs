@@ -101,6 +101,7 @@ pub(crate) fn run_lingering<R: Send>(f: impl FnOnce() -> R, lingering: bool) -> 
         // Set however `f` ends (a panic included), or the lingering workers would keep the
         // scope open.
         let _finish = Finish(done);
+        let _owner = Occupied::enter();
         if lingering {
             let owner = rayon::current_thread_index();
             s.spawn_broadcast(move |_, _| linger(done, owner));
@@ -108,6 +109,26 @@ pub(crate) fn run_lingering<R: Send>(f: impl FnOnce() -> R, lingering: bool) -> 
         let _state = crate::ftz::FlushGuard::with_bits(bits);
         (job.0)()
     })
+}
+
+thread_local! {
+    /// Whether this thread runs a region on a worker or lingers for one.
+    static OCCUPIED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread [`OCCUPIED`] until dropped (then restores what it was).
+struct Occupied(bool);
+
+impl Occupied {
+    fn enter() -> Occupied {
+        Occupied(OCCUPIED.with(|o| o.replace(true)))
+    }
+}
+
+impl Drop for Occupied {
+    fn drop(&mut self) {
+        OCCUPIED.with(|o| o.set(self.0));
+    }
 }
 
 /// Sets its flag when dropped.
@@ -131,10 +152,16 @@ fn lingering() -> bool {
 /// 50-300 us of serial work on the worker cost 56-109 us more than the halves (median; p90
 /// 137-401) with parked workers, and 1.8-2.6 us with lingering ones. The worker that runs the
 /// region returns at once (it would otherwise stall a wait of its own until `done`).
+///
+/// Only a worker at rest lingers: not the one running the region, nor one that runs another
+/// region or lingers for one. Such a worker may hold another region's continuation on its
+/// stack (its `join` waits found this job), and two workers each lingering for the region the
+/// other one holds would wait on each other for ever.
 fn linger(done: &AtomicBool, owner: Option<usize>) {
-    if rayon::current_thread_index() == owner {
+    if rayon::current_thread_index() == owner || OCCUPIED.with(|o| o.get()) {
         return;
     }
+    let _lingering = Occupied::enter();
     let mut idle_since: Option<Instant> = None;
     while !done.load(Ordering::Acquire) {
         if let Some(rayon::Yield::Executed) = rayon::yield_now() {

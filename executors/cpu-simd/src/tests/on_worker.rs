@@ -199,3 +199,48 @@ fn linger_bench() {
         }
     }
 }
+
+/// Regions run on workers from two threads at once, each with parallel loops inside: a worker
+/// must not linger for one region while it owes the other its continuation (each waiting on
+/// the other would never end). The hang needs both workers to take a region each and then the
+/// other's linger job inside a wait, so this test exercises the interleavings rather than
+/// forcing that one (before the `OCCUPIED` guard it passed too, in 4 of 4 runs).
+#[test]
+fn regions_from_two_threads_at_once_both_finish() {
+    use rayon::prelude::*;
+    let region = |seed: usize| {
+        on_worker::run_lingering(
+            || {
+                (0..40)
+                    .map(|round| {
+                        let t = std::time::Instant::now();
+                        while t.elapsed() < std::time::Duration::from_micros(30) {
+                            std::hint::spin_loop();
+                        }
+                        (0..256usize)
+                            .into_par_iter()
+                            .map(|i| {
+                                let t = std::time::Instant::now();
+                                while t.elapsed() < std::time::Duration::from_micros(2) {
+                                    std::hint::spin_loop();
+                                }
+                                i * (seed + round)
+                            })
+                            .sum::<usize>()
+                    })
+                    .sum::<usize>()
+            },
+            true,
+        )
+    };
+    let want = |seed: usize| (0..40).map(|r| (seed + r) * 255 * 256 / 2).sum::<usize>();
+    for _ in 0..20 {
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| region(1));
+            let b = s.spawn(|| region(2));
+            (a.join(), b.join())
+        });
+        assert_eq!(a.ok(), Some(want(1)));
+        assert_eq!(b.ok(), Some(want(2)));
+    }
+}
