@@ -128,7 +128,9 @@ pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
         unsafe { block(p, bufs, &out, bi, r0, rows) };
     };
     if p.batches() * p.l * p.s * (p.d + p.dv) >= PAR_MIN && tasks > 1 {
-        (0..tasks).into_par_iter().for_each(task);
+        (0..tasks)
+            .into_par_iter()
+            .for_each(crate::ftz::carried(task));
     } else {
         (0..tasks).for_each(task);
     }

@@ -151,23 +151,27 @@ pub(crate) fn run(p: &AttnBwdPlan, bufs: &Bufs) {
             }
         };
         if parallel && nb > 1 {
-            (0..nb).into_par_iter().for_each(task);
+            (0..nb).into_par_iter().for_each(crate::ftz::carried(task));
         } else {
             (0..nb).for_each(task);
         }
     } else {
-        (0..nb * kb).into_par_iter().for_each(|t| {
-            let (bi, j) = (t / kb, t % kb);
-            let v = p.views(bufs, bi, &stats);
-            // SAFETY: key block j of batch bi's dk/dv rows is written by this task only.
-            unsafe { key_block(p, &v, &mut Tiles::new(), j, Want::Kv) };
-        });
-        (0..nb * qb).into_par_iter().for_each(|t| {
-            let (bi, i) = (t / qb, t % qb);
-            let v = p.views(bufs, bi, &stats);
-            // SAFETY: query block i of batch bi's dq rows is written by this task only.
-            unsafe { query_block(p, &v, &mut Tiles::new(), i) };
-        });
+        (0..nb * kb)
+            .into_par_iter()
+            .for_each(crate::ftz::carried(|t| {
+                let (bi, j) = (t / kb, t % kb);
+                let v = p.views(bufs, bi, &stats);
+                // SAFETY: key block j of batch bi's dk/dv rows is written by this task only.
+                unsafe { key_block(p, &v, &mut Tiles::new(), j, Want::Kv) };
+            }));
+        (0..nb * qb)
+            .into_par_iter()
+            .for_each(crate::ftz::carried(|t| {
+                let (bi, i) = (t / qb, t % qb);
+                let v = p.views(bufs, bi, &stats);
+                // SAFETY: query block i of batch bi's dq rows is written by this task only.
+                unsafe { query_block(p, &v, &mut Tiles::new(), i) };
+            }));
     }
     if crate::exec::trace() {
         eprintln!(
@@ -227,7 +231,7 @@ impl Stats {
             lse.par_chunks_mut(p.l)
                 .zip(delta.par_chunks_mut(p.l))
                 .enumerate()
-                .for_each(row);
+                .for_each(crate::ftz::carried(row));
         } else {
             lse.chunks_mut(p.l)
                 .zip(delta.chunks_mut(p.l))

@@ -116,7 +116,9 @@ pub(crate) unsafe fn gemm((m, n, k): (usize, usize, usize), x: Operands) {
             })
         };
         if par && col_blocks > 1 {
-            (0..col_blocks).into_par_iter().for_each(task);
+            (0..col_blocks)
+                .into_par_iter()
+                .for_each(crate::ftz::carried(task));
         } else {
             (0..col_blocks).for_each(task);
         }
@@ -145,7 +147,9 @@ pub(crate) unsafe fn gemm((m, n, k): (usize, usize, usize), x: Operands) {
         };
         let tasks = col_blocks * row_groups;
         if par {
-            (0..tasks).into_par_iter().for_each(task);
+            (0..tasks)
+                .into_par_iter()
+                .for_each(crate::ftz::carried(task));
         } else {
             (0..tasks).for_each(task);
         }

@@ -255,7 +255,9 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
         }),
         Spread::Tasks => (0..tasks)
             .into_par_iter()
-            .for_each(|t| with_col(max_col, |col| task(t, col, 0..g.cg_out, false))),
+            .for_each(crate::ftz::carried(|t| {
+                with_col(max_col, |col| task(t, col, 0..g.cg_out, false))
+            })),
         Spread::Channels => with_col(max_col, |col| {
             (0..tasks).for_each(|t| task(t, col, 0..g.cg_out, true))
         }),
@@ -293,9 +295,9 @@ fn split_channels(
     let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
     let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
     let starts: Vec<usize> = m_range.clone().step_by(step).collect();
-    starts
-        .into_par_iter()
-        .for_each(|m0| run_rows(m0..(m0 + step).min(m_range.end)));
+    starts.into_par_iter().for_each(crate::ftz::carried(|m0| {
+        run_rows(m0..(m0 + step).min(m_range.end))
+    }));
 }
 
 /// Fewest output positions a convolution with output-channel-contiguous weights and a kernel
@@ -401,10 +403,12 @@ unsafe fn run_implicit(
             }
         };
         match spread(g, n, tasks, threads) {
-            Spread::Serial => (0..tasks).for_each(|t| task(t, 0..g.cg_out, false)),
+            Spread::Serial => {
+                (0..tasks).for_each(crate::ftz::carried(|t| task(t, 0..g.cg_out, false)))
+            }
             Spread::Tasks => (0..tasks)
                 .into_par_iter()
-                .for_each(|t| task(t, 0..g.cg_out, false)),
+                .for_each(crate::ftz::carried(|t| task(t, 0..g.cg_out, false))),
             Spread::Channels => (0..tasks).for_each(|t| task(t, 0..g.cg_out, true)),
         }
     });

@@ -12,12 +12,14 @@
 //! outright (`sign` or `logical_not` of a subnormal, a subnormal quotient), and the loops must
 //! agree with the interpreter and PyTorch.
 //!
-//! The bits are per thread. Every rayon worker sets them once when it starts (this crate owns
-//! the global pool of its own copy of rayon: a `cdylib` links its own), which covers the
-//! threaded GEMMs inside the `gemm` crate and the attention tasks; a fused loop's chunk on a
-//! worker clears them for its duration, and the host's thread sets them only while it runs a
-//! product stage ([`FlushGuard`] restores its own state afterwards). So a region gives the same
-//! result on the calling thread and on the workers, and the host's arithmetic is untouched.
+//! The bits are per thread. The host's thread sets them only while it runs a product stage
+//! ([`FlushGuard`] restores its own state afterwards); the pieces of every parallel loop run
+//! in the state of the thread that started the loop ([`carried`]), and a fused loop's chunk
+//! clears them for its duration. Every rayon worker also sets them when it starts (this crate
+//! owns the global pool of its own copy of rayon: a `cdylib` links its own), for the `gemm`
+//! crate's own threads in the f16 products, where no subnormal f32 arises. So a region gives
+//! the same result on the calling thread and on the workers, and the host's arithmetic is
+//! untouched.
 //! `THUNDER_CPU_SIMD_FTZ=0` keeps IEEE subnormals everywhere (for A/B runs).
 
 use std::sync::OnceLock;
@@ -65,6 +67,23 @@ pub(crate) fn current_bits() -> u32 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     0
+}
+
+/// A parallel loop's body that runs in this thread's flush state on whichever thread takes
+/// a piece of it.
+///
+/// Why not rely on the workers' own state: a worker that waits inside a region (a `join` of
+/// one of its loops, or a region handed to it by `on_worker.rs` in its caller's state) takes
+/// queued work from other loops and regions, and would run it in the waiting region's state.
+/// So a product's pieces flush (the stage set that on the thread that starts the loop) and a
+/// pooling or summing loop's pieces keep IEEE subnormals wherever they run. Costs one
+/// `stmxcsr` a piece, and an `ldmxcsr` only where the state differs.
+pub(crate) fn carried<T, R>(body: impl Fn(T) -> R + Sync + Send) -> impl Fn(T) -> R + Sync + Send {
+    let bits = current_bits();
+    move |piece| {
+        let _state = FlushGuard::with_bits(bits);
+        body(piece)
+    }
 }
 
 /// Sets FTZ and DAZ on the current thread.

@@ -253,9 +253,12 @@ impl<T: Real> Product<T> {
             unsafe { part.run_serial_epi(epi, c0, stream) }
         };
         if team {
-            crate::team::run(edges.len() - 1, &|p| panel(&edges[p..p + 2]));
+            crate::team::run(
+                edges.len() - 1,
+                &crate::ftz::carried(|p: usize| panel(&edges[p..p + 2])),
+            );
         } else {
-            edges.par_windows(2).for_each(panel);
+            edges.par_windows(2).for_each(crate::ftz::carried(panel));
         }
     }
 }
@@ -374,7 +377,9 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs) {
         // Many small products: one per task, each on one thread.
         (0..batches)
             .into_par_iter()
-            .for_each(|bi| unsafe { product(bi).run_serial_epi(epi, 0, true) });
+            .for_each(crate::ftz::carried(|bi| unsafe {
+                product(bi).run_serial_epi(epi, 0, true)
+            }));
     } else {
         (0..batches).for_each(|bi| unsafe { product(bi).run(epi) });
     }

@@ -120,7 +120,9 @@ fn accumulate(x: &SumInput, dims: &[usize], ty: Half, acc: &mut [f64]) {
             let chunk = width.div_ceil(threads * 2).next_multiple_of(16);
             sums.par_chunks_mut(chunk)
                 .enumerate()
-                .for_each(|(i, part)| add_rows(part, i * chunk, rows));
+                .for_each(crate::ftz::carried(|(i, part)| {
+                    add_rows(part, i * chunk, rows)
+                }));
         } else {
             add_rows(sums, 0, rows);
         }

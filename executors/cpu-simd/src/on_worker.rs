@@ -23,7 +23,7 @@
 
 use crate::stages::Stage;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Fewest product FLOPs (`2 m n k` summed over a region's GEMMs and convolutions) for a
 /// region to run on a worker.
@@ -148,9 +148,9 @@ fn lingering() -> bool {
 
 /// Keeps a worker taking the region's work until `done`: rayon parks a worker within tens of
 /// microseconds of finding no work, and a parked worker's wake-up set the pace of short
-/// parallel loops. On a 2-core AMD EPYC Zen 3 KVM guest, a `join` of two 400 us halves after
-/// 50-300 us of serial work on the worker cost 56-109 us more than the halves (median; p90
-/// 137-401) with parked workers, and 1.8-2.6 us with lingering ones. The worker that runs the
+/// parallel loops. On a 2-core AMD EPYC Zen 3 KVM guest (`linger_bench`), a `join` of two
+/// 400 us halves after 50-300 us of serial work on the worker cost 44-101 us more than a half
+/// (median; p90 101-146) with parked workers, and 2.4-3.3 us with lingering ones. The worker that runs the
 /// region returns at once (it would otherwise stall a wait of its own until `done`).
 ///
 /// Only a worker at rest lingers: not the one running the region, nor one that runs another
@@ -162,22 +162,16 @@ fn linger(done: &AtomicBool, owner: Option<usize>) {
         return;
     }
     let _lingering = Occupied::enter();
-    let mut idle_since: Option<Instant> = None;
+    let mut idle: Option<(Instant, u32)> = None;
     while !done.load(Ordering::Acquire) {
         if let Some(rayon::Yield::Executed) = rayon::yield_now() {
-            idle_since = None;
+            idle = None;
             continue;
         }
-        // Past a short spin, give the core to any other runnable thread between checks (as
-        // `team.rs`'s helpers do): a process beside us should not lose a core to our wait.
-        let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < PAUSE {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+        // Past a short spin, give the core to any other runnable thread between checks, as
+        // the team's caller does: a process beside us should not lose a core to our wait.
+        let (since, steps) = idle.get_or_insert_with(|| (Instant::now(), 0));
+        *steps = steps.wrapping_add(1);
+        crate::team::pause(*since, *steps);
     }
 }
-
-/// How long a lingering worker spins on `pause` alone before it yields between checks.
-const PAUSE: Duration = Duration::from_micros(20);

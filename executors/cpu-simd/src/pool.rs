@@ -81,7 +81,7 @@ unsafe fn run_typed<T: Real + Send + Sync>(p: &PoolPlan, src: *const T, out: *mu
         use rayon::prelude::*;
         out.par_chunks_mut(plane)
             .enumerate()
-            .for_each(|(k, dst)| one(k, dst));
+            .for_each(crate::ftz::carried(|(k, dst)| one(k, dst)));
     } else {
         for (k, dst) in out.chunks_mut(plane).enumerate() {
             one(k, dst);

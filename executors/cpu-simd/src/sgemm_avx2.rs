@@ -220,7 +220,7 @@ mod bench {
             let (a_rs, a_cs) = if ta { (1, m as isize) } else { (k as isize, 1) };
             let (b_rs, b_cs) = if tb { (1, k as isize) } else { (n as isize, 1) };
             let reps = (4e8 / (2 * m * n * k) as f64).ceil() as usize;
-            let ours = |c: &mut Vec<f32>| {
+            let on_matrixmultiply = |c: &mut Vec<f32>| {
                 for _ in 0..reps {
                     // SAFETY: the vectors hold the operands' elements.
                     unsafe {
@@ -243,7 +243,7 @@ mod bench {
                     }
                 }
             };
-            let theirs = |c: &mut Vec<f32>| {
+            let on_gemm = |c: &mut Vec<f32>| {
                 for _ in 0..reps {
                     // SAFETY: as above.
                     unsafe {
@@ -273,8 +273,8 @@ mod bench {
             };
             let (mut x, mut y) = (Vec::new(), Vec::new());
             for _ in 0..7 {
-                x.push(time(&mut || ours(&mut c)));
-                y.push(time(&mut || theirs(&mut c)));
+                x.push(time(&mut || on_matrixmultiply(&mut c)));
+                y.push(time(&mut || on_gemm(&mut c)));
             }
             x.sort_by(f64::total_cmp);
             y.sort_by(f64::total_cmp);

@@ -136,6 +136,16 @@ pub(crate) fn usable() -> bool {
         && !team().helpers.is_empty()
 }
 
+/// Step `step` of a wait begun at `since`: a spin hint for the first [`PAUSE`], then the core
+/// given to any other runnable thread (the clock read every 64th step).
+pub(crate) fn pause(since: Instant, step: u32) {
+    if step.is_multiple_of(64) && since.elapsed() > PAUSE {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
 fn helper_loop(slot: &Slot) {
     crate::ftz::worker_start();
     INSIDE.with(|c| c.set(true));
@@ -230,11 +240,7 @@ pub(crate) fn run(parts: usize, f: &(dyn Fn(usize) + Sync)) {
             spins = spins.wrapping_add(1);
             // A helper this late was likely preempted: let it have this core if it is
             // waiting for one.
-            if spins.is_multiple_of(64) && since.elapsed() > PAUSE {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
+            pause(since, spins);
         }
         h.slot.state.store(IDLE, Ordering::Release);
     }

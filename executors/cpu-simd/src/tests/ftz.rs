@@ -2,6 +2,7 @@
 //! keep IEEE subnormals on both; the calling thread's own state is given back (`ftz.rs`).
 
 use super::{ints, Tb};
+use crate::ftz;
 use thunder_abi::{ArgView, DTypeCode::F32};
 
 /// `x * 1e-30` on the elements of `x`.
@@ -71,4 +72,48 @@ fn products_flush_subnormals_and_the_caller_state_is_restored() {
         before,
         "the host's MXCSR is restored after the run"
     );
+}
+
+#[test]
+fn a_guard_gives_the_threads_state_back() {
+    let before = ftz::current_bits();
+    {
+        let _flush = ftz::FlushGuard::flush();
+        let flushed = ftz::current_bits();
+        {
+            let _ieee = ftz::FlushGuard::ieee();
+            assert_eq!(ftz::current_bits(), 0);
+        }
+        assert_eq!(ftz::current_bits(), flushed);
+    }
+    assert_eq!(ftz::current_bits(), before);
+}
+
+/// A loop's pieces run in the state of the thread that started it, whatever state the worker
+/// that takes a piece is in (its own flushing one, or a region's it waits inside).
+#[test]
+fn a_carried_loop_runs_in_its_starters_state_on_every_thread() {
+    use rayon::prelude::*;
+    for flush in [false, true] {
+        let _state = if flush {
+            ftz::FlushGuard::flush()
+        } else {
+            ftz::FlushGuard::ieee()
+        };
+        let want = ftz::current_bits();
+        let seen: Vec<(Option<usize>, u32)> = (0..256)
+            .into_par_iter()
+            .map(ftz::carried(|_: usize| {
+                (rayon::current_thread_index(), ftz::current_bits())
+            }))
+            .collect();
+        assert!(
+            seen.iter().any(|(w, _)| w.is_some()),
+            "pieces ran on workers"
+        );
+        assert!(
+            seen.iter().all(|&(_, b)| b == want),
+            "flush {flush}: {seen:?}"
+        );
+    }
 }
