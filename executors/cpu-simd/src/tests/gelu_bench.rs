@@ -1,7 +1,7 @@
 //! The elementwise groups of the ONNX transformers, each compiled once as a region and run
 //! repeatedly, timed in CPU time of the whole process: BERT's bias + erf-GELU on [1024, 1536],
-//! GPT-2's bias + tanh-GELU on [128, 3072] and a 4x `tanh(x * 1.01 + 0.1)` chain on 2^22
-//! elements. Ignored by default; run with
+//! GPT-2's bias + tanh-GELU on [128, 3072] and a 4x `tanh(x * 1.01 + 0.1)` chain on 2^15
+//! (in L2) and 2^22 elements. Ignored by default; run with
 //! `RAYON_NUM_THREADS=1 cargo test --release -p thunder-cpu-simd gelu_bench -- --ignored --nocapture`
 //! (`THUNDER_CPU_SIMD_CHAIN=0` for the tile path).
 
@@ -93,8 +93,9 @@ fn desc(p: *mut f32, shape: &[i64]) -> TensorDesc<'_> {
     }
 }
 
-/// Median and minimum CPU ms per call over `reps` calls.
-fn time(t: &Tb, ids: &[u32], out: u32, reps: usize) -> (f64, f64) {
+/// Median and minimum CPU ms per call over `reps` samples of `inner` calls each (CPU time
+/// moves in scheduler ticks: a sample should last tens of milliseconds).
+fn time(t: &Tb, ids: &[u32], out: u32, reps: usize, inner: usize) -> (f64, f64) {
     let view = t.view(ids, &[out]);
     let spec = RegionSpec {
         ops: (0..view.ops.len() as u32).collect(),
@@ -118,16 +119,14 @@ fn time(t: &Tb, ids: &[u32], out: u32, reps: usize) -> (f64, f64) {
         .zip(&shapes)
         .map(|(v, s)| desc(v.as_ptr() as *mut f32, s))
         .collect();
-    // CPU time moves in scheduler ticks: each sample is `INNER` calls.
-    const INNER: usize = 20;
     let mut ts = Vec::new();
     for _ in 0..reps + 2 {
         let outs = [desc(o.as_mut_ptr(), &os)];
         let c = cpu_seconds();
-        for _ in 0..INNER {
+        for _ in 0..inner {
             region.run(&ins, &outs, &ExecContext::CPU).expect("run");
         }
-        ts.push((cpu_seconds() - c) * 1e3 / INNER as f64);
+        ts.push((cpu_seconds() - c) * 1e3 / inner as f64);
     }
     let mut ts = ts.split_off(2);
     ts.sort_by(f64::total_cmp);
@@ -140,21 +139,26 @@ fn gelu_bench() {
     let reps = 7;
     let mut t = Tb::default();
     let (ids, out) = erf_gelu(&mut t, 1024, 1536);
-    let (m, lo) = time(&t, &ids, out, reps);
+    let (m, lo) = time(&t, &ids, out, reps, 20);
     println!("erf-GELU  [1024, 1536]: median {m:.3} ms, min {lo:.3} ms");
     let mut t = Tb::default();
     let (ids, out) = tanh_gelu(&mut t, 128, 3072);
-    let (m, lo) = time(&t, &ids, out, reps);
+    let (m, lo) = time(&t, &ids, out, reps, 20);
     println!("tanh-GELU [128, 3072]:  median {m:.3} ms, min {lo:.3} ms");
-    let mut t = Tb::default();
-    let n = [1i64 << 22];
-    let x = t.value(F32, &n);
-    let mut y = x;
-    for _ in 0..4 {
-        let m = t.op("mul", vec![val(y), lit(f64::from(1.01f32))], F32, &n);
-        let a = t.op("add", vec![val(m), lit(0.1)], F32, &n);
-        y = t.op("tanh", vec![val(a)], F32, &n);
+    // In L2 (2^15 elements in and out) and streamed from memory (2^22): how far the loop is
+    // from its arithmetic's bound, and how much the memory traffic adds.
+    for log2 in [15, 22] {
+        let mut t = Tb::default();
+        let n = [1i64 << log2];
+        let x = t.value(F32, &n);
+        let mut y = x;
+        for _ in 0..4 {
+            let m = t.op("mul", vec![val(y), lit(f64::from(1.01f32))], F32, &n);
+            let a = t.op("add", vec![val(m), lit(0.1)], F32, &n);
+            y = t.op("tanh", vec![val(a)], F32, &n);
+        }
+        let (m, lo) = time(&t, &[x], y, reps, 20 << (22 - log2));
+        let ns = lo * 1e6 / (1u64 << log2) as f64;
+        println!("tanh4     [2^{log2}]:       median {m:.3} ms, min {lo:.3} ms ({ns:.3} ns an element at the min)");
     }
-    let (m, lo) = time(&t, &[x], y, reps);
-    println!("tanh4     [2^22]:       median {m:.3} ms, min {lo:.3} ms");
 }
