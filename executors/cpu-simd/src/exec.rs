@@ -16,6 +16,9 @@ pub(crate) const TILE: usize = 4096;
 /// Groups smaller than this run on the calling thread or the team (from [`TEAM_MIN`]):
 /// waking rayon's workers costs more.
 const PAR_MIN: usize = 1 << 17;
+/// Groups from this size run in parallel chunks inside a region on a worker, where the other
+/// workers linger (`on_worker::cheap_split`).
+const LINGER_PAR_MIN: usize = 1 << 14;
 /// The least work per chunk when a group is split across threads.
 const CHUNK_MIN: usize = 1 << 14;
 /// Groups from this size up to [`PAR_MIN`] run on the spinning team (`team.rs`), whose
@@ -241,6 +244,13 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
         // Groups too small for rayon's workers but with some work run on the team
         // (`team.rs`), as parallel chunks or private-accumulator chunks like rayon's.
         let team = plan.numel >= TEAM_MIN && plan.numel < PAR_MIN && crate::team::usable();
+        // Inside a region on a worker the others linger, so rayon splits as cheaply as the
+        // team (which a worker cannot use) from a smaller size.
+        let par_min = if crate::on_worker::cheap_split() {
+            LINGER_PAR_MIN
+        } else {
+            PAR_MIN
+        };
         let threads = if team {
             crate::team::threads()
         } else {
@@ -284,13 +294,15 @@ fn run_group_inner(plan: &GroupPlan, bufs: &Bufs) {
         let chunks = if team && plan.parallel {
             // Two chunks per thread: a late helper leaves the caller half of its share.
             units.min(threads * 2)
-        } else if plan.parallel && threads > 1 && plan.numel >= PAR_MIN {
-            units.min(plan.numel / CHUNK_MIN).clamp(1, threads * 4)
+        } else if plan.parallel && threads > 1 && plan.numel >= par_min {
+            units
+                .min(plan.numel / CHUNK_MIN.min(par_min / 2))
+                .clamp(1, threads * 4)
         } else {
             1
         };
         let range = |c: usize| (c * units / chunks) * granule..((c + 1) * units / chunks) * granule;
-        let private = private_chunks(plan, &accs, units, threads, team);
+        let private = private_chunks(plan, &accs, units, threads, team, par_min);
         if private > 1 {
             // Each chunk folds its rows into accumulators of its own; they are combined in
             // chunk order, so the result depends only on the size and the thread count.
@@ -367,9 +379,10 @@ fn private_chunks(
     units: usize,
     threads: usize,
     team: bool,
+    par_min: usize,
 ) -> usize {
     let acc_len: usize = accs.iter().map(Vec::len).sum();
-    if plan.parallel || accs.is_empty() || threads < 2 || (plan.numel < PAR_MIN && !team) {
+    if plan.parallel || accs.is_empty() || threads < 2 || (plan.numel < par_min && !team) {
         return 1;
     }
     if acc_len * threads * 8 > plan.numel {

@@ -131,6 +131,18 @@ impl Drop for Occupied {
     }
 }
 
+/// Whether a parallel loop started on this thread now is split among workers that linger in
+/// a region (this thread runs it, or lingers for it): then a split costs a few microseconds,
+/// about what the team's hand-off costs on the calling thread, rather than a wake-up, so
+/// groups of the team's sizes split too (`exec.rs`). `THUNDER_CPU_SIMD_LINGER_SPLIT=0` keeps
+/// them on one thread (for A/B runs).
+pub(crate) fn cheap_split() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    OCCUPIED.with(|o| o.get())
+        && lingering()
+        && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_LINGER_SPLIT").as_deref() != Ok("0"))
+}
+
 /// Sets its flag when dropped.
 struct Finish<'a>(&'a AtomicBool);
 

@@ -45,6 +45,25 @@ fn relu_backward(shape: &[i64]) {
     assert_close(&got[1], &want_db, 1e-6, 1e-6, &format!("{what}: db"));
 }
 
+/// Inside a region on a worker the others linger, and groups from 2^14 elements split among
+/// them (`on_worker::cheap_split`): a bias gradient in private accumulators per chunk, as on
+/// the calling thread's team.
+#[test]
+fn bias_gradients_in_a_region_on_a_worker() {
+    assert!(!crate::on_worker::cheap_split(), "not outside a region");
+    for shape in [&[256, 256][..], &[64, 1024], &[300, 64], &[100, 100]] {
+        crate::on_worker::run(|| {
+            if rayon::current_num_threads() > 1 {
+                assert!(
+                    crate::on_worker::cheap_split(),
+                    "inside a region on a worker"
+                );
+            }
+            relu_backward(shape)
+        });
+    }
+}
+
 #[test]
 fn bias_gradients_over_short_rows() {
     // A loss's 10 classes over a batch; odd counts; a last tile of fewer rows (409 rows of 10

@@ -48,10 +48,13 @@ fn fused_loops_keep_subnormals_on_every_thread() {
         before > 0.0 && !before.is_normal(),
         "the host keeps subnormals"
     );
-    // Two elements run on the calling thread, 2^21 on the workers.
-    for n in [2usize, 1 << 21] {
+    // Two elements run on the calling thread, 2^21 on the workers; inside a region on a
+    // worker, 2^15 split among the lingering workers.
+    for n in [2usize, 1 << 15, 1 << 21] {
         let got = scaled(vec![1e-10f32; n]);
         assert!(got.iter().all(|&v| v == before), "n {n}: IEEE subnormals");
+        let got = crate::on_worker::run(|| scaled(vec![1e-10f32; n]));
+        assert!(got.iter().all(|&v| v == before), "n {n} on a worker");
     }
     assert_eq!(
         scaled(vec![1e-40, 2.0]),
