@@ -13,3 +13,15 @@ library = "$1/libthunder_interpreter.so"
 priority = 0
 TOML
 }
+
+# `cpu_setup BIN`: the set-up every device-host CPU script starts with. Sets `bin` (BIN's
+# absolute path), `out` ($OUT, made), `cores` ($CORES, default 2,3) and `cfg` (a plugins.toml
+# for BIN's plugins, written by `cpu_config`).
+cpu_setup() {
+  bin="$(cd "$1" && pwd)"
+  out="${OUT:-gpu-out}"
+  cores="${CORES:-2,3}"
+  mkdir -p "$out"
+  cfg="$bin/plugins-cpu.toml"
+  cpu_config "$bin" "$cfg"
+}

@@ -10,12 +10,7 @@
 # Writes $OUT/bench_N.json, $OUT/torch_peer_N.txt, $OUT/onnx_cpu_peer_*.json and prints all.
 set -uo pipefail
 source "$(dirname "$0")/cpu_config.sh"
-bin="$(cd "$1" && pwd)"
-out="${OUT:-gpu-out}"
-cores="${CORES:-2,3}"
-mkdir -p "$out"
-cfg="$bin/plugins-cpu.toml"
-cpu_config "$bin" "$cfg"
+cpu_setup "$1"
 echo "== $(lscpu | sed -n 's/^Model name: *//p'); flags: $(grep -o 'avx512[a-z_0-9]*\|amx[a-z_0-9]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 status=0
 if [ -z "${SKIP_ISSUE20:-}" ]; then

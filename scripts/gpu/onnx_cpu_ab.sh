@@ -11,12 +11,7 @@
 # Prints each round's onnx_peer lines prefixed with VAR=value; the models are exported once.
 set -uo pipefail
 source "$(dirname "$0")/cpu_config.sh"
-bin="$(cd "$1" && pwd)"
-out="${OUT:-gpu-out}"
-cores="${CORES:-2,3}"
-mkdir -p "$out"
-cfg="$bin/plugins-cpu.toml"
-cpu_config "$bin" "$cfg"
+cpu_setup "$1"
 echo "== $bin on cores $cores (lscpu: $(lscpu | sed -n 's/^Model name: *//p'))"
 status=0
 for r in $(seq "${ROUNDS:-3}"); do
