@@ -161,9 +161,10 @@ fn lingering() -> bool {
 /// Keeps a worker taking the region's work until `done`: rayon parks a worker within tens of
 /// microseconds of finding no work, and a parked worker's wake-up set the pace of short
 /// parallel loops. On a 2-core AMD EPYC Zen 3 KVM guest (`linger_bench`), a `join` of two
-/// 400 us halves after 50-300 us of serial work on the worker cost 44-101 us more than a half
-/// (median; p90 101-146) with parked workers, and 2.4-3.3 us with lingering ones. The worker that runs the
-/// region returns at once (it would otherwise stall a wait of its own until `done`).
+/// 400 us halves after 50-300 us of serial work on the worker cost 44-101 us more than a
+/// half (median; p90 101-146) with parked workers, and 2.4-3.3 us with lingering ones. The
+/// worker that runs the region returns at once (it would otherwise stall a wait of its own
+/// until `done`).
 ///
 /// Only a worker at rest lingers: not the one running the region, nor one that runs another
 /// region or lingers for one. Such a worker may hold another region's continuation on its
