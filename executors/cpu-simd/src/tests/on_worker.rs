@@ -191,6 +191,36 @@ fn linger_bench() {
     }
 }
 
+/// What handing a region to a worker costs around it: `on_worker::run` of 200 us of work,
+/// after the caller's own gap (the workers park within tens of microseconds of idling), minus
+/// the work; ignored by default: `RAYON_NUM_THREADS=2 cargo test --release -p
+/// thunder-cpu-simd handoff_bench -- --ignored --nocapture`. On the 2-core Zen 3 KVM guest
+/// (two runs): 11-13 us after a 20 us gap, 66-75 after 100 us, 212-272 after 1 ms (a parked
+/// worker woken, then the sleeping caller), so back-to-back regions (the GPT-2 block's
+/// forward and backward) pay little, and a region after a millisecond of host work pays
+/// about a fifth of a millisecond.
+#[test]
+#[ignore = "a benchmark: run it by name with --ignored --nocapture"]
+fn handoff_bench() {
+    use std::time::{Duration, Instant};
+    let work = Duration::from_micros(200);
+    for gap in [0u64, 20, 100, 1000] {
+        let mut extra: Vec<f64> = (0..300)
+            .map(|_| {
+                spin_for(Duration::from_micros(gap));
+                let t = Instant::now();
+                on_worker::run(|| spin_for(work));
+                (t.elapsed() - work).as_secs_f64() * 1e6
+            })
+            .collect();
+        extra.sort_by(f64::total_cmp);
+        eprintln!(
+            "caller gap {gap:4} us, then 200 us on a worker: {:6.1} us more (median), p90 {:6.1}",
+            extra[150], extra[270]
+        );
+    }
+}
+
 /// Regions run on workers from two threads at once, each with parallel loops inside: a worker
 /// must not linger for one region while it owes the other its continuation (each waiting on
 /// the other would never end). The hang needs both workers to take a region each and then the
