@@ -403,9 +403,7 @@ unsafe fn run_implicit(
             }
         };
         match spread(g, n, tasks, threads) {
-            Spread::Serial => {
-                (0..tasks).for_each(crate::ftz::carried(|t| task(t, 0..g.cg_out, false)))
-            }
+            Spread::Serial => (0..tasks).for_each(|t| task(t, 0..g.cg_out, false)),
             Spread::Tasks => (0..tasks)
                 .into_par_iter()
                 .for_each(crate::ftz::carried(|t| task(t, 0..g.cg_out, false))),
