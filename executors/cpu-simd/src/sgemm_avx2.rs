@@ -27,14 +27,25 @@ pub(crate) fn enabled() -> bool {
     *ON.get_or_init(read)
 }
 
-/// Whether an `m x k @ k x n` product runs here rather than on the `gemm` crate: large ones
-/// only. One thread, `sgemm_bench` below, alternating in one process (AMD EPYC Zen 3),
-/// GFLOP/s medians: 2048 x 2048 x 2048 at 66-71 against the crate's 58-61, 1024 x 1024 x
-/// 1024 at 71-73 against 58-60. Smaller products ran faster on the crate when the machine
-/// was quiet: 512 x 512 x 512 at 82 against 91, 256 x 768 x 256 at 84 against 93, 512 x 2048
-/// x 512 (right operand transposed) at 79 against 87; 2048 x 49 x 512 at 53-59 against 58-69.
+/// Whether an `m x k @ k x n` product runs here rather than on the `gemm` crate: every one
+/// whose sides are all at least 64 (`THUNDER_CPU_SIMD_SGEMM=large`: only those of at least
+/// 256 x 1024 x 1024, the rule until the twenty-second session, for A/B runs).
+///
+/// One thread, in a loop on hot operands (`sgemm_bench` below, alternating in one process,
+/// AMD EPYC Zen 3), the two crates trade places from run to run on products below 1024: the
+/// crate's medians were 5-15% ahead in one run and as far behind in the next. In `thunder
+/// bench`'s GPT-2 block, where every product is cut into two panels on a worker and reads
+/// operands the stages before it wrote, `matrixmultiply` for all twelve products won 9 of 10
+/// alternating rounds, by about 10% of the block's median (e.g. 13.2 against 16.1 ms,
+/// 14.2 against 17.4). ONNX GPT-2 b1 and MiniLM b8 (`onnx_bench`, 3 rounds each) moved
+/// within their noise. Products with a side below 64 (the MLP step's 10-wide layer: 24 against
+/// 37 GFLOP/s at 256 x 10 x 128) stay on the crate.
 pub(crate) fn takes(m: usize, n: usize, k: usize) -> bool {
-    m >= 256 && n >= 1024 && k >= 1024
+    static LARGE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *LARGE.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_SGEMM").as_deref() == Ok("large")) {
+        return m >= 256 && n >= 1024 && k >= 1024;
+    }
+    m.min(n).min(k) >= 64
 }
 
 /// `dst[i * ld + j] = (dst[i * ld + j] if accumulate else 0) + Σ_p a(i, p) · b(p, j)` for
@@ -213,13 +224,21 @@ mod bench {
             (128, 1536, 768, false, false),
             (128, 768, 3072, false, false),
             (128, 25128, 768, false, false),
+            (256, 128, 64, false, false),
+            (256, 128, 128, false, true),
+            (256, 10, 128, false, false),
+            (64, 128, 256, true, false),
+            (128, 10, 256, true, false),
+            (256, 128, 10, false, true),
+            (64, 64, 64, false, false),
+            (32, 32, 32, false, false),
         ] {
             let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 * 0.1).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.1).collect();
             let mut c = vec![0f32; m * n];
             let (a_rs, a_cs) = if ta { (1, m as isize) } else { (k as isize, 1) };
             let (b_rs, b_cs) = if tb { (1, k as isize) } else { (n as isize, 1) };
-            let reps = (4e8 / (2 * m * n * k) as f64).ceil() as usize;
+            let reps = (1e8 / (2 * m * n * k) as f64).ceil() as usize;
             let on_matrixmultiply = |c: &mut Vec<f32>| {
                 for _ in 0..reps {
                     // SAFETY: the vectors hold the operands' elements.

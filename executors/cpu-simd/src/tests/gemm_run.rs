@@ -131,3 +131,68 @@ fn team_panels_match_one_call() {
         }
     }
 }
+
+/// The GPT-2 block's twelve products (`thunder bench`'s `gpt2_block`, with the operand
+/// layouts its trace shows) on one thread, threaded from the calling thread, and threaded
+/// inside a region on a worker (`on_worker::run`), rounds alternating; GFLOP/s medians.
+/// Ignored by default: `RAYON_NUM_THREADS=2 cargo test --release -p thunder-cpu-simd
+/// block_gemm_bench -- --ignored --nocapture`.
+#[test]
+#[ignore = "a benchmark: run it by name with --ignored --nocapture"]
+fn block_gemm_bench() {
+    // (m, k, n, a transposed, b transposed)
+    let shapes = [
+        (256, 256, 1024, false, true),
+        (256, 1024, 256, false, true),
+        (1024, 256, 256, true, false),
+        (256, 256, 1024, false, false),
+        (256, 1024, 256, false, false),
+        (256, 256, 768, false, true),
+        (768, 256, 256, true, false),
+        (256, 768, 256, false, false),
+        (256, 256, 256, false, false),
+    ];
+    for &(m, k, n, ta, tb) in &shapes {
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 * 0.1).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.1).collect();
+        let mut c = vec![0f32; m * n];
+        let p = Product {
+            m,
+            n,
+            k,
+            a: view(&a, m, k, ta),
+            b: view(&b, k, n, tb),
+            dst: c.as_mut_ptr(),
+            ld: n as isize,
+            read_dst: false,
+        };
+        let reps = (2e8 / (2 * m * n * k) as f64).ceil() as usize;
+        let time = |f: &dyn Fn()| {
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            (2 * m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9
+        };
+        // SAFETY (each closure): the views and output are the vectors above.
+        let serial = || unsafe { p.run_serial() };
+        let threaded = || unsafe { p.run(None) };
+        let mut rates = [vec![], vec![], vec![]];
+        for _ in 0..7 {
+            rates[0].push(time(&serial));
+            rates[1].push(time(&threaded));
+            rates[2].push(crate::on_worker::run(|| time(&threaded)));
+        }
+        for r in &mut rates {
+            r.sort_by(f64::total_cmp);
+        }
+        eprintln!(
+            "{m}x{k}x{n}{}{}: one thread {:6.1}, threaded {:6.1}, on a worker {:6.1} GFLOP/s",
+            if ta { " a^T" } else { "" },
+            if tb { " b^T" } else { "" },
+            rates[0][3],
+            rates[1][3],
+            rates[2][3]
+        );
+    }
+}
