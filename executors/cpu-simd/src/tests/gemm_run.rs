@@ -166,7 +166,7 @@ fn block_gemm_bench() {
             ld: n as isize,
             read_dst: false,
         };
-        let reps = (2e8 / (2 * m * n * k) as f64).ceil() as usize;
+        let reps = (2e9 / (2 * m * n * k) as f64).ceil() as usize;
         let time = |f: &dyn Fn()| {
             let t = std::time::Instant::now();
             for _ in 0..reps {
