@@ -166,8 +166,13 @@ pub(crate) unsafe fn pad<T: Copy + Send + Sync>(
                 }
             }
         };
-        let rows_per_chunk = (PAR_PAD / width.max(1)).max(1);
-        if n_out >= PAR_PAD && rayon::current_num_threads() > 1 {
+        let threads = rayon::current_num_threads();
+        // About `PAR_PAD` elements a chunk, in a multiple of the thread count: the qkv
+        // gradient's pads in the GPT-2 block ([2, 128, 12, 64], three times `PAR_PAD`) made
+        // three chunks, two of them on one of two threads.
+        let chunks = n_out.div_ceil(PAR_PAD).next_multiple_of(threads.max(1));
+        let rows_per_chunk = (n_out / width.max(1)).div_ceil(chunks).max(1);
+        if n_out >= PAR_PAD && threads > 1 {
             use rayon::prelude::*;
             out.par_chunks_mut(width * rows_per_chunk)
                 .enumerate()

@@ -102,6 +102,14 @@ fn pad_matches_naive() {
     );
     pad_case(&[3, 70, 150], 0.5, &[(1, -1, 0), (-2, 3, 1), (2, 1, 0)]);
     pad_case(&[4, 40, 130], -2.0, &[(3, 2, 0), (0, 0, 0), (0, -5, 2)]);
+    // The GPT-2 block's qkv gradient part: three times `PAR_PAD` elements, four chunks.
+    pad_case(
+        &[2, 128, 4, 64],
+        0.0,
+        &[(0, 0, 0), (0, 0, 0), (4, 4, 0), (0, 0, 0)],
+    );
+    // Fewer rows than chunks.
+    pad_case(&[1, 70000], 1.0, &[(1, 0, 0), (0, 3, 0)]);
 }
 
 /// The qkv split and its backward: three slices of the last dim feed a GEMM and a fused loop;
