@@ -1,4 +1,4 @@
-//! Large f32 products on AVX2 CPUs without AVX-512 run on the `matrixmultiply` crate's sgemm
+//! f32 products on AVX2 CPUs without AVX-512 run on the `matrixmultiply` crate's sgemm
 //! (BLIS layout: both operands packed, a register tile of 8 x 8 or 6 x 16 per its FMA
 //! kernel), single-threaded per call; threads stay `gemm_run`'s panels.
 //!
@@ -8,16 +8,25 @@
 //! of our own (this file until the twentieth session) measured the same as `matrixmultiply`
 //! in the same process (`sgemm_bench` below), so the well-kept crate replaced it. On AVX-512
 //! CPUs the `gemm` crate's `x86-v4` kernels stay (they ran at PyTorch's speed or better there).
+//! `matrixmultiply` has an AVX-512 kernel of its own (16 x 16, one broadcast per FMA), but on
+//! the device host's Xeon (`scripts/gpu/sgemm_avx512_ab.sh`, one pinned core) it ran sgemm
+//! 2048 at 62 GFLOP/s against the `gemm` crate's 92 (medians), and every GPT-2 block product
+//! 20-35% slower; the GPT-2 block itself, alternating, 10.8-14.4 ms against 11.1-12.6.
 
 use crate::gemm_run::View;
 
 /// Whether f32 products take this path: the CPU has AVX2 and FMA but not AVX-512
-/// (`THUNDER_CPU_SIMD_SGEMM=0` leaves them to the `gemm` crate, for comparing the two).
-/// Callers also check [`takes`].
+/// (`THUNDER_CPU_SIMD_SGEMM=0` leaves them to the `gemm` crate, for comparing the two;
+/// `THUNDER_CPU_SIMD_SGEMM=avx512` sends them here on AVX-512 CPUs too, where
+/// `matrixmultiply` runs its own AVX-512 kernel). Callers also check [`takes`].
 pub(crate) fn enabled() -> bool {
     let read = || {
-        crate::exec::isa_level() == 1
-            && std::env::var("THUNDER_CPU_SIMD_SGEMM").as_deref() != Ok("0")
+        let level = crate::exec::isa_level();
+        match std::env::var("THUNDER_CPU_SIMD_SGEMM").as_deref() {
+            Ok("0") => false,
+            Ok("avx512") => level >= 1,
+            _ => level == 1,
+        }
     };
     // Read on every call under test, so that benchmarks can alternate it.
     if cfg!(test) {
