@@ -12,6 +12,8 @@
 
 use crate::conv::ConvPlan;
 use crate::exec::{Bufs, Ptr};
+#[cfg(target_arch = "x86_64")]
+use crate::gemm_run::View;
 use crate::im2col::im2col;
 use crate::ops::Real;
 use gemm::Parallelism;
@@ -215,6 +217,32 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                         w_cs,
                         dst as *mut f32,
                         g.s_out as isize,
+                    );
+                    epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
+                    return;
+                }
+                #[cfg(target_arch = "x86_64")]
+                if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+                    && crate::sgemm_avx2::enabled()
+                    && crate::sgemm_avx2::takes(m.len(), cols, g.ck)
+                {
+                    // T is f32: on AVX2, `matrixmultiply` as for the other products
+                    // (`sgemm_avx2.rs`).
+                    crate::sgemm_avx2::gemm(
+                        (m.len(), cols, g.ck),
+                        View {
+                            ptr: weights.get().offset(oc0 as isize * w_rs) as *const f32,
+                            rs: w_rs,
+                            cs: w_cs,
+                        },
+                        View {
+                            ptr: rhs.get() as *const f32,
+                            rs: rhs_rs,
+                            cs: 1,
+                        },
+                        dst as *mut f32,
+                        g.s_out as isize,
+                        false,
                     );
                     epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
                     return;

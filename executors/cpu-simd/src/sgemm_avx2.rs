@@ -48,7 +48,10 @@ pub(crate) fn enabled() -> bool {
 /// alternating rounds, by about 10% of the block's median (e.g. 13.2 against 16.1 ms,
 /// 14.2 against 17.4). ONNX GPT-2 b1 and MiniLM b8 (`onnx_bench`, 3 rounds each) moved
 /// within their noise. Products with a side below 64 (the MLP step's 10-wide layer: 24 against
-/// 37 GFLOP/s at 256 x 10 x 128) stay on the crate.
+/// 37 GFLOP/s at 256 x 10 x 128) stay on the crate. Convolutions' products (`conv_run.rs`,
+/// the path that is neither implicit nor channel-major) take the same rule: ResNet-50 b1
+/// (`onnx_bench`, 3 alternating rounds against `THUNDER_CPU_SIMD_SGEMM=0`) 75.6-77.0 ms
+/// against 79.3-100.1; b8 510-549 against 512-817.
 pub(crate) fn takes(m: usize, n: usize, k: usize) -> bool {
     static LARGE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if *LARGE.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_SGEMM").as_deref() == Ok("large")) {

@@ -384,6 +384,12 @@ fn large_convolutions_take_the_threaded_paths() {
         Tail::AddRelu,
     );
     check(&case(1, 256, 96, &[7, 7], &[1, 1]), Tail::Relu);
+    // Products with every side at least 64 (on AVX2, `matrixmultiply`'s: `sgemm_avx2.rs`).
+    check(&case(1, 128, 64, &[9, 9], &[1, 1]), Tail::Relu);
+    check(
+        &case(2, 64, 96, &[10, 10], &[3, 3]).pad(&[1, 1]),
+        Tail::AddRelu,
+    );
 }
 
 #[test]
