@@ -12,11 +12,9 @@
 
 use crate::conv::ConvPlan;
 use crate::exec::{Bufs, Ptr};
-#[cfg(target_arch = "x86_64")]
-use crate::gemm_run::View;
+use crate::gemm_run::{Product, View};
 use crate::im2col::im2col;
 use crate::ops::Real;
-use gemm::Parallelism;
 use rayon::prelude::*;
 
 /// Bytes of column matrix a block aims at (about half a core's L2).
@@ -221,53 +219,29 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                     epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
                     return;
                 }
-                #[cfg(target_arch = "x86_64")]
-                if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
-                    && crate::sgemm_avx2::enabled()
-                    && crate::sgemm_avx2::takes(m.len(), cols, g.ck)
-                {
-                    // T is f32: on AVX2, `matrixmultiply` as for the other products
-                    // (`sgemm_avx2.rs`).
-                    crate::sgemm_avx2::gemm(
-                        (m.len(), cols, g.ck),
-                        View {
-                            ptr: weights.get().offset(oc0 as isize * w_rs) as *const f32,
-                            rs: w_rs,
-                            cs: w_cs,
-                        },
-                        View {
-                            ptr: rhs.get() as *const f32,
-                            rs: rhs_rs,
-                            cs: 1,
-                        },
-                        dst as *mut f32,
-                        g.s_out as isize,
-                        false,
-                    );
-                    epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
-                    return;
-                }
-                gemm::gemm(
-                    m.len(),
-                    cols,
-                    g.ck,
+                // A single-threaded panel as the GEMM stages run theirs, on the kernel
+                // `gemm_run` picks (on AVX2, `matrixmultiply`'s for f32 with every side >= 64:
+                // `sgemm_avx2.rs`), but never the few-row streaming kernel, which convolutions
+                // have not been measured on.
+                Product {
+                    m: m.len(),
+                    n: cols,
+                    k: g.ck,
+                    a: View {
+                        ptr: weights.get().offset(oc0 as isize * w_rs) as *const T,
+                        rs: w_rs,
+                        cs: w_cs,
+                    },
+                    b: View {
+                        ptr: rhs.get() as *const T,
+                        rs: rhs_rs,
+                        cs: 1,
+                    },
                     dst,
-                    1,
-                    g.s_out as isize,
-                    false,
-                    weights.get().offset(oc0 as isize * w_rs) as *const T,
-                    w_cs,
-                    w_rs,
-                    rhs.get() as *const T,
-                    1,
-                    rhs_rs,
-                    T::default(),
-                    T::from_f64(1.0),
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
+                    ld: g.s_out as isize,
+                    read_dst: false,
+                }
+                .run_serial_in(false);
                 epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
             }
         };

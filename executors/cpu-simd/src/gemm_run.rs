@@ -98,7 +98,7 @@ impl<T: Real> Product<T> {
     ///
     /// # Safety
     /// As for [`Product::run_serial`].
-    unsafe fn run_serial_in(&self, stream: bool) {
+    pub(crate) unsafe fn run_serial_in(&self, stream: bool) {
         if self.m == 0 || self.n == 0 {
             return;
         }
