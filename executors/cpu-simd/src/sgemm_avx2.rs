@@ -15,25 +15,42 @@
 
 use crate::gemm_run::View;
 
-/// Whether f32 products take this path: the CPU has AVX2 and FMA but not AVX-512
-/// (`THUNDER_CPU_SIMD_SGEMM=0` leaves them to the `gemm` crate, for comparing the two;
-/// `THUNDER_CPU_SIMD_SGEMM=avx512` sends them here on AVX-512 CPUs too, where
-/// `matrixmultiply` runs its own AVX-512 kernel). Callers also check [`takes`].
-pub(crate) fn enabled() -> bool {
-    let read = || {
-        let level = crate::exec::isa_level();
-        match std::env::var("THUNDER_CPU_SIMD_SGEMM").as_deref() {
-            Ok("0") => false,
-            Ok("avx512") => level >= 1,
-            _ => level == 1,
-        }
+/// `THUNDER_CPU_SIMD_SGEMM`, for A/B runs: `0` leaves every product to the `gemm` crate,
+/// `avx512` sends them here on AVX-512 CPUs too (where `matrixmultiply` runs its own AVX-512
+/// kernel), `large` keeps the size rule before the twenty-second session; anything else is
+/// the default.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Off,
+    Avx512,
+    Large,
+    Default,
+}
+
+fn mode() -> Mode {
+    let read = || match std::env::var("THUNDER_CPU_SIMD_SGEMM").as_deref() {
+        Ok("0") => Mode::Off,
+        Ok("avx512") => Mode::Avx512,
+        Ok("large") => Mode::Large,
+        _ => Mode::Default,
     };
     // Read on every call under test, so that benchmarks can alternate it.
     if cfg!(test) {
         return read();
     }
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(read)
+    static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
+    *MODE.get_or_init(read)
+}
+
+/// Whether f32 products take this path: the CPU has AVX2 and FMA but not AVX-512 (see
+/// [`Mode`] for the switches). Callers also check [`takes`].
+pub(crate) fn enabled() -> bool {
+    let level = crate::exec::isa_level();
+    match mode() {
+        Mode::Off => false,
+        Mode::Avx512 => level >= 1,
+        Mode::Large | Mode::Default => level == 1,
+    }
 }
 
 /// Whether an `m x k @ k x n` product runs here rather than on the `gemm` crate: every one
@@ -53,8 +70,7 @@ pub(crate) fn enabled() -> bool {
 /// (`onnx_bench`, 3 alternating rounds against `THUNDER_CPU_SIMD_SGEMM=0`) 75.6-77.0 ms
 /// against 79.3-100.1; b8 510-549 against 512-817.
 pub(crate) fn takes(m: usize, n: usize, k: usize) -> bool {
-    static LARGE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *LARGE.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_SGEMM").as_deref() == Ok("large")) {
+    if mode() == Mode::Large {
         return m >= 256 && n >= 1024 && k >= 1024;
     }
     m.min(n).min(k) >= 64
