@@ -29,7 +29,7 @@ use rayon::prelude::*;
 /// thread: waking the workers and joining them costs more than the second core saves. On the
 /// Xeon above, 256x256x128 (2^23) ran at 153 GFLOP/s on two threads against 166 on one, and
 /// 256x256x256 (2^24) at 187-189 against 160.
-const PAR_MIN: usize = 1 << 24;
+pub(crate) const PAR_MIN: usize = 1 << 24;
 
 /// From this many multiply-adds (a few microseconds on one core) up to [`PAR_MIN`] a product
 /// is cut into panels for the spinning team (`team.rs`), whose hand-off costs about a
@@ -210,11 +210,23 @@ impl<T: Real> Product<T> {
     ///
     /// # Safety
     /// As for [`Product::run_serial_epi`] with `c0 = 0`.
+    #[cfg(test)]
     pub(crate) unsafe fn run(&self, epi: Option<&EpiRun<T>>) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run_shared(epi, 1) }
+    }
+
+    /// [`Product::run`] while `share - 1` other products run beside it (`gemm_pair.rs`): on
+    /// its share of the threads, and never on the team (whose helpers serve one caller).
+    ///
+    /// # Safety
+    /// As for [`Product::run`].
+    pub(crate) unsafe fn run_shared(&self, epi: Option<&EpiRun<T>>, share: usize) {
         let work = self.m * self.n * self.k;
         let (panels, team) = if work >= PAR_MIN {
-            (rayon::current_num_threads().min(work / PANEL_MIN), false)
-        } else if work >= TEAM_MIN && crate::team::usable() {
+            let threads = rayon::current_num_threads() / share.max(1);
+            (threads.min(work / PANEL_MIN), false)
+        } else if share <= 1 && work >= TEAM_MIN && crate::team::usable() {
             (crate::team::threads().min(work / TEAM_PANEL_MIN), true)
         } else {
             (1, false)
@@ -289,15 +301,20 @@ pub(crate) fn panel_edges(len: usize, panels: usize, align: usize) -> Vec<usize>
 
 /// Runs a planned GEMM stage.
 pub(crate) fn run(g: &GemmPlan, bufs: &Bufs) {
+    run_shared(g, bufs, 1)
+}
+
+/// Runs a planned GEMM stage while `share - 1` others run beside it (`gemm_pair.rs`).
+pub(crate) fn run_shared(g: &GemmPlan, bufs: &Bufs, share: usize) {
     match g.ty {
-        Ty::F32 => run_typed::<f32>(g, bufs),
-        Ty::F64 => run_typed::<f64>(g, bufs),
+        Ty::F32 => run_typed::<f32>(g, bufs, share),
+        Ty::F64 => run_typed::<f64>(g, bufs, share),
         // Refused by decode.
         Ty::B8 | Ty::I64 => {}
     }
 }
 
-fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs) {
+fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs, share: usize) {
     let (m, k, n) = (g.m, g.k, g.n);
     let batches: usize = g.batch.iter().product();
     let out = bufs.ptr(g.out) as *mut T;
@@ -381,7 +398,7 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs) {
                 product(bi).run_serial_epi(epi, 0, true)
             }));
     } else {
-        (0..batches).for_each(|bi| unsafe { product(bi).run(epi) });
+        (0..batches).for_each(|bi| unsafe { product(bi).run_shared(epi, share) });
     }
 }
 

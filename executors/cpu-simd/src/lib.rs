@@ -54,6 +54,7 @@ mod exec;
 mod ftz;
 mod fusion;
 mod gemm_epi;
+mod gemm_pair;
 mod gemm_run;
 mod gemm_stream;
 mod gemm_sum;

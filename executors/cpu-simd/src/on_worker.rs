@@ -39,12 +39,8 @@ pub(crate) fn product_flops(stages: &[Stage]) -> f64 {
     stages
         .iter()
         .map(|s| match s {
-            Stage::Gemm(g) => {
-                2.0 * g.batch.iter().product::<usize>() as f64
-                    * g.m as f64
-                    * g.n as f64
-                    * g.k as f64
-            }
+            Stage::Gemm(g) => gemm_flops(g),
+            Stage::GemmPair(p) => gemm_flops(&p.0) + gemm_flops(&p.1),
             Stage::Conv(c) => {
                 let out: usize = c.out_shape.iter().product();
                 let depth: usize = c.w_shape[1..].iter().product();
@@ -53,6 +49,10 @@ pub(crate) fn product_flops(stages: &[Stage]) -> f64 {
             _ => 0.0,
         })
         .sum()
+}
+
+fn gemm_flops(g: &crate::stages::GemmPlan) -> f64 {
+    2.0 * g.batch.iter().product::<usize>() as f64 * g.m as f64 * g.n as f64 * g.k as f64
 }
 
 /// Whether a region with `flops` of products runs on a worker: enough work (at least

@@ -186,6 +186,7 @@ impl Region {
         planner.finish_outputs(&region.outputs)?;
         let scratch = std::mem::take(&mut planner.scratch);
         let stages: Vec<Stage> = planner.stages.into_iter().map(Stage::finish).collect();
+        let stages = crate::gemm_pair::pair_products(stages);
         let product_flops = crate::on_worker::product_flops(&stages);
         Ok(Region {
             inputs,
@@ -220,6 +221,15 @@ impl Region {
     #[cfg(test)]
     pub(crate) fn product_flops(&self) -> f64 {
         self.product_flops
+    }
+
+    /// Number of paired product stages (for tests).
+    #[cfg(test)]
+    pub(crate) fn gemm_pairs(&self) -> usize {
+        self.stages
+            .iter()
+            .filter(|s| matches!(s, Stage::GemmPair(_)))
+            .count()
     }
 
     /// Number of stages, and how many of them are fused groups (for tests and logs).

@@ -12,6 +12,8 @@ pub(crate) enum Stage {
     Group(GroupBuilder),
     Ready(GroupPlan),
     Gemm(GemmPlan),
+    /// Two independent products run side by side (`gemm_pair.rs`).
+    GemmPair(Box<(GemmPlan, GemmPlan)>),
     Iota(IotaPlan),
     Conv(crate::conv::ConvPlan),
     Pad(crate::movement::PadPlan),
@@ -130,7 +132,11 @@ impl Stage {
         // Products flush subnormals on this thread as on the workers (`ftz.rs`).
         let _flush = matches!(
             self,
-            Stage::Gemm(_) | Stage::Conv(_) | Stage::Attn(_) | Stage::AttnBwd(_)
+            Stage::Gemm(_)
+                | Stage::GemmPair(_)
+                | Stage::Conv(_)
+                | Stage::Attn(_)
+                | Stage::AttnBwd(_)
         )
         .then(crate::ftz::FlushGuard::flush);
         match self {
@@ -138,6 +144,7 @@ impl Stage {
             Stage::IndexAdd(p) => return crate::index_add::run(p, bufs),
             Stage::Ready(g) => exec::run_group(g, bufs),
             Stage::Gemm(g) => run_gemm(g, bufs),
+            Stage::GemmPair(p) => run_gemm_pair(p, bufs),
             Stage::Iota(i) => run_iota(i, bufs),
             Stage::Conv(c) => crate::conv::run(c, bufs),
             Stage::Pad(p) => run_pad(p, bufs),
@@ -173,6 +180,19 @@ fn run_gemm(g: &GemmPlan, bufs: &Bufs) {
             format!(
                 "cpu-simd gemm:  {us:>9.1} us batch {:?} m {} k {} n {} a {:?} b {:?}",
                 g.batch, g.m, g.k, g.n, g.a.1.strides, g.b.1.strides
+            )
+        },
+    )
+}
+
+fn run_gemm_pair(p: &(GemmPlan, GemmPlan), bufs: &Bufs) {
+    traced(
+        || crate::gemm_pair::run(p, bufs),
+        |us| {
+            let (a, b) = p;
+            format!(
+                "cpu-simd gemm pair: {us:>9.1} us m {} k {} n {} a {:?} b {:?} | m {} k {} n {} a {:?} b {:?}",
+                a.m, a.k, a.n, a.a.1.strides, a.b.1.strides, b.m, b.k, b.n, b.a.1.strides, b.b.1.strides
             )
         },
     )

@@ -162,3 +162,94 @@ fn gelu_bench() {
         println!("tanh4     [2^{log2}]:       median {m:.3} ms, min {lo:.3} ms ({ns:.3} ns an element at the min)");
     }
 }
+
+/// Median and minimum wall-clock ms per call of a region with several outputs.
+fn time_outs(t: &Tb, ids: &[u32], outs_ids: &[u32], reps: usize, inner: usize) -> (f64, f64) {
+    let view = t.view(ids, outs_ids);
+    let spec = RegionSpec {
+        ops: (0..view.ops.len() as u32).collect(),
+        inputs: ids.to_vec().into(),
+        outputs: outs_ids.to_vec().into(),
+    };
+    let region = Region::compile(&view, &spec, services()).expect("compile");
+    let shape = |i: u32| view.values[i as usize].shape.to_vec();
+    let inputs: Vec<Vec<f32>> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| data(shape(i).iter().product::<i64>() as usize, 40 + k as u64))
+        .collect();
+    let mut outs: Vec<Vec<f32>> = outs_ids
+        .iter()
+        .map(|&i| vec![0f32; shape(i).iter().product::<i64>() as usize])
+        .collect();
+    let in_shapes: Vec<Vec<i64>> = ids.iter().map(|&i| shape(i)).collect();
+    let out_shapes: Vec<Vec<i64>> = outs_ids.iter().map(|&i| shape(i)).collect();
+    let ins: Vec<TensorDesc<'_>> = inputs
+        .iter()
+        .zip(&in_shapes)
+        .map(|(v, s)| desc(v.as_ptr() as *mut f32, s))
+        .collect();
+    let mut ts = Vec::new();
+    for _ in 0..reps + 2 {
+        let od: Vec<TensorDesc<'_>> = outs
+            .iter_mut()
+            .zip(&out_shapes)
+            .map(|(v, s)| desc(v.as_mut_ptr(), s))
+            .collect();
+        let c = std::time::Instant::now();
+        for _ in 0..inner {
+            region.run(&ins, &od, &ExecContext::CPU).expect("run");
+        }
+        ts.push(c.elapsed().as_secs_f64() * 1e3 / inner as f64);
+    }
+    let mut ts = ts.split_off(2);
+    ts.sort_by(f64::total_cmp);
+    (ts[ts.len() / 2], ts[0])
+}
+
+/// The GPT-2 block's largest backward group (31 instructions, one fold): the MLP's tanh-GELU
+/// recomputed from `mm + b`, its output `h`, the gradient through it `dy = g * gelu'(y)`, and
+/// the bias gradient `sum(dy, 0)`. Run with
+/// `RAYON_NUM_THREADS=1 cargo test --release -p thunder-cpu-simd gelu_backward_bench -- --ignored --nocapture`.
+#[test]
+#[ignore = "a benchmark: run it by name with --ignored --nocapture"]
+fn gelu_backward_bench() {
+    let (r, c) = (256i64, 1024i64);
+    let s = [r, c];
+    let mut t = Tb::default();
+    let (mm, b, y) = bias(&mut t, r, c);
+    let g = t.value(F32, &s);
+    let mul = |t: &mut Tb, a: u32, b: u32| t.op("mul", vec![val(a), val(b)], F32, &s);
+    let mull = |t: &mut Tb, a: u32, x: f32| t.op("mul", vec![val(a), lit(f64::from(x))], F32, &s);
+    let add = |t: &mut Tb, a: u32, b: u32| t.op("add", vec![val(a), val(b)], F32, &s);
+    let y2 = mul(&mut t, y, y);
+    let y3 = mul(&mut t, y2, y);
+    let k = mull(&mut t, y3, 0.044715);
+    let i = add(&mut t, y, k);
+    let z = mull(&mut t, i, 0.797_884_6);
+    let th = t.op("tanh", vec![val(z)], F32, &s);
+    let a = t.op("add", vec![val(th), lit(1.0)], F32, &s);
+    let hy = mull(&mut t, y, 0.5);
+    let h = mul(&mut t, hy, a);
+    let ga = mul(&mut t, g, a);
+    let ghy = mul(&mut t, g, hy);
+    let d1 = mull(&mut t, ga, 0.5);
+    let t2 = mul(&mut t, th, th);
+    let omt = t.op("sub", vec![lit(1.0), val(t2)], F32, &s);
+    let dz = mul(&mut t, ghy, omt);
+    let di = mull(&mut t, dz, 0.797_884_6);
+    let dy0 = add(&mut t, d1, di);
+    let dk = mull(&mut t, di, 0.044715);
+    let dk_y = mul(&mut t, dk, y);
+    let dk_y2 = mul(&mut t, dk, y2);
+    let s1 = add(&mut t, dy0, dk_y2);
+    let dk_yy = mul(&mut t, dk_y, y);
+    let s2 = add(&mut t, s1, dk_yy);
+    let dy = add(&mut t, s2, dk_yy);
+    let db = t.op("sum", vec![val(dy), super::ints(&[0])], F32, &[c]);
+    let (m, lo) = time_outs(&t, &[mm, b, g], &[h, dy, db], 7, 50);
+    println!(
+        "GELU backward + bias grad [{r}, {c}], {} threads: median {m:.3} ms, min {lo:.3} ms",
+        rayon::current_num_threads()
+    );
+}

@@ -13,6 +13,7 @@ mod ftz;
 pub(crate) mod gelu_bench;
 mod gemm_epi;
 mod gemm_fold;
+mod gemm_pair;
 mod gemm_run;
 mod gemm_stream;
 mod gemm_sum;
