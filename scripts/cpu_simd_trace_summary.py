@@ -28,21 +28,21 @@ def main() -> None:
     kinds, counts = collections.Counter(), collections.Counter()
     gemms, groups = collections.Counter(), collections.Counter()
     for l in lines:
-        m = re.match(r"cpu-simd (gemm|group|attn bwd|attn):\s+([\d.]+) us(.*)", l)
+        m = re.match(r"cpu-simd (gemm pair|gemm|group|attn bwd|attn):\s+([\d.]+) us(.*)", l)
         if not m:
             continue
         kind, us, rest = m.group(1), float(m.group(2)), m.group(3).strip()
         kinds[kind] += us
         counts[kind] += 1
-        if kind == "gemm":
-            gemms[rest] += us
+        if kind in ("gemm", "gemm pair"):
+            gemms[("pair: " if kind == "gemm pair" else "") + rest] += us
         elif kind == "group":
             g = re.match(r"shape (\[[^\]]*\]).* ins (\d+) par (\w+)", rest)
             if g:
                 groups[f"shape {g.group(1)} ins {g.group(2)} par {g.group(3)}"] += us
     print(f"{calls:.0f} calls; per call: regions {total / calls / 1e3:.2f} ms")
     for k, us in kinds.most_common():
-        print(f"  {k:<9} {us / calls / 1e3:7.2f} ms  ({counts[k] / calls:.0f} stages)  "
+        print(f"  {k:<10} {us / calls / 1e3:7.2f} ms  ({counts[k] / calls:.0f} stages)  "
               f"{100 * us / max(total, 1e-9):5.1f}%")
     for title, table in (("GEMMs", gemms), ("fused loops", groups)):
         print(f"most expensive {title} per call:")
