@@ -20,22 +20,6 @@ use thunder_abi::{
     ArgView, DTypeCode, DTypeCode::F32, DeviceDesc, ExecContext, RegionSpec, TensorDesc,
 };
 
-/// CPU time of all this process's threads, in seconds (`/proc/self/task/*/schedstat`).
-fn cpu_seconds() -> f64 {
-    let mut ns = 0u64;
-    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-        for t in dir.flatten() {
-            let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
-            ns += s
-                .split_whitespace()
-                .next()
-                .and_then(|x| x.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    ns as f64 * 1e-9
-}
-
 /// (name, c_in, c_out, input size, kernel, stride, tail: 0 none, 1 relu, 2 add + relu)
 const CLASSES: &[(&str, usize, usize, usize, usize, usize, u8)] = &[
     ("stem 7x7 s2", 3, 64, 224, 7, 2, 1),
@@ -259,13 +243,13 @@ fn conv_bench() {
         }
         let (mut per, mut wall) = (Vec::new(), Vec::new());
         for _ in 0..5 {
-            let (t, w) = (cpu_seconds(), std::time::Instant::now());
+            let (t, w) = (super::cpu_clock(), std::time::Instant::now());
             for _ in 0..reps.div_ceil(5) {
                 region
                     .run(&in_descs, &out_descs, &ExecContext::CPU)
                     .expect("run");
             }
-            per.push((cpu_seconds() - t) / reps.div_ceil(5) as f64);
+            per.push(super::cpu_seconds_since(&t) / reps.div_ceil(5) as f64);
             wall.push(w.elapsed().as_secs_f64() / reps.div_ceil(5) as f64);
         }
         per.sort_by(f64::total_cmp);

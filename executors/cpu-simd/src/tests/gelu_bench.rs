@@ -66,22 +66,6 @@ pub(super) fn tanh_gelu(t: &mut Tb, r: i64, c: i64) -> (Vec<u32>, u32) {
     (vec![x, b], t.op("mul", vec![val(h), val(a)], F32, &s))
 }
 
-/// CPU time of all this process's threads, in seconds.
-fn cpu_seconds() -> f64 {
-    let mut ns = 0u64;
-    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-        for t in dir.flatten() {
-            let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
-            ns += s
-                .split_whitespace()
-                .next()
-                .and_then(|x| x.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    ns as f64 * 1e-9
-}
-
 fn desc(p: *mut f32, shape: &[i64]) -> TensorDesc<'_> {
     TensorDesc {
         data: p as *mut c_void,
@@ -122,11 +106,11 @@ fn time(t: &Tb, ids: &[u32], out: u32, reps: usize, inner: usize) -> (f64, f64) 
     let mut ts = Vec::new();
     for _ in 0..reps + 2 {
         let outs = [desc(o.as_mut_ptr(), &os)];
-        let c = cpu_seconds();
+        let c = super::cpu_clock();
         for _ in 0..inner {
             region.run(&ins, &outs, &ExecContext::CPU).expect("run");
         }
-        ts.push((cpu_seconds() - c) * 1e3 / inner as f64);
+        ts.push(super::cpu_seconds_since(&c) * 1e3 / inner as f64);
     }
     let mut ts = ts.split_off(2);
     ts.sort_by(f64::total_cmp);

@@ -177,6 +177,32 @@ impl Tb {
     }
 }
 
+/// CPU time each of this process's threads has used so far, in nanoseconds, by thread id
+/// (`/proc/self/task/*/schedstat`); empty where that is not readable.
+pub(crate) fn cpu_clock() -> std::collections::HashMap<String, u64> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Default::default();
+    };
+    dir.flatten()
+        .filter_map(|t| {
+            let s = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+            let ns = s.split_whitespace().next()?.parse::<u64>().ok()?;
+            Some((t.file_name().to_string_lossy().into_owned(), ns))
+        })
+        .collect()
+}
+
+/// Seconds of CPU time this process's threads used since `start` (a [`cpu_clock`] reading).
+/// A thread that exited meanwhile is left out (its share is lost) rather than subtracted:
+/// summing over whichever threads are alive at each reading went negative when one exited.
+pub(crate) fn cpu_seconds_since(start: &std::collections::HashMap<String, u64>) -> f64 {
+    let used: u64 = cpu_clock()
+        .iter()
+        .map(|(tid, &ns)| ns.saturating_sub(start.get(tid).copied().unwrap_or(0)))
+        .sum();
+    used as f64 * 1e-9
+}
+
 pub(crate) fn ints(v: &[i64]) -> ArgView {
     ArgView::Ints(v.to_vec().into())
 }
