@@ -5,13 +5,10 @@
 //! `RAYON_NUM_THREADS=1 cargo test --release -p thunder-cpu-simd gelu_bench -- --ignored --nocapture`
 //! (`THUNDER_CPU_SIMD_CHAIN=0` for the tile path).
 
-use super::{data, services, Tb};
-use crate::region::Region;
+use super::{data, Tb};
 use std::ffi::c_void;
 use thunder_abi::export::CompiledRegion;
-use thunder_abi::{
-    ArgView, DTypeCode, DTypeCode::F32, DeviceDesc, ExecContext, RegionSpec, TensorDesc,
-};
+use thunder_abi::{ArgView, DTypeCode, DTypeCode::F32, DeviceDesc, ExecContext, TensorDesc};
 
 fn val(v: u32) -> ArgView {
     ArgView::Value(v)
@@ -115,13 +112,8 @@ fn gelu_bench() {
 
 /// [`time`] for a region with several outputs.
 fn time_outs(t: &Tb, ids: &[u32], outs_ids: &[u32], reps: usize, inner: usize) -> (f64, f64) {
+    let region = t.compile(ids, outs_ids);
     let view = t.view(ids, outs_ids);
-    let spec = RegionSpec {
-        ops: (0..view.ops.len() as u32).collect(),
-        inputs: ids.to_vec().into(),
-        outputs: outs_ids.to_vec().into(),
-    };
-    let region = Region::compile(&view, &spec, services()).expect("compile");
     let shape = |i: u32| view.values[i as usize].shape.to_vec();
     let inputs: Vec<Vec<f32>> = ids
         .iter()
