@@ -135,7 +135,7 @@ pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
         (0..tasks).for_each(task);
     }
     if crate::exec::trace() {
-        eprintln!(
+        crate::exec::trace_line(format_args!(
             "cpu-simd attn:  {:>9.1} us batch {:?} L {} S {} D {} Dv {} mask {:?} causal {} lse {}",
             t.elapsed().as_secs_f64() * 1e6,
             p.batch,
@@ -146,7 +146,7 @@ pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
             p.mask.as_ref().map(|m| m.0),
             p.causal,
             p.lse.is_some()
-        );
+        ));
     }
 }
 

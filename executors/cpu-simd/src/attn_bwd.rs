@@ -174,7 +174,7 @@ pub(crate) fn run(p: &AttnBwdPlan, bufs: &Bufs) {
             }));
     }
     if crate::exec::trace() {
-        eprintln!(
+        crate::exec::trace_line(format_args!(
             "cpu-simd attn bwd: {:>6.1} us batch {:?} L {} S {} E {} Ev {} causal {}",
             t.elapsed().as_secs_f64() * 1e6,
             p.batch,
@@ -183,7 +183,7 @@ pub(crate) fn run(p: &AttnBwdPlan, bufs: &Bufs) {
             p.e,
             p.ev,
             p.causal
-        );
+        ));
     }
 }
 

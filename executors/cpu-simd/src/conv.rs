@@ -141,7 +141,7 @@ pub(crate) fn run(p: &ConvPlan, bufs: &Bufs) {
         let t = std::time::Instant::now();
         let c0 = thread_cpu_us();
         run_untraced(p, bufs);
-        eprintln!(
+        crate::exec::trace_line(format_args!(
             "cpu-simd conv:  {:>9.1} us (this thread's cpu {:>9.1} us) in {:?} w {:?} out {:?} {:?} residual {} relu {}",
             t.elapsed().as_secs_f64() * 1e6,
             thread_cpu_us() - c0,
@@ -151,7 +151,7 @@ pub(crate) fn run(p: &ConvPlan, bufs: &Bufs) {
             p.geom,
             p.epilogue.residual.is_some(),
             p.epilogue.relu,
-        );
+        ));
     } else {
         run_untraced(p, bufs);
     }

@@ -1091,19 +1091,19 @@ impl CompiledRegion for HalfRegion {
                 } => run_sum(src, shape, dims, *ty, *out, &mut bufs),
             }
             if let Some(ts) = ts {
-                eprintln!(
+                crate::exec::trace_line(format_args!(
                     "cpu-simd half step: {:>9.1} us {}",
                     ts.elapsed().as_secs_f64() * 1e6,
                     step.describe()
-                );
+                ));
             }
         }
         if let Some(t) = t {
-            eprintln!(
+            crate::exec::trace_line(format_args!(
                 "cpu-simd half:  {:>9.1} us {} steps",
                 t.elapsed().as_secs_f64() * 1e6,
                 self.steps.len()
-            );
+            ));
         }
         Ok(())
     }

@@ -228,12 +228,12 @@ pub(crate) fn run(p: &LayerNormPlan, bufs: &Bufs) {
     if crate::exec::trace() {
         let t = std::time::Instant::now();
         run_inner(p, bufs);
-        eprintln!(
+        crate::exec::trace_line(format_args!(
             "cpu-simd layer_norm: {:>9.1} us shape {:?} n {}",
             t.elapsed().as_secs_f64() * 1e6,
             p.shape,
             p.n
-        );
+        ));
     } else {
         run_inner(p, bufs);
     }

@@ -404,14 +404,14 @@ impl CompiledRegion for Region {
             run_stages()?;
         }
         if let (Some(started), Some(allocated)) = (started, allocated) {
-            eprintln!(
+            crate::exec::trace_line(format_args!(
                 "cpu-simd region: {:>8.1} us, {} stages, scratch {} buffers {:.1} MB allocated in {:.1} us",
                 started.elapsed().as_secs_f64() * 1e6,
                 self.stages.len(),
                 self.scratch.len(),
                 self.scratch.iter().map(|&(t, n)| n * size_of(t)).sum::<usize>() as f64 / 1e6,
                 allocated.as_secs_f64() * 1e6
-            );
+            ));
         }
         Ok(())
     }

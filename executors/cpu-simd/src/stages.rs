@@ -167,7 +167,7 @@ fn traced(f: impl FnOnce(), line: impl FnOnce(f64) -> String) {
     if exec::trace() {
         let t = std::time::Instant::now();
         f();
-        eprintln!("{}", line(t.elapsed().as_secs_f64() * 1e6));
+        crate::exec::trace_line(format_args!("{}", line(t.elapsed().as_secs_f64() * 1e6)));
     } else {
         f()
     }
