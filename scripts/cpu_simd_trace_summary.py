@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Sums a `THUNDER_CPU_SIMD_TRACE=1` log (cpu-simd's per-stage stderr lines) per call of a
-forward + backward program: time by stage kind (fused loops, GEMMs, attention), the most
-expensive GEMMs and fused loops, and how many lines name a T x T shape (`--tt 128` looks for
-`128, 128]`).
+forward + backward program: time by stage kind (fused loops, GEMMs, attention, convolutions,
+pads...), the regions' time outside their stages, the most expensive GEMMs and fused loops,
+and how many lines name a T x T shape (`--tt 128` looks for `128, 128]`).
 
     THUNDER_CPU_SIMD_TRACE=1 ./target/release/thunder bench --only gpt2_block --reps 10 \\
         2> /tmp/trace.txt >/dev/null
@@ -28,7 +28,9 @@ def main() -> None:
     kinds, counts = collections.Counter(), collections.Counter()
     gemms, groups = collections.Counter(), collections.Counter()
     for l in lines:
-        m = re.match(r"cpu-simd (gemm pair|gemm|group|attn bwd|attn):\s+([\d.]+) us(.*)", l)
+        m = re.match(
+            r"cpu-simd (gemm pair|gemm|group|attn bwd|attn|conv|max pool|pad|layer_norm|half)"
+            r":\s+([\d.]+) us(.*)", l)
         if not m:
             continue
         kind, us, rest = m.group(1), float(m.group(2)), m.group(3).strip()
@@ -44,6 +46,11 @@ def main() -> None:
     for k, us in kinds.most_common():
         print(f"  {k:<10} {us / calls / 1e3:7.2f} ms  ({counts[k] / calls:.0f} stages)  "
               f"{100 * us / max(total, 1e-9):5.1f}%")
+    # Scratch allocation, the hand-off to a worker, and whatever runs between stages (the
+    # trace's own writing included): large values mean time the stages do not account for.
+    outside = total - sum(kinds.values())
+    print(f"  {'outside stages':<10} {outside / calls / 1e3:7.2f} ms  "
+          f"{100 * outside / max(total, 1e-9):5.1f}%")
     for title, table in (("GEMMs", gemms), ("fused loops", groups)):
         print(f"most expensive {title} per call:")
         for key, us in table.most_common(a.top):
