@@ -29,7 +29,7 @@ def main() -> None:
     gemms, groups = collections.Counter(), collections.Counter()
     for l in lines:
         m = re.match(
-            r"cpu-simd (gemm pair|gemm|group|attn bwd|attn|conv|max pool|pad|layer_norm|half)"
+            r"cpu-simd (gemm pair|gemm|group|attn bwd|attn|conv|max pool|pad|layer_norm)"
             r":\s+([\d.]+) us(.*)", l)
         if not m:
             continue
