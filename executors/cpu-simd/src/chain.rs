@@ -22,7 +22,7 @@ use crate::chain_fuse::{fuse_gelu, Item};
 use crate::decode::{Lit, Ty};
 use crate::exec::Ctx;
 use crate::group::{GroupPlan, Ins, Src};
-use crate::ops::{BinaryOp, Real, UnaryOp};
+use crate::ops::{BinaryOp, Real, ReduceOp, UnaryOp};
 
 /// The binary ops the chain runs on vectors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +125,12 @@ pub(crate) enum Vi {
         src: u8,
         acc: usize,
     },
+    /// `src` summed into reduction `red`'s f64 accumulators, one per element of the block
+    /// (a fold over an outer dim: a bias or a layer norm's weight gradient).
+    Sum {
+        src: u8,
+        red: usize,
+    },
 }
 
 /// The most f32 registers a program may use: 8 blocks of up to `MAX_BLOCK` floats (4 KB of
@@ -138,6 +144,8 @@ pub(crate) enum Chain {
     Line { load: usize, steps: Vec<Step> },
     /// The group's instructions on a register file.
     Prog(Vec<Vi>),
+    /// A program compiled ahead of time (`chain_aot.rs`).
+    Aot(crate::chain_aot::Aot),
 }
 
 impl Chain {
@@ -155,7 +163,7 @@ impl Chain {
                 Step::Load { .. } | Step::Gelu(_) => false,
                 Step::Lit { .. } | Step::Same(_) | Step::Store(_) => true,
             }),
-            Chain::Prog(_) => false,
+            Chain::Prog(_) | Chain::Aot(_) => false,
         }
     }
 
@@ -325,11 +333,20 @@ impl Builder<'_> {
 /// How a group runs in vector registers, if every instruction has a vector form: as one
 /// chain where it is one, else as a program; `last` is each access's stride along the tiled
 /// dim.
+/// A group with reductions runs as a program when each is a sum into contiguous accumulators
+/// (the tile path folds those element by element, so the program gives the same bits); a
+/// reduction along the row (a softmax's sum) keeps the tile path, whose order it follows.
 pub(crate) fn chain_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
-    if !plan.reductions.is_empty() {
-        return None;
+    if plan.reductions.is_empty() {
+        return chain_of_ins(&plan.ins, last);
     }
-    chain_of_ins(&plan.ins, last)
+    let sums: Vec<bool> = plan
+        .reductions
+        .iter()
+        .zip(&plan.red_strides)
+        .map(|(r, s)| r.op == ReduceOp::Sum && s.last() == Some(&1))
+        .collect();
+    prog_of(&plan.ins, last, &sums)
 }
 
 /// [`chain_of`] for a group without reductions, from its instructions.
@@ -340,7 +357,7 @@ pub(crate) fn chain_of_ins(ins: &[Ins], last: &[i64]) -> Option<Chain> {
     fuse_gelu(ins)
         .and_then(|items| line_of(items.into_iter(), last))
         .or_else(plain)
-        .or_else(|| prog_of(ins, last))
+        .or_else(|| prog_of(ins, last, &[]))
 }
 
 fn line_of(items: impl Iterator<Item = Item>, last: &[i64]) -> Option<Chain> {
@@ -367,8 +384,8 @@ fn line_of(items: impl Iterator<Item = Item>, last: &[i64]) -> Option<Chain> {
 /// The group's instructions as a program: f32 only, contiguous or per-row loads, contiguous
 /// stores, ops with vector forms, f32 literals, registers below `MAX_REGS` (they are the
 /// group's own register numbers, already allocated so that a destination never overwrites a
-/// value still to be read).
-fn prog_of(ins: &[Ins], last: &[i64]) -> Option<Chain> {
+/// value still to be read), and f32 sums into the reductions `sums` marks.
+fn prog_of(ins: &[Ins], last: &[i64], sums: &[bool]) -> Option<Chain> {
     let reg = |r: u32| (r < MAX_REGS as u32).then_some(r as u8);
     let val = |s: &Src| match *s {
         Src::Reg(r) => reg(r).map(Val::Reg),
@@ -393,6 +410,14 @@ fn prog_of(ins: &[Ins], last: &[i64]) -> Option<Chain> {
             } if last[*acc] == 1 => Vi::Store {
                 src: reg(*src)?,
                 acc: *acc,
+            },
+            Ins::Reduce {
+                ty: Ty::F32,
+                src,
+                red,
+            } if sums.get(*red) == Some(&true) => Vi::Sum {
+                src: reg(*src)?,
+                red: *red,
             },
             Ins::Unary {
                 ty: Ty::F32,
@@ -419,9 +444,12 @@ fn prog_of(ins: &[Ins], last: &[i64]) -> Option<Chain> {
             _ => return None,
         });
     }
-    prog.iter()
-        .any(|i| matches!(i, Vi::Store { .. }))
-        .then_some(Chain::Prog(prog))
+    prog.iter().any(|i| matches!(i, Vi::Store { .. })).then(|| {
+        match crate::chain_aot::find(&prog) {
+            Some(aot) => Chain::Aot(aot),
+            None => Chain::Prog(prog),
+        }
+    })
 }
 
 /// How far ahead (bytes) a large group's sources are prefetched.
@@ -435,7 +463,7 @@ const PREFETCH: usize = 4096;
 /// The CPU has AVX2 and FMA (`exec::isa_level() >= 1`); the offsets and `len` address
 /// elements of the group's buffers (as for the tile path).
 #[cfg(target_arch = "x86_64")]
-pub(crate) unsafe fn run(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
+pub(crate) unsafe fn run(ctx: &Ctx<'_>, chain: &Chain, offs: &Offs<'_>, len: usize) {
     // SAFETY: forwarded; the level says the CPU has the features.
     unsafe {
         match (crate::exec::isa_level() >= 2, chain.gelu()) {
@@ -447,6 +475,13 @@ pub(crate) unsafe fn run(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize)
     }
 }
 
+/// Where a run starts: each access's element offset, and each reduction's accumulator offset.
+#[derive(Clone, Copy)]
+pub(crate) struct Offs<'a> {
+    pub(crate) acc: &'a [i64],
+    pub(crate) red: &'a [i64],
+}
+
 // The loops are sensitive to what else is compiled into their function: with the GELU form
 // inlined beside the others, the light chain on AVX2 (`chain8_16m`) ran 15% slower, and with
 // the AVX2 light and plain forms in functions of their own, `tanh4_16m` on AVX2 ran 13%
@@ -454,36 +489,36 @@ pub(crate) unsafe fn run(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize)
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run_avx512(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
+unsafe fn run_avx512(ctx: &Ctx<'_>, chain: &Chain, offs: &Offs<'_>, len: usize) {
     // SAFETY: forwarded.
-    unsafe { run_v::<crate::simd::V512, K512, 4, false, false>(ctx, chain, offs, len) }
+    unsafe { run_v::<crate::simd::V512, K512, 4, KA512, false, false>(ctx, chain, offs, len) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run_avx512_gelu(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
+unsafe fn run_avx512_gelu(ctx: &Ctx<'_>, chain: &Chain, offs: &Offs<'_>, len: usize) {
     // SAFETY: forwarded.
-    unsafe { run_v::<crate::simd::V512, K512, 4, false, true>(ctx, chain, offs, len) }
+    unsafe { run_v::<crate::simd::V512, K512, 4, KA512, false, true>(ctx, chain, offs, len) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_avx2(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
+unsafe fn run_avx2(ctx: &Ctx<'_>, chain: &Chain, offs: &Offs<'_>, len: usize) {
     // SAFETY: forwarded.
     unsafe {
         if chain.light() {
-            run_v::<crate::simd::V256, K256, 8, true, false>(ctx, chain, offs, len)
+            run_v::<crate::simd::V256, K256, 8, KA256, true, false>(ctx, chain, offs, len)
         } else {
-            run_v::<crate::simd::V256, K256, 8, false, false>(ctx, chain, offs, len)
+            run_v::<crate::simd::V256, K256, 8, KA256, false, false>(ctx, chain, offs, len)
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_avx2_gelu(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) {
+unsafe fn run_avx2_gelu(ctx: &Ctx<'_>, chain: &Chain, offs: &Offs<'_>, len: usize) {
     // SAFETY: forwarded.
-    unsafe { run_v::<crate::simd::V256, K256, 8, false, true>(ctx, chain, offs, len) }
+    unsafe { run_v::<crate::simd::V256, K256, 8, KA256, false, true>(ctx, chain, offs, len) }
 }
 
 /// Vectors per block on AVX-512 and on AVX2: independent work enough for each step to hide
@@ -497,6 +532,10 @@ unsafe fn run_avx2_gelu(ctx: &Ctx<'_>, chain: &Chain, offs: &[i64], len: usize) 
 const K512: usize = 8;
 #[cfg(target_arch = "x86_64")]
 const K256: usize = 8;
+#[cfg(target_arch = "x86_64")]
+const KA512: usize = 2;
+#[cfg(target_arch = "x86_64")]
+const KA256: usize = 4;
 
 /// Elements per block of a row's remainder (4 AVX-512 or 8 AVX2 vectors).
 #[cfg(target_arch = "x86_64")]
@@ -504,12 +543,12 @@ const SMALL: usize = 64;
 
 /// The most elements in a block, for the tail's padded buffers.
 #[cfg(target_arch = "x86_64")]
-const MAX_BLOCK: usize = 128;
+pub(crate) const MAX_BLOCK: usize = 128;
 
 /// Where a block's operands come from and its results go.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
-enum At {
+pub(crate) enum At {
     /// A whole block at element `o` of the accesses, stores non-temporal when `stream`.
     Full { o: usize, stream: bool },
     /// The last `n` (< the block's size) elements, from element `o`, through padded buffers.
@@ -524,15 +563,17 @@ unsafe fn run_v<
     V: crate::simd::Vf32,
     const K: usize,
     const KS: usize,
+    const KA: usize,
     const LIGHT: bool,
     const GELU: bool,
 >(
     ctx: &Ctx<'_>,
     chain: &Chain,
-    offs: &[i64],
+    all_offs: &Offs<'_>,
     len: usize,
 ) {
     debug_assert!(V::LANES * K <= MAX_BLOCK && V::LANES * KS == SMALL);
+    let offs = all_offs.acc;
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
         let ptr = |acc: usize| (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
@@ -556,21 +597,22 @@ unsafe fn run_v<
                     run_steps::<V, KS, LIGHT, GELU>(ctx, steps, offs, &mut x, At::Tail { o, n });
                 }
             }
+            Chain::Aot(aot) => crate::chain_aot::run::<V, KA>(ctx, aot, all_offs, len),
             Chain::Prog(prog) => {
                 let stream = ctx.stream
                     && prog.iter().all(|i| match *i {
                         Vi::Store { acc, .. } => (ptr(acc) as usize).is_multiple_of(V::LANES * 4),
                         _ => true,
                     });
-                prog_blocks::<V, K>(ctx, prog, offs, (0, big), stream);
-                prog_blocks::<V, KS>(ctx, prog, offs, (big, small), stream);
+                prog_blocks::<V, K>(ctx, prog, all_offs, (0, big), stream);
+                prog_blocks::<V, KS>(ctx, prog, all_offs, (big, small), stream);
                 if len > small {
                     let mut regs = [[V::splat(0.0); KS]; MAX_REGS];
                     let at = At::Tail {
                         o: small,
                         n: len - small,
                     };
-                    prog_block::<V, KS>(ctx, prog, offs, &mut regs, at);
+                    prog_block::<V, KS>(ctx, prog, all_offs, &mut regs, at);
                 }
             }
         }
@@ -613,7 +655,7 @@ unsafe fn line_blocks<V: crate::simd::Vf32, const K: usize, const LIGHT: bool, c
 /// A unary op on one vector.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
+pub(crate) unsafe fn unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
     use crate::vmath;
     // SAFETY (whole fn): forwarded from the caller.
     unsafe {
@@ -685,7 +727,7 @@ unsafe fn simple_unary<V: crate::simd::Vf32>(op: Un, v: V) -> V {
 /// Loads a block of access `p` (contiguous) at `at`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn load_block<V: crate::simd::Vf32, const K: usize>(
+pub(crate) unsafe fn load_block<V: crate::simd::Vf32, const K: usize>(
     p: *const f32,
     at: At,
     prefetch: bool,
@@ -717,7 +759,11 @@ unsafe fn load_block<V: crate::simd::Vf32, const K: usize>(
 /// Stores a block into access `p` (contiguous) at `at`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn store_block<V: crate::simd::Vf32, const K: usize>(p: *mut f32, x: &[V; K], at: At) {
+pub(crate) unsafe fn store_block<V: crate::simd::Vf32, const K: usize>(
+    p: *mut f32,
+    x: &[V; K],
+    at: At,
+) {
     // SAFETY (whole fn): forwarded from the caller: the block is inside the buffer, aligned
     // when streamed.
     unsafe {
@@ -743,6 +789,35 @@ unsafe fn store_block<V: crate::simd::Vf32, const K: usize>(p: *mut f32, x: &[V;
     }
 }
 
+/// Adds a block into contiguous f64 accumulators `p` at `at`, as `tile::reduce_into` does.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn sum_block<V: crate::simd::Vf32, const K: usize>(
+    p: *mut f64,
+    x: &[V; K],
+    at: At,
+) {
+    // SAFETY (whole fn): forwarded from the caller: the block's accumulators are inside.
+    unsafe {
+        match at {
+            At::Full { o, .. } => {
+                for (k, v) in x.iter().enumerate() {
+                    V::sum_into_f64(p.add(o + V::LANES * k), *v);
+                }
+            }
+            At::Tail { o, n } => {
+                let mut buf = [0f32; MAX_BLOCK];
+                for (k, v) in x.iter().enumerate() {
+                    V::store(buf.as_mut_ptr().add(V::LANES * k), *v);
+                }
+                for (j, &v) in buf[..n].iter().enumerate() {
+                    *p.add(o + j) += f64::from(v);
+                }
+            }
+        }
+    }
+}
+
 /// A program over the whole blocks of `K` vectors in elements `range`, on a register file of
 /// `MAX_REGS` blocks.
 #[cfg(target_arch = "x86_64")]
@@ -750,7 +825,7 @@ unsafe fn store_block<V: crate::simd::Vf32, const K: usize>(p: *mut f32, x: &[V;
 unsafe fn prog_blocks<V: crate::simd::Vf32, const K: usize>(
     ctx: &Ctx<'_>,
     prog: &[Vi],
-    offs: &[i64],
+    offs: &Offs<'_>,
     range: (usize, usize),
     stream: bool,
 ) {
@@ -770,12 +845,14 @@ unsafe fn prog_blocks<V: crate::simd::Vf32, const K: usize>(
 unsafe fn prog_block<V: crate::simd::Vf32, const K: usize>(
     ctx: &Ctx<'_>,
     prog: &[Vi],
-    offs: &[i64],
+    all_offs: &Offs<'_>,
     regs: &mut [[V; K]; MAX_REGS],
     at: At,
 ) {
     use crate::simd::arith_block;
-    // SAFETY (whole fn): forwarded from `run_prog`.
+    let offs = all_offs.acc;
+    // SAFETY (whole fn): forwarded from `run_v`; each reduction's accumulators hold an
+    // element for each element of the run.
     unsafe {
         for i in prog {
             match *i {
@@ -807,6 +884,10 @@ unsafe fn prog_block<V: crate::simd::Vf32, const K: usize>(
                 Vi::Store { src, acc } => {
                     let p = (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
                     store_block::<V, K>(p, &regs[src as usize], at);
+                }
+                Vi::Sum { src, red } => {
+                    let p = ctx.accs[red].offset(all_offs.red[red] as isize);
+                    sum_block::<V, K>(p, &regs[src as usize], at);
                 }
             }
         }

@@ -620,8 +620,13 @@ fn run_items_with<const FMA: bool>(ctx: &Ctx<'_>, items: Range<usize>, regs: &mu
         }
         #[cfg(target_arch = "x86_64")]
         if let (true, Some(chain)) = (FMA, ctx.chain) {
-            // SAFETY: `chain` is only set when the CPU has AVX2 and FMA; offsets as below.
-            unsafe { crate::chain::run(ctx, chain, &offs, len) };
+            let at = crate::chain::Offs {
+                acc: &offs,
+                red: &red_offs,
+            };
+            // SAFETY: `chain` is only set when the CPU has AVX2 and FMA; offsets as below
+            // (a reduction's accumulator offset addresses one accumulator per element).
+            unsafe { crate::chain::run(ctx, chain, &at, len) };
             continue;
         }
         // SAFETY: offsets come from layouts checked against the buffers' sizes at compile

@@ -43,6 +43,7 @@ mod attn_tile;
 #[cfg(target_arch = "x86_64")]
 mod bf16_gemm;
 mod chain;
+mod chain_aot;
 mod chain_fuse;
 mod conv;
 #[cfg(target_arch = "x86_64")]

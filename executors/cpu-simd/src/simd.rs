@@ -48,6 +48,9 @@ pub(crate) trait Vf32: Copy {
     /// `p * 2^n` for integral `n` in [-150, 128], rounded once: `math::exp`'s
     /// `p * pow2(n1) * pow2(n - n1)`, whose first product is exact, so the same bits.
     unsafe fn scale_pow2(p: Self, n: Self) -> Self;
+    /// `acc[j] += v[j] as f64` for each lane `j`: the tile path's sum into contiguous f64
+    /// accumulators (`tile::reduce_into`), the same bits (the widening is exact).
+    unsafe fn sum_into_f64(acc: *mut f64, v: Self);
 }
 
 /// `a[k] op b[k]` for every vector of a block, the op decided once for the block rather than
@@ -186,6 +189,18 @@ impl Vf32 for V512 {
         // vscalefps: p * 2^floor(n), one rounding (to a subnormal or inf where it must).
         V512(_mm512_scalef_ps(p.0, n.0))
     }
+    #[inline(always)]
+    unsafe fn sum_into_f64(acc: *mut f64, v: Self) {
+        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v.0));
+        let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
+            _mm512_castps_pd(v.0),
+        )));
+        // SAFETY: forwarded from the caller: 16 accumulators from `acc`.
+        unsafe {
+            _mm512_storeu_pd(acc, _mm512_add_pd(_mm512_loadu_pd(acc), lo));
+            _mm512_storeu_pd(acc.add(8), _mm512_add_pd(_mm512_loadu_pd(acc.add(8)), hi));
+        }
+    }
 }
 
 /// 8 lanes (AVX2 with FMA).
@@ -286,5 +301,15 @@ impl Vf32 for V256 {
         let f1 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(n1, bias)));
         let f2 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(n2, bias)));
         V256(_mm256_mul_ps(_mm256_mul_ps(p.0, f1), f2))
+    }
+    #[inline(always)]
+    unsafe fn sum_into_f64(acc: *mut f64, v: Self) {
+        let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v.0));
+        let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v.0));
+        // SAFETY: forwarded from the caller: 8 accumulators from `acc`.
+        unsafe {
+            _mm256_storeu_pd(acc, _mm256_add_pd(_mm256_loadu_pd(acc), lo));
+            _mm256_storeu_pd(acc.add(4), _mm256_add_pd(_mm256_loadu_pd(acc.add(4)), hi));
+        }
     }
 }

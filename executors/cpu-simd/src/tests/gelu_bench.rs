@@ -151,45 +151,52 @@ fn time_outs(t: &Tb, ids: &[u32], outs_ids: &[u32], reps: usize, inner: usize) -
 
 /// The GPT-2 block's largest backward group (31 instructions, one fold): the MLP's tanh-GELU
 /// recomputed from `mm + b`, its output `h`, the gradient through it `dy = g * gelu'(y)`, and
-/// the bias gradient `sum(dy, 0)`. Run with
+/// the bias gradient `sum(dy, 0)`. Returns the inputs `[mm, b, g]` and the outputs
+/// `[h, dy, db]`.
+pub(super) fn gelu_backward(t: &mut Tb, r: i64, c: i64) -> (Vec<u32>, Vec<u32>) {
+    let s = [r, c];
+    let (mm, b, y) = bias(t, r, c);
+    let g = t.value(F32, &s);
+    let mul = |t: &mut Tb, a: u32, b: u32| t.op("mul", vec![val(a), val(b)], F32, &s);
+    let mull = |t: &mut Tb, a: u32, x: f32| t.op("mul", vec![val(a), lit(f64::from(x))], F32, &s);
+    let add = |t: &mut Tb, a: u32, b: u32| t.op("add", vec![val(a), val(b)], F32, &s);
+    let y2 = mul(t, y, y);
+    let y3 = mul(t, y2, y);
+    let k = mull(t, y3, 0.044715);
+    let i = add(t, y, k);
+    let z = mull(t, i, 0.797_884_6);
+    let th = t.op("tanh", vec![val(z)], F32, &s);
+    let a = t.op("add", vec![val(th), lit(1.0)], F32, &s);
+    let hy = mull(t, y, 0.5);
+    let h = mul(t, hy, a);
+    let ga = mul(t, g, a);
+    let ghy = mul(t, g, hy);
+    let d1 = mull(t, ga, 0.5);
+    let t2 = mul(t, th, th);
+    let omt = t.op("sub", vec![lit(1.0), val(t2)], F32, &s);
+    let dz = mul(t, ghy, omt);
+    let di = mull(t, dz, 0.797_884_6);
+    let dy0 = add(t, d1, di);
+    let dk = mull(t, di, 0.044715);
+    let dk_y = mul(t, dk, y);
+    let dk_y2 = mul(t, dk, y2);
+    let s1 = add(t, dy0, dk_y2);
+    let dk_yy = mul(t, dk_y, y);
+    let s2 = add(t, s1, dk_yy);
+    let dy = add(t, s2, dk_yy);
+    let db = t.op("sum", vec![val(dy), super::ints(&[0])], F32, &[c]);
+    (vec![mm, b, g], vec![h, dy, db])
+}
+
+/// [`gelu_backward`] timed on [256, 1024]. Run with
 /// `RAYON_NUM_THREADS=1 cargo test --release -p thunder-cpu-simd gelu_backward_bench -- --ignored --nocapture`.
 #[test]
 #[ignore = "a benchmark: run it by name with --ignored --nocapture"]
 fn gelu_backward_bench() {
     let (r, c) = (256i64, 1024i64);
-    let s = [r, c];
     let mut t = Tb::default();
-    let (mm, b, y) = bias(&mut t, r, c);
-    let g = t.value(F32, &s);
-    let mul = |t: &mut Tb, a: u32, b: u32| t.op("mul", vec![val(a), val(b)], F32, &s);
-    let mull = |t: &mut Tb, a: u32, x: f32| t.op("mul", vec![val(a), lit(f64::from(x))], F32, &s);
-    let add = |t: &mut Tb, a: u32, b: u32| t.op("add", vec![val(a), val(b)], F32, &s);
-    let y2 = mul(&mut t, y, y);
-    let y3 = mul(&mut t, y2, y);
-    let k = mull(&mut t, y3, 0.044715);
-    let i = add(&mut t, y, k);
-    let z = mull(&mut t, i, 0.797_884_6);
-    let th = t.op("tanh", vec![val(z)], F32, &s);
-    let a = t.op("add", vec![val(th), lit(1.0)], F32, &s);
-    let hy = mull(&mut t, y, 0.5);
-    let h = mul(&mut t, hy, a);
-    let ga = mul(&mut t, g, a);
-    let ghy = mul(&mut t, g, hy);
-    let d1 = mull(&mut t, ga, 0.5);
-    let t2 = mul(&mut t, th, th);
-    let omt = t.op("sub", vec![lit(1.0), val(t2)], F32, &s);
-    let dz = mul(&mut t, ghy, omt);
-    let di = mull(&mut t, dz, 0.797_884_6);
-    let dy0 = add(&mut t, d1, di);
-    let dk = mull(&mut t, di, 0.044715);
-    let dk_y = mul(&mut t, dk, y);
-    let dk_y2 = mul(&mut t, dk, y2);
-    let s1 = add(&mut t, dy0, dk_y2);
-    let dk_yy = mul(&mut t, dk_y, y);
-    let s2 = add(&mut t, s1, dk_yy);
-    let dy = add(&mut t, s2, dk_yy);
-    let db = t.op("sum", vec![val(dy), super::ints(&[0])], F32, &[c]);
-    let (m, lo) = time_outs(&t, &[mm, b, g], &[h, dy, db], 7, 50);
+    let (ins, outs) = gelu_backward(&mut t, r, c);
+    let (m, lo) = time_outs(&t, &ins, &outs, 7, 50);
     println!(
         "GELU backward + bias grad [{r}, {c}], {} threads: median {m:.3} ms, min {lo:.3} ms",
         rayon::current_num_threads()

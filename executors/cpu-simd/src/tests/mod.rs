@@ -5,6 +5,7 @@ mod attn;
 #[cfg(target_arch = "x86_64")]
 mod attn_tile;
 mod chain;
+mod chain_aot;
 mod chain_fuse;
 mod conv;
 mod conv_bench;

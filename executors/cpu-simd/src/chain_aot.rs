@@ -1,0 +1,472 @@
+//! Programs compiled ahead of time. A group that runs as a program (`chain::Chain::Prog`) is
+//! interpreted instruction by instruction on a register file in memory; for a long program
+//! that costs far more than its arithmetic. The GPT-2 block's largest backward group (31
+//! instructions: the MLP's tanh-GELU recomputed, the gradient through it and the bias
+//! gradient) ran at about 2.9 ns an element on one thread, on the program path and on the tile
+//! path alike.
+//!
+//! Each kernel here is written once, against [`Em`], and used two ways: recorded into
+//! [`Node`]s, which a group's program must equal (up to which accesses and reductions it
+//! reads), and compiled for vectors, where its values stay in registers. Recorded and run are
+//! one function, so a match runs exactly the matched operations: each rounds as the
+//! interpreter's does, and the group's results keep their bits.
+
+use crate::chain::{Arith, Un, Val, Vi};
+
+/// An operand as recorded: an earlier node's value or an f32 literal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Opd {
+    Node(usize),
+    Lit(f32),
+}
+
+/// One operation of a program in value form: operands name the node that made them, so two
+/// programs compare without regard to how their registers were allocated. Accesses and
+/// reductions are the program's own numbers (a kernel's are slots a match binds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Node {
+    Load { acc: usize, splat: bool },
+    Unary { op: Un, a: usize },
+    Binary { op: Arith, a: Opd, b: Opd },
+    Store { src: usize, acc: usize },
+    Sum { src: usize, red: usize },
+}
+
+/// What a kernel is written against.
+pub(crate) trait Em {
+    type T: Copy;
+    /// Access `acc`, contiguous (a kernel reads no per-row values yet).
+    unsafe fn load(&mut self, acc: usize) -> Self::T;
+    unsafe fn lit(&mut self, c: f32) -> Self::T;
+    unsafe fn bin(&mut self, op: Arith, a: Self::T, b: Self::T) -> Self::T;
+    unsafe fn un(&mut self, op: Un, a: Self::T) -> Self::T;
+    unsafe fn store(&mut self, v: Self::T, acc: usize);
+    /// `v` summed into reduction `red`'s contiguous accumulators.
+    unsafe fn sum(&mut self, v: Self::T, red: usize);
+}
+
+/// The kernels compiled here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// GPT-2's MLP backward through its tanh-GELU (see [`gelu_tanh_backward`]).
+    GeluTanhBackward,
+}
+
+const KERNELS: [Kernel; 1] = [Kernel::GeluTanhBackward];
+
+impl Kernel {
+    /// Runs the kernel's operations on `e`.
+    ///
+    /// # Safety
+    /// As `e`'s methods require.
+    #[inline(always)]
+    pub(crate) unsafe fn apply<E: Em>(self, e: &mut E) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match self {
+                Kernel::GeluTanhBackward => gelu_tanh_backward(e),
+            }
+        }
+    }
+}
+
+/// A kernel matched to a group: `accs[slot]` and `reds[slot]` are the group's access and
+/// reduction for the kernel's slot.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Aot {
+    pub(crate) kernel: Kernel,
+    pub(crate) accs: Vec<usize>,
+    pub(crate) reds: Vec<usize>,
+}
+
+/// The kernel whose operations are `prog`'s, if one is.
+pub(crate) fn find(prog: &[Vi]) -> Option<Aot> {
+    let nodes = nodes_of(prog)?;
+    KERNELS.into_iter().find_map(|kernel| {
+        let mut rec = Recorder::default();
+        // SAFETY: recording touches no memory.
+        unsafe { kernel.apply(&mut rec) };
+        let (accs, reds) = bind(&rec.nodes, &nodes)?;
+        Some(Aot { kernel, accs, reds })
+    })
+}
+
+/// A program's instructions in value form (`None` if one reads a register nothing wrote).
+pub(crate) fn nodes_of(prog: &[Vi]) -> Option<Vec<Node>> {
+    let mut made: Vec<Option<usize>> = Vec::new();
+    let mut nodes = Vec::with_capacity(prog.len());
+    let get = |made: &[Option<usize>], r: u8| made.get(r as usize).copied().flatten();
+    for i in prog {
+        let (node, dst) = match *i {
+            Vi::Load { dst, acc, splat } => (Node::Load { acc, splat }, Some(dst)),
+            Vi::Unary { op, dst, a } => (
+                Node::Unary {
+                    op,
+                    a: get(&made, a)?,
+                },
+                Some(dst),
+            ),
+            Vi::Binary { op, dst, a, b } => {
+                let opd = |v: Val| match v {
+                    Val::Reg(r) => get(&made, r).map(Opd::Node),
+                    Val::Lit(c) => Some(Opd::Lit(c)),
+                };
+                (
+                    Node::Binary {
+                        op,
+                        a: opd(a)?,
+                        b: opd(b)?,
+                    },
+                    Some(dst),
+                )
+            }
+            Vi::Store { src, acc } => (
+                Node::Store {
+                    src: get(&made, src)?,
+                    acc,
+                },
+                None,
+            ),
+            Vi::Sum { src, red } => (
+                Node::Sum {
+                    src: get(&made, src)?,
+                    red,
+                },
+                None,
+            ),
+        };
+        if let Some(d) = dst {
+            let d = d as usize;
+            if made.len() <= d {
+                made.resize(d + 1, None);
+            }
+            made[d] = Some(nodes.len());
+        }
+        nodes.push(node);
+    }
+    Some(nodes)
+}
+
+/// Binds a kernel's slots to a program's accesses and reductions when the two compute the same
+/// values: the same operations on the same operands (literals bit for bit), whatever order
+/// their instructions come in (the GPT-2 block and a hand-built trace of it order theirs
+/// differently). An elementwise value depends only on its operands, so the kernel's order
+/// gives the program's bits.
+fn bind(kernel: &[Node], prog: &[Node]) -> Option<(Vec<usize>, Vec<usize>)> {
+    if kernel.len() != prog.len() {
+        return None;
+    }
+    let sink = |n: &Node| matches!(n, Node::Store { .. } | Node::Sum { .. });
+    let mut m = Match {
+        kernel,
+        prog,
+        nodes: vec![None; kernel.len()],
+        taken: vec![false; prog.len()],
+        accs: Vec::new(),
+        reds: Vec::new(),
+    };
+    // Each kernel sink against each program sink not yet taken, undoing a failed try (a
+    // kernel has a few sinks, so the search is small).
+    for k in (0..kernel.len()).filter(|&k| sink(&kernel[k])) {
+        let matched = (0..prog.len()).any(|p| {
+            if !sink(&prog[p]) || m.taken[p] {
+                return false;
+            }
+            let saved = (
+                m.nodes.clone(),
+                m.taken.clone(),
+                m.accs.clone(),
+                m.reds.clone(),
+            );
+            let ok = m.node(k, p);
+            if !ok {
+                (m.nodes, m.taken, m.accs, m.reds) = saved;
+            }
+            ok
+        });
+        if !matched {
+            return None;
+        }
+    }
+    // Every instruction of the program is accounted for, and every slot bound.
+    if m.taken.iter().any(|t| !t) {
+        return None;
+    }
+    let full = |v: Vec<Option<usize>>| v.into_iter().collect::<Option<Vec<usize>>>();
+    Some((full(m.accs)?, full(m.reds)?))
+}
+
+/// The state of [`bind`]'s search: which program node each kernel node is, and which program
+/// access or reduction each slot is.
+struct Match<'a> {
+    kernel: &'a [Node],
+    prog: &'a [Node],
+    nodes: Vec<Option<usize>>,
+    taken: Vec<bool>,
+    accs: Vec<Option<usize>>,
+    reds: Vec<Option<usize>>,
+}
+
+impl Match<'_> {
+    /// Whether kernel node `k` can be program node `p` (binding what that needs).
+    fn node(&mut self, k: usize, p: usize) -> bool {
+        if let Some(q) = self.nodes[k] {
+            return q == p;
+        }
+        if self.taken[p] {
+            return false;
+        }
+        let ok = match (self.kernel[k], self.prog[p]) {
+            (Node::Load { acc: a, splat: s }, Node::Load { acc: b, splat: t }) => {
+                s == t && Self::slot(&mut self.accs, a, b)
+            }
+            (Node::Unary { op, a }, Node::Unary { op: q, a: b }) => op == q && self.node(a, b),
+            (Node::Binary { op, a, b }, Node::Binary { op: q, a: c, b: d }) => {
+                op == q && self.opd(a, c) && self.opd(b, d)
+            }
+            (Node::Store { src, acc: a }, Node::Store { src: s, acc: b }) => {
+                Self::slot(&mut self.accs, a, b) && self.node(src, s)
+            }
+            (Node::Sum { src, red: a }, Node::Sum { src: s, red: b }) => {
+                Self::slot(&mut self.reds, a, b) && self.node(src, s)
+            }
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        self.nodes[k] = Some(p);
+        self.taken[p] = true;
+        true
+    }
+
+    fn opd(&mut self, a: Opd, b: Opd) -> bool {
+        match (a, b) {
+            (Opd::Node(x), Opd::Node(y)) => self.node(x, y),
+            (Opd::Lit(x), Opd::Lit(y)) => x.to_bits() == y.to_bits(),
+            _ => false,
+        }
+    }
+
+    /// Binds slot `k` to `p`, one to one.
+    fn slot(map: &mut Vec<Option<usize>>, k: usize, p: usize) -> bool {
+        if map.len() <= k {
+            map.resize(k + 1, None);
+        }
+        match map[k] {
+            Some(q) => q == p,
+            None if map.contains(&Some(p)) => false,
+            None => {
+                map[k] = Some(p);
+                true
+            }
+        }
+    }
+}
+
+/// Records a kernel's operations as nodes.
+#[derive(Default)]
+struct Recorder {
+    nodes: Vec<Node>,
+}
+
+impl Recorder {
+    fn push(&mut self, n: Node) -> Opd {
+        self.nodes.push(n);
+        Opd::Node(self.nodes.len() - 1)
+    }
+
+    fn node(v: Opd) -> usize {
+        match v {
+            Opd::Node(n) => n,
+            // A kernel stores, sums or applies a unary op to values it computed, never to a
+            // literal; usize::MAX matches no program.
+            Opd::Lit(_) => usize::MAX,
+        }
+    }
+}
+
+impl Em for Recorder {
+    type T = Opd;
+    unsafe fn load(&mut self, acc: usize) -> Opd {
+        self.push(Node::Load { acc, splat: false })
+    }
+    unsafe fn lit(&mut self, c: f32) -> Opd {
+        Opd::Lit(c)
+    }
+    unsafe fn bin(&mut self, op: Arith, a: Opd, b: Opd) -> Opd {
+        self.push(Node::Binary { op, a, b })
+    }
+    unsafe fn un(&mut self, op: Un, a: Opd) -> Opd {
+        self.push(Node::Unary {
+            op,
+            a: Self::node(a),
+        })
+    }
+    unsafe fn store(&mut self, v: Opd, acc: usize) {
+        self.push(Node::Store {
+            src: Self::node(v),
+            acc,
+        });
+    }
+    unsafe fn sum(&mut self, v: Opd, red: usize) {
+        self.push(Node::Sum {
+            src: Self::node(v),
+            red,
+        });
+    }
+}
+
+/// GPT-2's MLP backward at its GELU, in the order the GPT-2 block's trace gives it: from the
+/// product `mm` (access 0), the bias row `b` (1) and the incoming gradient `g` (2), with
+/// `y = mm + b`, `t = tanh(0.7978846 (y + 0.044715 y^3))`:
+/// - the GELU's output `h = (0.5 y)(1 + t)` (access 3: the next product's input);
+/// - the gradient `dy = g (1 + t) 0.5 + d + 0.044715 d y^2 + 2 (0.044715 d y) y`, where
+///   `d = 0.7978846 (g 0.5 y)(1 - t^2)` (access 4);
+/// - the bias gradient, `dy` summed over the rows (reduction 0).
+///
+/// # Safety
+/// As `e`'s methods require.
+#[inline(always)]
+pub(crate) unsafe fn gelu_tanh_backward<E: Em>(e: &mut E) {
+    use Arith::{Add, Mul, Sub};
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        let (c_cube, c_scale) = (e.lit(0.044715), e.lit(0.797_884_6));
+        let (half, one) = (e.lit(0.5), e.lit(1.0));
+        let mm = e.load(0);
+        let b = e.load(1);
+        let y = e.bin(Add, mm, b);
+        let y2 = e.bin(Mul, y, y);
+        let y3 = e.bin(Mul, y2, y);
+        let k = e.bin(Mul, y3, c_cube);
+        let i = e.bin(Add, y, k);
+        let z = e.bin(Mul, i, c_scale);
+        let t = e.un(Un::Tanh, z);
+        let a = e.bin(Add, t, one);
+        let g = e.load(2);
+        let ga = e.bin(Mul, g, a);
+        let hy = e.bin(Mul, y, half);
+        let ghy = e.bin(Mul, g, hy);
+        let d1 = e.bin(Mul, ga, half);
+        let t2 = e.bin(Mul, t, t);
+        let omt = e.bin(Sub, one, t2);
+        let dz = e.bin(Mul, ghy, omt);
+        let di = e.bin(Mul, dz, c_scale);
+        let dy0 = e.bin(Add, d1, di);
+        let dk = e.bin(Mul, di, c_cube);
+        let dk_y = e.bin(Mul, dk, y);
+        let dk_y2 = e.bin(Mul, dk, y2);
+        let s1 = e.bin(Add, dy0, dk_y2);
+        let dk_yy = e.bin(Mul, dk_y, y);
+        let s2 = e.bin(Add, s1, dk_yy);
+        let dy = e.bin(Add, s2, dk_yy);
+        e.sum(dy, 0);
+        let h = e.bin(Mul, hy, a);
+        e.store(h, 3);
+        e.store(dy, 4);
+    }
+}
+
+/// A kernel evaluated on a block of `K` vectors at `at`.
+#[cfg(target_arch = "x86_64")]
+struct Ev<'a, V, const K: usize> {
+    ctx: &'a crate::exec::Ctx<'a>,
+    offs: &'a crate::chain::Offs<'a>,
+    aot: &'a Aot,
+    at: crate::chain::At,
+    _v: std::marker::PhantomData<V>,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<V: crate::simd::Vf32, const K: usize> Ev<'_, V, K> {
+    #[inline(always)]
+    unsafe fn ptr(&self, slot: usize) -> *mut f32 {
+        let acc = self.aot.accs[slot];
+        // SAFETY: the offset addresses the run's first element in the access's buffer.
+        unsafe { (self.ctx.base[acc] as *mut f32).offset(self.offs.acc[acc] as isize) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<V: crate::simd::Vf32, const K: usize> Em for Ev<'_, V, K> {
+    type T = [V; K];
+    #[inline(always)]
+    unsafe fn load(&mut self, acc: usize) -> [V; K] {
+        // SAFETY (all methods): forwarded from `run`: the block is inside every buffer.
+        unsafe { crate::chain::load_block::<V, K>(self.ptr(acc), self.at, self.ctx.stream) }
+    }
+    #[inline(always)]
+    unsafe fn lit(&mut self, c: f32) -> [V; K] {
+        unsafe { [V::splat(c); K] }
+    }
+    #[inline(always)]
+    unsafe fn bin(&mut self, op: Arith, a: [V; K], b: [V; K]) -> [V; K] {
+        unsafe { crate::simd::arith_block(op, &a, &b) }
+    }
+    #[inline(always)]
+    unsafe fn un(&mut self, op: Un, a: [V; K]) -> [V; K] {
+        let mut out = a;
+        for v in out.iter_mut() {
+            *v = unsafe { crate::chain::unary(op, *v) };
+        }
+        out
+    }
+    #[inline(always)]
+    unsafe fn store(&mut self, v: [V; K], acc: usize) {
+        unsafe { crate::chain::store_block::<V, K>(self.ptr(acc), &v, self.at) }
+    }
+    #[inline(always)]
+    unsafe fn sum(&mut self, v: [V; K], red: usize) {
+        let red = self.aot.reds[red];
+        unsafe {
+            let p = self.ctx.accs[red].offset(self.offs.red[red] as isize);
+            crate::chain::sum_block::<V, K>(p, &v, self.at)
+        }
+    }
+}
+
+/// Runs a matched kernel over `len` elements: blocks of `K` vectors, then one padded tail.
+///
+/// # Safety
+/// As for `chain::run`; `V`'s features are enabled in the caller.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn run<V: crate::simd::Vf32, const K: usize>(
+    ctx: &crate::exec::Ctx<'_>,
+    aot: &Aot,
+    offs: &crate::chain::Offs<'_>,
+    len: usize,
+) {
+    use crate::chain::At;
+    debug_assert!(V::LANES * K <= crate::chain::MAX_BLOCK);
+    let step = V::LANES * K;
+    let full = len / step * step;
+    // Non-temporal stores need aligned destinations (see `chain::run_v`).
+    let stream = ctx.stream
+        && (0..aot.accs.len()).all(|slot| {
+            let acc = aot.accs[slot];
+            // SAFETY: as in `Ev::ptr`.
+            let p = unsafe { (ctx.base[acc] as *const f32).offset(offs.acc[acc] as isize) };
+            (p as usize).is_multiple_of(V::LANES * 4)
+        });
+    let mut ev = Ev::<V, K> {
+        ctx,
+        offs,
+        aot,
+        at: At::Full { o: 0, stream },
+        _v: std::marker::PhantomData,
+    };
+    // SAFETY (both loops): forwarded from the caller.
+    for o in (0..full).step_by(step) {
+        ev.at = At::Full { o, stream };
+        unsafe { aot.kernel.apply(&mut ev) };
+    }
+    if len > full {
+        ev.at = At::Tail {
+            o: full,
+            n: len - full,
+        };
+        unsafe { aot.kernel.apply(&mut ev) };
+    }
+}
