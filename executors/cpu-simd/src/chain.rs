@@ -125,11 +125,13 @@ pub(crate) enum Vi {
         src: u8,
         acc: usize,
     },
-    /// `src` summed into reduction `red`'s f64 accumulators, one per element of the block
-    /// (a fold over an outer dim: a bias or a layer norm's weight gradient).
+    /// `src` summed into reduction `red`'s f64 accumulators: one per element of the block (a
+    /// fold over an outer dim: a bias or a layer norm's weight gradient), or when `row`, one
+    /// for the whole row (a layer norm's sum along it; only compiled kernels run those).
     Sum {
         src: u8,
         red: usize,
+        row: bool,
     },
 }
 
@@ -333,20 +335,29 @@ impl Builder<'_> {
 /// How a group runs in vector registers, if every instruction has a vector form: as one
 /// chain where it is one, else as a program; `last` is each access's stride along the tiled
 /// dim.
+///
 /// A group with reductions runs as a program when each is a sum into contiguous accumulators
-/// (the tile path folds those element by element, so the program gives the same bits); a
-/// reduction along the row (a softmax's sum) keeps the tile path, whose order it follows.
+/// (the tile path folds those element by element, so the program gives the same bits). A sum
+/// along the row (a layer norm's) needs a compiled kernel (`chain_aot.rs`), which adds in
+/// `kernels::reduce_tile`'s order; other reductions (a softmax's max) keep the tile path.
 pub(crate) fn chain_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
     if plan.reductions.is_empty() {
         return chain_of_ins(&plan.ins, last);
     }
-    let sums: Vec<bool> = plan
+    let sums: Vec<Option<bool>> = plan
         .reductions
         .iter()
         .zip(&plan.red_strides)
-        .map(|(r, s)| r.op == ReduceOp::Sum && s.last() == Some(&1))
+        .map(|(r, s)| match (r.op, s.last()) {
+            (ReduceOp::Sum, Some(&1)) => Some(false),
+            (ReduceOp::Sum, Some(&0)) => Some(true),
+            _ => None,
+        })
         .collect();
-    prog_of(&plan.ins, last, &sums)
+    match prog_of(&plan.ins, last, &sums)? {
+        Chain::Prog(p) if p.iter().any(|i| matches!(i, Vi::Sum { row: true, .. })) => None,
+        chain => Some(chain),
+    }
 }
 
 /// [`chain_of`] for a group without reductions, from its instructions.
@@ -384,8 +395,9 @@ fn line_of(items: impl Iterator<Item = Item>, last: &[i64]) -> Option<Chain> {
 /// The group's instructions as a program: f32 only, contiguous or per-row loads, contiguous
 /// stores, ops with vector forms, f32 literals, registers below `MAX_REGS` (they are the
 /// group's own register numbers, already allocated so that a destination never overwrites a
-/// value still to be read), and f32 sums into the reductions `sums` marks.
-fn prog_of(ins: &[Ins], last: &[i64], sums: &[bool]) -> Option<Chain> {
+/// value still to be read), and f32 sums into the reductions `sums` marks (`Some(row)`: along
+/// the row or over it).
+fn prog_of(ins: &[Ins], last: &[i64], sums: &[Option<bool>]) -> Option<Chain> {
     let reg = |r: u32| (r < MAX_REGS as u32).then_some(r as u8);
     let val = |s: &Src| match *s {
         Src::Reg(r) => reg(r).map(Val::Reg),
@@ -415,9 +427,10 @@ fn prog_of(ins: &[Ins], last: &[i64], sums: &[bool]) -> Option<Chain> {
                 ty: Ty::F32,
                 src,
                 red,
-            } if sums.get(*red) == Some(&true) => Vi::Sum {
+            } => Vi::Sum {
                 src: reg(*src)?,
                 red: *red,
+                row: (*sums.get(*red)?)?,
             },
             Ins::Unary {
                 ty: Ty::F32,
@@ -885,7 +898,9 @@ unsafe fn prog_block<V: crate::simd::Vf32, const K: usize>(
                     let p = (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
                     store_block::<V, K>(p, &regs[src as usize], at);
                 }
-                Vi::Sum { src, red } => {
+                Vi::Sum { src, red, row } => {
+                    // `chain_of` leaves a program with a sum along the row to the tile path.
+                    debug_assert!(!row, "an interpreted program sums along a row");
                     let p = ctx.accs[red].offset(all_offs.red[red] as isize);
                     sum_block::<V, K>(p, &regs[src as usize], at);
                 }

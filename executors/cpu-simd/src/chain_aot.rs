@@ -25,24 +25,46 @@ pub(crate) enum Opd {
 /// reductions are the program's own numbers (a kernel's are slots a match binds).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Node {
-    Load { acc: usize, splat: bool },
-    Unary { op: Un, a: usize },
-    Binary { op: Arith, a: Opd, b: Opd },
-    Store { src: usize, acc: usize },
-    Sum { src: usize, red: usize },
+    Load {
+        acc: usize,
+        splat: bool,
+    },
+    Unary {
+        op: Un,
+        a: usize,
+    },
+    Binary {
+        op: Arith,
+        a: Opd,
+        b: Opd,
+    },
+    Store {
+        src: usize,
+        acc: usize,
+    },
+    /// A sum over the rows (into an accumulator per element) or, when `row`, along the row.
+    Sum {
+        src: usize,
+        red: usize,
+        row: bool,
+    },
 }
 
 /// What a kernel is written against.
 pub(crate) trait Em {
     type T: Copy;
-    /// Access `acc`, contiguous (a kernel reads no per-row values yet).
+    /// Access `acc`, contiguous.
     unsafe fn load(&mut self, acc: usize) -> Self::T;
+    /// Access `acc`, one value per row (a stride of 0 along the row).
+    unsafe fn load_row(&mut self, acc: usize) -> Self::T;
     unsafe fn lit(&mut self, c: f32) -> Self::T;
     unsafe fn bin(&mut self, op: Arith, a: Self::T, b: Self::T) -> Self::T;
     unsafe fn un(&mut self, op: Un, a: Self::T) -> Self::T;
     unsafe fn store(&mut self, v: Self::T, acc: usize);
     /// `v` summed into reduction `red`'s contiguous accumulators.
     unsafe fn sum(&mut self, v: Self::T, red: usize);
+    /// `v` summed along the row into reduction `red`'s accumulator for the row.
+    unsafe fn row_sum(&mut self, v: Self::T, red: usize);
 }
 
 /// The kernels compiled here.
@@ -50,9 +72,20 @@ pub(crate) trait Em {
 pub(crate) enum Kernel {
     /// GPT-2's MLP backward through its tanh-GELU (see [`gelu_tanh_backward`]).
     GeluTanhBackward,
+    /// A layer norm's backward from its centred input (see [`layer_norm_backward`]).
+    LayerNormBackward,
+    /// The same from the input and its mean (see [`layer_norm_backward_centring`]).
+    LayerNormBackwardCentring,
+    /// The end of a layer norm's input gradient (see [`layer_norm_input_grad`]).
+    LayerNormInputGrad,
 }
 
-const KERNELS: [Kernel; 1] = [Kernel::GeluTanhBackward];
+const KERNELS: [Kernel; 4] = [
+    Kernel::GeluTanhBackward,
+    Kernel::LayerNormBackward,
+    Kernel::LayerNormBackwardCentring,
+    Kernel::LayerNormInputGrad,
+];
 
 impl Kernel {
     /// Runs the kernel's operations on `e`.
@@ -65,19 +98,26 @@ impl Kernel {
         unsafe {
             match self {
                 Kernel::GeluTanhBackward => gelu_tanh_backward(e),
+                Kernel::LayerNormBackward => layer_norm_backward(e, false),
+                Kernel::LayerNormBackwardCentring => layer_norm_backward(e, true),
+                Kernel::LayerNormInputGrad => layer_norm_input_grad(e),
             }
         }
     }
 }
 
 /// A kernel matched to a group: `accs[slot]` and `reds[slot]` are the group's access and
-/// reduction for the kernel's slot.
+/// reduction for the kernel's slot; `rows[slot]` whether that reduction is along the row.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Aot {
     pub(crate) kernel: Kernel,
     pub(crate) accs: Vec<usize>,
     pub(crate) reds: Vec<usize>,
+    pub(crate) rows: Vec<bool>,
 }
+
+/// The most reductions a kernel may have.
+const MAX_REDS: usize = 4;
 
 /// The kernel whose operations are `prog`'s, if one is.
 pub(crate) fn find(prog: &[Vi]) -> Option<Aot> {
@@ -87,7 +127,19 @@ pub(crate) fn find(prog: &[Vi]) -> Option<Aot> {
         // SAFETY: recording touches no memory.
         unsafe { kernel.apply(&mut rec) };
         let (accs, reds) = bind(&rec.nodes, &nodes)?;
-        Some(Aot { kernel, accs, reds })
+        let mut rows = vec![false; reds.len()];
+        for n in &rec.nodes {
+            if let Node::Sum { red, row: true, .. } = *n {
+                rows[red] = true;
+            }
+        }
+        debug_assert!(rows.len() <= MAX_REDS);
+        Some(Aot {
+            kernel,
+            accs,
+            reds,
+            rows,
+        })
     })
 }
 
@@ -127,10 +179,11 @@ pub(crate) fn nodes_of(prog: &[Vi]) -> Option<Vec<Node>> {
                 },
                 None,
             ),
-            Vi::Sum { src, red } => (
+            Vi::Sum { src, red, row } => (
                 Node::Sum {
                     src: get(&made, src)?,
                     red,
+                    row,
                 },
                 None,
             ),
@@ -227,9 +280,14 @@ impl Match<'_> {
             (Node::Store { src, acc: a }, Node::Store { src: s, acc: b }) => {
                 Self::slot(&mut self.accs, a, b) && self.node(src, s)
             }
-            (Node::Sum { src, red: a }, Node::Sum { src: s, red: b }) => {
-                Self::slot(&mut self.reds, a, b) && self.node(src, s)
-            }
+            (
+                Node::Sum { src, red: a, row },
+                Node::Sum {
+                    src: s,
+                    red: b,
+                    row: r,
+                },
+            ) => row == r && Self::slot(&mut self.reds, a, b) && self.node(src, s),
             _ => false,
         };
         if !ok {
@@ -291,6 +349,9 @@ impl Em for Recorder {
     unsafe fn load(&mut self, acc: usize) -> Opd {
         self.push(Node::Load { acc, splat: false })
     }
+    unsafe fn load_row(&mut self, acc: usize) -> Opd {
+        self.push(Node::Load { acc, splat: true })
+    }
     unsafe fn lit(&mut self, c: f32) -> Opd {
         Opd::Lit(c)
     }
@@ -313,6 +374,14 @@ impl Em for Recorder {
         self.push(Node::Sum {
             src: Self::node(v),
             red,
+            row: false,
+        });
+    }
+    unsafe fn row_sum(&mut self, v: Opd, red: usize) {
+        self.push(Node::Sum {
+            src: Self::node(v),
+            red,
+            row: true,
         });
     }
 }
@@ -375,6 +444,10 @@ struct Ev<'a, V, const K: usize> {
     offs: &'a crate::chain::Offs<'a>,
     aot: &'a Aot,
     at: crate::chain::At,
+    /// Per reduction slot summed along the row: `kernels::reduce_tile`'s eight running sums over the run's whole
+    /// chunks of 8, and the sum of its last partial chunk.
+    lanes: [[f64; 8]; MAX_REDS],
+    tails: [f64; MAX_REDS],
     _v: std::marker::PhantomData<V>,
 }
 
@@ -395,6 +468,10 @@ impl<V: crate::simd::Vf32, const K: usize> Em for Ev<'_, V, K> {
     unsafe fn load(&mut self, acc: usize) -> [V; K] {
         // SAFETY (all methods): forwarded from `run`: the block is inside every buffer.
         unsafe { crate::chain::load_block::<V, K>(self.ptr(acc), self.at, self.ctx.stream) }
+    }
+    #[inline(always)]
+    unsafe fn load_row(&mut self, acc: usize) -> [V; K] {
+        unsafe { [V::splat(*self.ptr(acc)); K] }
     }
     #[inline(always)]
     unsafe fn lit(&mut self, c: f32) -> [V; K] {
@@ -422,6 +499,32 @@ impl<V: crate::simd::Vf32, const K: usize> Em for Ev<'_, V, K> {
         unsafe {
             let p = self.ctx.accs[red].offset(self.offs.red[red] as isize);
             crate::chain::sum_block::<V, K>(p, &v, self.at)
+        }
+    }
+    #[inline(always)]
+    unsafe fn row_sum(&mut self, v: [V; K], red: usize) {
+        use crate::chain::At;
+        let lanes = &mut self.lanes[red];
+        match self.at {
+            At::Full { .. } => {
+                for x in v {
+                    unsafe { V::fold8_into_f64(lanes.as_mut_ptr(), x) };
+                }
+            }
+            At::Tail { n, .. } => {
+                let mut buf = [0f32; crate::chain::MAX_BLOCK];
+                for (k, x) in v.iter().enumerate() {
+                    unsafe { V::store(buf.as_mut_ptr().add(V::LANES * k), *x) };
+                }
+                let whole = n / 8 * 8;
+                for c in buf[..whole].chunks_exact(8) {
+                    for (s, &x) in lanes.iter_mut().zip(c) {
+                        *s += f64::from(x);
+                    }
+                }
+                // As `reduce_tile` sums its remainder.
+                self.tails[red] = buf[whole..n].iter().map(|&x| f64::from(x)).sum();
+            }
         }
     }
 }
@@ -455,6 +558,9 @@ pub(crate) unsafe fn run<V: crate::simd::Vf32, const K: usize>(
         offs,
         aot,
         at: At::Full { o: 0, stream },
+        lanes: [[0.0; 8]; MAX_REDS],
+        // The remainder's sum when there is none, as `reduce_tile` takes it.
+        tails: [[0f64; 0].iter().sum(); MAX_REDS],
         _v: std::marker::PhantomData,
     };
     // SAFETY (both loops): forwarded from the caller.
@@ -468,5 +574,93 @@ pub(crate) unsafe fn run<V: crate::simd::Vf32, const K: usize>(
             n: len - full,
         };
         unsafe { aot.kernel.apply(&mut ev) };
+    }
+    // A run is one tile of the tile path, which folds it with `reduce_tile`: the eight running
+    // sums added in turn, then the remainder's sum.
+    for (slot, _) in aot.rows.iter().enumerate().filter(|(_, &r)| r) {
+        let total = ev.lanes[slot].iter().sum::<f64>() + ev.tails[slot];
+        let red = aot.reds[slot];
+        // SAFETY: the offset addresses the row's accumulator.
+        unsafe {
+            let p = ctx.accs[red].offset(offs.red[red] as isize);
+            *p = crate::kernels::combine(crate::ops::ReduceOp::Sum, *p, total);
+        }
+    }
+}
+
+/// A layer norm's backward, as the GPT-2 block's trace gives it, from the incoming gradient `g`
+/// (access 0), the weight row `w` (1), the centred input `xc` (2) and the row's `rstd` (3):
+/// - the bias gradient, `g` summed over the rows (reduction 0), and the weight gradient, `g
+///   xhat` summed over the rows (reduction 1), with `xhat = xc rstd`;
+/// - the input gradient's per-row sum `(g w) xc` (reduction 2, along the row) and its first
+///   term `(g w) rstd` (access 4);
+/// - the layer norm's output recomputed, `xhat w + b` with `b` the bias row (access 5), into
+///   access 6 (the next product's input).
+///
+/// When `centring`, the centred input is made here from the input `x` (2) and the row's mean
+/// (3), `rstd` is access 4 and `xc` is also stored (access 5); the other accesses follow one
+/// further on.
+///
+/// # Safety
+/// As `e`'s methods require.
+#[inline(always)]
+pub(crate) unsafe fn layer_norm_backward<E: Em>(e: &mut E, centring: bool) {
+    use Arith::{Add, Mul, Sub};
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        let g = e.load(0);
+        e.sum(g, 0);
+        let w = e.load(1);
+        let gw = e.bin(Mul, g, w);
+        let (xc, rstd, at) = if centring {
+            let x = e.load(2);
+            let mean = e.load_row(3);
+            let xc = e.bin(Sub, x, mean);
+            (xc, e.load_row(4), 5)
+        } else {
+            let xc = e.load(2);
+            (xc, e.load_row(3), 4)
+        };
+        let xhat = e.bin(Mul, xc, rstd);
+        let gx = e.bin(Mul, g, xhat);
+        e.sum(gx, 1);
+        let first = e.bin(Mul, gw, rstd);
+        let gwx = e.bin(Mul, gw, xc);
+        e.row_sum(gwx, 2);
+        if centring {
+            e.store(xc, at);
+        }
+        let c = usize::from(centring);
+        e.store(first, at + c);
+        let xw = e.bin(Mul, xhat, w);
+        let b = e.load(at + c + 1);
+        let y = e.bin(Add, xw, b);
+        e.store(y, at + c + 2);
+    }
+}
+
+/// The end of a layer norm's input gradient, as the GPT-2 block's trace gives it: from a row
+/// scale `s` (access 0, one value per row), `v` (1), `u` (2) and the residual gradient `r` (3),
+/// with `a = u + s v` and `b = a + s v`: `-b` summed along the row (reduction 0) and `r + b`
+/// into access 4.
+///
+/// # Safety
+/// As `e`'s methods require.
+#[inline(always)]
+pub(crate) unsafe fn layer_norm_input_grad<E: Em>(e: &mut E) {
+    use Arith::{Add, Mul};
+    // SAFETY (whole fn): forwarded from the caller.
+    unsafe {
+        let s = e.load_row(0);
+        let v = e.load(1);
+        let sv = e.bin(Mul, s, v);
+        let u = e.load(2);
+        let a = e.bin(Add, u, sv);
+        let b = e.bin(Add, a, sv);
+        let nb = e.un(Un::Neg, b);
+        e.row_sum(nb, 0);
+        let r = e.load(3);
+        let out = e.bin(Add, r, b);
+        e.store(out, 4);
     }
 }

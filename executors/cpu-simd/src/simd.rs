@@ -51,6 +51,9 @@ pub(crate) trait Vf32: Copy {
     /// `acc[j] += v[j] as f64` for each lane `j`: the tile path's sum into contiguous f64
     /// accumulators (`tile::reduce_into`), the same bits (the widening is exact).
     unsafe fn sum_into_f64(acc: *mut f64, v: Self);
+    /// `lanes[l] += chunk[l] as f64` for each chunk of 8 lanes of `v` in turn:
+    /// `kernels::reduce_tile`'s eight running sums, the same bits.
+    unsafe fn fold8_into_f64(lanes: *mut f64, v: Self);
 }
 
 /// `a[k] op b[k]` for every vector of a block, the op decided once for the block rather than
@@ -201,6 +204,18 @@ impl Vf32 for V512 {
             _mm512_storeu_pd(acc.add(8), _mm512_add_pd(_mm512_loadu_pd(acc.add(8)), hi));
         }
     }
+    #[inline(always)]
+    unsafe fn fold8_into_f64(lanes: *mut f64, v: Self) {
+        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v.0));
+        let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
+            _mm512_castps_pd(v.0),
+        )));
+        // SAFETY: forwarded from the caller: 8 accumulators from `lanes`.
+        unsafe {
+            let s = _mm512_add_pd(_mm512_loadu_pd(lanes), lo);
+            _mm512_storeu_pd(lanes, _mm512_add_pd(s, hi));
+        }
+    }
 }
 
 /// 8 lanes (AVX2 with FMA).
@@ -311,5 +326,10 @@ impl Vf32 for V256 {
             _mm256_storeu_pd(acc, _mm256_add_pd(_mm256_loadu_pd(acc), lo));
             _mm256_storeu_pd(acc.add(4), _mm256_add_pd(_mm256_loadu_pd(acc.add(4)), hi));
         }
+    }
+    #[inline(always)]
+    unsafe fn fold8_into_f64(lanes: *mut f64, v: Self) {
+        // SAFETY: forwarded from the caller; one chunk of 8 is `sum_into_f64`.
+        unsafe { Self::sum_into_f64(lanes, v) }
     }
 }
