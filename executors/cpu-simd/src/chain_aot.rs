@@ -74,7 +74,7 @@ pub(crate) enum Kernel {
     GeluTanhBackward,
     /// A layer norm's backward from its centred input (see [`layer_norm_backward`]).
     LayerNormBackward,
-    /// The same from the input and its mean (see [`layer_norm_backward_centring`]).
+    /// The same from the input and its mean ([`layer_norm_backward`] with `centring`).
     LayerNormBackwardCentring,
     /// The end of a layer norm's input gradient (see [`layer_norm_input_grad`]).
     LayerNormInputGrad,
@@ -263,13 +263,17 @@ struct Match<'a> {
 impl Match<'_> {
     /// Whether kernel node `k` can be program node `p` (binding what that needs).
     fn node(&mut self, k: usize, p: usize) -> bool {
+        // A kernel's operand that is no node (`Recorder::node`'s usize::MAX) matches nothing.
+        let (Some(&kn), Some(&pn)) = (self.kernel.get(k), self.prog.get(p)) else {
+            return false;
+        };
         if let Some(q) = self.nodes[k] {
             return q == p;
         }
         if self.taken[p] {
             return false;
         }
-        let ok = match (self.kernel[k], self.prog[p]) {
+        let ok = match (kn, pn) {
             (Node::Load { acc: a, splat: s }, Node::Load { acc: b, splat: t }) => {
                 s == t && Self::slot(&mut self.accs, a, b)
             }
