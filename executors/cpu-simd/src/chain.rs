@@ -145,7 +145,7 @@ pub(crate) enum Chain {
     /// One running value: the access it loads and its steps.
     Line { load: usize, steps: Vec<Step> },
     /// The group's instructions on a register file.
-    Prog(Vec<Vi>),
+    Prog(Prog),
     /// A program compiled ahead of time (`chain_aot.rs`).
     Aot(crate::chain_aot::Aot),
 }
@@ -354,10 +354,7 @@ pub(crate) fn chain_of(plan: &GroupPlan, last: &[i64]) -> Option<Chain> {
             _ => None,
         })
         .collect();
-    match prog_of(&plan.ins, last, &sums)? {
-        Chain::Prog(p) if p.iter().any(|i| matches!(i, Vi::Sum { row: true, .. })) => None,
-        chain => Some(chain),
-    }
+    prog_of(&plan.ins, last, &sums)
 }
 
 /// [`chain_of`] for a group without reductions, from its instructions.
@@ -457,12 +454,33 @@ fn prog_of(ins: &[Ins], last: &[i64], sums: &[Option<bool>]) -> Option<Chain> {
             _ => return None,
         });
     }
-    prog.iter().any(|i| matches!(i, Vi::Store { .. })).then(|| {
-        match crate::chain_aot::find(&prog) {
-            Some(aot) => Chain::Aot(aot),
-            None => Chain::Prog(prog),
-        }
-    })
+    if !prog.iter().any(|i| matches!(i, Vi::Store { .. })) {
+        return None;
+    }
+    match crate::chain_aot::find(&prog) {
+        Some(aot) => Some(Chain::Aot(aot)),
+        None => Prog::new(prog).map(Chain::Prog),
+    }
+}
+
+/// A program the interpreter runs. Its sums are all over the rows: a sum along the row must
+/// add in `kernels::reduce_tile`'s order, which only compiled kernels do, so [`Prog::new`]
+/// refuses programs with one and such a group keeps the tile path.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Prog(Vec<Vi>);
+
+impl Prog {
+    fn new(prog: Vec<Vi>) -> Option<Prog> {
+        let along_row = prog.iter().any(|i| matches!(i, Vi::Sum { row: true, .. }));
+        (!along_row).then_some(Prog(prog))
+    }
+}
+
+impl std::ops::Deref for Prog {
+    type Target = [Vi];
+    fn deref(&self) -> &[Vi] {
+        &self.0
+    }
 }
 
 /// How far ahead (bytes) a large group's sources are prefetched.
@@ -898,9 +916,14 @@ unsafe fn prog_block<V: crate::simd::Vf32, const K: usize>(
                     let p = (ctx.base[acc] as *mut f32).offset(offs[acc] as isize);
                     store_block::<V, K>(p, &regs[src as usize], at);
                 }
-                Vi::Sum { src, red, row } => {
-                    // `chain_of` leaves a program with a sum along the row to the tile path.
-                    debug_assert!(!row, "an interpreted program sums along a row");
+                Vi::Sum { row: true, .. } => {
+                    unreachable!("`Prog::new` refuses programs that sum along the row")
+                }
+                Vi::Sum {
+                    src,
+                    red,
+                    row: false,
+                } => {
                     let p = ctx.accs[red].offset(all_offs.red[red] as isize);
                     sum_block::<V, K>(p, &regs[src as usize], at);
                 }

@@ -390,7 +390,8 @@ impl Em for Recorder {
     }
 }
 
-/// GPT-2's MLP backward at its GELU, in the order the GPT-2 block's trace gives it: from the
+/// GPT-2's MLP backward at its GELU (each operation's operands in the order the GPT-2 block's
+/// trace gives them; the order of the operations does not matter to a match): from the
 /// product `mm` (access 0), the bias row `b` (1) and the incoming gradient `g` (2), with
 /// `y = mm + b`, `t = tanh(0.7978846 (y + 0.044715 y^3))`:
 /// - the GELU's output `h = (0.5 y)(1 + t)` (access 3: the next product's input);
@@ -592,8 +593,8 @@ pub(crate) unsafe fn run<V: crate::simd::Vf32, const K: usize>(
     }
 }
 
-/// A layer norm's backward, as the GPT-2 block's trace gives it, from the incoming gradient `g`
-/// (access 0), the weight row `w` (1), the centred input `xc` (2) and the row's `rstd` (3):
+/// A layer norm's backward (operands ordered as in the GPT-2 block's trace), from the incoming
+/// gradient `g` (access 0), the weight row `w` (1), the centred input `xc` (2) and the row's `rstd` (3):
 /// - the bias gradient, `g` summed over the rows (reduction 0), and the weight gradient, `g
 ///   xhat` summed over the rows (reduction 1), with `xhat = xc rstd`;
 /// - the input gradient's per-row sum `(g w) xc` (reduction 2, along the row) and its first
@@ -643,8 +644,8 @@ pub(crate) unsafe fn layer_norm_backward<E: Em>(e: &mut E, centring: bool) {
     }
 }
 
-/// The end of a layer norm's input gradient, as the GPT-2 block's trace gives it: from a row
-/// scale `s` (access 0, one value per row), `v` (1), `u` (2) and the residual gradient `r` (3),
+/// The end of a layer norm's input gradient (operands ordered as in the GPT-2 block's trace):
+/// from a row scale `s` (access 0, one value per row), `v` (1), `u` (2) and the residual gradient `r` (3),
 /// with `a = u + s v` and `b = a + s v`: `-b` summed along the row (reduction 0) and `r + b`
 /// into access 4.
 ///

@@ -86,6 +86,18 @@ pub(crate) unsafe fn arith_block<V: Vf32, const K: usize>(
 #[derive(Clone, Copy)]
 pub(crate) struct V512(pub(crate) __m512);
 
+impl V512 {
+    /// The 16 lanes as f64: lanes 0-7, then 8-15.
+    #[inline(always)]
+    unsafe fn widen(self) -> (__m512d, __m512d) {
+        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(self.0));
+        let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
+            _mm512_castps_pd(self.0),
+        )));
+        (lo, hi)
+    }
+}
+
 impl Vf32 for V512 {
     const LANES: usize = 16;
     #[inline(always)]
@@ -194,10 +206,7 @@ impl Vf32 for V512 {
     }
     #[inline(always)]
     unsafe fn sum_into_f64(acc: *mut f64, v: Self) {
-        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v.0));
-        let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
-            _mm512_castps_pd(v.0),
-        )));
+        let (lo, hi) = v.widen();
         // SAFETY: forwarded from the caller: 16 accumulators from `acc`.
         unsafe {
             _mm512_storeu_pd(acc, _mm512_add_pd(_mm512_loadu_pd(acc), lo));
@@ -206,10 +215,7 @@ impl Vf32 for V512 {
     }
     #[inline(always)]
     unsafe fn fold8_into_f64(lanes: *mut f64, v: Self) {
-        let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v.0));
-        let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
-            _mm512_castps_pd(v.0),
-        )));
+        let (lo, hi) = v.widen();
         // SAFETY: forwarded from the caller: 8 accumulators from `lanes`.
         unsafe {
             let s = _mm512_add_pd(_mm512_loadu_pd(lanes), lo);
