@@ -231,7 +231,7 @@ impl<T: Real> Product<T> {
         } else {
             (1, false)
         };
-        let stream = self.streamed().is_some();
+        let stream = self.streamed().is_some() && crate::gemm_stream::pays(self.n, self.k);
         if panels < 2 {
             // SAFETY: forwarded from the caller.
             return unsafe { self.run_serial_epi(epi, 0, stream) };

@@ -90,3 +90,26 @@ fn streamed_products_are_exact() {
         }
     }
 }
+
+#[test]
+fn only_right_operands_beyond_an_l2_stream() {
+    use crate::gemm_stream::pays;
+    // The GPT-2 block's (`thunder bench`) right operands: in cache, the crate's kernels.
+    for (k, n) in [(256, 1024), (1024, 256), (256, 768), (768, 256), (128, 128)] {
+        assert!(!pays(n, k), "{k} x {n}");
+    }
+    // GPT-2 small's weights over a short batch: read from memory, streamed.
+    for (k, n) in [
+        (768, 768),
+        (768, 2304),
+        (768, 3072),
+        (3072, 768),
+        (768, 50257),
+    ] {
+        assert!(pays(n, k), "{k} x {n}");
+    }
+    assert!(
+        pays(usize::MAX, 2),
+        "sizes that overflow saturate instead of wrapping to small"
+    );
+}
