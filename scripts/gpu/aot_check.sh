@@ -10,8 +10,7 @@ set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/cpu_config.sh"
 cpu_setup "$1"
-old="$(cd "$2" && pwd)"
-cpu_config "$old" "$old/plugins-cpu.toml"
+old="$2"
 rounds="${ROUNDS:-4}"
 export THUNDER_EXECUTORS=cpu-simd,interpreter RAYON_NUM_THREADS=2
 lscpu | grep -E "Model name"
@@ -26,16 +25,7 @@ THUNDER_CONFIG="$cfg" THUNDER_CPU_SIMD_TRACE=1 taskset -c "$cores" "$bin/thunder
 grep "runs as a chain: Aot" "$out/trace_new.log" | cut -c1-110
 python3 "$here/../cpu_simd_trace_summary.py" "$out/trace_new.log" | head -24
 echo "== thunder bench, OLD and NEW alternating"
-for r in $(seq "$rounds"); do
-  for side in old new; do
-    if [ "$side" = old ]; then d="$old"; else d="$bin"; fi
-    echo -n "round $r $side: "
-    THUNDER_CONFIG="$d/plugins-cpu.toml" taskset -c "$cores" "$d/thunder" bench --min-time 1 \
-      --only gpt2_block,train_step_mlp 2>/dev/null \
-      | grep -E "^(gpt2|train)" | awk '{printf "%s %s %s  ", $1, $2, $3}'
-    echo
-  done
-done | tee "$out/ab.txt"
+bench_ab "$old" "$rounds" gpt2_block,train_step_mlp | tee "$out/ab.txt"
 echo "== issue 20's rows with NEW beside PyTorch eager"
 THUNDER_CONFIG="$cfg" taskset -c "$cores" python3 "$here/../../benches/peer/issue20_rounds.py" \
   --thunder "$bin/thunder" --rounds "$rounds" --threads 2 --min-time 1 2>&1 | tail -14 \

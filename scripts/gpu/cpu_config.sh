@@ -25,3 +25,24 @@ cpu_setup() {
   cfg="$bin/plugins-cpu.toml"
   cpu_config "$bin" "$cfg"
 }
+
+# `bench_ab OLD ROUNDS WORKLOADS`: `thunder bench --only WORKLOADS` with OLD's binaries and
+# plugins, then with `bin`'s, ROUNDS times (after `cpu_setup`; OLD a folder like BIN), each
+# line `round R old|new: WORK MEDIAN UNIT ...`.
+bench_ab() {
+  local old rounds only r side d
+  old="$(cd "$1" && pwd)"
+  rounds="$2"
+  only="$3"
+  cpu_config "$old" "$old/plugins-cpu.toml"
+  for r in $(seq "$rounds"); do
+    for side in old new; do
+      if [ "$side" = old ]; then d="$old"; else d="$bin"; fi
+      echo -n "round $r $side: "
+      THUNDER_CONFIG="$d/plugins-cpu.toml" taskset -c "$cores" "$d/thunder" bench --min-time 1 \
+        --only "$only" 2>/dev/null \
+        | grep -E "^(${only//,/|})" | awk '{printf "%s %s %s  ", $1, $2, $3}'
+      echo
+    done
+  done
+}
