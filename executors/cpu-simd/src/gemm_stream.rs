@@ -38,9 +38,9 @@ const MAX_M: usize = 512;
 /// The smallest right operand (bytes) a whole product streams: one a core's L2 could hold is
 /// likely in cache already (a training step's products read what the stages before them
 /// wrote), and there the `gemm` crate's packed kernels ran faster. On the device host's Xeon
-/// (AVX-512, 2 pinned cores; `scripts/gpu/xeon_block_gemm.sh`), the GPT-2 block's products
-/// (right operands of 0.75-1 MiB) ran at 130-182 GFLOP/s streamed against 156-209 on the
-/// crate, threaded with hot operands, and `thunder bench`'s block took 8.0-8.7 ms a call
+/// (AVX-512, 2 pinned cores; `scripts/gpu/xeon_block_gemm.sh`), the four GPT-2 block products
+/// that streamed (right operands of 0.25-1 MiB) ran at 133-182 GFLOP/s against 186-209 on
+/// the crate, threaded with hot operands, and `thunder bench`'s block took 8.0-8.7 ms a call
 /// without streaming against 8.4-10.3 with it (5 alternating rounds, 4 won). GPT-2 small's
 /// weights over 128 tokens, the kernel's case, are 2.25 MiB (`[768, 768]`) and more.
 pub(crate) const MIN_RIGHT_BYTES: usize = 2 << 20;
