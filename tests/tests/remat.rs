@@ -5,9 +5,9 @@
 use std::cell::Cell;
 use std::collections::HashSet;
 use thunder_core::autograd::{split_forward_backward_vjp, value_and_grad, vjp_in_trace};
-use thunder_core::ir::TensorType;
+use thunder_core::ir::{TensorType, Trace, Value};
 use thunder_core::trace_ctx::trace_with;
-use thunder_core::{compile_trace, Array, DType, Tensor};
+use thunder_core::{compile_trace, Array, DType, Device, Tensor};
 use thunder_tests::finite_differences::values;
 use thunder_tests::interpreter_host;
 use thunder_torch::prelude::*;
@@ -206,34 +206,32 @@ fn a_biased_linear_before_gelu_saves_the_gemm_output_not_the_biased_value() {
     );
 }
 
-/// q, k and v after their head transposes feed attention's forward kernel, so the forward
-/// materializes them anyway: they are saved as they are, not rebuilt in the backward from
-/// saved slices (which the forward then had to write too). Gradients still match
-/// `value_and_grad`.
-#[test]
-fn attention_saves_its_head_views_not_their_slices() {
-    let host = interpreter_host();
-    let (b, t, c, h) = (2i64, 5i64, 8i64, 2i64);
-    let x = values(&[b, t, 3 * c], 4, -1.0, 1.0).with_requires_grad(true);
-    let cot = values(&[b, t, c], 5, -1.0, 1.0);
-    fn attention(xs: &[Tensor], h: i64) -> Vec<Tensor> {
-        let (b, t, c3) = (xs[0].shape()[0], xs[0].shape()[1], xs[0].shape()[2]);
-        let c = c3 / 3;
-        let qkv = thunder_torch::split(&xs[0], c, 2).expect("split");
-        let heads = |u: &Tensor| u.reshape(&[b, t, h, c / h]).transpose(1, 2);
-        let (q, k, v) = (heads(&qkv[0]), heads(&qkv[1]), heads(&qkv[2]));
-        let y = thunder_torch::scaled_dot_product_attention(&q, &k, &v, None, true, None)
-            .expect("sdpa");
-        vec![y.transpose(1, 2).reshape(&[b, t, c])]
-    }
+fn heads_attention(xs: &[Tensor], h: i64) -> Vec<Tensor> {
+    let (b, t, c3) = (xs[0].shape()[0], xs[0].shape()[1], xs[0].shape()[2]);
+    let c = c3 / 3;
+    let qkv = thunder_torch::split(&xs[0], c, 2).expect("split");
+    let heads = |u: &Tensor| u.reshape(&[b, t, h, c / h]).transpose(1, 2);
+    let (q, k, v) = (heads(&qkv[0]), heads(&qkv[1]), heads(&qkv[2]));
+    let y =
+        thunder_torch::scaled_dot_product_attention(&q, &k, &v, None, true, None).expect("sdpa");
+    vec![y.transpose(1, 2).reshape(&[b, t, c])]
+}
+
+/// Attention on q, k, v split from one f64 `[2, 5, 24]` input (2 heads) on `device`, split into
+/// forward and backward: (forward, backward, saved, attention's q, k, v in the forward).
+fn split_heads_attention(device: Device) -> (Trace, Trace, Vec<Value>, Vec<Value>) {
+    let ty = |shape: &[i64], requires_grad: bool| TensorType {
+        requires_grad,
+        ..TensorType::new(shape.to_vec(), DType::F64, device)
+    };
     let inputs = vec![
-        ("x".to_string(), x.ty().clone()),
-        ("c".to_string(), cot.ty().clone()),
+        ("x".to_string(), ty(&[2, 5, 24], true)),
+        ("c".to_string(), ty(&[2, 5, 8], false)),
     ];
     let forward_len = Cell::new(0);
     let joint = trace_with(&inputs, HashSet::new(), "vjp", |xs| {
         let pairs = vec![(0, xs[1].clone())];
-        let r = vjp_in_trace(&xs[..1], &[0], |p| Ok(attention(p, h)), &pairs)?;
+        let r = vjp_in_trace(&xs[..1], &[0], |p| Ok(heads_attention(p, 2)), &pairs)?;
         forward_len.set(r.forward_len);
         Ok(r.outputs.into_iter().chain(r.grads).collect())
     })
@@ -247,6 +245,16 @@ fn attention_saves_its_head_views_not_their_slices() {
         .find(|b| b.sym.id == "ltorch.sdpa_fwd_lse")
         .expect("the forward keeps attention's op whole");
     let qkv: Vec<_> = sdpa.input_values().take(3).collect();
+    (fwd, bwd, saved, qkv)
+}
+
+/// On a GPU, q, k and v after their head transposes feed an attention kernel that the
+/// executors there give contiguous operands, so the forward materializes them anyway: they are
+/// saved as they are, not rebuilt in the backward from saved slices (which the forward then had
+/// to write too).
+#[test]
+fn attention_on_a_gpu_saves_its_head_views_not_their_slices() {
+    let (_, bwd, saved, qkv) = split_heads_attention(Device::Cuda(0));
     for v in &qkv {
         assert!(
             saved.contains(v),
@@ -259,6 +267,32 @@ fn attention_saves_its_head_views_not_their_slices() {
             .any(|b| b.sym.id == "prims.transpose" && b.outputs.iter().any(|o| qkv.contains(o))),
         "the backward does not rebuild q, k, v"
     );
+}
+
+/// On the CPU, attention reads q, k and v through their strides, so they are rebuilt in the
+/// backward from their source (here the input) rather than written by the forward to be saved.
+/// Gradients still match `value_and_grad`.
+#[test]
+fn attention_on_the_cpu_rebuilds_its_head_views() {
+    let host = interpreter_host();
+    let h = 2;
+    let x = values(&[2, 5, 24], 4, -1.0, 1.0).with_requires_grad(true);
+    let cot = values(&[2, 5, 8], 5, -1.0, 1.0);
+    let (fwd, bwd, saved, qkv) = split_heads_attention(Device::Cpu);
+    for v in &qkv {
+        assert!(!saved.contains(v), "{v:?} is not saved: {saved:?}");
+        assert!(
+            bwd.bsyms
+                .iter()
+                .any(|b| b.sym.id == "prims.transpose" && b.outputs.contains(v)),
+            "the backward rebuilds {v:?}"
+        );
+    }
+    assert!(
+        saved.contains(&fwd.inputs[0]),
+        "the input is saved in their place: {saved:?}\n{}",
+        thunder_core::text::print_trace(&bwd)
+    );
 
     let (_, fwd) = compile_trace(&host, fwd).unwrap();
     let (_, bwd) = compile_trace(&host, bwd).unwrap();
@@ -267,7 +301,7 @@ fn attention_saves_its_head_views_not_their_slices() {
     bwd_in.push(cot.clone());
     let grads = bwd.run(&bwd_in).unwrap();
     let vg = value_and_grad(Some(host.clone()), move |xs: &[Tensor]| {
-        vec![(&attention(&xs[..1], h)[0] * &xs[1]).sum(None, false)]
+        vec![(&heads_attention(&xs[..1], h)[0] * &xs[1]).sum(None, false)]
     });
     let (_, want) = vg.call(&[x.clone(), cot.clone()]).unwrap();
     let (g, e) = (

@@ -42,8 +42,9 @@ pub(crate) struct AttnPlan {
     pub(crate) mask: Option<(MaskKind, BufId, Layout)>,
     /// Key `j` hidden from query `i` when `j > i`.
     pub(crate) causal: bool,
-    /// Contiguous `[..., L, Dv]`.
-    pub(crate) out: BufId,
+    /// A `[..., L, Dv]` view with unit column stride: contiguous, or a place in a consumer's
+    /// buffer (`placement.rs`: the heads' merge, a concatenation).
+    pub(crate) out: (BufId, Layout),
     /// Contiguous f32 `[..., L]`: the log-sum-exp of each row's (scaled, masked) scores.
     pub(crate) lse: Option<BufId>,
     pub(crate) batch: Vec<usize>,
@@ -119,7 +120,7 @@ pub(crate) fn run(p: &AttnPlan, bufs: &Bufs) {
     };
     let row_blocks = p.l.div_ceil(br);
     let tasks = p.batches() * row_blocks;
-    let out = Ptr(bufs.ptr(p.out));
+    let out = Ptr(bufs.ptr(p.out.0));
     let task = |t: usize| {
         let (bi, rb) = (t / row_blocks, t % row_blocks);
         let r0 = rb * br;
@@ -429,11 +430,15 @@ unsafe fn block_with<const FMA: bool, const TILES: bool>(
                 );
             }
         }
-        let o = std::slice::from_raw_parts_mut(
-            (out.0 as *mut f32).add((bi * p.l + r0) * dv),
-            rows * dv,
+        let (ob, ors) = (
+            batch_offset(&p.batch, &p.out.1, bi),
+            p.out.1.strides[p.out.1.strides.len() - 2] as isize,
         );
-        for (i, (orow, arow)) in o.chunks_exact_mut(dv).zip(acc.chunks_exact(dv)).enumerate() {
+        for (i, arow) in acc.chunks_exact(dv).enumerate() {
+            let orow = std::slice::from_raw_parts_mut(
+                (out.0 as *mut f32).offset(ob + (r0 + i) as isize * ors),
+                dv,
+            );
             let inv = if m[i] == f32::NEG_INFINITY {
                 f32::NAN
             } else {

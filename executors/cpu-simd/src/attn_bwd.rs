@@ -47,10 +47,11 @@ pub(crate) struct AttnBwdPlan {
     pub(crate) out: (BufId, Layout),
     /// f32 `[..., L]` view.
     pub(crate) lse: (BufId, Layout),
-    /// Contiguous `[..., L, E]`, `[..., S, E]`, `[..., S, Ev]`.
-    pub(crate) dq: BufId,
-    pub(crate) dk: BufId,
-    pub(crate) dv: BufId,
+    /// `[..., L, E]`, `[..., S, E]`, `[..., S, Ev]` views with unit column stride: contiguous,
+    /// or places in a consumer's buffer (`placement.rs`: the concatenation of the three).
+    pub(crate) dq: (BufId, Layout),
+    pub(crate) dk: (BufId, Layout),
+    pub(crate) dv: (BufId, Layout),
     pub(crate) batch: Vec<usize>,
     pub(crate) l: usize,
     pub(crate) s: usize,
@@ -69,9 +70,38 @@ struct Views {
     /// `lse` and `D` rows of this batch index (gathered contiguous, `L` long).
     lse: *const f32,
     delta: *const f32,
-    dq: *mut f32,
-    dk: *mut f32,
-    dv: *mut f32,
+    dq: Rows,
+    dk: Rows,
+    dv: Rows,
+}
+
+/// An output's rows at one batch index: row `i` starts at `p + i * rs`, columns contiguous.
+#[derive(Clone, Copy)]
+struct Rows {
+    p: *mut f32,
+    rs: isize,
+}
+
+impl Rows {
+    /// Row `i`.
+    ///
+    /// # Safety
+    /// Row `i` lies in the view.
+    unsafe fn row(self, i: usize) -> *mut f32 {
+        // SAFETY: forwarded.
+        unsafe { self.p.offset(i as isize * self.rs) }
+    }
+
+    /// Zeroes `n` rows of `cols` from row `i0`.
+    ///
+    /// # Safety
+    /// The rows lie in the view and belong to the caller.
+    unsafe fn zero(self, i0: usize, n: usize, cols: usize) {
+        for i in i0..i0 + n {
+            // SAFETY: forwarded.
+            unsafe { std::ptr::write_bytes(self.row(i), 0, cols) };
+        }
+    }
 }
 
 /// Which products a pass over one tile computes.
@@ -109,9 +139,12 @@ impl AttnBwdPlan {
     fn views(&self, bufs: &Bufs, bi: usize, stats: &Stats) -> Views {
         let view =
             |(buf, layout): &(BufId, Layout)| batch_view(bufs, &self.batch, (*buf, layout), bi, 4);
-        let out = |b: BufId, rows: usize, cols: usize| {
-            // SAFETY: the contiguous output holds every batch index's rows.
-            unsafe { (bufs.ptr(b) as *mut f32).add(bi * rows * cols) }
+        let out = |(buf, layout): &(BufId, Layout)| {
+            let o = batch_view(bufs, &self.batch, (*buf, layout), bi, 4);
+            Rows {
+                p: o.p as *mut f32,
+                rs: o.rs,
+            }
         };
         Views {
             dout: view(&self.dout),
@@ -120,9 +153,9 @@ impl AttnBwdPlan {
             v: view(&self.v),
             lse: stats.lse[bi * self.l..].as_ptr(),
             delta: stats.delta[bi * self.l..].as_ptr(),
-            dq: out(self.dq, self.l, self.e),
-            dk: out(self.dk, self.s, self.e),
-            dv: out(self.dv, self.s, self.ev),
+            dq: out(&self.dq),
+            dk: out(&self.dk),
+            dv: out(&self.dv),
         }
     }
 }
@@ -144,7 +177,7 @@ pub(crate) fn run(p: &AttnBwdPlan, bufs: &Bufs) {
             let v = p.views(bufs, bi, &stats);
             let mut tiles = Tiles::new();
             // SAFETY: batch index bi's dq rows are zeroed and written by this task only.
-            unsafe { std::ptr::write_bytes(v.dq, 0, p.l * p.e) };
+            unsafe { v.dq.zero(0, p.l, p.e) };
             for j in 0..kb {
                 // SAFETY: this task owns every output row of batch bi.
                 unsafe { key_block(p, &v, &mut tiles, j, Want::All) };
@@ -278,8 +311,8 @@ unsafe fn key_block(p: &AttnBwdPlan, v: &Views, tiles: &mut Tiles, j: usize, wan
         // No query sees these keys (causal, with S > L): their gradients are zero.
         // SAFETY: rows c0.. of this batch index's dk and dv.
         unsafe {
-            std::ptr::write_bytes(v.dk.add(c0 * p.e), 0, cols * p.e);
-            std::ptr::write_bytes(v.dv.add(c0 * p.ev), 0, cols * p.ev);
+            v.dk.zero(c0, cols, p.e);
+            v.dv.zero(c0, cols, p.ev);
         }
     }
 }
@@ -291,7 +324,7 @@ unsafe fn key_block(p: &AttnBwdPlan, v: &Views, tiles: &mut Tiles, j: usize, wan
 unsafe fn query_block(p: &AttnBwdPlan, v: &Views, tiles: &mut Tiles, i: usize) {
     let (r0, rows) = (i * BR, BR.min(p.l - i * BR));
     // SAFETY: rows r0.. of this batch index's dq.
-    unsafe { std::ptr::write_bytes(v.dq.add(r0 * p.e), 0, rows * p.e) };
+    unsafe { v.dq.zero(r0, rows, p.e) };
     for j in key_blocks(p, i) {
         let (c0, cols) = (j * BC, BC.min(p.s - j * BC));
         // SAFETY: forwarded.
@@ -393,8 +426,8 @@ unsafe fn tile(
             // dV_j (+)= Pᵀ dO_i
             mm(
                 (cols, ev, rows),
-                v.dv.add(c0 * ev),
-                (ev as isize, 1),
+                v.dv.row(c0),
+                (v.dv.rs, 1),
                 !first,
                 tiles.p.as_ptr(),
                 (1, ld),
@@ -404,8 +437,8 @@ unsafe fn tile(
             // dK_j (+)= dSᵀ Q_i
             mm(
                 (cols, e, rows),
-                v.dk.add(c0 * e),
-                (e as isize, 1),
+                v.dk.row(c0),
+                (v.dk.rs, 1),
                 !first,
                 tiles.ds.as_ptr(),
                 (1, ld),
@@ -417,8 +450,8 @@ unsafe fn tile(
             // dQ_i += dS K_j
             mm(
                 (rows, e, cols),
-                v.dq.add(r0 * e),
-                (e as isize, 1),
+                v.dq.row(r0),
+                (v.dq.rs, 1),
                 true,
                 tiles.ds.as_ptr(),
                 (ld, 1),

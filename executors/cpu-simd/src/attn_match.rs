@@ -337,7 +337,7 @@ impl crate::plan::Planner {
             }
             None => None,
         };
-        let buf = self.new_buf(out.out, out.ty, crate::plan::numel(&out.shape));
+        let (buf, layout) = self.out_view(out.out, out.ty, &out.shape);
         self.stages
             .push(crate::stages::Stage::Attn(crate::attn::AttnPlan {
                 q,
@@ -345,7 +345,7 @@ impl crate::plan::Planner {
                 v,
                 mask,
                 causal: false,
-                out: buf,
+                out: (buf, layout.clone()),
                 lse: None,
                 batch: q_shape[..r - 2].to_vec(),
                 l: q_shape[r - 2],
@@ -355,12 +355,7 @@ impl crate::plan::Planner {
                 scale: m.scale.map(|(f, divide)| (f as f32, divide)),
             }));
         self.producer.insert(buf, self.stages.len() - 1);
-        self.define(
-            out,
-            None,
-            Some((buf, crate::layout::Layout::contiguous(&out.shape))),
-            None,
-        );
+        self.define(out, None, Some((buf, layout)), None);
         Ok(())
     }
 }

@@ -40,6 +40,18 @@ impl Layout {
         }
     }
 
+    /// The layout `x` whose `x.transpose(perm)` is `self`: the source of a transposed view.
+    pub(crate) fn untranspose(&self, perm: &[usize]) -> Layout {
+        let mut strides = vec![0i64; perm.len()];
+        for (&p, &s) in perm.iter().zip(&self.strides) {
+            strides[p] = s;
+        }
+        Layout {
+            offset: self.offset,
+            strides,
+        }
+    }
+
     /// The same elements seen with shape `to`, when strides can express it (PyTorch's
     /// `computeStride`); `None` when the reshape would need a copy.
     pub(crate) fn reshape(&self, from: &[usize], to: &[usize]) -> Option<Layout> {

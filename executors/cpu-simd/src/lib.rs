@@ -72,6 +72,7 @@ mod math;
 mod movement;
 mod on_worker;
 mod ops;
+mod placement;
 mod plan;
 mod plan_ops;
 mod pool;

@@ -40,6 +40,10 @@ pub(crate) struct Planner {
     pub(crate) producer: HashMap<BufId, usize>,
     pub(crate) scratch: Vec<(Ty, usize)>,
     outputs: HashMap<u32, usize>,
+    /// Kernel outputs written into a later value's buffer (`placement.rs`).
+    pub(crate) placements: HashMap<u32, crate::placement::Placement>,
+    /// The buffers of those later values, made when the first output placed there is.
+    anchors: HashMap<u32, BufId>,
 }
 
 pub(crate) fn numel(shape: &[usize]) -> usize {
@@ -71,6 +75,8 @@ impl Planner {
             producer: HashMap::new(),
             scratch: Vec::new(),
             outputs: outputs.iter().enumerate().map(|(j, &id)| (id, j)).collect(),
+            placements: HashMap::new(),
+            anchors: HashMap::new(),
         }
     }
 
@@ -100,6 +106,9 @@ impl Planner {
 
     /// A buffer for value `id`: its output slot when it is a region output, else scratch.
     pub(crate) fn new_buf(&mut self, id: u32, ty: Ty, n: usize) -> BufId {
+        if let Some(&b) = self.anchors.get(&id) {
+            return b;
+        }
         if let Some(&j) = self.outputs.get(&id) {
             if !self.producer.contains_key(&BufId::Output(j)) {
                 return BufId::Output(j);
@@ -107,6 +116,26 @@ impl Planner {
         }
         self.scratch.push((ty, n));
         BufId::Scratch(self.scratch.len() - 1)
+    }
+
+    /// Where a kernel writes value `id`: its place in a later value's buffer when it has one
+    /// (`placement.rs`), else a contiguous buffer of its own.
+    pub(crate) fn out_view(&mut self, id: u32, ty: Ty, shape: &[usize]) -> (BufId, Layout) {
+        let Some(p) = self.placements.get(&id).cloned() else {
+            return (
+                self.new_buf(id, ty, numel(shape)),
+                Layout::contiguous(shape),
+            );
+        };
+        let buf = match self.anchors.get(&p.anchor) {
+            Some(&b) => b,
+            None => {
+                let b = self.new_buf(p.anchor, ty, numel(&p.anchor_shape));
+                self.anchors.insert(p.anchor, b);
+                b
+            }
+        };
+        (buf, p.layout)
     }
 
     pub(crate) fn ready_before(&self, buf: BufId, g: usize) -> bool {

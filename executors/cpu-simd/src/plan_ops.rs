@@ -173,12 +173,23 @@ impl Planner {
             }
             Op::Cat { parts, dim } => {
                 // Each part is copied into its place, like a pad without the fill (the parts
-                // cover the output); the output is ready after the last copy.
+                // cover the output), unless its kernel wrote it there (`placement.rs`); the
+                // output is ready after the last copy.
                 let out = self.new_buf(d.out, d.ty, numel(&d.shape));
+                let full = Layout::contiguous(&d.shape);
                 let mut start = 0usize;
                 for &part in parts {
-                    let in_shape = self.val(part)?.shape.clone();
+                    let st = self.val(part)?;
+                    let in_shape = st.shape.clone();
                     let len = in_shape[*dim];
+                    let slot = Layout {
+                        offset: start as i64 * full.strides[*dim],
+                        strides: full.strides.clone(),
+                    };
+                    if st.virt.is_none() && st.mem == Some((out, slot)) {
+                        start += len;
+                        continue;
+                    }
                     let src = self.materialize(part)?;
                     let config = (0..d.shape.len())
                         .map(|k| match k == *dim {

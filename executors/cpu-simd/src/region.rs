@@ -134,6 +134,26 @@ impl Region {
                 }
             }
         }
+        // Attention outputs read only through the heads' merge or as parts of a
+        // concatenation are written into the merged or concatenated buffer.
+        let mut candidates: Vec<u32> = attention.iter().map(|m| m.out).collect();
+        let mut shapes: HashMap<u32, Vec<usize>> = inputs
+            .iter()
+            .map(|(id, _, shape)| (*id, shape.clone()))
+            .chain(decoded.iter().map(|d| (d.out, d.shape.clone())))
+            .collect();
+        for item in &order {
+            if let Item::Sdpa(s) = item {
+                let rows = match s.kind {
+                    crate::sdpa::SdpaKind::Fwd => &s.outputs[..1],
+                    crate::sdpa::SdpaKind::Bwd => &s.outputs[..],
+                };
+                candidates.extend(rows);
+                shapes.extend(s.outputs.iter().copied().zip(s.out_shapes.iter().cloned()));
+            }
+        }
+        planner.placements =
+            crate::placement::find(&decoded, &uses, &candidates, &read_outside, &taken, &shapes);
         let gemm_epilogues = crate::gemm_epi::find(&decoded, &read_outside, &taken);
         in_epilogue.extend(gemm_epilogues.values().flat_map(|e| e.ops.iter().copied()));
         for item in &order {

@@ -176,11 +176,19 @@ impl Planner {
         for &id in &op.args {
             ins.push(self.materialize(id)?);
         }
+        // The row-major outputs may be placed in a reader's buffer; `lse` is contiguous.
         let bufs: Vec<_> = op
             .outputs
             .iter()
             .zip(&op.out_shapes)
-            .map(|(&o, shape)| self.new_buf(o, Ty::F32, numel(shape)))
+            .enumerate()
+            .map(|(i, (&o, shape))| match (&op.kind, i) {
+                (SdpaKind::Fwd, 1) => (
+                    self.new_buf(o, Ty::F32, numel(shape)),
+                    Layout::contiguous(shape),
+                ),
+                _ => self.out_view(o, Ty::F32, shape),
+            })
             .collect();
         let stage = match op.kind {
             SdpaKind::Fwd => {
@@ -191,8 +199,8 @@ impl Planner {
                     v,
                     mask: None,
                     causal: op.causal,
-                    out: bufs[0],
-                    lse: Some(bufs[1]),
+                    out: bufs[0].clone(),
+                    lse: Some(bufs[1].0),
                     batch: op.batch.clone(),
                     l: op.l,
                     s: op.s,
@@ -208,9 +216,9 @@ impl Planner {
                 v: ins[3].clone(),
                 out: ins[4].clone(),
                 lse: ins[5].clone(),
-                dq: bufs[0],
-                dk: bufs[1],
-                dv: bufs[2],
+                dq: bufs[0].clone(),
+                dk: bufs[1].clone(),
+                dv: bufs[2].clone(),
                 batch: op.batch.clone(),
                 l: op.l,
                 s: op.s,
@@ -222,13 +230,13 @@ impl Planner {
         };
         self.stages.push(stage);
         let at = self.stages.len() - 1;
-        for ((&o, shape), &buf) in op.outputs.iter().zip(op.out_shapes.clone()).zip(&bufs) {
-            self.producer.insert(buf, at);
+        for ((&o, shape), mem) in op.outputs.iter().zip(op.out_shapes.clone()).zip(bufs) {
+            self.producer.insert(mem.0, at);
             self.vals.insert(
                 o,
                 ValState {
                     ty: Ty::F32,
-                    mem: Some((buf, Layout::contiguous(&shape))),
+                    mem: Some(mem),
                     shape,
                     virt: None,
                     konst: None,

@@ -342,19 +342,13 @@ fn gpt2_block_backward_regions() {
 fn gpt2_block_backward_emulated_region_by_region() {
     let t = backward_of(&gpt2_block(2, 16, 64, 4));
     let (flat, view) = claim_ops(&t);
-    // The same program traced on the CPU (retargeting the CUDA trace would leave the device
-    // arguments of its factories on cuda): the same ops and values, op for op.
-    let cpu = backward_of(&gpt2_block(2, 16, 64, 4).replace("cuda:0", "cpu"));
+    // The same backward on the CPU, for the interpreter: the CUDA trace moved there, values
+    // and factories' device arguments alike. Tracing the program on the CPU would not do: the
+    // grad transform saves different residuals there (attention's q, k, v are rebuilt, not
+    // saved; `thunder_core::autograd::remat`).
+    let cpu = t.on_device(thunder_core::Device::Cpu);
     let (flat_cpu, _) = claim_ops(&cpu);
     assert_eq!(flat.len(), flat_cpu.len());
-    for (a, b) in flat.iter().zip(&flat_cpu) {
-        assert!(
-            a.sym.id == b.sym.id && a.outputs == b.outputs,
-            "{} vs {}",
-            a.sym.id,
-            b.sym.id
-        );
-    }
     let host = common::interpreter();
     let inputs: Vec<Array> = cpu
         .inputs

@@ -11,15 +11,45 @@
 //! 50304x768 embedding alone took a third of the forward on the CPU).
 //!
 //! Except views that an op kept whole (not a prim: attention's pair, cross-entropy's) reads in
-//! the forward: those are materialized there anyway, so they are saved as they are.
+//! the forward on a GPU: the executors there materialize those anyway, so they are saved as
+//! they are. On the CPU, cpu-simd's attention reads q, k and v through their strides, so the
+//! forward never writes them; saving them made it write all three (three copies of
+//! `[B, H, T, D]`, 0.14 ms of a 14 ms GPT-2 block on a Zen 3) where their source, the qkv
+//! projection, is in memory anyway and costs the same bytes.
 
+use crate::device::Device;
 use crate::ir::{BoundSymbol, SymbolKind, Tag, Trace, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use thunder_abi::prims::PrimClass;
+use thunder_abi::prims::{Prim, PrimClass};
+
+/// Whether `b` only views one tensor, with no more bytes than its outputs: a shape prim, or a
+/// composite of shape prims and slices whose outputs together are as large as its input (a
+/// `split`: recomputing it saves its source, the same bytes as its parts).
+fn is_view(trace: &Trace, b: &BoundSymbol) -> bool {
+    fn slices_and_shapes(b: &BoundSymbol) -> bool {
+        if b.subsymbols.is_empty() {
+            b.sym.tags.contains(&Tag::ShapeOp) || b.sym.prim() == Some(Prim::Slice)
+        } else {
+            b.subsymbols.iter().all(slices_and_shapes)
+        }
+    }
+    let mut ins = b.input_values();
+    let (Some(src), None) = (ins.next(), ins.next()) else {
+        return false;
+    };
+    if b.sym.tags.contains(&Tag::ShapeOp) {
+        return true;
+    }
+    let numel = |v: Value| trace.ty(v).shape.iter().product::<i64>();
+    !b.subsymbols.is_empty()
+        && b.subsymbols.iter().all(slices_and_shapes)
+        && b.outputs.iter().map(|&o| numel(o)).sum::<i64>() == numel(src)
+}
 
 /// The forward's bound symbols that the backward (`backward`, already pruned) should
-/// recompute, in forward order: shape ops whose outputs the backward reads and the forward
-/// does not return among its first `n_outputs` outputs, followed back through chains of them.
+/// recompute, in forward order: views ([`is_view`]) whose outputs the backward reads and the
+/// forward does not return among its first `n_outputs` outputs, followed back through chains
+/// of them.
 pub(super) fn views_to_recompute(
     joint: &Trace,
     forward_len: usize,
@@ -29,26 +59,27 @@ pub(super) fn views_to_recompute(
 ) -> Vec<BoundSymbol> {
     let forward = &joint.bsyms[..forward_len];
     let returned: HashSet<Value> = joint.outputs[..n_outputs].iter().copied().collect();
-    // value -> the forward shape op making it from one tensor
+    // value -> the forward view making it from one tensor
     let mut producer: HashMap<Value, usize> = HashMap::new();
     for (i, b) in forward.iter().enumerate() {
-        if b.sym.tags.contains(&Tag::ShapeOp)
-            && b.outputs.len() == 1
-            && b.input_values().count() == 1
-        {
-            producer.insert(b.outputs[0], i);
+        if is_view(joint, b) {
+            for &o in &b.outputs {
+                producer.insert(o, i);
+            }
         }
     }
     if producer.is_empty() {
         return Vec::new();
     }
-    // Views an op kept whole reads (attention's q, k, v after their head transposes): every
-    // executor materializes those in the forward anyway, so saving them costs no copy, while
-    // recomputing them wrote their sources too and copied them again in the backward.
+    // Views an op kept whole reads on a GPU (attention's q, k, v after their head
+    // transposes): the executors there materialize those in the forward anyway, so saving them
+    // costs no copy, while recomputing them wrote their sources too and copied them again in
+    // the backward. CPU values are left to the rule above (see the module doc).
     let materialized: HashSet<Value> = forward
         .iter()
         .filter(|b| !matches!(b.sym.kind, SymbolKind::Prim(_)))
         .flat_map(|b| b.input_values())
+        .filter(|&v| joint.ty(v).device != Device::Cpu)
         .collect();
     let mut work: Vec<Value> = backward
         .iter()
@@ -83,7 +114,7 @@ pub(super) fn insert_before_use(
     let by_output: HashMap<Value, usize> = recompute
         .iter()
         .enumerate()
-        .map(|(i, b)| (b.outputs[0], i))
+        .flat_map(|(i, b)| b.outputs.iter().map(move |&o| (o, i)))
         .collect();
     let mut pending: Vec<Option<BoundSymbol>> = recompute.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(backward.len() + pending.len());

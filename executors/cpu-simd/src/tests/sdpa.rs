@@ -326,3 +326,183 @@ fn sdpa_refusal_names_the_op_and_the_shapes() {
         "{msg}"
     );
 }
+
+/// `x` laid out `[b, h, l, e]`, returned as `[b, l, h, e]` (the heads' merge) in f64.
+fn merge_heads(x: &[f64], (b, h, l, e): (usize, usize, usize, usize)) -> Vec<f64> {
+    let mut out = vec![0.0; x.len()];
+    for bi in 0..b {
+        for hi in 0..h {
+            for li in 0..l {
+                for ei in 0..e {
+                    out[((bi * l + li) * h + hi) * e + ei] = x[((bi * h + hi) * l + li) * e + ei];
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `[b, l, h, e]` parts concatenated along `dim` (2 or 3).
+fn cat_merged(
+    parts: &[Vec<f64>],
+    (b, l, h, e): (usize, usize, usize, usize),
+    dim: usize,
+) -> Vec<f64> {
+    let n = parts.len();
+    let mut out = Vec::with_capacity(n * b * l * h * e);
+    for bl in 0..b * l {
+        if dim == 2 {
+            for p in parts {
+                out.extend_from_slice(&p[bl * h * e..(bl + 1) * h * e]);
+            }
+        } else {
+            for hi in 0..h {
+                for p in parts {
+                    out.extend_from_slice(&p[(bl * h + hi) * e..(bl * h + hi + 1) * e]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The heads' merge after the forward (`transpose(out, [0, 2, 1, 3])` then a reshape to
+/// `[B, L, H·Ev]`) is written by the kernel itself: no copy stage, same values.
+#[test]
+fn attention_output_is_written_merged() {
+    let c = case(&[2, 3], (20, 20, 8, 8), true);
+    let (bb, h, l, e) = (2usize, 3usize, 20usize, 8usize);
+    let (q, k, vv, g) = inputs(&c);
+    let want = reference(&c, &q, &k, &vv, &g);
+    let mut t = Tb::default();
+    let (ins, [qv, kv, vv_id]) = qkv(&mut t, &c);
+    let outs = t.composite(
+        "ltorch.sdpa_fwd_lse",
+        vec![v(qv), v(kv), v(vv_id), ArgView::Bool(true), ArgView::None],
+        &[shape(&c.batch, &[c.l, c.ev]), shape(&c.batch, &[c.l])],
+    );
+    let y = t.op(
+        "transpose",
+        vec![v(outs[0]), ints(&[0, 2, 1, 3])],
+        DTypeCode::F32,
+        &[2, 20, 3, 8],
+    );
+    let z = t.op(
+        "reshape",
+        vec![v(y), ints(&[2, 20, 24])],
+        DTypeCode::F32,
+        &[2, 20, 24],
+    );
+    let region = t.compile(&ins, &[z, outs[1]]);
+    assert_eq!(
+        region.stage_counts(),
+        (1, 0),
+        "only the attention stage, no copy"
+    );
+    let got = t.run(
+        &ins.iter().copied().zip([q, k, vv]).collect::<Vec<_>>(),
+        &[z, outs[1]],
+    );
+    assert_close(
+        &got[0],
+        &merge_heads(&want[0], (bb, h, l, e)),
+        2e-5,
+        2e-6,
+        "merged out",
+    );
+    assert_close(&got[1], &want[1], 1e-6, 2e-6, "lse");
+}
+
+/// The backward's `cat(dq, dk, dv)` after their head transposes (the split's gradient), along
+/// the heads or the last dim, is written by the kernel into the concatenation: no copies.
+/// With an input among the parts, only that part is copied.
+#[test]
+fn attention_gradients_are_written_into_their_concatenation() {
+    let c = case(&[2, 3], (20, 20, 8, 8), true);
+    let dims = (2usize, 3usize, 20usize, 8usize);
+    let (q, k, vv, g) = inputs(&c);
+    let want = reference(&c, &q, &k, &vv, &g);
+    let merged: Vec<Vec<f64>> = want[2..].iter().map(|x| merge_heads(x, dims)).collect();
+    let extra = data(2 * 20 * 3 * 8, 11);
+    for (dim, with_input) in [(2usize, false), (3, false), (2, true)] {
+        let what = format!("cat along {dim}, an input among the parts: {with_input}");
+        let mut t = Tb::default();
+        let (mut ins, [qv, kv, vv_id]) = qkv(&mut t, &c);
+        let b = &c.batch;
+        let gv = t.value(DTypeCode::F32, &shape(b, &[c.l, c.ev]));
+        let ov = t.value(DTypeCode::F32, &shape(b, &[c.l, c.ev]));
+        let lv = t.value(DTypeCode::F32, &shape(b, &[c.l]));
+        ins.extend([gv, ov, lv]);
+        let grads = t.composite(
+            "ltorch.sdpa_bwd",
+            vec![
+                v(gv),
+                v(qv),
+                v(kv),
+                v(vv_id),
+                v(ov),
+                v(lv),
+                ArgView::Bool(true),
+                ArgView::None,
+            ],
+            &[shape(b, &[20, 8]), shape(b, &[20, 8]), shape(b, &[20, 8])],
+        );
+        let mut parts: Vec<u32> = grads
+            .iter()
+            .map(|&x| {
+                t.op(
+                    "transpose",
+                    vec![v(x), ints(&[0, 2, 1, 3])],
+                    DTypeCode::F32,
+                    &[2, 20, 3, 8],
+                )
+            })
+            .collect();
+        let mut vals = vec![q.clone(), k.clone(), vv.clone(), g.clone()];
+        vals.push(want[0].iter().map(|&x| x as f32).collect());
+        vals.push(want[1].iter().map(|&x| x as f32).collect());
+        let mut want_parts = merged.clone();
+        if with_input {
+            let x = t.value(DTypeCode::F32, &[2, 20, 3, 8]);
+            ins.push(x);
+            vals.push(extra.clone());
+            parts[1] = x;
+            want_parts[1] = extra.iter().map(|&x| x as f64).collect();
+        }
+        let mut cat_shape = vec![2i64, 20, 3, 8];
+        cat_shape[dim] *= 3;
+        let mut args = vec![ArgView::Int(dim as i64)];
+        args.extend(parts.iter().map(|&p| v(p)));
+        let cat = t.op("cat", args, DTypeCode::F32, &cat_shape);
+        let flat = t.op(
+            "reshape",
+            vec![v(cat), ints(&[2, 20, 72])],
+            DTypeCode::F32,
+            &[2, 20, 72],
+        );
+        let mut outs = vec![flat];
+        if with_input {
+            // dk, unused by the concatenation, is an output of its own.
+            outs.push(grads[1]);
+        }
+        let region = t.compile(&ins, &outs);
+        let copies = if with_input { 1 } else { 0 };
+        assert_eq!(
+            region.pool_and_pad_stages().1,
+            copies,
+            "{what}: copy stages"
+        );
+        let got = t.run(&ins.iter().copied().zip(vals).collect::<Vec<_>>(), &outs);
+        let want_cat = cat_merged(&want_parts, (2, 20, 3, 8), dim);
+        assert_close(
+            &got[0],
+            &want_cat,
+            1e-4,
+            1e-5,
+            &format!("{what}: concatenation"),
+        );
+        if with_input {
+            assert_close(&got[1], &want[3], 1e-4, 1e-5, &format!("{what}: dk"));
+        }
+    }
+}
