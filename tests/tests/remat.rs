@@ -218,8 +218,9 @@ fn heads_attention(xs: &[Tensor], h: i64) -> Vec<Tensor> {
 }
 
 /// Attention on q, k, v split from one f64 `[2, 5, 24]` input (2 heads) on `device`, split into
-/// forward and backward: (forward, backward, saved, attention's q, k, v in the forward).
-fn split_heads_attention(device: Device) -> (Trace, Trace, Vec<Value>, Vec<Value>) {
+/// forward and backward: (forward, backward, saved, attention's q, k, v and its output in the
+/// forward).
+fn split_heads_attention(device: Device) -> (Trace, Trace, Vec<Value>, Vec<Value>, Value) {
     let ty = |shape: &[i64], requires_grad: bool| TensorType {
         requires_grad,
         ..TensorType::new(shape.to_vec(), DType::F64, device)
@@ -245,7 +246,8 @@ fn split_heads_attention(device: Device) -> (Trace, Trace, Vec<Value>, Vec<Value
         .find(|b| b.sym.id == "ltorch.sdpa_fwd_lse")
         .expect("the forward keeps attention's op whole");
     let qkv: Vec<_> = sdpa.input_values().take(3).collect();
-    (fwd, bwd, saved, qkv)
+    let out = sdpa.outputs[0];
+    (fwd, bwd, saved, qkv, out)
 }
 
 /// On a GPU, q, k and v after their head transposes feed an attention kernel that the
@@ -254,7 +256,11 @@ fn split_heads_attention(device: Device) -> (Trace, Trace, Vec<Value>, Vec<Value
 /// to write too).
 #[test]
 fn attention_on_a_gpu_saves_its_head_views_not_their_slices() {
-    let (_, bwd, saved, qkv) = split_heads_attention(Device::Cuda(0));
+    let (_, bwd, saved, qkv, out) = split_heads_attention(Device::Cuda(0));
+    assert!(
+        saved.contains(&out),
+        "attention's output is saved: {saved:?}"
+    );
     for v in &qkv {
         assert!(
             saved.contains(v),
@@ -270,15 +276,27 @@ fn attention_on_a_gpu_saves_its_head_views_not_their_slices() {
 }
 
 /// On the CPU, attention reads q, k and v through their strides, so they are rebuilt in the
-/// backward from their source (here the input) rather than written by the forward to be saved.
-/// Gradients still match `value_and_grad`.
+/// backward from their source (here the input) rather than written by the forward to be saved;
+/// and its output, read only through the heads' merge, is rebuilt from the merged value (here
+/// the program's output). Gradients still match `value_and_grad`.
 #[test]
 fn attention_on_the_cpu_rebuilds_its_head_views() {
     let host = interpreter_host();
     let h = 2;
     let x = values(&[2, 5, 24], 4, -1.0, 1.0).with_requires_grad(true);
     let cot = values(&[2, 5, 8], 5, -1.0, 1.0);
-    let (fwd, bwd, saved, qkv) = split_heads_attention(Device::Cpu);
+    let (fwd, bwd, saved, qkv, out) = split_heads_attention(Device::Cpu);
+    assert!(!saved.contains(&out), "{out:?} is not saved: {saved:?}");
+    assert!(
+        saved.contains(&fwd.outputs[0]),
+        "the merged output is saved: {saved:?}"
+    );
+    assert!(
+        bwd.bsyms
+            .iter()
+            .any(|b| b.sym.id == "prims.transpose" && b.outputs.contains(&out)),
+        "the backward unmerges the heads"
+    );
     for v in &qkv {
         assert!(!saved.contains(v), "{v:?} is not saved: {saved:?}");
         assert!(

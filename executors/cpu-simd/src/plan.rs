@@ -104,6 +104,12 @@ impl Planner {
         }
     }
 
+    /// Whether value `id` is written into a region output's buffer: it is one, or it took one's
+    /// slot ([`Planner::share_output_slot`]).
+    pub(crate) fn has_output_slot(&self, id: u32) -> bool {
+        self.outputs.contains_key(&id)
+    }
+
     /// A buffer for value `id`: its output slot when it is a region output, else scratch.
     pub(crate) fn new_buf(&mut self, id: u32, ty: Ty, n: usize) -> BufId {
         if let Some(&b) = self.anchors.get(&id) {

@@ -124,10 +124,11 @@ impl Region {
             .collect();
         // A region output that reshapes a value only it reads: the value is computed into the
         // output's buffer (not region inputs: those are read in place, and `vals` has them).
+        // Last op first, so that a chain of such reshapes hands the slot down to its start.
         let uses = crate::fusion::Uses::of(&decoded);
-        for d in &decoded {
+        for d in decoded.iter().rev() {
             if let Op::Reshape { a } = d.op {
-                if region.outputs.contains(&d.out)
+                if planner.has_output_slot(d.out)
                     && uses.sole(a, &read_outside, &HashSet::new()).is_some()
                 {
                     planner.share_output_slot(a, d.out);

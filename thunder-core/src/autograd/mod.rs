@@ -248,6 +248,12 @@ pub fn split_forward_backward(
         );
         backward.bsyms = remat::insert_before_use(std::mem::take(&mut backward.bsyms), recompute);
     }
+    backward.bsyms = remat::save_merged_outputs(
+        joint,
+        forward_len,
+        n_outputs,
+        std::mem::take(&mut backward.bsyms),
+    );
     let mut pruned = joint.clone();
     pruned.bsyms.truncate(forward_len);
     pruned.bsyms.extend(backward.bsyms.iter().cloned());

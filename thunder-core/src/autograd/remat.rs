@@ -18,7 +18,7 @@
 //! projection, is in memory anyway and costs the same bytes.
 
 use crate::device::Device;
-use crate::ir::{BoundSymbol, SymbolKind, Tag, Trace, Value};
+use crate::ir::{Arg, BoundSymbol, SymbolKind, Tag, Trace, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use thunder_abi::prims::{Prim, PrimClass};
 
@@ -337,4 +337,103 @@ pub(super) fn elementwise_to_recompute(
         }
     }
     chosen.into_iter().map(|i| forward[i].clone()).collect()
+}
+
+/// On the CPU, an output `c0` of an op kept whole (attention's) that the forward reads only
+/// through a chain of transposes and reshapes `c0 -> c1 -> ... -> ck`, each the only reader of
+/// the one before (the heads' merge `[B, H, T, D] -> [B, T, H, D] -> [B, T, C]`), is saved as
+/// `ck` and rebuilt in the backward by the inverse chain, instead of saved as it is.
+///
+/// cpu-simd's attention writes `c0` straight into the merged layout, so `ck` is the only copy
+/// of it the forward makes; a saved `c0` was a second, contiguous copy, and the backward then
+/// merged the heads again for the output projection's weight gradient. The backward's
+/// attention reads the rebuilt `c0` through its strides. `backward` has the views recomputed
+/// already ([`views_to_recompute`]); those that remake `c1..ck` from `c0` are dropped.
+pub(super) fn save_merged_outputs(
+    joint: &Trace,
+    forward_len: usize,
+    n_outputs: usize,
+    backward: Vec<BoundSymbol>,
+) -> Vec<BoundSymbol> {
+    let forward = &joint.bsyms[..forward_len];
+    let returned: HashSet<Value> = joint.outputs[..n_outputs].iter().copied().collect();
+    let mut readers: HashMap<Value, Vec<usize>> = HashMap::new();
+    for (i, b) in forward.iter().enumerate() {
+        for v in b.input_values() {
+            readers.entry(v).or_default().push(i);
+        }
+    }
+    let merge_step = |b: &BoundSymbol| {
+        matches!(b.sym.prim(), Some(Prim::Transpose | Prim::Reshape)) && b.outputs.len() == 1
+    };
+    let mut chains: Vec<Vec<usize>> = Vec::new();
+    for b in forward.iter().filter(|b| b.sym.prim().is_none()) {
+        for &c0 in &b.outputs {
+            if joint.ty(c0).device != Device::Cpu || returned.contains(&c0) {
+                continue;
+            }
+            let (mut cur, mut chain) = (c0, Vec::new());
+            while let Some(&[j]) = readers.get(&cur).map(Vec::as_slice) {
+                if !merge_step(&forward[j]) || returned.contains(&cur) {
+                    break;
+                }
+                chain.push(j);
+                cur = forward[j].outputs[0];
+            }
+            let transposes = chain
+                .iter()
+                .any(|&j| forward[j].sym.prim() == Some(Prim::Transpose));
+            if transposes {
+                chains.push(chain);
+            }
+        }
+    }
+    let mut backward = backward;
+    for chain in chains {
+        let Some(c0) = forward[chain[0]].input_values().next() else {
+            continue;
+        };
+        let remade: HashSet<Value> = chain.iter().map(|&j| forward[j].outputs[0]).collect();
+        let kept: Vec<BoundSymbol> = backward
+            .iter()
+            .filter(|b| !b.outputs.iter().any(|o| remade.contains(o)))
+            .cloned()
+            .collect();
+        if !kept.iter().any(|b| b.input_values().any(|v| v == c0)) {
+            continue;
+        }
+        // c_{i-1} from c_i, last step first.
+        let inverse: Vec<BoundSymbol> = chain
+            .iter()
+            .rev()
+            .map(|&j| {
+                let step = &forward[j];
+                let src = step.input_values().next()?;
+                let arg = match step.sym.prim() {
+                    Some(Prim::Transpose) => {
+                        let Some(Arg::Ints(perm)) = step.args.get(1) else {
+                            return None;
+                        };
+                        let mut inv = vec![0i64; perm.len()];
+                        for (i, &p) in perm.iter().enumerate() {
+                            *inv.get_mut(usize::try_from(p).ok()?)? = i as i64;
+                        }
+                        Arg::Ints(inv)
+                    }
+                    _ => Arg::Ints(joint.ty(src).shape.clone()),
+                };
+                Some(BoundSymbol {
+                    sym: step.sym,
+                    args: vec![Arg::Value(step.outputs[0]), arg],
+                    outputs: vec![src],
+                    subsymbols: Vec::new(),
+                })
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        if inverse.len() == chain.len() {
+            backward = insert_before_use(kept, inverse);
+        }
+    }
+    backward
 }

@@ -393,24 +393,32 @@ fn attention_output_is_written_merged() {
         DTypeCode::F32,
         &[2, 20, 24],
     );
-    let region = t.compile(&ins, &[z, outs[1]]);
-    assert_eq!(
-        region.stage_counts(),
-        (1, 0),
-        "only the attention stage, no copy"
+    // Merged to `[B, L, C]`, then flattened to `[B·L, C]` (a projection's operand) as the
+    // region's output: the output slot passes down the reshapes to the kernel.
+    let flat = t.op(
+        "reshape",
+        vec![v(z), ints(&[40, 24])],
+        DTypeCode::F32,
+        &[40, 24],
     );
-    let got = t.run(
-        &ins.iter().copied().zip([q, k, vv]).collect::<Vec<_>>(),
-        &[z, outs[1]],
-    );
-    assert_close(
-        &got[0],
-        &merge_heads(&want[0], (bb, h, l, e)),
-        2e-5,
-        2e-6,
-        "merged out",
-    );
-    assert_close(&got[1], &want[1], 1e-6, 2e-6, "lse");
+    let merged = merge_heads(&want[0], (bb, h, l, e));
+    for out in [z, flat] {
+        let region = t.compile(&ins, &[out, outs[1]]);
+        assert_eq!(
+            region.stage_counts(),
+            (1, 0),
+            "only the attention stage, no copy"
+        );
+        let got = t.run(
+            &ins.iter()
+                .copied()
+                .zip([q.clone(), k.clone(), vv.clone()])
+                .collect::<Vec<_>>(),
+            &[out, outs[1]],
+        );
+        assert_close(&got[0], &merged, 2e-5, 2e-6, "merged out");
+        assert_close(&got[1], &want[1], 1e-6, 2e-6, "lse");
+    }
 }
 
 /// The backward's `cat(dq, dk, dv)` after their head transposes (the split's gradient), along
