@@ -175,6 +175,36 @@ fn reference(c: &Case, q: &[f32], k: &[f32], vv: &[f32], g: &[f32]) -> [Vec<f64>
     [out, lse, dq, dk, dv]
 }
 
+/// The backward op on the case's q, k, v (as [`qkv`] makes them), dO, out and lse: (its
+/// inputs in that order, its outputs dq, dk, dv).
+fn backward_op(t: &mut Tb, c: &Case) -> (Vec<u32>, Vec<u32>) {
+    let b = &c.batch;
+    let (mut ins, [qv, kv, vv_id]) = qkv(t, c);
+    let gv = t.value(DTypeCode::F32, &shape(b, &[c.l, c.ev]));
+    let ov = t.value(DTypeCode::F32, &shape(b, &[c.l, c.ev]));
+    let lv = t.value(DTypeCode::F32, &shape(b, &[c.l]));
+    ins.extend([gv, ov, lv]);
+    let grads = t.composite(
+        "ltorch.sdpa_bwd",
+        vec![
+            v(gv),
+            v(qv),
+            v(kv),
+            v(vv_id),
+            v(ov),
+            v(lv),
+            ArgView::Bool(c.causal),
+            scale_arg(c),
+        ],
+        &[
+            shape(b, &[c.l, c.e]),
+            shape(b, &[c.s, c.e]),
+            shape(b, &[c.s, c.ev]),
+        ],
+    );
+    (ins, grads)
+}
+
 /// Runs the forward, then the backward on the forward's out and lse, and checks all five.
 fn check(c: Case) {
     let what = format!(
@@ -208,29 +238,7 @@ fn check(c: Case) {
     assert_close(&got[1], &want[1], 1e-6, 2e-6, &format!("{what}: lse"));
 
     let mut t = Tb::default();
-    let (mut bins, [qv, kv, vv_id]) = qkv(&mut t, &c);
-    let gv = t.value(DTypeCode::F32, &shape(&b, &[c.l, c.ev]));
-    let ov = t.value(DTypeCode::F32, &shape(&b, &[c.l, c.ev]));
-    let lv = t.value(DTypeCode::F32, &shape(&b, &[c.l]));
-    bins.extend([gv, ov, lv]);
-    let grads = t.composite(
-        "ltorch.sdpa_bwd",
-        vec![
-            v(gv),
-            v(qv),
-            v(kv),
-            v(vv_id),
-            v(ov),
-            v(lv),
-            ArgView::Bool(c.causal),
-            scale_arg(&c),
-        ],
-        &[
-            shape(&b, &[c.l, c.e]),
-            shape(&b, &[c.s, c.e]),
-            shape(&b, &[c.s, c.ev]),
-        ],
-    );
+    let (bins, grads) = backward_op(&mut t, &c);
     assert_eq!(t.compile(&bins, &grads).attention_stages(), 1, "{what}");
     let mut bvals = vals.to_vec();
     bvals.extend([g, got[0].clone(), got[1].clone()]);
@@ -435,26 +443,7 @@ fn attention_gradients_are_written_into_their_concatenation() {
     for (dim, with_input) in [(2usize, false), (3, false), (2, true)] {
         let what = format!("cat along {dim}, an input among the parts: {with_input}");
         let mut t = Tb::default();
-        let (mut ins, [qv, kv, vv_id]) = qkv(&mut t, &c);
-        let b = &c.batch;
-        let gv = t.value(DTypeCode::F32, &shape(b, &[c.l, c.ev]));
-        let ov = t.value(DTypeCode::F32, &shape(b, &[c.l, c.ev]));
-        let lv = t.value(DTypeCode::F32, &shape(b, &[c.l]));
-        ins.extend([gv, ov, lv]);
-        let grads = t.composite(
-            "ltorch.sdpa_bwd",
-            vec![
-                v(gv),
-                v(qv),
-                v(kv),
-                v(vv_id),
-                v(ov),
-                v(lv),
-                ArgView::Bool(true),
-                ArgView::None,
-            ],
-            &[shape(b, &[20, 8]), shape(b, &[20, 8]), shape(b, &[20, 8])],
-        );
+        let (mut ins, grads) = backward_op(&mut t, &c);
         let mut parts: Vec<u32> = grads
             .iter()
             .map(|&x| {
