@@ -46,3 +46,14 @@ bench_ab() {
     done
   done
 }
+
+# `unit_tests_all_isas`: cpu-simd's unit-test binary `$bin/cpu_simd_tests` under the default
+# ISA, AVX2 and scalar on `cores` (after `cpu_setup`); summary lines to `$out/unit_tests.txt`.
+unit_tests_all_isas() {
+  local isa
+  echo "== cpu-simd unit tests: default ISA, avx2, scalar"
+  for isa in "" avx2 scalar; do
+    THUNDER_CPU_SIMD_ISA=$isa taskset -c "$cores" "$bin/cpu_simd_tests" 2>&1 \
+      | grep -E "FAILED|panicked|test result" | tee -a "$out/unit_tests.txt"
+  done
+}

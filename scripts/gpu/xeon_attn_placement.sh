@@ -11,13 +11,7 @@ source "$here/cpu_config.sh"
 cpu_setup "$1"
 export THUNDER_EXECUTORS=cpu-simd,interpreter RAYON_NUM_THREADS=2
 lscpu | grep -E "Model name"
-if [ -z "${SKIP_UNIT:-}" ]; then
-  echo "== cpu-simd unit tests: default ISA, avx2, scalar"
-  for isa in "" avx2 scalar; do
-    THUNDER_CPU_SIMD_ISA=$isa taskset -c "$cores" "$bin/cpu_simd_tests" 2>&1 \
-      | grep -E "FAILED|panicked|test result" | tee -a "$out/unit_tests.txt"
-  done
-fi
+[ -n "${SKIP_UNIT:-}" ] || unit_tests_all_isas
 echo "== gpt2_block and the MLP step, old against new, alternating"
 bench_ab "$2" "${ROUNDS:-4}" gpt2_block,train_step_mlp | tee "$out/block_ab.txt"
 echo "== issue 20's rows beside PyTorch"

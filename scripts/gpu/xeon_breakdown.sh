@@ -14,11 +14,7 @@ export THUNDER_EXECUTORS=cpu-simd,interpreter RAYON_NUM_THREADS=2
 lscpu | grep -E "Model name|Thread|Core|MHz"
 grep -o 'avx512[a-z_]*' /proc/cpuinfo | sort -u | tr '\n' ' '
 echo
-echo "== cpu-simd unit tests: default ISA, avx2, scalar"
-for isa in "" avx2 scalar; do
-  THUNDER_CPU_SIMD_ISA=$isa taskset -c "$cores" "$bin/cpu_simd_tests" 2>&1 \
-    | grep -E "FAILED|panicked|test result" | tee -a "$out/unit_tests.txt"
-done
+unit_tests_all_isas
 echo "== the traced block: where the time goes"
 THUNDER_CONFIG="$cfg" THUNDER_CPU_SIMD_TRACE=1 taskset -c "$cores" "$bin/thunder" bench \
   --min-time 1 --only gpt2_block 2> "$out/trace_block.log" | grep gpt2

@@ -175,6 +175,25 @@ fn reference(c: &Case, q: &[f32], k: &[f32], vv: &[f32], g: &[f32]) -> [Vec<f64>
     [out, lse, dq, dk, dv]
 }
 
+/// The forward op on the case's q, k, v (as [`qkv`] makes them): (its inputs, its outputs
+/// out and lse).
+fn forward_op(t: &mut Tb, c: &Case) -> (Vec<u32>, Vec<u32>) {
+    let b = &c.batch;
+    let (ins, [qv, kv, vv_id]) = qkv(t, c);
+    let outs = t.composite(
+        "ltorch.sdpa_fwd_lse",
+        vec![
+            v(qv),
+            v(kv),
+            v(vv_id),
+            ArgView::Bool(c.causal),
+            scale_arg(c),
+        ],
+        &[shape(b, &[c.l, c.ev]), shape(b, &[c.l])],
+    );
+    (ins, outs)
+}
+
 /// The backward op on the case's q, k, v (as [`qkv`] makes them), dO, out and lse: (its
 /// inputs in that order, its outputs dq, dk, dv).
 fn backward_op(t: &mut Tb, c: &Case) -> (Vec<u32>, Vec<u32>) {
@@ -211,23 +230,11 @@ fn check(c: Case) {
         "batch {:?} L {} S {} E {} Ev {} causal {} scale {:?} q transposed {}",
         c.batch, c.l, c.s, c.e, c.ev, c.causal, c.scale, c.q_transposed
     );
-    let b = c.batch.clone();
     let (q, k, vv, g) = inputs(&c);
     let want = reference(&c, &q, &k, &vv, &g);
 
     let mut t = Tb::default();
-    let (ins, [qv, kv, vv_id]) = qkv(&mut t, &c);
-    let outs = t.composite(
-        "ltorch.sdpa_fwd_lse",
-        vec![
-            v(qv),
-            v(kv),
-            v(vv_id),
-            ArgView::Bool(c.causal),
-            scale_arg(&c),
-        ],
-        &[shape(&b, &[c.l, c.ev]), shape(&b, &[c.l])],
-    );
+    let (ins, outs) = forward_op(&mut t, &c);
     assert_eq!(t.compile(&ins, &outs).attention_stages(), 1, "{what}");
     let vals = [stored_q(&c, &q), k.clone(), vv.clone()];
     let got = t.run(
@@ -383,12 +390,7 @@ fn attention_output_is_written_merged() {
     let (q, k, vv, g) = inputs(&c);
     let want = reference(&c, &q, &k, &vv, &g);
     let mut t = Tb::default();
-    let (ins, [qv, kv, vv_id]) = qkv(&mut t, &c);
-    let outs = t.composite(
-        "ltorch.sdpa_fwd_lse",
-        vec![v(qv), v(kv), v(vv_id), ArgView::Bool(true), ArgView::None],
-        &[shape(&c.batch, &[c.l, c.ev]), shape(&c.batch, &[c.l])],
-    );
+    let (ins, outs) = forward_op(&mut t, &c);
     let y = t.op(
         "transpose",
         vec![v(outs[0]), ints(&[0, 2, 1, 3])],
