@@ -99,7 +99,7 @@ fn plugins_json_lists_the_interpreter() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let e = &v["executors"][0];
     assert_eq!(e["name"], "interpreter");
-    assert_eq!(e["abi_version"], "1.1.0");
+    assert_eq!(e["abi_version"], "1.2.0");
     assert_eq!(e["available"], true);
     assert_eq!(v["load_errors"].as_array().map(Vec::len), Some(0));
 }

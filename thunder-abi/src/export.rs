@@ -29,6 +29,18 @@ pub trait Executor: Send + Sync + 'static {
         view: &TraceView,
         region: &RegionSpec,
     ) -> Result<Box<dyn CompiledRegion>, PluginError>;
+    /// `compile` with the positions in `region.inputs` of the static inputs (see
+    /// [`crate::plugin::ExecutorObj::compile_static`] for what the host promises about them).
+    /// Executors with no use for the promise keep this default.
+    fn compile_static(
+        &self,
+        view: &TraceView,
+        region: &RegionSpec,
+        static_inputs: &[u32],
+    ) -> Result<Box<dyn CompiledRegion>, PluginError> {
+        let _ = static_inputs;
+        self.compile(view, region)
+    }
 }
 
 pub trait CompiledRegion: Send + Sync + 'static {
@@ -112,14 +124,27 @@ impl<E: Executor> ExecutorObj for ExecutorAdapter<E> {
     }
 
     fn compile(&self, view: &TraceView, region: &RegionSpec) -> RResult<CompiledBox, PluginError> {
+        guard("compile", || Ok(boxed(self.0.compile(view, region)?)))
+    }
+
+    fn compile_static(
+        &self,
+        view: &TraceView,
+        region: &RegionSpec,
+        static_inputs: RSlice<'_, u32>,
+    ) -> RResult<CompiledBox, PluginError> {
         guard("compile", || {
-            let compiled = self.0.compile(view, region)?;
-            Ok(CompiledRegionObj_TO::from_value(
-                CompiledAdapter(compiled),
-                TD_Opaque,
-            ))
+            Ok(boxed(self.0.compile_static(
+                view,
+                region,
+                static_inputs.as_slice(),
+            )?))
         })
     }
+}
+
+fn boxed(compiled: Box<dyn CompiledRegion>) -> CompiledBox {
+    CompiledRegionObj_TO::from_value(CompiledAdapter(compiled), TD_Opaque)
 }
 
 /// Logging through the host, for plugins.

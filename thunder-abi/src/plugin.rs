@@ -131,6 +131,22 @@ pub trait ExecutorObj: Send + Sync {
 
     #[sabi(last_prefix_field)]
     fn compile(&self, view: &TraceView, region: &RegionSpec) -> RResult<CompiledBox, PluginError>;
+
+    /// `compile`, told which of the region's inputs are static (ABI 1.2): positions in
+    /// `region.inputs` whose tensor is, on every run of the compiled region, the same buffer
+    /// (address, shape and strides) holding the same values, a buffer that outlives the
+    /// compiled region (an inference session's weights). An executor may keep work derived
+    /// from such an input between runs (a GEMM's packed weight). A plugin built against 1.1
+    /// lacks this method, and its `compile` is called instead.
+    fn compile_static(
+        &self,
+        view: &TraceView,
+        region: &RegionSpec,
+        static_inputs: RSlice<'_, u32>,
+    ) -> RResult<CompiledBox, PluginError> {
+        let _ = static_inputs;
+        self.compile(view, region)
+    }
 }
 
 pub type ExecutorBox = ExecutorObj_TO<'static, RBox<()>>;

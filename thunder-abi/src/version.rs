@@ -14,10 +14,11 @@ pub struct AbiVersion {
     pub patch: u16,
 }
 
-/// 1.1 added the optional `custom_ops` and `custom_op_meta` root-module fields.
+/// 1.1 added the optional `custom_ops` and `custom_op_meta` root-module fields; 1.2 the
+/// executor's `compile_static`, which falls back to `compile` in plugins built against 1.1.
 pub const ABI_VERSION: AbiVersion = AbiVersion {
     major: 1,
-    minor: 1,
+    minor: 2,
     patch: 0,
 };
 
@@ -84,7 +85,7 @@ mod tests {
             patch: 0,
         };
         let err = plugin.compatible_with_host(ABI_VERSION).unwrap_err();
-        assert!(err.contains("2.0.0") && err.contains("1.1.0"), "{err}");
+        assert!(err.contains("2.0.0") && err.contains("1.2.0"), "{err}");
         let newer_minor = AbiVersion {
             major: 1,
             minor: 9,

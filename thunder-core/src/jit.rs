@@ -6,7 +6,7 @@ use crate::host::exec_trace::ExecutionTrace;
 use crate::host::PluginHost;
 use crate::ir::{TensorType, Trace};
 use crate::passes::default_passes;
-use crate::runtime::{compile, Array, CompiledProgram};
+use crate::runtime::{compile_with_static, Array, CompiledProgram};
 use crate::tensor::Tensor;
 use crate::trace_ctx::trace_with;
 use std::collections::HashSet;
@@ -31,6 +31,16 @@ impl Traces {
 
 /// Runs the default passes on a trace and compiles it.
 pub fn compile_trace(host: &PluginHost, initial: Trace) -> Result<(Traces, CompiledProgram)> {
+    compile_trace_with_static(host, initial, &[])
+}
+
+/// [`compile_trace`] with static inputs (positions in `initial.inputs`; see
+/// [`crate::runtime::program::compile_with_static`] for what the caller promises).
+pub fn compile_trace_with_static(
+    host: &PluginHost,
+    initial: Trace,
+    static_inputs: &[usize],
+) -> Result<(Traces, CompiledProgram)> {
     let start = std::time::Instant::now();
     // Each pass reads the last trace kept and its output is kept as is: no trace is cloned
     // (a deep clone of GPT-2's backward costs about as much as a pass).
@@ -40,7 +50,8 @@ pub fn compile_trace(host: &PluginHost, initial: Trace) -> Result<(Traces, Compi
         passes.push(next);
     }
     let passes_s = start.elapsed().as_secs_f64();
-    let (execution, mut program) = compile(host, passes.last().unwrap_or(&initial))?;
+    let (execution, mut program) =
+        compile_with_static(host, passes.last().unwrap_or(&initial), static_inputs)?;
     program.record_earlier_stage("passes", passes_s);
     Ok((
         Traces {

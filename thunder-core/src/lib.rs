@@ -26,6 +26,6 @@ pub use device::Device;
 pub use dtype::DType;
 pub use error::{Error, OpErrorKind, Result};
 pub use host::PluginHost;
-pub use jit::{compile_trace, jit, jit_with, Jitted, Traces};
+pub use jit::{compile_trace, compile_trace_with_static, jit, jit_with, Jitted, Traces};
 pub use runtime::Array;
 pub use tensor::Tensor;

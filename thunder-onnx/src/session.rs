@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 use thunder_core::ir::TensorType;
 use thunder_core::runtime::CompiledProgram;
-use thunder_core::{compile_trace, Array, Device, PluginHost, Traces};
+use thunder_core::{compile_trace_with_static, Array, Device, PluginHost, Traces};
 
 /// How long one specialisation took to make.
 #[derive(Debug, Clone, Copy, Default)]
@@ -162,7 +162,12 @@ impl OnnxSession {
         }
         let translate = t0.elapsed();
         let t1 = Instant::now();
-        let (traces, program) = compile_trace(&self.host, imported.trace.clone())?;
+        // The weights are the trace's last inputs, passed as the same arrays on every call
+        // and held by the specialisation as long as its program: static inputs.
+        let n = imported.trace.inputs.len();
+        let weights: Vec<usize> = (n - imported.weights.len().min(n)..n).collect();
+        let (traces, program) =
+            compile_trace_with_static(&self.host, imported.trace.clone(), &weights)?;
         let timings = Timings {
             translate,
             compile: t1.elapsed(),

@@ -240,6 +240,7 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                     dst,
                     ld: g.s_out as isize,
                     read_dst: false,
+                    packed: None,
                 }
                 .run_serial_in(false);
                 epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);

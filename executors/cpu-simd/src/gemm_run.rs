@@ -70,6 +70,8 @@ pub(crate) struct Product<T> {
     pub(crate) ld: isize,
     /// Add to `dst` instead of overwriting it.
     pub(crate) read_dst: bool,
+    /// `b` kept packed (a static f32 weight, `prepack.rs`): the product runs on it.
+    pub(crate) packed: Option<crate::prepack::PackedCols>,
 }
 
 // SAFETY: a product is handed to threads only as disjoint panels of `dst` (see `Product::run`),
@@ -117,6 +119,14 @@ impl<T: Real> Product<T> {
             };
         }
         #[cfg(target_arch = "x86_64")]
+        if let (Some(w), Some(p)) = (self.packed, self.as_f32()) {
+            // SAFETY: forwarded from the caller; `packed` is set only on f32 products whose
+            // weight `prepack::applies` took, from a packing the stage holds while it runs.
+            return unsafe {
+                crate::prepack::gemm((p.m, p.n, p.k), p.a, w, p.dst, p.ld, p.read_dst)
+            };
+        }
+        #[cfg(target_arch = "x86_64")]
         if let Some(p) = self.avx2_f32() {
             // SAFETY: forwarded from the caller.
             return unsafe {
@@ -153,15 +163,19 @@ impl<T: Real> Product<T> {
     /// This product as f32 when `gemm_stream`'s kernel takes it (few rows against a large
     /// right operand with contiguous rows).
     fn streamed(&self) -> Option<&Product<f32>> {
-        let p = (self as &dyn std::any::Any).downcast_ref::<Product<f32>>()?;
+        let p = self.as_f32().filter(|p| p.packed.is_none())?;
         crate::gemm_stream::applies(p.m, p.n, p.k, p.b.cs).then_some(p)
     }
 
     /// This product as f32 when it runs on `sgemm_avx2` (an AVX2 CPU without AVX-512).
     #[cfg(target_arch = "x86_64")]
     fn avx2_f32(&self) -> Option<&Product<f32>> {
-        let p = (self as &dyn std::any::Any).downcast_ref::<Product<f32>>()?;
+        let p = self.as_f32()?;
         (crate::sgemm_avx2::enabled() && crate::sgemm_avx2::takes(p.m, p.n, p.k)).then_some(p)
+    }
+
+    fn as_f32(&self) -> Option<&Product<f32>> {
+        (self as &dyn std::any::Any).downcast_ref::<Product<f32>>()
     }
 
     /// Rows `r0..r1` of the output.
@@ -186,6 +200,7 @@ impl<T: Real> Product<T> {
                 ..self.b
             },
             dst: self.dst.wrapping_add(c0),
+            packed: self.packed.map(|w| w.from(c0)),
             ..*self
         }
     }
@@ -240,8 +255,11 @@ impl<T: Real> Product<T> {
         // the output, and the helper's rows stay in its cache for its share of them. The MLP
         // step took 273 us with row panels against 287 as `split_rows` picks and 304 with
         // column panels (medians of 4 interleaved runs, chrt).
-        let rows = if stream {
-            // Each panel reads its own columns of the right operand once.
+        let rows = if self.packed.is_some() && std::env::var("XPP_ROWS").is_ok() {
+            self.m >= 2 * ROW_ALIGN
+        } else if stream || self.packed.is_some() {
+            // Each panel reads its own columns of the right operand once (and a packed
+            // weight has nothing to pack per panel).
             false
         } else if team {
             self.m >= 2 * ROW_ALIGN
@@ -347,7 +365,18 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs, share: usize) {
         dst: out,
         ld: n as isize,
         read_dst: false,
+        packed: None,
     };
+    // A kept packing of a static weight, held while the products run.
+    let packed = g.packed.as_ref().and_then(|slot| {
+        let b = (&base as &dyn std::any::Any)
+            .downcast_ref::<Product<f32>>()?
+            .b;
+        // SAFETY: `b` addresses the weight's k x n elements (as the product reads them).
+        Some(unsafe { slot.get(b, k, n) })
+    });
+    let mut base = base;
+    base.packed = packed.as_ref().map(|p| p.cols());
     let product = |bi: usize| {
         // Offsets of batch `bi` in each operand, from its (possibly broadcast) batch strides.
         let (mut oa, mut ob, mut rem) = (0, 0, bi);

@@ -77,6 +77,7 @@ mod plan;
 mod plan_ops;
 mod pool;
 mod pool_match;
+mod prepack;
 mod region;
 mod row_copy;
 mod sdpa;
@@ -210,6 +211,15 @@ impl Executor for CpuSimd {
         view: &TraceView,
         region: &RegionSpec,
     ) -> Result<Box<dyn CompiledRegion>, PluginError> {
+        self.compile_static(view, region, &[])
+    }
+
+    fn compile_static(
+        &self,
+        view: &TraceView,
+        region: &RegionSpec,
+        static_inputs: &[u32],
+    ) -> Result<Box<dyn CompiledRegion>, PluginError> {
         let half = region.ops.first().is_some_and(|&i| {
             view.ops
                 .get(i as usize)
@@ -218,7 +228,7 @@ impl Executor for CpuSimd {
         if half {
             return Ok(Box::new(half_gemm::HalfRegion::compile(view, region)?));
         }
-        let compiled = region::Region::compile(view, region, self.services)?;
+        let compiled = region::Region::compile(view, region, self.services, static_inputs)?;
         let (stages, groups) = compiled.stage_counts();
         self.log.log(
             LogLevel::Debug,

@@ -393,6 +393,7 @@ impl Planner {
             n: bshape[r - 1],
             accumulate,
             epilogue: None,
+            packed: None,
         })
     }
 

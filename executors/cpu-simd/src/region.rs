@@ -3,6 +3,7 @@
 
 use crate::decode::{decode, value_meta, Op, Ty};
 use crate::exec::Bufs;
+use crate::group::BufId;
 use crate::plan::Planner;
 use crate::stages::Stage;
 use std::collections::{HashMap, HashSet};
@@ -45,10 +46,13 @@ fn metas(view: &TraceView, ids: &[u32]) -> Result<Vec<(u32, Ty, Vec<usize>)>, Pl
 }
 
 impl Region {
+    /// `static_inputs`: positions in `region.inputs` the host promised to be the same buffer
+    /// with the same values on every run (ABI 1.2's `compile_static`).
     pub(crate) fn compile(
         view: &TraceView,
         region: &RegionSpec,
         services: HostServices,
+        static_inputs: &[u32],
     ) -> Result<Region, PluginError> {
         crate::ftz::init_pool();
         let inputs = metas(view, &region.inputs)?;
@@ -206,7 +210,17 @@ impl Region {
         }
         planner.finish_outputs(&region.outputs)?;
         let scratch = std::mem::take(&mut planner.scratch);
-        let stages: Vec<Stage> = planner.stages.into_iter().map(Stage::finish).collect();
+        let mut stages: Vec<Stage> = planner.stages.into_iter().map(Stage::finish).collect();
+        // Products against a static weight keep it packed between runs.
+        for stage in &mut stages {
+            if let Stage::Gemm(g) = stage {
+                let weight_is_static = matches!(g.b.0, BufId::Input(i)
+                    if static_inputs.contains(&(i as u32)));
+                if weight_is_static && crate::prepack::applies(g) {
+                    g.packed = Some(Default::default());
+                }
+            }
+        }
         let stages = crate::gemm_pair::pair_products(stages);
         let product_flops = crate::on_worker::product_flops(&stages);
         Ok(Region {
@@ -242,6 +256,20 @@ impl Region {
     #[cfg(test)]
     pub(crate) fn product_flops(&self) -> f64 {
         self.product_flops
+    }
+
+    /// Number of product stages running on a kept packing of their weight (for tests).
+    #[cfg(test)]
+    pub(crate) fn packed_products(&self) -> usize {
+        let packed = |g: &crate::stages::GemmPlan| g.packed.as_ref().is_some_and(|s| s.is_packed());
+        self.stages
+            .iter()
+            .map(|s| match s {
+                Stage::Gemm(g) => usize::from(packed(g)),
+                Stage::GemmPair(p) => usize::from(packed(&p.0)) + usize::from(packed(&p.1)),
+                _ => 0,
+            })
+            .sum()
     }
 
     /// Number of paired product stages (for tests).

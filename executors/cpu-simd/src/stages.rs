@@ -42,6 +42,8 @@ pub(crate) struct GemmPlan {
     pub(crate) accumulate: bool,
     /// A bias add and ReLU run on each output panel after its product (`gemm_epi.rs`).
     pub(crate) epilogue: Option<crate::gemm_epi::GemmEpi>,
+    /// The right operand, a static input, kept packed between runs (`prepack.rs`).
+    pub(crate) packed: Option<std::sync::Arc<crate::prepack::PackedSlot>>,
 }
 
 impl GemmPlan {

@@ -38,6 +38,9 @@ pub struct ExecutionTrace {
     pub steps: Vec<ExecStep>,
     /// Fallbacks that shaped this program, printed as `# Note:` lines at its top.
     pub notes: Vec<Note>,
+    /// Inputs compiled as static (the same array on every call; see
+    /// [`crate::runtime::compile_with_static`]), marked `(static)` where the inputs are listed.
+    pub statics: Vec<Value>,
 }
 
 impl ExecutionTrace {
@@ -84,7 +87,12 @@ impl ExecutionTrace {
         }
         let _ = writeln!(out, "def {}({}):", t.fn_name, t.input_names().join(", "));
         for &v in &t.inputs {
-            let _ = writeln!(out, "  # {}: \"{}\"", t.name(v), t.ty(v));
+            let mark = if self.statics.contains(&v) {
+                " (static)"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "  # {}: \"{}\"{mark}", t.name(v), t.ty(v));
         }
         for (k, s) in self.steps.iter().enumerate() {
             let outs: Vec<&str> = s.outputs.iter().map(|&v| t.name(v)).collect();

@@ -7,5 +7,5 @@ mod program;
 mod replay;
 
 pub use array::{Array, Element};
-pub use program::{compile, CompiledProgram, StepTime};
+pub use program::{compile, compile_with_static, CompiledProgram, StepTime};
 pub use replay::GraphStats;

@@ -128,6 +128,7 @@ pub struct CompiledProgram {
 struct Rebuild {
     lineup: Arc<Lineup>,
     trace: Trace,
+    statics: Arc<HashSet<Value>>,
     excluded: HashSet<usize>,
     notes: Vec<Note>,
     /// The program compiled without the failed executor; once set, every run goes to it.
@@ -224,10 +225,41 @@ fn describe_region(part: &Partition, region: &Region) -> String {
 /// and the trace is partitioned again without it, so its regions fall to the next executor.
 /// Rejected claims and compile failures become notes of the execution trace.
 pub fn compile(host: &PluginHost, trace: &Trace) -> Result<(ExecutionTrace, CompiledProgram)> {
+    compile_with_static(host, trace, &[])
+}
+
+/// [`compile`], with the positions in `trace.inputs` of static inputs: inputs the caller
+/// passes as the same array (same buffer, same values) on every run of the program, and keeps
+/// alive as long as the program (an inference session's weights). Executors are told which of
+/// their regions' inputs are static, directly or as views of a static input, and may keep work
+/// derived from them between runs (`compile_static` in the ABI); the CPU executor keeps its
+/// products' weights packed.
+pub fn compile_with_static(
+    host: &PluginHost,
+    trace: &Trace,
+    static_inputs: &[usize],
+) -> Result<(ExecutionTrace, CompiledProgram)> {
     let start = Instant::now();
+    let statics = static_inputs
+        .iter()
+        .map(|&p| {
+            trace.inputs.get(p).copied().ok_or_else(|| {
+                Error::Usage(format!(
+                    "static input {p}: the trace has {} inputs",
+                    trace.inputs.len()
+                ))
+            })
+        })
+        .collect::<Result<HashSet<Value>>>()?;
     let lineup = Arc::new(Lineup::of(host));
     let lineup_s = start.elapsed().as_secs_f64();
-    let (et, mut program) = compile_among(&lineup, trace, HashSet::new(), Vec::new())?;
+    let (et, mut program) = compile_among(
+        &lineup,
+        trace,
+        Arc::new(statics),
+        HashSet::new(),
+        Vec::new(),
+    )?;
     program.record_earlier_stage("executors", lineup_s);
     Ok((et, program))
 }
@@ -312,6 +344,7 @@ fn compile_regions(
     part: &Partition,
     todo: &[usize],
     threads: usize,
+    statics: &HashSet<Value>,
 ) -> Result<Vec<RegionCompile>> {
     let executors = todo
         .iter()
@@ -327,9 +360,20 @@ fn compile_regions(
         .collect::<Result<Vec<_>>>()?;
     let one = |k: usize| -> RegionCompile {
         let start = Instant::now();
-        let result = executors[k]
-            .compile(&part.view, &part.regions[todo[k]].spec())
-            .into_result();
+        let region = &part.regions[todo[k]];
+        let static_inputs: Vec<u32> = (0..region.inputs.len() as u32)
+            .filter(|&i| statics.contains(&region.inputs[i as usize]))
+            .collect();
+        let result = if static_inputs.is_empty() {
+            executors[k].compile(&part.view, &region.spec())
+        } else {
+            executors[k].compile_static(
+                &part.view,
+                &region.spec(),
+                RSlice::from_slice(&static_inputs),
+            )
+        }
+        .into_result();
         (todo[k], result, start.elapsed().as_secs_f64())
     };
     if threads <= 1 {
@@ -370,6 +414,7 @@ fn compile_regions(
 fn compile_among(
     lineup: &Arc<Lineup>,
     trace: &Trace,
+    statics: Arc<HashSet<Value>>,
     mut excluded: HashSet<usize>,
     mut notes: Vec<Note>,
 ) -> Result<(ExecutionTrace, CompiledProgram)> {
@@ -391,12 +436,11 @@ fn compile_among(
         }
         // Aliases are run by the runtime as a view of their input: compiling one (a copy kernel
         // and its module load on a GPU) was translation time spent for nothing.
-        let todo: Vec<usize> = part
+        let alias: Vec<bool> = part
             .regions
             .iter()
-            .enumerate()
-            .filter(|(_, region)| {
-                !is_alias(
+            .map(|region| {
+                is_alias(
                     trace,
                     &part.bsyms,
                     &region.ops,
@@ -404,11 +448,19 @@ fn compile_among(
                     &region.outputs,
                 )
             })
-            .map(|(i, _)| i)
             .collect();
+        let todo: Vec<usize> = (0..part.regions.len()).filter(|&i| !alias[i]).collect();
+        // A view of a static input reads the same buffer on every run: static too.
+        let mut region_statics = (*statics).clone();
+        for (region, _) in part.regions.iter().zip(&alias).filter(|(_, &a)| a) {
+            if region_statics.contains(&region.inputs[0]) {
+                region_statics.insert(region.outputs[0]);
+            }
+        }
         let wall = Instant::now();
         clock.compile_threads = compile_threads().min(todo.len()).max(1);
-        let results = compile_regions(lineup, &part, &todo, clock.compile_threads)?;
+        let results =
+            compile_regions(lineup, &part, &todo, clock.compile_threads, &region_statics)?;
         clock.compile_wall_s += wall.elapsed().as_secs_f64();
         let mut compiled: Vec<Option<CompiledBox>> = std::iter::repeat_with(|| None)
             .take(part.regions.len())
@@ -454,6 +506,12 @@ fn compile_among(
                 })
                 .collect(),
             notes: notes.clone(),
+            statics: trace
+                .inputs
+                .iter()
+                .copied()
+                .filter(|v| statics.contains(v))
+                .collect(),
         };
         exec_trace.delete_last_used();
         let executors: Vec<usize> = part.regions.iter().map(|r| r.executor).collect();
@@ -463,6 +521,7 @@ fn compile_among(
             .then(|| Rebuild {
                 lineup: lineup.clone(),
                 trace: trace.clone(),
+                statics: statics.clone(),
                 excluded,
                 notes,
                 fallback: OnceLock::new(),
@@ -705,11 +764,17 @@ impl CompiledProgram {
                 "{failure}; the program was compiled again without it and re-run (run_fallback)"
             ),
         );
-        let (execution, program) = compile_among(&rebuild.lineup, &rebuild.trace, excluded, notes)
-            .map_err(|e| Error::Plugin {
-                plugin: step.name.clone(),
-                message: format!("{failure}; re-running without it failed: {e}"),
-            })?;
+        let (execution, program) = compile_among(
+            &rebuild.lineup,
+            &rebuild.trace,
+            rebuild.statics.clone(),
+            excluded,
+            notes,
+        )
+        .map_err(|e| Error::Plugin {
+            plugin: step.name.clone(),
+            message: format!("{failure}; re-running without it failed: {e}"),
+        })?;
         Ok(rebuild
             .fallback
             .get_or_init(|| Box::new(Fallback { execution, program })))

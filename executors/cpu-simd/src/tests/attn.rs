@@ -206,7 +206,7 @@ fn check(c: Case) {
         inputs: inputs.clone().into(),
         outputs: outputs.clone().into(),
     };
-    let region = Region::compile(&view, &spec, services()).expect("compile");
+    let region = Region::compile(&view, &spec, services(), &[]).expect("compile");
     let want_fused = usize::from(!c.expose_scores);
     assert_eq!(
         region.attention_stages(),

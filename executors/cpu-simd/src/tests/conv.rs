@@ -255,7 +255,7 @@ fn check(c: &Case, tail: Tail) {
         inputs: ids.clone().into(),
         outputs: outs.clone().into(),
     };
-    let region = Region::compile(&tb.view(&ids, &outs), &spec, services()).expect("compile");
+    let region = Region::compile(&tb.view(&ids, &outs), &spec, services(), &[]).expect("compile");
     let want_stages = if tail == Tail::AddKeepConv { 2 } else { 1 };
     assert_eq!(region.stage_counts().0, want_stages, "stages of {tail:?}");
     let got = tb.run(&inputs, &outs);
@@ -456,7 +456,7 @@ fn maximum_with_negative_zero_is_not_a_relu_epilogue() {
         inputs: vec![x, w].into(),
         outputs: vec![y].into(),
     };
-    let region = Region::compile(&tb.view(&[x, w], &[y]), &spec, services()).expect("compile");
+    let region = Region::compile(&tb.view(&[x, w], &[y]), &spec, services(), &[]).expect("compile");
     assert_eq!(region.stage_counts().0, 2);
     let got = tb.run(&[(x, vec![-3.0, 2.0]), (w, vec![1.0])], &[y]);
     assert_eq!(got[0][0].to_bits(), (-0.0f32).to_bits());

@@ -135,7 +135,7 @@ fn conv_bench() {
             inputs: ids.clone().into(),
             outputs: vec![out].into(),
         };
-        let region = Region::compile(&view, &spec, services()).expect("compile");
+        let region = Region::compile(&view, &spec, services(), &[]).expect("compile");
         let inputs: Vec<Vec<f32>> = shapes
             .iter()
             .enumerate()

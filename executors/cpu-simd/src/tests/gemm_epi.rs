@@ -101,7 +101,7 @@ fn stage_counts(l: &Linear, outputs: &[u32]) -> (usize, usize) {
         inputs: inputs.to_vec().into(),
         outputs: outputs.to_vec().into(),
     };
-    Region::compile(&l.t.view(&inputs, outputs), &spec, services())
+    Region::compile(&l.t.view(&inputs, outputs), &spec, services(), &[])
         .expect("compile")
         .stage_counts()
 }
@@ -311,7 +311,7 @@ fn check_residual(batch: &[i64], (m, k, n): (i64, i64, i64), res: Res, relu: boo
         inputs: ins.to_vec().into(),
         outputs: vec![out].into(),
     };
-    let counts = Region::compile(&l.t.view(&ins, &[out]), &spec, services())
+    let counts = Region::compile(&l.t.view(&ins, &[out]), &spec, services(), &[])
         .expect("compile")
         .stage_counts();
     let want_counts = match res {

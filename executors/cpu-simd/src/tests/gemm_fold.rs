@@ -15,6 +15,7 @@ fn plan(a: Layout, b: Layout, batch: &[usize], (m, k, n): (usize, usize, usize))
         n,
         accumulate: false,
         epilogue: None,
+        packed: None,
     }
 }
 

@@ -58,6 +58,7 @@ fn panels_match_one_call() {
                 dst: want.as_mut_ptr(),
                 ld: n as isize,
                 read_dst,
+                packed: None,
             };
             // SAFETY: the views and outputs are the vectors above, sized m*k, k*n and m*n.
             unsafe { p.run_serial() };
@@ -115,6 +116,7 @@ fn team_panels_match_one_call() {
                 dst: want.as_mut_ptr(),
                 ld: n as isize,
                 read_dst,
+                packed: None,
             };
             // SAFETY: the views and outputs are the vectors above, sized m*k, k*n and m*n.
             unsafe { p.run_serial() };
@@ -165,6 +167,7 @@ fn block_gemm_bench() {
             dst: c.as_mut_ptr(),
             ld: n as isize,
             read_dst: false,
+            packed: None,
         };
         let reps = (2e9 / (2 * m * n * k) as f64).ceil() as usize;
         let time = |f: &dyn Fn()| {

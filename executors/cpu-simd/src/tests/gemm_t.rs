@@ -72,7 +72,7 @@ fn check(batch: &[i64], (m, k, n): (i64, i64, i64), sum: bool, also: bool) {
         inputs: vec![a, b].into(),
         outputs: outputs.clone().into(),
     };
-    let region = Region::compile(&view, &spec, super::services()).expect("compile");
+    let region = Region::compile(&view, &spec, super::services(), &[]).expect("compile");
     if !also {
         assert_eq!(region.stage_counts(), (1, 0), "{what}: one GEMM, no copy");
     }
@@ -120,7 +120,7 @@ fn a_reshaped_product_output_is_written_in_place() {
             inputs: vec![a, b].into(),
             outputs: outputs.clone().into(),
         };
-        let region = Region::compile(&view, &spec, super::services()).expect("compile");
+        let region = Region::compile(&view, &spec, super::services(), &[]).expect("compile");
         if !also_summed {
             assert_eq!(region.stage_counts(), (1, 0), "one GEMM, no copy");
         }

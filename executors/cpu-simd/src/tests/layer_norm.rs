@@ -155,7 +155,7 @@ fn layer_norm_claims_only_what_it_runs() {
                 inputs: vec![x, w].into(),
                 outputs: vec![y].into(),
             };
-            assert!(Region::compile(&view, &spec, services()).is_ok());
+            assert!(Region::compile(&view, &spec, services(), &[]).is_ok());
         }
         ok
     };

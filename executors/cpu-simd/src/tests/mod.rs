@@ -26,6 +26,8 @@ mod math;
 mod movement;
 mod on_worker;
 mod pool;
+#[cfg(target_arch = "x86_64")]
+mod prepack;
 mod region;
 mod sdpa;
 #[cfg(target_arch = "x86_64")]
@@ -114,7 +116,7 @@ impl Tb {
             inputs: inputs.to_vec().into(),
             outputs: outputs.to_vec().into(),
         };
-        Region::compile(&view, &spec, services()).expect("compile")
+        Region::compile(&view, &spec, services(), &[]).expect("compile")
     }
 
     /// Compiles all ops as one region and runs it on f32 inputs; returns the f32 outputs.

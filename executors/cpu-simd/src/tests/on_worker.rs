@@ -121,7 +121,7 @@ fn a_regions_products_are_counted() {
         inputs: ids.into(),
         outputs: vec![y, m].into(),
     };
-    let region = Region::compile(&view, &spec, services()).expect("compile");
+    let region = Region::compile(&view, &spec, services(), &[]).expect("compile");
     let conv = 2.0 * (2 * 16 * 9 * 9) as f64 * (8 * 3 * 3) as f64;
     let gemm = 2.0 * (3 * 5 * 4 * 7) as f64;
     assert_eq!(region.product_flops(), conv + gemm);

@@ -1,0 +1,403 @@
+//! Products against a static weight (ABI 1.2's `compile_static`: the same buffer with the same
+//! values on every run, an inference session's weights) keep that weight packed between runs,
+//! on AVX2 CPUs without AVX-512, where f32 products otherwise run on `matrixmultiply`, which
+//! packs both operands on every call.
+//!
+//! Packing the right operand is a pass over all of it per call: with few rows (GPT-2 over 128
+//! tokens, each weight read once per call) it was 16-19% of a call's time in `perf` (AMD EPYC
+//! Zen 3, `onnx_bench` GPT-2 b1 and a lone 128 x 768 x 3072 product). ONNX Runtime does the
+//! same for constant weights (MLAS's pre-packed B). Kept packed, one thread, alternating in one
+//! process: 128 x 768 x 3072 at 69-81 GFLOP/s against `matrixmultiply`'s 54-70, 128 x 768 x
+//! 16384 73-78 against 49-53, 1024 x 768 x 3072 72-81 against 65-77.
+//!
+//! The kernel is the BLIS layout of our own AVX2 kernel before the twentieth session (see
+//! `sgemm_avx2.rs`): the left operand packed per call into panels of [`MR`] rows, the weight
+//! once into panels of [`NR`] columns per [`KC`] of depth, a 6 x 16 register tile. Sums over
+//! the depth run in order, one fused multiply-add per step, blocks of [`KC`] added into the
+//! output: results differ from `matrixmultiply`'s by rounding only.
+
+use crate::gemm_run::View;
+use crate::stages::GemmPlan;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Rows of the register tile (the left panel's width).
+const MR: usize = 6;
+/// Columns of the register tile, two vectors; also the packed weight's panel width.
+pub(crate) const NR: usize = 16;
+/// Depth per block: a weight panel (`KC x NR`, 16 KB) stays in L1 while the row tiles pass.
+const KC: usize = 256;
+/// Rows per block at most: the packed left block (`MC x KC`, 192 KB) stays in L2. Blocks are
+/// balanced (128 rows are one block of 128, not 120 and 8, which would stream the weight twice).
+const MC: usize = 192;
+
+/// Products of at most this many rows keep their weight packed whatever its width: packing
+/// the weight per call is a large share of their work (`prepack_bench`, two threads,
+/// alternating, AMD EPYC Zen 3: 128 x 768 x 3072 1.13-1.46x, 128 x 768 x 50257 1.42-1.77x,
+/// 128 x 3072 x 768 0.95-1.15x). Per product: an unfolded batch packs per product too.
+const MAX_ROWS: usize = 512;
+
+/// Products of more rows keep it packed only from this many columns: 1024 x 384 x 1536 ran
+/// 1.02-1.30x and 1024 x 768 x 3072 0.99-1.17x, but 1024 x 1536 x 384 0.74-0.98x (the
+/// kernel is slower than `matrixmultiply`'s on that narrow, deep shape) and 1024 x 384 x 384
+/// 0.93-1.20x.
+const MIN_COLS: usize = 1024;
+
+/// Whether products against static weights keep them packed: f32 products on AVX2 without
+/// AVX-512 (`sgemm_avx2`'s CPUs); `THUNDER_CPU_SIMD_PREPACK=0` turns it off, for A/B runs.
+pub(crate) fn enabled() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        crate::sgemm_avx2::enabled()
+            && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_PREPACK").as_deref() != Ok("0"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether `g`, whose right operand is a static input, runs on a kept packed weight: an f32
+/// product with every side at least 64 (those `sgemm_avx2` takes), whose weight is the same
+/// for every batch, with few rows ([`MAX_ROWS`]) or many columns ([`MIN_COLS`]). (A bias
+/// epilogue runs on the output as after any product.)
+pub(crate) fn applies(g: &GemmPlan) -> bool {
+    let r = g.batch.len() + 2;
+    enabled()
+        && g.ty == crate::decode::Ty::F32
+        && !g.accumulate
+        && g.m.min(g.n).min(g.k) >= 64
+        && (g.m <= MAX_ROWS || g.n >= MIN_COLS)
+        && g.batch
+            .iter()
+            .zip(&g.b.1.strides[..r - 2])
+            .all(|(&size, &stride)| size == 1 || stride == 0)
+}
+
+/// A weight packed for [`gemm`]: for each block of [`KC`] depth steps from `p0`, the panels of
+/// [`NR`] columns side by side (`p0 * npad` floats in), each `kc x NR` (columns past `n` zero).
+pub(crate) struct PackedB {
+    data: Vec<f32>,
+    npad: usize,
+    key: Key,
+}
+
+/// What identifies the weight a packing was made from: its view and a sample of its values.
+/// The host promises the same buffer and values on every run (ABI 1.2); the sample is a cheap
+/// check that catches a caller who breaks the promise by rewriting the weight wholesale.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Key {
+    ptr: usize,
+    rs: isize,
+    cs: isize,
+    k: usize,
+    n: usize,
+    sample: u64,
+}
+
+/// Elements of the weight read for [`Key::sample`]: each is a likely cache miss on a weight
+/// of megabytes, so a few (about a microsecond a product).
+const SAMPLES: usize = 16;
+
+impl Key {
+    /// # Safety
+    /// `b` addresses `k x n` readable elements.
+    unsafe fn of(b: View<f32>, k: usize, n: usize) -> Key {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for s in 0..SAMPLES {
+            // Spread over the rows and the columns (a prime step through the columns).
+            let p = s * k / SAMPLES;
+            let j = (s * 7919) % n;
+            // SAFETY: p < k, j < n.
+            let bits = unsafe { *b.ptr.offset(p as isize * b.rs + j as isize * b.cs) }.to_bits();
+            h = (h ^ u64::from(bits)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Key {
+            ptr: b.ptr as usize,
+            rs: b.rs,
+            cs: b.cs,
+            k,
+            n,
+            sample: h,
+        }
+    }
+}
+
+/// A product stage's kept packing, made on its first run and again whenever the weight's
+/// [`Key`] changes.
+#[derive(Default)]
+pub(crate) struct PackedSlot {
+    kept: Mutex<Option<Arc<PackedB>>>,
+}
+
+impl std::fmt::Debug for PackedSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let packed = self.kept.lock().map(|k| k.is_some()).unwrap_or_default();
+        write!(f, "PackedSlot {{ packed: {packed} }}")
+    }
+}
+
+impl PackedSlot {
+    /// The packing of the weight `b` (`k x n`), kept from an earlier run when its key matches.
+    ///
+    /// # Safety
+    /// `b` addresses `k x n` readable elements.
+    pub(crate) unsafe fn get(&self, b: View<f32>, k: usize, n: usize) -> Arc<PackedB> {
+        // SAFETY: forwarded from the caller.
+        let key = unsafe { Key::of(b, k, n) };
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = kept.as_ref().filter(|p| p.key == key) {
+            return p.clone();
+        }
+        // SAFETY: forwarded from the caller.
+        let packed = Arc::new(unsafe { pack(b, key) });
+        *kept = Some(packed.clone());
+        packed
+    }
+
+    /// Whether a packing is kept (for tests).
+    #[cfg(test)]
+    pub(crate) fn is_packed(&self) -> bool {
+        self.kept.lock().map(|k| k.is_some()).unwrap_or_default()
+    }
+}
+
+/// Packs the whole weight (see [`PackedB`]), its panels spread over the threads: this runs in
+/// a session's first call, once per weight (GPT-2 small's 124 million floats took 0.6 s on
+/// one thread, element by element, and 0.1 s this way on two threads: AMD EPYC Zen 3).
+///
+/// # Safety
+/// `b` addresses `key.k x key.n` readable elements.
+unsafe fn pack(b: View<f32>, key: Key) -> PackedB {
+    use rayon::prelude::*;
+    let (k, n) = (key.k, key.n);
+    let npad = n.next_multiple_of(NR);
+    let mut data = vec![0f32; k * npad];
+    // The views' pointer, as an address: shared with the threads, which only read through it.
+    let base = b.ptr as usize;
+    for p0 in (0..k).step_by(KC) {
+        let kc = KC.min(k - p0);
+        let block = &mut data[p0 * npad..(p0 + kc) * npad];
+        block
+            .par_chunks_exact_mut(NR * kc)
+            .enumerate()
+            .for_each(|(c, panel)| {
+                let cols = NR.min(n - c * NR);
+                for p in 0..kc {
+                    let src = (base as *const f32)
+                        .wrapping_offset((p0 + p) as isize * b.rs + (c * NR) as isize * b.cs);
+                    let row = &mut panel[p * NR..p * NR + cols];
+                    if b.cs == 1 {
+                        // SAFETY: elements (p0 + p, c * NR ..+ cols) of `b`, contiguous.
+                        row.copy_from_slice(unsafe { std::slice::from_raw_parts(src, cols) });
+                    } else {
+                        for (j, x) in row.iter_mut().enumerate() {
+                            // SAFETY: element (p0 + p, c * NR + j) of `b`.
+                            *x = unsafe { *src.offset(j as isize * b.cs) };
+                        }
+                    }
+                }
+            });
+    }
+    PackedB { data, npad, key }
+}
+
+/// Columns `col0..` of a packed weight, as a product panel reads them (`col0` a multiple of
+/// [`NR`]); the caller keeps the [`PackedB`] alive while it is used.
+#[derive(Clone, Copy)]
+pub(crate) struct PackedCols {
+    data: *const f32,
+    npad: usize,
+    col0: usize,
+}
+
+impl PackedB {
+    pub(crate) fn cols(&self) -> PackedCols {
+        PackedCols {
+            data: self.data.as_ptr(),
+            npad: self.npad,
+            col0: 0,
+        }
+    }
+}
+
+impl PackedCols {
+    /// The same weight from column `col0 + c0` on; `c0` is a multiple of [`NR`].
+    pub(crate) fn from(self, c0: usize) -> PackedCols {
+        debug_assert_eq!(c0 % NR, 0);
+        PackedCols {
+            col0: self.col0 + c0,
+            ..self
+        }
+    }
+}
+
+/// `dst[i * ld + j] = (dst[i * ld + j] if accumulate else 0) + Σ_p a(i, p) · w(p, col0 + j)`
+/// for `i < m`, `j < n`, `p < k`, where `w` is the packed weight.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA ([`enabled`]); `a` addresses `m x k` readable elements; `w` is a
+/// live packing of `k` rows and at least `col0 + n` columns; `dst` addresses `m` rows of `n`
+/// writable elements that no other thread touches.
+#[cfg(target_arch = "x86_64")]
+pub(crate) unsafe fn gemm(
+    (m, n, k): (usize, usize, usize),
+    a: View<f32>,
+    w: PackedCols,
+    dst: *mut f32,
+    ld: isize,
+    accumulate: bool,
+) {
+    if m == 0 || n == 0 || k == 0 {
+        // `applies` admits only products with every side at least 64.
+        return;
+    }
+    let blocks = m.div_ceil(MC);
+    let mcb = m.div_ceil(blocks).next_multiple_of(MR);
+    with_buffer(mcb * KC, |apack| {
+        for p0 in (0..k).step_by(KC) {
+            let kc = KC.min(k - p0);
+            let add = accumulate || p0 > 0;
+            for ic in (0..m).step_by(mcb) {
+                let mc = mcb.min(m - ic);
+                // SAFETY (this block): the rows and depth read lie inside `a`; the panels
+                // inside the packing (column `col0 + jr` of a block is in panel
+                // `(col0 + jr) / NR`); the tiles written inside `dst`.
+                unsafe {
+                    pack_a(a, (ic, p0), (mc, kc), apack);
+                    for jr in (0..n).step_by(NR) {
+                        let panel = (w.col0 + jr) / NR;
+                        let wp = w.data.add(p0 * w.npad + panel * NR * kc);
+                        for ir in (0..mc).step_by(MR) {
+                            let ap = apack.as_ptr().add(ir * kc);
+                            let out = dst.offset((ic + ir) as isize * ld).add(jr);
+                            let (rows, cols) = (MR.min(mc - ir), NR.min(n - jr));
+                            tile(kc, ap, wp, out, ld, add, (rows, cols));
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Runs `f` on this thread's kept packing buffer for the left operand, of at least `len`
+/// floats (a fresh one while it is in use).
+#[cfg(target_arch = "x86_64")]
+fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut kept) => {
+            if kept.len() < len {
+                kept.resize(len, 0.0);
+            }
+            f(&mut kept)
+        }
+        Err(_) => f(&mut vec![0.0; len]),
+    })
+}
+
+/// Packs `a`'s rows `i0..i0 + mc`, depth `p0..p0 + kc` into panels of [`MR`] rows: panel `r`
+/// holds, for each depth step, its rows' elements side by side (rows past `mc` zero).
+///
+/// # Safety
+/// The block lies inside `a`; `out` holds `mc.next_multiple_of(MR) * kc` floats.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pack_a(
+    a: View<f32>,
+    (i0, p0): (usize, usize),
+    (mc, kc): (usize, usize),
+    out: &mut [f32],
+) {
+    for (r, panel) in out[..mc.next_multiple_of(MR) * kc]
+        .chunks_exact_mut(MR * kc)
+        .enumerate()
+    {
+        for row in 0..MR {
+            let i = r * MR + row;
+            if i >= mc {
+                for p in 0..kc {
+                    panel[p * MR + row] = 0.0;
+                }
+                continue;
+            }
+            let src = a
+                .ptr
+                .wrapping_offset((i0 + i) as isize * a.rs + p0 as isize * a.cs);
+            for p in 0..kc {
+                // SAFETY: element (i0 + i, p0 + p) of `a`.
+                panel[p * MR + row] = unsafe { *src.offset(p as isize * a.cs) };
+            }
+        }
+    }
+}
+
+/// One `rows x cols` tile (at most [`MR`] x [`NR`]) of the output over `kc` depth steps of
+/// packed panels, stored or (`add`) added to `out`.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `ap` and `wp` hold `kc` steps of packed panels; `out` addresses
+/// `rows` rows (stride `ld`) of `cols` writable floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile(
+    kc: usize,
+    ap: *const f32,
+    wp: *const f32,
+    out: *mut f32,
+    ld: isize,
+    add: bool,
+    (rows, cols): (usize, usize),
+) {
+    use std::arch::x86_64::*;
+    // SAFETY (whole fn): reads inside the panels, writes inside the tile (a whole one in
+    // place, a ragged one through `edge`).
+    unsafe {
+        // The output rows into cache while the depth loop runs (a tile's rows are cold: the
+        // output of a 1024-row product is megabytes).
+        for r in 0..rows {
+            let o = out.offset(r as isize * ld) as *const i8;
+            _mm_prefetch::<_MM_HINT_T0>(o);
+            _mm_prefetch::<_MM_HINT_T0>(o.wrapping_add(4 * cols - 4));
+        }
+        let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+        for p in 0..kc {
+            let b0 = _mm256_loadu_ps(wp.add(p * NR));
+            let b1 = _mm256_loadu_ps(wp.add(p * NR + 8));
+            let arow = ap.add(p * MR);
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let av = _mm256_broadcast_ss(&*arow.add(r));
+                acc[0] = _mm256_fmadd_ps(av, b0, acc[0]);
+                acc[1] = _mm256_fmadd_ps(av, b1, acc[1]);
+            }
+        }
+        if rows == MR && cols == NR {
+            for (r, acc) in acc.iter().enumerate() {
+                let o = out.offset(r as isize * ld);
+                for (c, &v) in acc.iter().enumerate() {
+                    let p = o.add(8 * c);
+                    let v = if add {
+                        _mm256_add_ps(_mm256_loadu_ps(p), v)
+                    } else {
+                        v
+                    };
+                    _mm256_storeu_ps(p, v);
+                }
+            }
+            return;
+        }
+        let mut edge = [0f32; MR * NR];
+        for (r, acc) in acc.iter().enumerate() {
+            for (c, &v) in acc.iter().enumerate() {
+                _mm256_storeu_ps(edge.as_mut_ptr().add(r * NR + 8 * c), v);
+            }
+        }
+        for r in 0..rows {
+            let o = out.offset(r as isize * ld);
+            for c in 0..cols {
+                let v = edge[r * NR + c];
+                *o.add(c) = if add { *o.add(c) + v } else { v };
+            }
+        }
+    }
+}
