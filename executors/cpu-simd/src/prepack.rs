@@ -30,17 +30,14 @@ const KC: usize = 256;
 /// balanced (128 rows are one block of 128, not 120 and 8, which would stream the weight twice).
 const MC: usize = 192;
 
-/// Products of at most this many rows keep their weight packed whatever its width: packing
-/// the weight per call is a large share of their work (`prepack_bench`, two threads,
-/// alternating, AMD EPYC Zen 3: 128 x 768 x 3072 1.13-1.46x, 128 x 768 x 50257 1.42-1.77x,
-/// 128 x 3072 x 768 0.95-1.15x). Per product: an unfolded batch packs per product too.
+/// Products of at most this many rows keep their weight packed: packing it per call is a
+/// large share of their work. `prepack_bench` (two threads, alternating in one process, AMD EPYC
+/// Zen 3), kept packing over packing per call, per round: 128 x 768 x 3072 1.09-1.98,
+/// 128 x 768 x 50257 1.18-1.24, 128 x 3072 x 768 1.00-1.05. With 1024 rows the two traded places
+/// from run to run (1024 x 384 x 1536 1.02-1.30 in one run, 0.91-0.98 in the next; 1024 x 768 x
+/// 3072 0.99-1.17 and 1.00-1.06), and 1024 x 1536 x 384 lost in every run (0.74-0.98): those
+/// stay on `matrixmultiply`. Per product: an unfolded batch packs per product too.
 const MAX_ROWS: usize = 512;
-
-/// Products of more rows keep it packed only from this many columns: 1024 x 384 x 1536 ran
-/// 1.02-1.30x and 1024 x 768 x 3072 0.99-1.17x, but 1024 x 1536 x 384 0.74-0.98x (the
-/// kernel is slower than `matrixmultiply`'s on that narrow, deep shape) and 1024 x 384 x 384
-/// 0.93-1.20x.
-const MIN_COLS: usize = 1024;
 
 /// Whether products against static weights keep them packed: f32 products on AVX2 without
 /// AVX-512 (`sgemm_avx2`'s CPUs); `THUNDER_CPU_SIMD_PREPACK=0` turns it off, for A/B runs.
@@ -57,15 +54,15 @@ pub(crate) fn enabled() -> bool {
 
 /// Whether `g`, whose right operand is a static input, runs on a kept packed weight: an f32
 /// product with every side at least 64 (those `sgemm_avx2` takes), whose weight is the same
-/// for every batch, with few rows ([`MAX_ROWS`]) or many columns ([`MIN_COLS`]). (A bias
-/// epilogue runs on the output as after any product.)
+/// for every batch, with at most [`MAX_ROWS`] rows. (A bias epilogue runs on the output as
+/// after any product.)
 pub(crate) fn applies(g: &GemmPlan) -> bool {
     let r = g.batch.len() + 2;
     enabled()
         && g.ty == crate::decode::Ty::F32
         && !g.accumulate
         && g.m.min(g.n).min(g.k) >= 64
-        && (g.m <= MAX_ROWS || g.n >= MIN_COLS)
+        && g.m <= MAX_ROWS
         && g.batch
             .iter()
             .zip(&g.b.1.strides[..r - 2])
