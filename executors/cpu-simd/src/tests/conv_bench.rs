@@ -14,11 +14,8 @@
 
 use super::{data, ints, services, Tb};
 use crate::region::Region;
-use std::ffi::c_void;
 use thunder_abi::export::CompiledRegion;
-use thunder_abi::{
-    ArgView, DTypeCode, DTypeCode::F32, DeviceDesc, ExecContext, RegionSpec, TensorDesc,
-};
+use thunder_abi::{ArgView, DTypeCode::F32, ExecContext, RegionSpec, TensorDesc};
 
 /// (name, c_in, c_out, input size, kernel, stride, tail: 0 none, 1 relu, 2 add + relu)
 const CLASSES: &[(&str, usize, usize, usize, usize, usize, u8)] = &[
@@ -45,17 +42,6 @@ const CLASSES: &[(&str, usize, usize, usize, usize, usize, u8)] = &[
     ("1x1 2048-512 @7", 2048, 512, 7, 1, 1, 1),
     ("3x3 512 @7", 512, 512, 7, 3, 1, 1),
 ];
-
-fn desc(p: *mut f32, shape: &[i64]) -> TensorDesc<'_> {
-    TensorDesc {
-        data: p as *mut c_void,
-        byte_offset: 0,
-        device: DeviceDesc::CPU,
-        dtype: DTypeCode::F32,
-        shape: shape.into(),
-        strides: (&[][..]).into(),
-    }
-}
 
 #[test]
 #[ignore = "a benchmark: run it by name with --ignored --nocapture"]
@@ -145,9 +131,9 @@ fn conv_bench() {
         let in_descs: Vec<TensorDesc<'_>> = inputs
             .iter()
             .zip(&shapes)
-            .map(|(v, sh)| desc(v.as_ptr() as *mut f32, sh))
+            .map(|(v, sh)| super::f32_desc(v.as_ptr(), sh))
             .collect();
-        let out_descs = [desc(result.as_mut_ptr(), &os)];
+        let out_descs = [super::f32_desc(result.as_mut_ptr(), &os)];
         let flops = 2.0 * (n * co * o * o * ci * k * k) as f64;
         // About 0.4 s of work per class (at ~100 GFLOP/s), at least 5 calls.
         let reps = ((4e10 / flops) as usize).max(5);

@@ -6,9 +6,8 @@
 //! (`THUNDER_CPU_SIMD_CHAIN=0` for the tile path).
 
 use super::{data, Tb};
-use std::ffi::c_void;
 use thunder_abi::export::CompiledRegion;
-use thunder_abi::{ArgView, DTypeCode, DTypeCode::F32, DeviceDesc, ExecContext, TensorDesc};
+use thunder_abi::{ArgView, DTypeCode::F32, ExecContext, TensorDesc};
 
 fn val(v: u32) -> ArgView {
     ArgView::Value(v)
@@ -61,17 +60,6 @@ pub(super) fn tanh_gelu(t: &mut Tb, r: i64, c: i64) -> (Vec<u32>, u32) {
     let th = t.op("tanh", vec![val(z)], F32, &s);
     let a = t.op("add", vec![val(th), lit(1.0)], F32, &s);
     (vec![x, b], t.op("mul", vec![val(h), val(a)], F32, &s))
-}
-
-fn desc(p: *mut f32, shape: &[i64]) -> TensorDesc<'_> {
-    TensorDesc {
-        data: p as *mut c_void,
-        byte_offset: 0,
-        device: DeviceDesc::CPU,
-        dtype: DTypeCode::F32,
-        shape: shape.into(),
-        strides: (&[][..]).into(),
-    }
 }
 
 /// Median and minimum CPU ms per call over `reps` samples of `inner` calls each (CPU time
@@ -129,14 +117,14 @@ fn time_outs(t: &Tb, ids: &[u32], outs_ids: &[u32], reps: usize, inner: usize) -
     let ins: Vec<TensorDesc<'_>> = inputs
         .iter()
         .zip(&in_shapes)
-        .map(|(v, s)| desc(v.as_ptr() as *mut f32, s))
+        .map(|(v, s)| super::f32_desc(v.as_ptr(), s))
         .collect();
     let mut ts = Vec::new();
     for _ in 0..reps + 2 {
         let od: Vec<TensorDesc<'_>> = outs
             .iter_mut()
             .zip(&out_shapes)
-            .map(|(v, s)| desc(v.as_mut_ptr(), s))
+            .map(|(v, s)| super::f32_desc(v.as_mut_ptr(), s))
             .collect();
         let c = super::cpu_clock();
         for _ in 0..inner {

@@ -206,6 +206,18 @@ pub(crate) fn cpu_seconds_since(start: &std::collections::HashMap<String, u64>) 
     used as f64 * 1e-9
 }
 
+/// A contiguous f32 tensor on the CPU at `p`.
+pub(crate) fn f32_desc(p: *const f32, shape: &[i64]) -> TensorDesc<'_> {
+    TensorDesc {
+        data: p as *mut c_void,
+        byte_offset: 0,
+        device: DeviceDesc::CPU,
+        dtype: DTypeCode::F32,
+        shape: shape.into(),
+        strides: (&[][..]).into(),
+    }
+}
+
 pub(crate) fn ints(v: &[i64]) -> ArgView {
     ArgView::Ints(v.to_vec().into())
 }

@@ -6,10 +6,9 @@ use super::{assert_close, data, services, Tb};
 use crate::gemm_run::View;
 use crate::prepack::PackedSlot;
 use crate::region::Region;
-use std::ffi::c_void;
 use std::sync::Arc;
 use thunder_abi::export::CompiledRegion;
-use thunder_abi::{ArgView, DTypeCode, DeviceDesc, ExecContext, RegionSpec, TensorDesc};
+use thunder_abi::{ArgView, DTypeCode, ExecContext, RegionSpec};
 
 fn avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -138,20 +137,9 @@ fn a_packing_is_kept_until_the_weight_changes() {
     );
 }
 
-fn desc(p: *const f32, shape: &[i64]) -> TensorDesc<'_> {
-    TensorDesc {
-        data: p as *mut c_void,
-        byte_offset: 0,
-        device: DeviceDesc::CPU,
-        dtype: DTypeCode::F32,
-        shape: shape.into(),
-        strides: (&[][..]).into(),
-    }
-}
-
-/// `x[2, 64, 96] @ w[96, 80] + bias` (the weight broadcast over the batch) compiled with `w` static runs its product on the kept
-/// packing (the region's stage has one after a run), and gives the f64 reference's values on
-/// every run, when the weight is rewritten in place too.
+/// `x[2, 64, 96] @ w[96, 80] + bias` (the weight broadcast over the batch) compiled with `w`
+/// static runs its product on the kept packing (the region's stage has one after a run), and
+/// gives the f64 reference's values on every run, when the weight is rewritten in place too.
 #[test]
 fn a_region_with_a_static_weight_keeps_it_packed() {
     let (b, m, k, n) = (2usize, 64usize, 96usize, 80usize);
@@ -217,11 +205,11 @@ fn a_region_with_a_static_weight_keeps_it_packed() {
         );
         let oshape = [b as i64, m as i64, n as i64];
         let ins = [
-            desc(xs.as_ptr(), &xshape),
-            desc(ws.as_ptr(), &wshape),
-            desc(bs.as_ptr(), &bshape),
+            super::f32_desc(xs.as_ptr(), &xshape),
+            super::f32_desc(ws.as_ptr(), &wshape),
+            super::f32_desc(bs.as_ptr(), &bshape),
         ];
-        let outs = [desc(got.as_mut_ptr(), &oshape)];
+        let outs = [super::f32_desc(got.as_mut_ptr(), &oshape)];
         region.run(&ins, &outs, &ExecContext::CPU).expect("run");
         let mut want = reference(&xs, &ws, (b * m, k, n), false);
         for (i, v) in want.iter_mut().enumerate() {
