@@ -255,9 +255,7 @@ impl<T: Real> Product<T> {
         // the output, and the helper's rows stay in its cache for its share of them. The MLP
         // step took 273 us with row panels against 287 as `split_rows` picks and 304 with
         // column panels (medians of 4 interleaved runs, chrt).
-        let rows = if self.packed.is_some() && std::env::var("XPP_ROWS").is_ok() {
-            self.m >= 2 * ROW_ALIGN
-        } else if stream || self.packed.is_some() {
+        let rows = if stream || self.packed.is_some() {
             // Each panel reads its own columns of the right operand once (and a packed
             // weight has nothing to pack per panel).
             false
@@ -348,7 +346,7 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs, share: usize) {
     let r = g.batch.len() + 2;
     let (la, lb) = (&g.a.1, &g.b.1);
     // Batch 0; `product` moves it to the others.
-    let base = Product {
+    let mut base = Product {
         m,
         n,
         k,
@@ -369,13 +367,10 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs, share: usize) {
     };
     // A kept packing of a static weight, held while the products run.
     let packed = g.packed.as_ref().and_then(|slot| {
-        let b = (&base as &dyn std::any::Any)
-            .downcast_ref::<Product<f32>>()?
-            .b;
+        let b = base.as_f32()?.b;
         // SAFETY: `b` addresses the weight's k x n elements (as the product reads them).
         Some(unsafe { slot.get(b, k, n) })
     });
-    let mut base = base;
     base.packed = packed.as_ref().map(|p| p.cols());
     let product = |bi: usize| {
         // Offsets of batch `bi` in each operand, from its (possibly broadcast) batch strides.
