@@ -369,7 +369,7 @@ fn run_typed<T: Real + Default>(g: &GemmPlan, bufs: &Bufs, share: usize) {
     let packed = g.packed.as_ref().and_then(|slot| {
         let b = base.as_f32()?.b;
         // SAFETY: `b` addresses the weight's k x n elements (as the product reads them).
-        Some(unsafe { slot.get(b, k, n) })
+        unsafe { slot.for_run(b, k, n) }
     });
     base.packed = packed.as_ref().map(|p| p.cols());
     let product = |bi: usize| {

@@ -118,42 +118,90 @@ impl Key {
     }
 }
 
-/// A product stage's kept packing, made on its first run and again whenever the weight's
-/// [`Key`] changes.
+/// A product stage's kept packing, made on the second run that sees the same weight (same
+/// [`Key`]), and made again the same way whenever the key changes.
+///
+/// Not on the first run: a weight used once (`thunder run model.onnx`, one call) would pay
+/// for a packing it can never win back. Packing GPT-2 small's weights added about 0.3 s to its
+/// first call and half a gigabyte of memory (AMD EPYC Zen 3, two threads), more than a call
+/// gains from it (about 40 ms). The first run packs per call, as products without the promise do.
 #[derive(Default)]
 pub(crate) struct PackedSlot {
-    kept: Mutex<Option<Arc<PackedB>>>,
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    /// The key of the last run's weight, while it is not packed yet.
+    seen: Option<Key>,
+    kept: Option<Arc<PackedB>>,
 }
 
 impl std::fmt::Debug for PackedSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let packed = self.kept.lock().map(|k| k.is_some()).unwrap_or_default();
+        let packed = self
+            .state
+            .lock()
+            .map(|k| k.kept.is_some())
+            .unwrap_or_default();
         write!(f, "PackedSlot {{ packed: {packed} }}")
     }
 }
 
 impl PackedSlot {
-    /// The packing of the weight `b` (`k x n`), kept from an earlier run when its key matches.
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        // Nothing panics while the lock is held in a way that leaves the state half-written.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The packing of the weight `b` (`k x n`) for this run: the kept one when its key matches,
+    /// a new one when the last run saw the same weight unpacked, else none (this run packs per
+    /// call, and a kept packing of another weight is dropped).
     ///
     /// # Safety
     /// `b` addresses `k x n` readable elements.
+    pub(crate) unsafe fn for_run(&self, b: View<f32>, k: usize, n: usize) -> Option<Arc<PackedB>> {
+        // SAFETY: forwarded from the caller.
+        let key = unsafe { Key::of(b, k, n) };
+        let mut state = self.lock();
+        if let Some(p) = state.kept.as_ref().filter(|p| p.key == key) {
+            return Some(p.clone());
+        }
+        state.kept = None;
+        if state.seen != Some(key) {
+            state.seen = Some(key);
+            return None;
+        }
+        state.seen = None;
+        // SAFETY: forwarded from the caller.
+        let packed = Arc::new(unsafe { pack(b, key) });
+        state.kept = Some(packed.clone());
+        Some(packed)
+    }
+
+    /// The packing of the weight `b` (`k x n`), kept from an earlier call when its key
+    /// matches, else made now (for tests and the bench, which want it on the first call).
+    ///
+    /// # Safety
+    /// `b` addresses `k x n` readable elements.
+    #[cfg(test)]
     pub(crate) unsafe fn get(&self, b: View<f32>, k: usize, n: usize) -> Arc<PackedB> {
         // SAFETY: forwarded from the caller.
         let key = unsafe { Key::of(b, k, n) };
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = kept.as_ref().filter(|p| p.key == key) {
+        let mut state = self.lock();
+        if let Some(p) = state.kept.as_ref().filter(|p| p.key == key) {
             return p.clone();
         }
         // SAFETY: forwarded from the caller.
         let packed = Arc::new(unsafe { pack(b, key) });
-        *kept = Some(packed.clone());
+        state.kept = Some(packed.clone());
         packed
     }
 
     /// Whether a packing is kept (for tests).
     #[cfg(test)]
     pub(crate) fn is_packed(&self) -> bool {
-        self.kept.lock().map(|k| k.is_some()).unwrap_or_default()
+        self.lock().kept.is_some()
     }
 }
 

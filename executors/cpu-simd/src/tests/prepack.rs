@@ -137,9 +137,46 @@ fn a_packing_is_kept_until_the_weight_changes() {
     );
 }
 
+/// A run packs the weight only when the run before saw the same one: a weight used once is
+/// never packed, and one that changes on every run (a caller breaking the promise) is not
+/// packed again and again.
+#[test]
+fn a_weight_is_packed_on_its_second_run() {
+    let (k, n) = (96, 80);
+    let mut w = data(k * n, 8);
+    let slot = PackedSlot::default();
+    // SAFETY (every `for_run`): the views address k x n weights.
+    let run =
+        |slot: &PackedSlot, w: &[f32]| unsafe { slot.for_run(weight_view(w, k, n, false), k, n) };
+    assert!(run(&slot, &w).is_none(), "packed on the first run");
+    assert!(!slot.is_packed());
+    let second = run(&slot, &w).expect("packed on the second run");
+    let third = run(&slot, &w).expect("kept for the third run");
+    assert!(
+        Arc::ptr_eq(&second, &third),
+        "an unchanged weight was packed again"
+    );
+    for (round, scale) in [-1.0f32, 3.0, 0.5].into_iter().enumerate() {
+        for x in w.iter_mut() {
+            *x *= scale;
+        }
+        assert!(
+            run(&slot, &w).is_none(),
+            "change {round}: a rewritten weight ran on a packing"
+        );
+        assert!(
+            !slot.is_packed(),
+            "change {round}: the stale packing was kept"
+        );
+    }
+    let again = run(&slot, &w).expect("packed once the weight stayed the same");
+    assert!(!Arc::ptr_eq(&second, &again));
+}
+
 /// `x[2, 64, 96] @ w[96, 80] + bias` (the weight broadcast over the batch) compiled with `w`
-/// static runs its product on the kept packing (the region's stage has one after a run), and
-/// gives the f64 reference's values on every run, when the weight is rewritten in place too.
+/// static runs its product on the kept packing from its second run (the region's stage holds
+/// one), and gives the f64 reference's values on every run, when the weight is rewritten in
+/// place too (the run after the rewrite packs per call, the next one packs it again).
 #[test]
 fn a_region_with_a_static_weight_keeps_it_packed() {
     let (b, m, k, n) = (2usize, 64usize, 96usize, 80usize);
@@ -191,7 +228,8 @@ fn a_region_with_a_static_weight_keeps_it_packed() {
     let xs = data(b * m * k, 5);
     let mut ws = data(k * n, 6);
     let bs = data(n, 7);
-    for round in 0..3 {
+    let on = usize::from(crate::prepack::enabled());
+    for (round, packed_after) in [0, on, 0, on].into_iter().enumerate() {
         if round == 2 {
             for v in ws.iter_mut() {
                 *v *= -2.0;
@@ -218,7 +256,7 @@ fn a_region_with_a_static_weight_keeps_it_packed() {
         assert_close(&got, &want, 1e-5, 1e-5, &format!("round {round}"));
         assert_eq!(
             region.packed_products(),
-            usize::from(crate::prepack::enabled()),
+            packed_after,
             "round {round}: products running on a kept packing"
         );
     }
