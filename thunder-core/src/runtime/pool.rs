@@ -254,7 +254,6 @@ fn system_alloc(class: usize, size: usize) -> *mut u8 {
     if raw.is_null() {
         return raw;
     }
-    advise_huge_pages(raw, total);
     // raw is 16-aligned, so the aligned start is 16..=64 bytes in: room for the header, and
     // start + size <= raw + total.
     let offset = POOL_ALIGN - (raw as usize % POOL_ALIGN);
@@ -267,40 +266,6 @@ fn system_alloc(class: usize, size: usize) -> *mut u8 {
         h.add(1).write(class);
         ptr
     }
-}
-
-/// Blocks of at least this many bytes ask the kernel for transparent huge pages.
-const HUGE_PAGE_MIN: usize = 4 << 20;
-
-/// Asks Linux to back the 2 MiB-aligned interior of a fresh, untouched block with transparent
-/// huge pages (where THP is in `madvise` mode, the common default, nothing else would). A large
-/// block's first writes are page faults: loading GPT-2 small's weights and packing them faulted
-/// in about 1 GB in 4 KiB pages, and the faults, not the copies, were most of its first call.
-/// With 2 MiB pages there are 512 times fewer. Advice only: a kernel without THP ignores it,
-/// and `THUNDER_HUGE_PAGES=0` turns it off.
-fn advise_huge_pages(raw: *mut u8, len: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        if len < HUGE_PAGE_MIN || !huge_pages_enabled() {
-            return;
-        }
-        let start = (raw as usize).next_multiple_of(HUGE);
-        let end = (raw as usize + len) / HUGE * HUGE;
-        if end > start {
-            // SAFETY: advice on whole pages inside our own fresh allocation; it changes how
-            // they are backed, never their contents (still zero) or validity.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (raw, len);
-}
-
-#[cfg(target_os = "linux")]
-fn huge_pages_enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_HUGE_PAGES").map_or(true, |v| v != "0"))
 }
 
 /// # Safety
@@ -455,26 +420,6 @@ mod tests {
         );
         // SAFETY: from pool.alloc(1010).
         unsafe { pool.free(b, 1010) };
-    }
-
-    /// A block large enough to be advised onto huge pages is zeroed, 64-aligned and holds
-    /// what is written to it, from its first byte to its last.
-    #[test]
-    fn large_blocks_on_huge_pages_are_plain_memory() {
-        let pool = Pool::new(64 << 20);
-        let len = (HUGE_PAGE_MIN * 3) / 2 + 12_345;
-        let p = pool.alloc(len);
-        assert!(!p.is_null() && (p as usize).is_multiple_of(POOL_ALIGN));
-        // SAFETY: `len` bytes were allocated.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(p, len) };
-        assert!(bytes.iter().all(|&b| b == 0), "a new large block is zeroed");
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = (i % 251) as u8;
-        }
-        assert!(bytes.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
-        // SAFETY: from pool.alloc(len).
-        unsafe { pool.free(p, len) };
-        assert_eq!(pool.stats().misses, 1);
     }
 
     #[test]
