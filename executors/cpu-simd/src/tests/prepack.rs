@@ -38,6 +38,24 @@ fn weight_view(w: &[f32], k: usize, n: usize, wt: bool) -> View<f32> {
     }
 }
 
+/// Row tiles cover a block's rows once, in order, with one to six rows each, and none under
+/// three once the block has six rows (a short tile costs nearly a full one).
+#[test]
+fn row_tiles_cover_the_rows_without_short_tiles() {
+    for mc in 1..=200 {
+        let tiles: Vec<(usize, usize)> = crate::prepack::row_tiles(mc).collect();
+        let mut next = 0;
+        for &(first, rows) in &tiles {
+            assert_eq!(first, next, "{mc} rows: {tiles:?}");
+            assert!((1..=6).contains(&rows), "{mc} rows: {tiles:?}");
+            assert!(mc < 6 || rows >= 3, "{mc} rows: {tiles:?}");
+            next += rows;
+        }
+        assert_eq!(next, mc, "{mc} rows: {tiles:?}");
+        assert_eq!(tiles.len(), mc.div_ceil(6), "{mc} rows: {tiles:?}");
+    }
+}
+
 /// Whole products and column panels (as `gemm_run` cuts them, at multiples of 16), ragged in
 /// every dimension (rows not a multiple of 6 or of a row block, columns not of 16, depth not
 /// of 256), against row-major and transposed weights, overwriting and accumulating.
@@ -48,8 +66,12 @@ fn packed_products_match_an_f64_reference() {
     }
     for &(m, k, n) in &[
         (1, 1, 1),
+        (3, 20, 33),
         (6, 16, 16),
         (7, 300, 17),
+        (9, 40, 16),
+        (10, 33, 31),
+        (11, 8, 48),
         (128, 257, 100),
         (200, 64, 48),
         (13, 520, 70),
