@@ -33,11 +33,18 @@ const MC: usize = 192;
 /// Products of at most this many rows keep their weight packed: packing it per call is a
 /// large share of their work. `prepack_bench` (two threads, alternating in one process, AMD EPYC
 /// Zen 3), kept packing over packing per call, per round: 128 x 768 x 3072 1.09-1.98,
-/// 128 x 768 x 50257 1.18-1.24, 128 x 3072 x 768 1.00-1.05. With 1024 rows the two traded places
-/// from run to run (1024 x 384 x 1536 1.02-1.30 in one run, 0.91-0.98 in the next; 1024 x 768 x
-/// 3072 0.99-1.17 and 1.00-1.06), and 1024 x 1536 x 384 lost in every run (0.74-0.98): those
-/// stay on `matrixmultiply`. Per product: an unfolded batch packs per product too.
+/// 128 x 768 x 50257 1.18-1.24, 128 x 3072 x 768 1.00-1.05. Per product: an unfolded batch
+/// packs per product too.
 const MAX_ROWS: usize = 512;
+
+/// Products of up to [`MAX_ROWS_WIDE`] rows keep their weight packed too when both its sides
+/// are at least [`WIDE`]. GPT-2 b8 (1024 rows, every weight at least 768 x 768) ran faster so
+/// in 3 of 3 alternating `onnx_bench` rounds (2067 against 2237 ms, 2324 / 2405, 2214 / 2276)
+/// with the thirtieth session's kernel; MiniLM b8 (1024 rows, weights 384 wide) won 2 of 4
+/// and lost one by 30%, and in `prepack_bench` 1024 x 1536 x 384 stayed level with
+/// `matrixmultiply` (0.93-1.10 a round), so narrow weights of many rows stay there.
+const MAX_ROWS_WIDE: usize = 1024;
+const WIDE: usize = 768;
 
 /// Whether products against static weights keep them packed: f32 products on AVX2 without
 /// AVX-512 (`sgemm_avx2`'s CPUs); `THUNDER_CPU_SIMD_PREPACK=0` turns it off, for A/B runs.
@@ -54,15 +61,15 @@ pub(crate) fn enabled() -> bool {
 
 /// Whether `g`, whose right operand is a static input, runs on a kept packed weight: an f32
 /// product with every side at least 64 (those `sgemm_avx2` takes), whose weight is the same
-/// for every batch, with at most [`MAX_ROWS`] rows. (A bias epilogue runs on the output as
-/// after any product.)
+/// for every batch, with at most [`MAX_ROWS`] rows, or [`MAX_ROWS_WIDE`] against a weight at
+/// least [`WIDE`] on both sides. (A bias epilogue runs on the output as after any product.)
 pub(crate) fn applies(g: &GemmPlan) -> bool {
     let r = g.batch.len() + 2;
     enabled()
         && g.ty == crate::decode::Ty::F32
         && !g.accumulate
         && g.m.min(g.n).min(g.k) >= 64
-        && g.m <= MAX_ROWS
+        && (g.m <= MAX_ROWS || (g.m <= MAX_ROWS_WIDE && g.k.min(g.n) >= WIDE))
         && g.batch
             .iter()
             .zip(&g.b.1.strides[..r - 2])
@@ -399,7 +406,6 @@ unsafe fn pack_a(
 /// # Safety
 /// As [`tile_of`], with `rows` the panel's rows (1 to [`MR`]).
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
 unsafe fn tile(
     kc: usize,
     ap: *const f32,
