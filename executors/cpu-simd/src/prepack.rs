@@ -187,22 +187,16 @@ impl PackedSlot {
     }
 
     /// The packing of the weight `b` (`k x n`), kept from an earlier call when its key
-    /// matches, else made now (for tests and the bench, which want it on the first call).
+    /// matches, else made now (for tests and the bench, which want it on the first call): a
+    /// second [`Self::for_run`] packs what the first one only saw.
     ///
     /// # Safety
     /// `b` addresses `k x n` readable elements.
     #[cfg(test)]
     pub(crate) unsafe fn get(&self, b: View<f32>, k: usize, n: usize) -> Arc<PackedB> {
         // SAFETY: forwarded from the caller.
-        let key = unsafe { Key::of(b, k, n) };
-        let mut state = self.lock();
-        if let Some(p) = state.kept.as_ref().filter(|p| p.key == key) {
-            return p.clone();
-        }
-        // SAFETY: forwarded from the caller.
-        let packed = Arc::new(unsafe { pack(b, key) });
-        state.kept = Some(packed.clone());
-        packed
+        unsafe { self.for_run(b, k, n).or_else(|| self.for_run(b, k, n)) }
+            .expect("the second sight of a weight packs it")
     }
 
     /// Whether a packing is kept (for tests).
