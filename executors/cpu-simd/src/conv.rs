@@ -39,6 +39,9 @@ pub(crate) struct ConvPlan {
     pub(crate) out_shape: Vec<usize>,
     pub(crate) geom: ConvGeometry,
     pub(crate) epilogue: Epilogue,
+    /// The weight, a static input, kept packed between runs (`packed_left.rs`).
+    pub(crate) packed:
+        Option<std::sync::Arc<crate::prepack::PackedSlot<crate::packed_left::PackedA>>>,
 }
 
 /// What runs on each output block after its product (besides the bias).
@@ -281,6 +284,7 @@ impl Planner {
             out_shape: d.shape.clone(),
             geom: geom.clone(),
             epilogue,
+            packed: None,
         }));
         self.producer.insert(out, self.stages.len() - 1);
         self.define(last, None, Some((out, Layout::contiguous(&d.shape))), None);

@@ -15,6 +15,8 @@ use crate::exec::{Bufs, Ptr};
 use crate::gemm_run::{Product, View};
 use crate::im2col::im2col;
 use crate::ops::Real;
+#[cfg(target_arch = "x86_64")]
+use crate::packed_left::PackedA;
 use rayon::prelude::*;
 
 /// Bytes of column matrix a block aims at (about half a core's L2).
@@ -149,6 +151,34 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
         && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
         && crate::conv_comajor::enabled()
         && (g.direct || (g.k > 1 && g.s_out >= IMPLICIT_MIN_POSITIONS));
+    // Otherwise, f32 on AVX2 without AVX-512: the weight packed once per call, or kept packed
+    // between runs when it is static, and each column block multiplied against it
+    // (`packed_left.rs`), on row tiles that the threads split between them.
+    #[cfg(target_arch = "x86_64")]
+    let left = if !co_major && crate::packed_left::applies(p) {
+        let view = View {
+            ptr: weights.get() as *const f32,
+            rs: w_rs,
+            cs: w_cs,
+        };
+        // SAFETY: `view` addresses the C_out x C_in/G * K weight matrix.
+        let pack = || unsafe { PackedA::pack(view, g.groups, g.cg_out, g.ck) };
+        let kept = p.packed.as_ref().and_then(|slot| {
+            // SAFETY: as above.
+            unsafe { slot.for_run_with(view, g.c_out, g.ck, pack) }
+        });
+        Some(kept.unwrap_or_else(|| std::sync::Arc::new(pack())))
+    } else {
+        None
+    };
+    #[cfg(target_arch = "x86_64")]
+    let tiles: Vec<(usize, usize)> = match &left {
+        Some(left) => crate::prepack::row_tiles(left.rows()).collect(),
+        None => Vec::new(),
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let tiles: Vec<(usize, usize)> = Vec::new();
+    let tile_starts: Vec<usize> = tiles.iter().map(|t| t.0).collect();
     let threads = rayon::current_num_threads();
     let (per_block, blocks) = g.blocks(std::mem::size_of::<T>(), n * g.groups, threads);
     let tasks = n * g.groups * blocks;
@@ -203,6 +233,31 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
             let oc0 = gi * g.cg_out + m.start;
             // SAFETY: see above; rows `m` of this block are written by this call only.
             unsafe {
+                #[cfg(target_arch = "x86_64")]
+                if let Some(left) = &left {
+                    // The tiles from row `m.start` (`split_rows` cuts between tiles) of this
+                    // group; T is f32 (`packed_left::applies`).
+                    let (from, to) = (
+                        tiles.partition_point(|t| t.0 < m.start),
+                        tiles.partition_point(|t| t.0 < m.end),
+                    );
+                    let group_out = out.get().add((b * g.c_out + gi * g.cg_out) * g.s_out + s0);
+                    crate::packed_left::gemm(
+                        left,
+                        gi,
+                        &tiles[from..to],
+                        cols,
+                        View {
+                            ptr: rhs.get() as *const f32,
+                            rs: rhs_rs,
+                            cs: 1,
+                        },
+                        group_out as *mut f32,
+                        g.s_out as isize,
+                    );
+                    epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
+                    return;
+                }
                 let dst = out.get().add((b * g.c_out + oc0) * g.s_out + s0);
                 #[cfg(target_arch = "x86_64")]
                 if co_major {
@@ -247,7 +302,7 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
             }
         };
         if par {
-            split_channels(m_range, threads, run_rows);
+            split_rows(m_range, threads, &tile_starts, run_rows);
         } else {
             run_rows(m_range);
         }
@@ -288,19 +343,34 @@ fn spread(g: &Geo, n: usize, tasks: usize, threads: usize) -> Spread {
     }
 }
 
-/// Runs `run_rows` over the output channels `m_range` in chunks over the threads (multiples
-/// of 16 channels, the micro-kernels' height or width on AVX-512).
-fn split_channels(
+/// Runs `run_rows` over the output channels `m_range` in chunks over the threads: multiples of
+/// 16 channels (the micro-kernels' height or width on AVX-512), or, with `tile_starts` (the
+/// first rows of `packed_left`'s row tiles), runs of whole tiles, one per thread (each chunk
+/// packs the block's columns for itself).
+fn split_rows(
     m_range: std::ops::Range<usize>,
     threads: usize,
+    tile_starts: &[usize],
     run_rows: impl Fn(std::ops::Range<usize>) + Sync,
 ) {
-    let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
-    let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
-    let starts: Vec<usize> = m_range.clone().step_by(step).collect();
-    starts.into_par_iter().for_each(crate::ftz::carried(|m0| {
-        run_rows(m0..(m0 + step).min(m_range.end))
-    }));
+    let mut starts: Vec<usize> = if tile_starts.is_empty() {
+        let chunks = (threads * 2).min(m_range.len().div_ceil(16)).max(1);
+        let step = m_range.len().div_ceil(chunks).next_multiple_of(16);
+        m_range.clone().step_by(step).collect()
+    } else {
+        let inside: Vec<usize> = tile_starts
+            .iter()
+            .copied()
+            .filter(|s| m_range.contains(s))
+            .collect();
+        let per_chunk = inside.len().div_ceil(threads.max(1)).max(1);
+        inside.into_iter().step_by(per_chunk).collect()
+    };
+    starts.push(m_range.end);
+    let ranges: Vec<std::ops::Range<usize>> = starts.windows(2).map(|w| w[0]..w[1]).collect();
+    ranges
+        .into_par_iter()
+        .for_each(crate::ftz::carried(&run_rows));
 }
 
 /// Fewest output positions a convolution with output-channel-contiguous weights and a kernel
@@ -400,7 +470,7 @@ unsafe fn run_implicit(
                 }
             };
             if par {
-                split_channels(m_range, threads, run_rows);
+                split_rows(m_range, threads, &[], run_rows);
             } else {
                 run_rows(m_range);
             }

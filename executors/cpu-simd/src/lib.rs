@@ -72,6 +72,7 @@ mod math;
 mod movement;
 mod on_worker;
 mod ops;
+mod packed_left;
 mod placement;
 mod plan;
 mod plan_ops;

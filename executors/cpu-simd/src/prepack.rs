@@ -21,14 +21,14 @@ use crate::stages::GemmPlan;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Rows of the register tile (the left panel's width).
-const MR: usize = 6;
+pub(crate) const MR: usize = 6;
 /// Columns of the register tile, two vectors; also the packed weight's panel width.
 pub(crate) const NR: usize = 16;
 /// Depth per block: a weight panel (`KC x NR`, 16 KB) stays in L1 while the row tiles pass.
-const KC: usize = 256;
+pub(crate) const KC: usize = 256;
 /// Rows per block at most: the packed left block (`MC x KC`, 192 KB) stays in L2. Blocks are
 /// balanced (128 rows are one block of 128, not 120 and 8, which would stream the weight twice).
-const MC: usize = 192;
+pub(crate) const MC: usize = 192;
 
 /// Products of at most this many rows keep their weight packed: packing it per call is a
 /// large share of their work. `prepack_bench` (two threads, alternating in one process, AMD EPYC
@@ -81,14 +81,13 @@ pub(crate) fn applies(g: &GemmPlan) -> bool {
 pub(crate) struct PackedB {
     data: Vec<f32>,
     npad: usize,
-    key: Key,
 }
 
 /// What identifies the weight a packing was made from: its view and a sample of its values.
 /// The host promises the same buffer and values on every run (ABI 1.2); the sample is a cheap
 /// check that catches a caller who breaks the promise by rewriting the weight wholesale.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Key {
+pub(crate) struct Key {
     ptr: usize,
     rs: isize,
     cs: isize,
@@ -104,7 +103,7 @@ const SAMPLES: usize = 16;
 impl Key {
     /// # Safety
     /// `b` addresses `k x n` readable elements.
-    unsafe fn of(b: View<f32>, k: usize, n: usize) -> Key {
+    pub(crate) unsafe fn of(b: View<f32>, k: usize, n: usize) -> Key {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for s in 0..SAMPLES {
             // Spread over the rows and the columns (a prime step through the columns).
@@ -125,26 +124,36 @@ impl Key {
     }
 }
 
-/// A product stage's kept packing, made on the second run that sees the same weight (same
-/// [`Key`]), and made again the same way whenever the key changes.
+/// A stage's kept packing of a static operand (`P`: a product's weight, [`PackedB`], or a
+/// convolution's, `packed_left::PackedA`), made on the second run that sees the same operand
+/// (same [`Key`]), and made again the same way whenever the key changes.
 ///
 /// Not on the first run: a weight used once (`thunder run model.onnx`, one call) would pay
 /// for a packing it can never win back. Packing GPT-2 small's weights added about 0.3 s to its
 /// first call and half a gigabyte of memory (AMD EPYC Zen 3, two threads), more than a call
 /// gains from it (about 40 ms). The first run packs per call, as products without the promise do.
-#[derive(Default)]
-pub(crate) struct PackedSlot {
-    state: Mutex<SlotState>,
+pub(crate) struct PackedSlot<P = PackedB> {
+    state: Mutex<SlotState<P>>,
 }
 
-#[derive(Default)]
-struct SlotState {
-    /// The key of the last run's weight, while it is not packed yet.
+struct SlotState<P> {
+    /// The key of the last run's operand, while it is not packed yet.
     seen: Option<Key>,
-    kept: Option<Arc<PackedB>>,
+    kept: Option<(Key, Arc<P>)>,
 }
 
-impl std::fmt::Debug for PackedSlot {
+impl<P> Default for PackedSlot<P> {
+    fn default() -> Self {
+        PackedSlot {
+            state: Mutex::new(SlotState {
+                seen: None,
+                kept: None,
+            }),
+        }
+    }
+}
+
+impl<P> std::fmt::Debug for PackedSlot<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let packed = self
             .state
@@ -155,23 +164,29 @@ impl std::fmt::Debug for PackedSlot {
     }
 }
 
-impl PackedSlot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+impl<P> PackedSlot<P> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState<P>> {
         // Nothing panics while the lock is held in a way that leaves the state half-written.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The packing of the weight `b` (`k x n`) for this run: the kept one when its key matches,
-    /// a new one when the last run saw the same weight unpacked, else none (this run packs per
-    /// call, and a kept packing of another weight is dropped).
+    /// The packing of the operand `b` (`k x n`) for this run: the kept one when its key
+    /// matches, a new one from `pack` when the last run saw the same operand unpacked, else
+    /// none (this run packs per call, and a kept packing of another operand is dropped).
     ///
     /// # Safety
     /// `b` addresses `k x n` readable elements.
-    pub(crate) unsafe fn for_run(&self, b: View<f32>, k: usize, n: usize) -> Option<Arc<PackedB>> {
+    pub(crate) unsafe fn for_run_with(
+        &self,
+        b: View<f32>,
+        k: usize,
+        n: usize,
+        pack: impl FnOnce() -> P,
+    ) -> Option<Arc<P>> {
         // SAFETY: forwarded from the caller.
         let key = unsafe { Key::of(b, k, n) };
         let mut state = self.lock();
-        if let Some(p) = state.kept.as_ref().filter(|p| p.key == key) {
+        if let Some((_, p)) = state.kept.as_ref().filter(|(kept, _)| *kept == key) {
             return Some(p.clone());
         }
         state.kept = None;
@@ -180,10 +195,26 @@ impl PackedSlot {
             return None;
         }
         state.seen = None;
-        // SAFETY: forwarded from the caller.
-        let packed = Arc::new(unsafe { pack(b, key) });
-        state.kept = Some(packed.clone());
+        let packed = Arc::new(pack());
+        state.kept = Some((key, packed.clone()));
         Some(packed)
+    }
+
+    /// Whether a packing is kept (for tests).
+    #[cfg(test)]
+    pub(crate) fn is_packed(&self) -> bool {
+        self.lock().kept.is_some()
+    }
+}
+
+impl PackedSlot<PackedB> {
+    /// [`Self::for_run_with`] a product's weight, packed by [`pack`].
+    ///
+    /// # Safety
+    /// `b` addresses `k x n` readable elements.
+    pub(crate) unsafe fn for_run(&self, b: View<f32>, k: usize, n: usize) -> Option<Arc<PackedB>> {
+        // SAFETY: forwarded from the caller (both reads of `b`).
+        unsafe { self.for_run_with(b, k, n, || pack(b, k, n)) }
     }
 
     /// The packing of the weight `b` (`k x n`), kept from an earlier call when its key
@@ -198,12 +229,6 @@ impl PackedSlot {
         unsafe { self.for_run(b, k, n).or_else(|| self.for_run(b, k, n)) }
             .expect("the second sight of a weight packs it")
     }
-
-    /// Whether a packing is kept (for tests).
-    #[cfg(test)]
-    pub(crate) fn is_packed(&self) -> bool {
-        self.lock().kept.is_some()
-    }
 }
 
 /// Packs the whole weight (see [`PackedB`]), its panels spread over the threads: this runs in
@@ -211,10 +236,9 @@ impl PackedSlot {
 /// one thread, element by element, and 0.1 s this way on two threads: AMD EPYC Zen 3).
 ///
 /// # Safety
-/// `b` addresses `key.k x key.n` readable elements.
-unsafe fn pack(b: View<f32>, key: Key) -> PackedB {
+/// `b` addresses `k x n` readable elements.
+unsafe fn pack(b: View<f32>, k: usize, n: usize) -> PackedB {
     use rayon::prelude::*;
-    let (k, n) = (key.k, key.n);
     let npad = n.next_multiple_of(NR);
     let mut data = vec![0f32; k * npad];
     // The views' pointer, as an address: shared with the threads, which only read through it.
@@ -243,7 +267,7 @@ unsafe fn pack(b: View<f32>, key: Key) -> PackedB {
                 }
             });
     }
-    PackedB { data, npad, key }
+    PackedB { data, npad }
 }
 
 /// Columns `col0..` of a packed weight, as a product panel reads them (`col0` a multiple of
@@ -373,8 +397,7 @@ pub(crate) fn row_tiles(mc: usize) -> impl Iterator<Item = (usize, usize)> {
 ///
 /// # Safety
 /// The block lies inside `a`; `out` holds `mc * kc` floats.
-#[cfg(target_arch = "x86_64")]
-unsafe fn pack_a(
+pub(crate) unsafe fn pack_a(
     a: View<f32>,
     (i0, p0): (usize, usize),
     (mc, kc): (usize, usize),
@@ -400,7 +423,7 @@ unsafe fn pack_a(
 /// # Safety
 /// As [`tile_of`], with `rows` the panel's rows (1 to [`MR`]).
 #[cfg(target_arch = "x86_64")]
-unsafe fn tile(
+pub(crate) unsafe fn tile(
     kc: usize,
     ap: *const f32,
     wp: *const f32,

@@ -211,14 +211,18 @@ impl Region {
         planner.finish_outputs(&region.outputs)?;
         let scratch = std::mem::take(&mut planner.scratch);
         let mut stages: Vec<Stage> = planner.stages.into_iter().map(Stage::finish).collect();
-        // Products against a static weight keep it packed between runs.
+        // Products and convolutions against a static weight keep it packed between runs.
+        let is_static =
+            |buf: BufId| matches!(buf, BufId::Input(i) if static_inputs.contains(&(i as u32)));
         for stage in &mut stages {
-            if let Stage::Gemm(g) = stage {
-                let weight_is_static = matches!(g.b.0, BufId::Input(i)
-                    if static_inputs.contains(&(i as u32)));
-                if weight_is_static && crate::prepack::applies(g) {
+            match stage {
+                Stage::Gemm(g) if is_static(g.b.0) && crate::prepack::applies(g) => {
                     g.packed = Some(Default::default());
                 }
+                Stage::Conv(c) if is_static(c.w.0) && crate::packed_left::applies(c) => {
+                    c.packed = Some(Default::default());
+                }
+                _ => {}
             }
         }
         let stages = crate::gemm_pair::pair_products(stages);
@@ -258,7 +262,8 @@ impl Region {
         self.product_flops
     }
 
-    /// Number of product stages running on a kept packing of their weight (for tests).
+    /// Number of product and convolution stages running on a kept packing of their weight
+    /// (for tests).
     #[cfg(test)]
     pub(crate) fn packed_products(&self) -> usize {
         let packed = |g: &crate::stages::GemmPlan| g.packed.as_ref().is_some_and(|s| s.is_packed());
@@ -267,6 +272,7 @@ impl Region {
             .map(|s| match s {
                 Stage::Gemm(g) => usize::from(packed(g)),
                 Stage::GemmPair(p) => usize::from(packed(&p.0)) + usize::from(packed(&p.1)),
+                Stage::Conv(c) => usize::from(c.packed.as_ref().is_some_and(|s| s.is_packed())),
                 _ => 0,
             })
             .sum()

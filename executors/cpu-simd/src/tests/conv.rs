@@ -4,6 +4,7 @@
 
 use super::{assert_close, data, ints, services, Tb};
 use crate::region::Region;
+use thunder_abi::export::CompiledRegion;
 use thunder_abi::{ArgView, DTypeCode::F32, RegionSpec};
 
 /// One convolution: `[n, c_in, *spatial]` input, `[c_out, c_in/groups, *kernel]` weights.
@@ -560,4 +561,82 @@ fn output_channel_contiguous_weights_read_the_columns_in_place() {
         check(&c, Tail::None);
         check(&c, Tail::AddRelu);
     }
+}
+
+/// A convolution (bias and ReLU fused) compiled with its weight static keeps the weight packed
+/// from its second run on AVX2 CPUs without AVX-512 (`packed_left.rs`), and gives the naive
+/// values on every run, when the weight is rewritten in place too (the run after the rewrite
+/// packs per call, the next one packs it again).
+#[test]
+fn a_static_convolution_weight_is_packed_on_its_second_run() {
+    let c = Case {
+        pad: vec![1, 1],
+        ..case(2, 8, 20, &[9, 7], &[3, 3])
+    };
+    let (xs, ws, os) = ([2i64, 8, 9, 7], [20i64, 8, 3, 3], dims(&c.out_shape()));
+    let mut tb = Tb::default();
+    let x = tb.value(F32, &xs);
+    let w = tb.value(F32, &ws);
+    let b = tb.value(F32, &[20]);
+    let conv = tb.op(
+        "convolution",
+        vec![
+            ArgView::Value(x),
+            ArgView::Value(w),
+            ArgView::Value(b),
+            ints(&[1, 1]),
+            ints(&[1, 1]),
+            ints(&[1, 1]),
+            ArgView::Int(1),
+        ],
+        F32,
+        &os,
+    );
+    let y = tb.op(
+        "maximum",
+        vec![ArgView::Value(conv), ArgView::Float(0.0)],
+        F32,
+        &os,
+    );
+    let spec = RegionSpec {
+        ops: vec![0, 1].into(),
+        inputs: vec![x, w, b].into(),
+        outputs: vec![y].into(),
+    };
+    let view = tb.view(&[x, w, b], &[y]);
+    let region = Region::compile(&view, &spec, services(), &[1]).expect("compile");
+    assert_eq!(region.stage_counts().0, 1);
+    let n = |v: &[i64]| v.iter().product::<i64>() as usize;
+    let (dx, mut dw, db) = (data(n(&xs), 1), data(n(&ws), 2), data(20, 3));
+    let on = usize::from(crate::packed_left::applies_to_f32());
+    for (round, packed_after) in [0, on, 0, on].into_iter().enumerate() {
+        if round == 2 {
+            for v in dw.iter_mut() {
+                *v *= -2.0;
+            }
+        }
+        let mut got = vec![f32::NAN; n(&os)];
+        let ins = [
+            super::f32_desc(dx.as_ptr(), &xs),
+            super::f32_desc(dw.as_ptr(), &ws),
+            super::f32_desc(db.as_ptr(), &[20]),
+        ];
+        let outs = [super::f32_desc(got.as_mut_ptr(), &os)];
+        region
+            .run(&ins, &outs, &thunder_abi::ExecContext::CPU)
+            .expect("run");
+        let want: Vec<f64> = c
+            .naive(&dx, &dw, &db)
+            .into_iter()
+            .map(|v| v.max(0.0))
+            .collect();
+        assert_close(&got, &want, 1e-4, 1e-5, &format!("round {round}"));
+        assert_eq!(
+            region.packed_products(),
+            packed_after,
+            "round {round}: convolutions running on a kept packing"
+        );
+    }
+    let plain = Region::compile(&view, &spec, services(), &[]).expect("compile");
+    assert_eq!(plain.packed_products(), 0);
 }
