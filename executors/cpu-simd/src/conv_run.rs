@@ -151,25 +151,30 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
         && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
         && crate::conv_comajor::enabled()
         && (g.direct || (g.k > 1 && g.s_out >= IMPLICIT_MIN_POSITIONS));
-    // Otherwise, f32 on AVX2 without AVX-512: the weight packed once per call, or kept packed
-    // between runs when it is static, and each column block multiplied against it
-    // (`packed_left.rs`), on row tiles that the threads split between them.
+    // Otherwise, f32 on AVX2 without AVX-512, a static weight kept packed between runs (from
+    // the second run: `prepack::PackedSlot`), against which each column block runs
+    // (`packed_left.rs`), on row tiles that the threads split between them. A weight packed
+    // per call stays on `matrixmultiply`, which packs it per block into cache: packed whole
+    // and then read back, ResNet-50's 3x3 over 512 channels at 7 x 7 (9.4 MB of weight) took
+    // 6.4 ms against 3.6 (`conv_bench`, two threads, AMD EPYC Zen 3), though the layers with
+    // small weights ran 3-20% faster.
     #[cfg(target_arch = "x86_64")]
-    let left = if !co_major && crate::packed_left::applies(p) {
-        let view = View {
-            ptr: weights.get() as *const f32,
-            rs: w_rs,
-            cs: w_cs,
-        };
-        // SAFETY: `view` addresses the C_out x C_in/G * K weight matrix.
-        let pack = || unsafe { PackedA::pack(view, g.groups, g.cg_out, g.ck) };
-        let kept = p.packed.as_ref().and_then(|slot| {
-            // SAFETY: as above.
-            unsafe { slot.for_run_with(view, g.c_out, g.ck, pack) }
-        });
-        Some(kept.unwrap_or_else(|| std::sync::Arc::new(pack())))
-    } else {
-        None
+    let left = match &p.packed {
+        Some(slot) if !co_major && crate::packed_left::applies(p) => {
+            let view = View {
+                ptr: weights.get() as *const f32,
+                rs: w_rs,
+                cs: w_cs,
+            };
+            let kc = crate::packed_left::depth_block(g.k);
+            // SAFETY: `view` addresses the C_out x C_in/G * K weight matrix.
+            unsafe {
+                slot.for_run_with(view, g.c_out, g.ck, || {
+                    PackedA::pack(view, (g.groups, g.cg_out, g.ck), kc)
+                })
+            }
+        }
+        _ => None,
     };
     #[cfg(target_arch = "x86_64")]
     let tiles: Vec<(usize, usize)> = match &left {
@@ -179,6 +184,9 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     #[cfg(not(target_arch = "x86_64"))]
     let tiles: Vec<(usize, usize)> = Vec::new();
     let tile_starts: Vec<usize> = tiles.iter().map(|t| t.0).collect();
+    // The packed path unrolls each block straight into its panels (`Unrolled`), the others
+    // into a column matrix.
+    let unroll_to_col = !g.direct && tiles.is_empty();
     let threads = rayon::current_num_threads();
     let (per_block, blocks) = g.blocks(std::mem::size_of::<T>(), n * g.groups, threads);
     let tasks = n * g.groups * blocks;
@@ -197,11 +205,12 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
             )
         };
     }
-    // The largest block's column matrix (nothing for the direct path, which reads in place).
-    let max_col = if g.direct {
-        0
-    } else {
+    // The largest block's column matrix (nothing for the direct path, which reads in place,
+    // or the packed one).
+    let max_col = if unroll_to_col {
         g.ck * per_block * g.width
+    } else {
+        0
     };
     let task = |t: usize, col: &mut [T], m_range: std::ops::Range<usize>, par: bool| {
         let (b, rest) = (t / (g.groups * blocks), t % (g.groups * blocks));
@@ -219,6 +228,8 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                 Ptr(unsafe { base.add(s0) } as *mut T),
                 a.strides[1] as isize,
             )
+        } else if !unroll_to_col {
+            (Ptr(std::ptr::null_mut()), 0)
         } else {
             let col = &mut col[..g.ck * cols];
             if par {
@@ -241,20 +252,27 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                         tiles.partition_point(|t| t.0 < m.start),
                         tiles.partition_point(|t| t.0 < m.end),
                     );
-                    let group_out = out.get().add((b * g.c_out + gi * g.cg_out) * g.s_out + s0);
-                    crate::packed_left::gemm(
-                        left,
-                        gi,
-                        &tiles[from..to],
-                        cols,
-                        View {
+                    let (tiles, ld) = (&tiles[from..to], g.s_out as isize);
+                    let group_out =
+                        out.get().add((b * g.c_out + gi * g.cg_out) * g.s_out + s0) as *mut f32;
+                    if g.direct {
+                        let input = View {
                             ptr: rhs.get() as *const f32,
                             rs: rhs_rs,
                             cs: 1,
-                        },
-                        group_out as *mut f32,
-                        g.s_out as isize,
-                    );
+                        };
+                        crate::packed_left::gemm(left, gi, tiles, cols, &input, group_out, ld);
+                    } else {
+                        let unrolled = Unrolled {
+                            p,
+                            bufs,
+                            b,
+                            c0: gi * g.cg_in,
+                            rows: r0..r1,
+                            taps: g.k,
+                        };
+                        crate::packed_left::gemm(left, gi, tiles, cols, &unrolled, group_out, ld);
+                    }
                     epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
                     return;
                 }
@@ -521,6 +539,68 @@ fn with_padded<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
         static PADDED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     PADDED.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut kept) => {
+            if kept.len() < n {
+                kept.resize(n, 0.0);
+            }
+            f(&mut kept[..n])
+        }
+        Err(_) => f(&mut vec![0.0; n]),
+    })
+}
+
+/// A block's column matrix (batch item `b`, the group's input channels from `c0`, output
+/// rows `rows`) unrolled straight into `packed_left`'s panels, one input channel at a time
+/// through a small buffer (`taps` rows of the block's columns: 14 KB for a 3x3 kernel over
+/// seven rows of 56), instead of into a whole row-major matrix that is then packed again.
+#[cfg(target_arch = "x86_64")]
+struct Unrolled<'a> {
+    p: &'a ConvPlan,
+    bufs: &'a Bufs,
+    b: usize,
+    c0: usize,
+    rows: std::ops::Range<usize>,
+    taps: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl crate::packed_left::Columns for Unrolled<'_> {
+    unsafe fn pack(&self, p0: usize, kc: usize, n: usize, out: &mut [f32]) {
+        let taps = self.taps.max(1);
+        with_unrolled(taps * n, |channel| {
+            for c in p0 / taps..(p0 + kc).div_ceil(taps) {
+                // SAFETY: as for `run_typed`; `channel` holds taps x n floats.
+                unsafe {
+                    im2col(
+                        self.p,
+                        self.bufs,
+                        self.b,
+                        self.c0 + c,
+                        1,
+                        self.rows.start,
+                        self.rows.end,
+                        channel,
+                    )
+                };
+                for (tap, row) in channel.chunks_exact(n).enumerate() {
+                    let q = c * taps + tap;
+                    if (p0..p0 + kc).contains(&q) {
+                        crate::packed_left::scatter_row(row, q - p0, kc, out);
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Runs `f` on this thread's kept buffer for [`Unrolled`]'s channel, of `n` floats (grown when
+/// too small; im2col writes every element before it is read).
+#[cfg(target_arch = "x86_64")]
+fn with_unrolled<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    thread_local! {
+        static CHANNEL: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    CHANNEL.with(|cell| match cell.try_borrow_mut() {
         Ok(mut kept) => {
             if kept.len() < n {
                 kept.resize(n, 0.0);

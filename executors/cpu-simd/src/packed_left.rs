@@ -11,9 +11,9 @@
 //! [`NR`] columns the tile reads.
 
 use crate::gemm_run::View;
-use crate::prepack::{pack_a, KC};
+use crate::prepack::{pack_a, KC, NR};
 #[cfg(target_arch = "x86_64")]
-use crate::prepack::{tile, MC, MR, NR};
+use crate::prepack::{tile, MC, MR};
 use rayon::prelude::*;
 
 /// Whether a convolution runs its products here (`conv_run.rs`, unless its weights are read
@@ -25,34 +25,57 @@ pub(crate) fn applies(p: &crate::conv::ConvPlan) -> bool {
 
 /// Whether f32 convolutions run their products here (see [`applies`]).
 pub(crate) fn applies_to_f32() -> bool {
+    let read = || std::env::var("THUNDER_CPU_SIMD_CONV_PACKED").as_deref() != Ok("0");
+    // Read on every call under test, so that `conv_bench` can alternate it.
+    if cfg!(test) {
+        return crate::prepack::enabled() && read();
+    }
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    crate::prepack::enabled()
-        && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_CONV_PACKED").as_deref() != Ok("0"))
+    crate::prepack::enabled() && *ON.get_or_init(read)
 }
 
 /// `groups` matrices of `m x k`, each packed as `prepack`'s left blocks: for each block of
-/// [`KC`] depth steps from `p0` (`p0 * m` floats into the group's `m * k`), one panel per row
-/// tile of `prepack::row_tiles(m)`, the tile from row `first` starting `first * kc` into the block.
+/// `kc` depth steps from `p0` (`p0 * m` floats into the group's `m * k`), one panel per row
+/// tile of `prepack::row_tiles(m)`, the tile from row `first` starting `first * kc` into the
+/// block.
 pub(crate) struct PackedA {
     data: Vec<f32>,
     m: usize,
     k: usize,
+    /// Depth steps per block (the last block may have fewer).
+    kc: usize,
+}
+
+/// Depth steps per block for a convolution whose kernel has `taps` elements: whole input
+/// channels of about [`KC`] (252 for a 3x3 kernel), so that each block unrolls its own
+/// channels ([`Columns`]); one channel when its kernel is longer.
+pub(crate) fn depth_block(taps: usize) -> usize {
+    if taps >= KC {
+        taps.max(1)
+    } else {
+        KC / taps.max(1) * taps.max(1)
+    }
 }
 
 impl PackedA {
     /// Packs `a`'s rows as `groups` groups of `m` rows (group `g` from row `g * m`) of `k`
-    /// columns, the blocks spread over the threads.
+    /// columns, in blocks of `kc` depth steps, the blocks spread over the threads.
     ///
     /// # Safety
     /// `a` addresses `groups * m x k` readable elements.
-    pub(crate) unsafe fn pack(a: View<f32>, groups: usize, m: usize, k: usize) -> PackedA {
+    pub(crate) unsafe fn pack(
+        a: View<f32>,
+        (groups, m, k): (usize, usize, usize),
+        kc: usize,
+    ) -> PackedA {
+        let kc = kc.max(1);
         let mut data = vec![0f32; groups * m * k];
         // One task per group and depth block: (group, p0, its floats).
         let mut blocks = Vec::new();
         let mut rest = data.as_mut_slice();
         for g in 0..groups {
-            for p0 in (0..k).step_by(KC) {
-                let (block, tail) = rest.split_at_mut(m * KC.min(k - p0));
+            for p0 in (0..k).step_by(kc) {
+                let (block, tail) = rest.split_at_mut(m * kc.min(k - p0));
                 blocks.push((g, p0, block));
                 rest = tail;
             }
@@ -67,9 +90,9 @@ impl PackedA {
             };
             // SAFETY: rows g * m .. (g + 1) * m, depth p0 .. p0 + kc lie inside `a`; the
             // block holds m * kc floats.
-            unsafe { pack_a(a, (g * m, p0), (m, KC.min(k - p0)), block) };
+            unsafe { pack_a(a, (g * m, p0), (m, kc.min(k - p0)), block) };
         });
-        PackedA { data, m, k }
+        PackedA { data, m, k, kc }
     }
 
     /// Rows of each group.
@@ -80,11 +103,11 @@ impl PackedA {
 
 /// `dst[i * ld + j] = Σ_p a(i, p) · b(p, j)` for group `g` of `a`, the rows `i` of the row
 /// tiles `tiles` (a run of `prepack::row_tiles(m)`, rows counted from the group's first), `j < n`,
-/// `p < k`. Each block of depth packs `b`'s rows into panels of [`NR`] columns (a panel in L1
-/// while the packed row tiles pass, a block of at most [`MC`] rows of them in L2).
+/// `p < k`. Each block of depth packs `b`'s rows into panels of [`NR`] columns ([`Columns`]; a
+/// panel in L1 while the packed row tiles pass, a block of at most [`MC`] rows of them in L2).
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA (`prepack::enabled`); `b` addresses `k x n` readable elements;
+/// The CPU has AVX2 and FMA (`prepack::enabled`); `b` has `k x n` readable elements;
 /// `dst` addresses the tiles' rows (stride `ld`) of `n` writable elements that no other thread
 /// touches.
 #[cfg(target_arch = "x86_64")]
@@ -93,7 +116,7 @@ pub(crate) unsafe fn gemm(
     g: usize,
     tiles: &[(usize, usize)],
     n: usize,
-    b: View<f32>,
+    b: &impl Columns,
     dst: *mut f32,
     ld: isize,
 ) {
@@ -115,11 +138,11 @@ pub(crate) unsafe fn gemm(
     // are two blocks of 132 and 124, not 126, 126 and 4).
     let per_block = rows.div_ceil(rows.div_ceil(MC)) + MR - 1;
     let npad = n.next_multiple_of(NR);
-    with_panels(KC * npad, |panels| {
-        for p0 in (0..k).step_by(KC) {
-            let kc = KC.min(k - p0);
+    with_panels(a.kc * npad, |panels| {
+        for p0 in (0..k).step_by(a.kc) {
+            let kc = a.kc.min(k - p0);
             // SAFETY: depth p0 .. p0 + kc of `b`; `panels` holds kc * npad floats.
-            unsafe { pack_b(b, p0, kc, n, panels) };
+            unsafe { b.pack(p0, kc, n, &mut panels[..kc * npad]) };
             // SAFETY: this group's depth block inside the packing.
             let block = unsafe { a.data.as_ptr().add(g * m * k + p0 * m) };
             let mut start = 0;
@@ -153,34 +176,47 @@ pub(crate) unsafe fn gemm(
     })
 }
 
-/// Packs `b`'s depth `p0..p0 + kc` into panels of [`NR`] columns side by side, each `kc x NR`
-/// (the columns past `n` zero).
-///
-/// # Safety
-/// Rows `p0..p0 + kc` of `b` address `n` readable elements each; `out` holds
-/// `kc * n.next_multiple_of(NR)` floats.
-#[cfg(target_arch = "x86_64")]
-unsafe fn pack_b(b: View<f32>, p0: usize, kc: usize, n: usize, out: &mut [f32]) {
-    for (c, panel) in out[..kc * n.next_multiple_of(NR)]
-        .chunks_exact_mut(NR * kc)
-        .enumerate()
-    {
-        let cols = NR.min(n - c * NR);
-        for (p, row) in panel.chunks_exact_mut(NR).enumerate() {
-            let src = b
-                .ptr
-                .wrapping_offset((p0 + p) as isize * b.rs + (c * NR) as isize * b.cs);
-            if b.cs == 1 {
-                // SAFETY: elements (p0 + p, c * NR ..+ cols) of `b`, contiguous.
-                row[..cols].copy_from_slice(unsafe { std::slice::from_raw_parts(src, cols) });
-            } else {
-                for (j, x) in row[..cols].iter_mut().enumerate() {
-                    // SAFETY: element (p0 + p, c * NR + j) of `b`.
-                    *x = unsafe { *src.offset(j as isize * b.cs) };
+/// A `k x n` right operand as [`gemm`] reads it: packed one block of depth at a time into
+/// panels of [`NR`] columns side by side, each `kc x NR` (the columns past `n` zero).
+pub(crate) trait Columns {
+    /// Packs depth `p0..p0 + kc` into `out` (`kc * n.next_multiple_of(NR)` floats).
+    ///
+    /// # Safety
+    /// The operand's depth `p0..p0 + kc` and columns `..n` are readable.
+    unsafe fn pack(&self, p0: usize, kc: usize, n: usize, out: &mut [f32]);
+}
+
+/// A matrix in memory: each panel row is a copy of (or a gather from) a row of it.
+impl Columns for View<f32> {
+    unsafe fn pack(&self, p0: usize, kc: usize, n: usize, out: &mut [f32]) {
+        for (c, panel) in out.chunks_exact_mut(NR * kc).enumerate() {
+            let cols = NR.min(n - c * NR);
+            for (p, row) in panel.chunks_exact_mut(NR).enumerate() {
+                let src = self
+                    .ptr
+                    .wrapping_offset((p0 + p) as isize * self.rs + (c * NR) as isize * self.cs);
+                if self.cs == 1 {
+                    // SAFETY: elements (p0 + p, c * NR ..+ cols), contiguous.
+                    row[..cols].copy_from_slice(unsafe { std::slice::from_raw_parts(src, cols) });
+                } else {
+                    for (j, x) in row[..cols].iter_mut().enumerate() {
+                        // SAFETY: element (p0 + p, c * NR + j).
+                        *x = unsafe { *src.offset(j as isize * self.cs) };
+                    }
                 }
+                row[cols..].fill(0.0);
             }
-            row[cols..].fill(0.0);
         }
+    }
+}
+
+/// Copies row `q` of a block's rows, `row` (`n` floats), into the panels of a packed block
+/// (`out`, `kc` rows; see [`Columns`]).
+pub(crate) fn scatter_row(row: &[f32], q: usize, kc: usize, out: &mut [f32]) {
+    for (c, chunk) in row.chunks(NR).enumerate() {
+        let dst = &mut out[(c * kc + q) * NR..][..NR];
+        dst[..chunk.len()].copy_from_slice(chunk);
+        dst[chunk.len()..].fill(0.0);
     }
 }
 
@@ -209,7 +245,7 @@ mod tests {
 
     /// `groups` stacked `m x k` left matrices (row-major or transposed) against a `k x n` right
     /// one, every run of whole tiles: each output against an f64 sum.
-    fn check(groups: usize, m: usize, n: usize, k: usize, transposed: bool) {
+    fn check(groups: usize, m: usize, n: usize, k: usize, kc: usize, transposed: bool) {
         if !crate::prepack::enabled() {
             eprintln!("packed_left needs AVX2 without AVX-512; skipped");
             return;
@@ -229,7 +265,7 @@ mod tests {
             cs,
         };
         // SAFETY: `av` addresses rows x k elements of `a`.
-        let packed = unsafe { PackedA::pack(av, groups, m, k) };
+        let packed = unsafe { PackedA::pack(av, (groups, m, k), kc) };
         let tiles: Vec<(usize, usize)> = row_tiles(m).collect();
         let ld = n + 3;
         for g in 0..groups {
@@ -244,7 +280,7 @@ mod tests {
                             g,
                             run,
                             n,
-                            View {
+                            &View {
                                 ptr: b.as_ptr(),
                                 rs: n as isize,
                                 cs: 1,
@@ -271,7 +307,7 @@ mod tests {
                         let tol = 4.0 * (k as f64 + 1.0).sqrt() * f32::EPSILON as f64 * size;
                         assert!(
                             (got as f64 - want).abs() <= tol,
-                            "g{g} {m}x{n}x{k} t {transposed} cut {cut}: ({i}, {j}) {got} vs {want}"
+                            "g{g} {m}x{n}x{k} kc {kc} t {transposed} cut {cut}: ({i}, {j}) {got} vs {want}"
                         );
                     }
                 }
@@ -291,14 +327,17 @@ mod tests {
             (3, 10, 20, 20),
         ] {
             for transposed in [false, true] {
-                check(groups, m, n, k, transposed);
+                // Depth blocks of KC, of whole 3x3 channels (252), and short ones.
+                for kc in [KC, depth_block(9), 7] {
+                    check(groups, m, n, k, kc, transposed);
+                }
             }
         }
     }
 
     #[test]
     fn an_empty_depth_zeroes_the_output() {
-        check(1, 5, 20, 0, false);
-        check(2, 5, 0, 4, false);
+        check(1, 5, 20, 0, KC, false);
+        check(2, 5, 0, 4, KC, false);
     }
 }

@@ -3,7 +3,8 @@
 //! machine). Ignored by default; run with
 //! `RAYON_NUM_THREADS=1 cargo test --release -p thunder-cpu-simd conv_bench -- --ignored --nocapture`
 //! (`CONV_BENCH_BATCH=8` for batch 8, `CONV_BENCH_ONLY=3x3` to pick classes by name,
-//! `CONV_BENCH_CHANNELS_LAST=1` for weights stored `[C_in, kh, kw, C_out]`).
+//! `CONV_BENCH_CHANNELS_LAST=1` for weights stored `[C_in, kh, kw, C_out]`, `CONV_BENCH_STATIC=1`
+//! for a static weight, as in an ONNX session).
 //!
 //! `CONV_BENCH_EVICT=1`: each call after streaming 256 MB, timed in the calling thread's CPU
 //! time (one thread): weights and activations cold, as in a whole model, where they were last
@@ -121,7 +122,14 @@ fn conv_bench() {
             inputs: ids.clone().into(),
             outputs: vec![out].into(),
         };
-        let region = Region::compile(&view, &spec, services(), &[]).expect("compile");
+        // `CONV_BENCH_STATIC=1`: the weight a static input (as an ONNX session's), kept packed
+        // from the second call on AVX2 CPUs without AVX-512.
+        let statics: &[u32] = if std::env::var("CONV_BENCH_STATIC").is_ok() {
+            &[1]
+        } else {
+            &[]
+        };
+        let region = Region::compile(&view, &spec, services(), statics).expect("compile");
         let inputs: Vec<Vec<f32>> = shapes
             .iter()
             .enumerate()

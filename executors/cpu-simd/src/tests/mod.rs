@@ -110,13 +110,42 @@ impl Tb {
 
     /// All ops compiled as one region with these inputs and outputs.
     pub(crate) fn compile(&self, inputs: &[u32], outputs: &[u32]) -> Region {
+        self.compile_static(inputs, outputs, &[])
+    }
+
+    /// As [`Tb::compile`], with the inputs at positions `statics` promised static.
+    pub(crate) fn compile_static(
+        &self,
+        inputs: &[u32],
+        outputs: &[u32],
+        statics: &[u32],
+    ) -> Region {
         let view = self.view(inputs, outputs);
         let spec = RegionSpec {
             ops: (0..self.ops.len() as u32).collect(),
             inputs: inputs.to_vec().into(),
             outputs: outputs.to_vec().into(),
         };
-        Region::compile(&view, &spec, services(), &[]).expect("compile")
+        Region::compile(&view, &spec, services(), statics).expect("compile")
+    }
+
+    /// Compiles all ops as one region with the inputs at positions `statics` promised static
+    /// and runs it `runs` times on the same f32 inputs; returns each run's outputs.
+    pub(crate) fn run_static(
+        &self,
+        inputs: &[(u32, Vec<f32>)],
+        outputs: &[u32],
+        statics: &[u32],
+        runs: usize,
+    ) -> Vec<Vec<Vec<f32>>> {
+        let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
+        let region = self.compile_static(&ids, outputs, statics);
+        (0..runs)
+            .map(|_| {
+                self.run_region(&region, DTypeCode::F32, inputs, outputs)
+                    .expect("run")
+            })
+            .collect()
     }
 
     /// Compiles all ops as one region and runs it on f32 inputs; returns the f32 outputs.
@@ -142,6 +171,17 @@ impl Tb {
     ) -> Result<Vec<Vec<T>>, thunder_abi::PluginError> {
         let ids: Vec<u32> = inputs.iter().map(|(id, _)| *id).collect();
         let region = self.compile(&ids, outputs);
+        self.run_region(&region, dtype, inputs, outputs)
+    }
+
+    /// Runs a compiled region on inputs and outputs of one element type `T` (`dtype`).
+    pub(crate) fn run_region<T: crate::ops::Real>(
+        &self,
+        region: &Region,
+        dtype: DTypeCode,
+        inputs: &[(u32, Vec<T>)],
+        outputs: &[u32],
+    ) -> Result<Vec<Vec<T>>, thunder_abi::PluginError> {
         let shapes: Vec<Vec<i64>> = outputs
             .iter()
             .map(|&o| self.values[o as usize].shape.to_vec())
