@@ -531,8 +531,9 @@ unsafe fn pad_input(p: &ConvPlan, bufs: &Bufs, (hp, wp): (usize, usize), dst: &m
     };
 }
 
-/// Runs `f` on this thread's kept buffer for a padded input (grown when too small; every
-/// element is written by `pad_input` before it is read), or a fresh one while it is in use.
+/// Runs `f` on this thread's kept buffer of `n` floats for a padded input or for [`Unrolled`]'s
+/// channel (grown when too small; `pad_input` and im2col write every element before it is
+/// read), or a fresh one while it is in use.
 #[cfg(target_arch = "x86_64")]
 fn with_padded<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
     thread_local! {
@@ -567,7 +568,7 @@ struct Unrolled<'a> {
 impl crate::packed_left::Columns for Unrolled<'_> {
     unsafe fn pack(&self, p0: usize, kc: usize, n: usize, out: &mut [f32]) {
         let taps = self.taps.max(1);
-        with_unrolled(taps * n, |channel| {
+        with_padded(taps * n, |channel| {
             for c in p0 / taps..(p0 + kc).div_ceil(taps) {
                 // SAFETY: as for `run_typed`; `channel` holds taps x n floats.
                 unsafe {
@@ -591,24 +592,6 @@ impl crate::packed_left::Columns for Unrolled<'_> {
             }
         })
     }
-}
-
-/// Runs `f` on this thread's kept buffer for [`Unrolled`]'s channel, of `n` floats (grown when
-/// too small; im2col writes every element before it is read).
-#[cfg(target_arch = "x86_64")]
-fn with_unrolled<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-    thread_local! {
-        static CHANNEL: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    CHANNEL.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut kept) => {
-            if kept.len() < n {
-                kept.resize(n, 0.0);
-            }
-            f(&mut kept[..n])
-        }
-        Err(_) => f(&mut vec![0.0; n]),
-    })
 }
 
 /// Runs `f` on a column buffer of `n` elements: this thread's kept buffer (grown when too

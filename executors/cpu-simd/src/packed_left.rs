@@ -5,10 +5,10 @@
 //!
 //! On `matrixmultiply`, which packs both operands per call, every block of output positions
 //! packed the whole weight again: a 3x3 convolution over 256 channels at 14 x 14 (ResNet-50
-//! b1) cut its 196 positions into 7 blocks and packed its 2.4 MB weight 7 times. Here the
-//! weight is packed once per convolution (and, for a static weight, once per session:
-//! `prepack::PackedSlot`), and only the column block is packed per block, into the panels of
-//! [`NR`] columns the tile reads.
+//! b1) cut its 196 positions into 7 blocks and packed its 2.4 MB weight 7 times. Here a static
+//! weight is packed once per session (`prepack::PackedSlot`, from its second run), and only
+//! the column block is packed per block, into the panels of [`NR`] columns the tile reads. A
+//! weight packed per call stays on `matrixmultiply` (see `conv_run.rs`).
 
 use crate::gemm_run::View;
 use crate::prepack::{pack_a, KC, NR};
@@ -16,8 +16,9 @@ use crate::prepack::{pack_a, KC, NR};
 use crate::prepack::{tile, MC, MR};
 use rayon::prelude::*;
 
-/// Whether a convolution runs its products here (`conv_run.rs`, unless its weights are read
-/// in place by `conv_comajor`): f32 on the CPUs `prepack` serves;
+/// Whether a convolution with a static weight runs its products here once that weight is kept
+/// packed (`conv_run.rs`, unless its weights are read in place by `conv_comajor`): f32 on the
+/// CPUs `prepack` serves;
 /// `THUNDER_CPU_SIMD_CONV_PACKED=0` leaves them to `matrixmultiply`, for A/B runs.
 pub(crate) fn applies(p: &crate::conv::ConvPlan) -> bool {
     p.ty == crate::decode::Ty::F32 && applies_to_f32()
@@ -138,7 +139,7 @@ pub(crate) unsafe fn gemm(
     // are two blocks of 132 and 124, not 126, 126 and 4).
     let per_block = rows.div_ceil(rows.div_ceil(MC)) + MR - 1;
     let npad = n.next_multiple_of(NR);
-    with_panels(a.kc * npad, |panels| {
+    crate::prepack::with_buffer(a.kc * npad, |panels| {
         for p0 in (0..k).step_by(a.kc) {
             let kc = a.kc.min(k - p0);
             // SAFETY: depth p0 .. p0 + kc of `b`; `panels` holds kc * npad floats.
@@ -218,24 +219,6 @@ pub(crate) fn scatter_row(row: &[f32], q: usize, kc: usize, out: &mut [f32]) {
         dst[..chunk.len()].copy_from_slice(chunk);
         dst[chunk.len()..].fill(0.0);
     }
-}
-
-/// Runs `f` on this thread's kept panel buffer, of at least `len` floats (a fresh one while it
-/// is in use).
-#[cfg(target_arch = "x86_64")]
-fn with_panels<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    BUF.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut kept) => {
-            if kept.len() < len {
-                kept.resize(len, 0.0);
-            }
-            f(&mut kept)
-        }
-        Err(_) => f(&mut vec![0.0; len]),
-    })
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]

@@ -87,7 +87,7 @@ pub(crate) struct PackedB {
 /// The host promises the same buffer and values on every run (ABI 1.2); the sample is a cheap
 /// check that catches a caller who breaks the promise by rewriting the weight wholesale.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Key {
+struct Key {
     ptr: usize,
     rs: isize,
     cs: isize,
@@ -103,7 +103,7 @@ const SAMPLES: usize = 16;
 impl Key {
     /// # Safety
     /// `b` addresses `k x n` readable elements.
-    pub(crate) unsafe fn of(b: View<f32>, k: usize, n: usize) -> Key {
+    unsafe fn of(b: View<f32>, k: usize, n: usize) -> Key {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for s in 0..SAMPLES {
             // Spread over the rows and the columns (a prime step through the columns).
@@ -348,10 +348,10 @@ pub(crate) unsafe fn gemm(
     })
 }
 
-/// Runs `f` on this thread's kept packing buffer for the left operand, of at least `len`
-/// floats (a fresh one while it is in use).
+/// Runs `f` on this thread's kept packing buffer, of at least `len` floats (a fresh one while
+/// it is in use): this file's left blocks and `packed_left`'s column panels.
 #[cfg(target_arch = "x86_64")]
-fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+pub(crate) fn with_buffer<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
     thread_local! {
         static BUF: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     }
