@@ -255,13 +255,23 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                     let (tiles, ld) = (&tiles[from..to], g.s_out as isize);
                     let group_out =
                         out.get().add((b * g.c_out + gi * g.cg_out) * g.s_out + s0) as *mut f32;
+                    let finish = tile_finish(p, bufs, b, gi * g.cg_out, s0);
                     if g.direct {
                         let input = View {
                             ptr: rhs.get() as *const f32,
                             rs: rhs_rs,
                             cs: 1,
                         };
-                        crate::packed_left::gemm(left, gi, tiles, cols, &input, group_out, ld);
+                        crate::packed_left::gemm(
+                            left,
+                            gi,
+                            tiles,
+                            cols,
+                            &input,
+                            group_out,
+                            ld,
+                            finish.as_ref(),
+                        );
                     } else {
                         let unrolled = Unrolled {
                             p,
@@ -271,9 +281,20 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
                             rows: r0..r1,
                             taps: g.k,
                         };
-                        crate::packed_left::gemm(left, gi, tiles, cols, &unrolled, group_out, ld);
+                        crate::packed_left::gemm(
+                            left,
+                            gi,
+                            tiles,
+                            cols,
+                            &unrolled,
+                            group_out,
+                            ld,
+                            finish.as_ref(),
+                        );
                     }
-                    epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
+                    if finish.is_none() {
+                        epilogue(p, bufs, &g, out, b, oc0..oc0 + m.len(), s0, cols);
+                    }
                     return;
                 }
                 let dst = out.get().add((b * g.c_out + oc0) * g.s_out + s0);
@@ -698,6 +719,74 @@ unsafe fn epilogue<T: Real + Default>(
             }
         }
     }
+}
+
+/// The plan's epilogue (bias, residual, ReLU) as the packed path's tiles apply it in their
+/// stores (`prepack::Finish`), for output channels from `c0` of batch item `b`, columns
+/// from `s0`: whenever there is one and its residual, if any, has its spatial dims in one
+/// unit-stride run. A second pass over each output block, after its product, read it back
+/// from L2 or memory: ResNet-50's 1x1 convolutions at 56 x 56 write 800 KB blocks.
+/// `THUNDER_CPU_SIMD_CONV_FUSED=0` keeps that pass, for A/B runs.
+///
+/// # Safety
+/// As for `run_typed`; T is f32.
+#[cfg(target_arch = "x86_64")]
+unsafe fn tile_finish(
+    p: &ConvPlan,
+    bufs: &Bufs,
+    b: usize,
+    c0: usize,
+    s0: usize,
+) -> Option<crate::prepack::Finish> {
+    let epi = &p.epilogue;
+    let any = p.bias.is_some() || epi.residual.is_some() || epi.relu;
+    if !any || (epi.residual.is_some() && !epi.residual_flat) || !fuse_epilogue() {
+        return None;
+    }
+    let (bias, bias_step) = match &p.bias {
+        Some((buf, layout)) => (
+            // SAFETY: channel c0 of the bias (the caller's).
+            unsafe {
+                (bufs.ptr(*buf) as *const f32)
+                    .offset((layout.offset + c0 as i64 * layout.strides[0]) as isize)
+            },
+            layout.strides[0] as isize,
+        ),
+        None => (std::ptr::null(), 0),
+    };
+    let (res, res_ld) = match &epi.residual {
+        Some((buf, layout)) => (
+            // SAFETY: element (b, c0, s0) of the residual, of the output's shape.
+            unsafe {
+                (bufs.ptr(*buf) as *const f32).offset(
+                    (layout.offset + b as i64 * layout.strides[0] + c0 as i64 * layout.strides[1])
+                        as isize
+                        + s0 as isize,
+                )
+            },
+            layout.strides[1] as isize,
+        ),
+        None => (std::ptr::null(), 0),
+    };
+    Some(crate::prepack::Finish {
+        bias,
+        bias_step,
+        res,
+        res_ld,
+        relu: epi.relu,
+    })
+}
+
+/// Whether the packed path finishes its tiles with the epilogue (see [`tile_finish`]).
+#[cfg(target_arch = "x86_64")]
+fn fuse_epilogue() -> bool {
+    let read = || std::env::var("THUNDER_CPU_SIMD_CONV_FUSED").as_deref() != Ok("0");
+    // Read on every call under test, so that `conv_bench` can alternate it.
+    if cfg!(test) {
+        return read();
+    }
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(read)
 }
 
 /// `row = relu?((row + bias?) + residual?)`, in that order (so results match the separate

@@ -11,7 +11,7 @@
 //! weight packed per call stays on `matrixmultiply` (see `conv_run.rs`).
 
 use crate::gemm_run::View;
-use crate::prepack::{pack_a, KC, NR};
+use crate::prepack::{pack_a, Finish, KC, NR};
 #[cfg(target_arch = "x86_64")]
 use crate::prepack::{tile, MC, MR};
 use rayon::prelude::*;
@@ -104,14 +104,17 @@ impl PackedA {
 
 /// `dst[i * ld + j] = Σ_p a(i, p) · b(p, j)` for group `g` of `a`, the rows `i` of the row
 /// tiles `tiles` (a run of `prepack::row_tiles(m)`, rows counted from the group's first), `j < n`,
-/// `p < k`. Each block of depth packs `b`'s rows into panels of [`NR`] columns ([`Columns`]; a
-/// panel in L1 while the packed row tiles pass, a block of at most [`MC`] rows of them in L2).
+/// `p < k`, each then finished by `finish` (its rows and columns `dst`'s) as the last depth
+/// block stores it. Each block of depth packs `b`'s rows into panels of [`NR`] columns
+/// ([`Columns`]; a panel in L1 while the packed row tiles pass, a block of at most [`MC`] rows
+/// of them in L2).
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA (`prepack::enabled`); `b` has `k x n` readable elements;
 /// `dst` addresses the tiles' rows (stride `ld`) of `n` writable elements that no other thread
-/// touches.
+/// touches; `finish`'s bias and residual hold those rows and columns.
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm(
     a: &PackedA,
     g: usize,
@@ -120,6 +123,7 @@ pub(crate) unsafe fn gemm(
     b: &impl Columns,
     dst: *mut f32,
     ld: isize,
+    finish: Option<&Finish>,
 ) {
     let (m, k) = (a.m, a.k);
     let rows: usize = tiles.iter().map(|t| t.1).sum();
@@ -129,8 +133,15 @@ pub(crate) unsafe fn gemm(
     if k == 0 {
         for &(first, r) in tiles {
             for i in first..first + r {
-                // SAFETY: row i of the tiles, n elements (the caller's).
-                unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * ld), n).fill(0.0) };
+                // SAFETY: row i of the tiles, n elements (the caller's), and its finish's.
+                let row = unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * ld), n) };
+                for (j, x) in row.iter_mut().enumerate() {
+                    *x = match finish {
+                        // SAFETY: the caller's.
+                        Some(f) => unsafe { f.apply(0.0, i, j) },
+                        None => 0.0,
+                    };
+                }
             }
         }
         return;
@@ -142,6 +153,7 @@ pub(crate) unsafe fn gemm(
     crate::prepack::with_buffer(a.kc * npad, |panels| {
         for p0 in (0..k).step_by(a.kc) {
             let kc = a.kc.min(k - p0);
+            let last = p0 + kc == k;
             // SAFETY: depth p0 .. p0 + kc of `b`; `panels` holds kc * npad floats.
             unsafe { b.pack(p0, kc, n, &mut panels[..kc * npad]) };
             // SAFETY: this group's depth block inside the packing.
@@ -157,7 +169,9 @@ pub(crate) unsafe fn gemm(
                 for jr in (0..n).step_by(NR) {
                     let wp = panels[jr * kc..].as_ptr();
                     for &(first, r) in &tiles[start..end] {
-                        // SAFETY: the tile's panel inside the block, its rows inside `dst`.
+                        let finish = finish.filter(|_| last).map(|f| f.at(first, jr));
+                        // SAFETY: the tile's panel inside the block, its rows inside `dst`
+                        // and its finish's.
                         unsafe {
                             tile(
                                 kc,
@@ -167,6 +181,7 @@ pub(crate) unsafe fn gemm(
                                 ld,
                                 p0 > 0,
                                 (r, NR.min(n - jr)),
+                                finish.as_ref(),
                             )
                         };
                     }
@@ -196,7 +211,14 @@ impl Columns for View<f32> {
                 let src = self
                     .ptr
                     .wrapping_offset((p0 + p) as isize * self.rs + (c * NR) as isize * self.cs);
-                if self.cs == 1 {
+                if self.cs == 1 && cols == NR {
+                    // SAFETY: elements (p0 + p, c * NR ..+ NR), contiguous. As an array:
+                    // see `scatter_row`.
+                    if let Some(row) = row.first_chunk_mut::<NR>() {
+                        *row = unsafe { std::ptr::read_unaligned(src as *const [f32; NR]) };
+                    }
+                    continue;
+                } else if self.cs == 1 {
                     // SAFETY: elements (p0 + p, c * NR ..+ cols), contiguous.
                     row[..cols].copy_from_slice(unsafe { std::slice::from_raw_parts(src, cols) });
                 } else {
@@ -214,10 +236,23 @@ impl Columns for View<f32> {
 /// Copies row `q` of a block's rows, `row` (`n` floats), into the panels of a packed block
 /// (`out`, `kc` rows; see [`Columns`]).
 pub(crate) fn scatter_row(row: &[f32], q: usize, kc: usize, out: &mut [f32]) {
-    for (c, chunk) in row.chunks(NR).enumerate() {
+    let mut chunks = row.chunks_exact(NR);
+    for (c, chunk) in (&mut chunks).enumerate() {
+        // As fixed-size arrays: a slice copy of unknown length was a call to `memmove` per
+        // 16 floats, 15% of a 3x3 convolution's time at 56 x 56 (`perf`, AMD EPYC Zen 3).
+        if let (Some(dst), Some(src)) = (
+            out[(c * kc + q) * NR..].first_chunk_mut::<NR>(),
+            chunk.first_chunk::<NR>(),
+        ) {
+            *dst = *src;
+        }
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        let c = row.len() / NR;
         let dst = &mut out[(c * kc + q) * NR..][..NR];
-        dst[..chunk.len()].copy_from_slice(chunk);
-        dst[chunk.len()..].fill(0.0);
+        dst[..tail.len()].copy_from_slice(tail);
+        dst[tail.len()..].fill(0.0);
     }
 }
 
@@ -226,9 +261,30 @@ mod tests {
     use super::*;
     use crate::prepack::row_tiles;
 
+    /// How `check` finishes the products: bias, residual (with a NaN in it), ReLU.
+    const FINISHES: [(bool, bool, bool); 4] = [
+        (false, false, false),
+        (true, false, false),
+        (true, true, true),
+        (false, true, true),
+    ];
+
     /// `groups` stacked `m x k` left matrices (row-major or transposed) against a `k x n` right
-    /// one, every run of whole tiles: each output against an f64 sum.
+    /// one, every run of whole tiles, each finish of [`FINISHES`]: each output against an f64
+    /// sum.
     fn check(groups: usize, m: usize, n: usize, k: usize, kc: usize, transposed: bool) {
+        for finish in FINISHES {
+            check_finished(groups, (m, n, k), kc, transposed, finish);
+        }
+    }
+
+    fn check_finished(
+        groups: usize,
+        (m, n, k): (usize, usize, usize),
+        kc: usize,
+        transposed: bool,
+        (with_bias, with_res, relu): (bool, bool, bool),
+    ) {
         if !crate::prepack::enabled() {
             eprintln!("packed_left needs AVX2 without AVX-512; skipped");
             return;
@@ -251,7 +307,33 @@ mod tests {
         let packed = unsafe { PackedA::pack(av, (groups, m, k), kc) };
         let tiles: Vec<(usize, usize)> = row_tiles(m).collect();
         let ld = n + 3;
+        // Bias every other element (step 2); the residual's rows `n + 5` apart, large enough
+        // to turn some sums negative, one element NaN.
+        let bias: Vec<f32> = (0..2 * groups * m).map(|i| val(i + 5) * 8.0).collect();
+        let res_ld = n + 5;
+        let mut res: Vec<f32> = (0..groups * m * res_ld)
+            .map(|i| val(i + 3) * 16.0)
+            .collect();
+        if let Some(x) = res.get_mut(res_ld + 1) {
+            *x = f32::NAN;
+        }
         for g in 0..groups {
+            let finish = Finish {
+                bias: if with_bias {
+                    bias[2 * g * m..].as_ptr()
+                } else {
+                    std::ptr::null()
+                },
+                bias_step: 2,
+                res: if with_res {
+                    res[g * m * res_ld..].as_ptr()
+                } else {
+                    std::ptr::null()
+                },
+                res_ld: res_ld as isize,
+                relu,
+            };
+            let finish = (with_bias || with_res || relu).then_some(finish);
             // Every split of the tiles into two runs (as the threads take them).
             for cut in 0..=tiles.len() {
                 let mut dst = vec![f32::NAN; m * ld];
@@ -270,6 +352,7 @@ mod tests {
                             },
                             dst.as_mut_ptr(),
                             ld as isize,
+                            finish.as_ref(),
                         )
                     };
                 }
@@ -287,10 +370,31 @@ mod tests {
                             want += term;
                             size += term.abs();
                         }
-                        let tol = 4.0 * (k as f64 + 1.0).sqrt() * f32::EPSILON as f64 * size;
+                        if with_bias {
+                            want += bias[2 * (g * m + i)] as f64;
+                            size += bias[2 * (g * m + i)].abs() as f64;
+                        }
+                        if with_res {
+                            let r = res[(g * m + i) * res_ld + j] as f64;
+                            want += r;
+                            size += r.abs();
+                        }
+                        if relu && want <= 0.0 {
+                            want = 0.0;
+                        }
+                        let what = format!(
+                            "g{g} {m}x{n}x{k} kc {kc} t {transposed} cut {cut} \
+                             finish {with_bias} {with_res} {relu}: ({i}, {j}) {got} vs {want}"
+                        );
+                        if want.is_nan() {
+                            assert!(got.is_nan(), "{what}");
+                            continue;
+                        }
+                        let tol = 4.0 * (k as f64 + 3.0).sqrt() * f32::EPSILON as f64 * size;
+                        assert!((got as f64 - want).abs() <= tol, "{what}");
                         assert!(
-                            (got as f64 - want).abs() <= tol,
-                            "g{g} {m}x{n}x{k} kc {kc} t {transposed} cut {cut}: ({i}, {j}) {got} vs {want}"
+                            !relu || got.is_sign_positive(),
+                            "{what}: negative past ReLU"
                         );
                     }
                 }

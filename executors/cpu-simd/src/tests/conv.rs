@@ -415,9 +415,11 @@ fn large_convolutions_take_the_threaded_paths() {
 
 #[test]
 fn relu_epilogue_keeps_nan_and_zeroes_negative_zero() {
-    // maximum(x, 0.0) as the interpreter computes it: NaN propagates, -0.0 becomes +0.0.
+    // maximum(x, 0.0) as the interpreter computes it: NaN propagates, -0.0 becomes +0.0. 40
+    // positions: the packed path (static weight, runs 2 and 3) finishes the first 32 in
+    // whole 16-wide tiles and the last 8 in a ragged one.
     let mut tb = Tb::default();
-    let x = tb.value(F32, &[1, 1, 1, 3]);
+    let x = tb.value(F32, &[1, 1, 1, 40]);
     let w = tb.value(F32, &[1, 1, 1, 1]);
     let conv = tb.op(
         "convolution",
@@ -431,18 +433,35 @@ fn relu_epilogue_keeps_nan_and_zeroes_negative_zero() {
             ArgView::Int(1),
         ],
         F32,
-        &[1, 1, 1, 3],
+        &[1, 1, 1, 40],
     );
     let y = tb.op(
         "maximum",
         vec![ArgView::Value(conv), ArgView::Float(0.0)],
         F32,
-        &[1, 1, 1, 3],
+        &[1, 1, 1, 40],
     );
-    let got = tb.run(&[(x, vec![f32::NAN, -0.0, -2.0]), (w, vec![1.0])], &[y]);
-    assert!(got[0][0].is_nan(), "NaN: got {}", got[0][0]);
-    assert_eq!(got[0][1].to_bits(), 0.0f32.to_bits(), "-0.0 becomes +0.0");
-    assert_eq!(got[0][2], 0.0);
+    let xs: Vec<f32> = (0..40)
+        .map(|i| [f32::NAN, -0.0, -2.0, 1.5][i % 4])
+        .collect();
+    let inputs = [(x, xs), (w, vec![1.0])];
+    let mut runs = vec![tb.run(&inputs, &[y])];
+    runs.extend(
+        tb.run_static(&inputs, &[y], &[w], 3)
+            .into_iter()
+            .map(|mut r| r.remove(0))
+            .map(|r| vec![r]),
+    );
+    for (run, got) in runs.iter().enumerate() {
+        for (i, &v) in got[0].iter().enumerate() {
+            let what = format!("run {run}, position {i}");
+            match i % 4 {
+                0 => assert!(v.is_nan(), "{what}: NaN, got {v}"),
+                1 | 2 => assert_eq!(v.to_bits(), 0.0f32.to_bits(), "{what}: +0.0, got {v}"),
+                _ => assert_eq!(v, 1.5, "{what}"),
+            }
+        }
+    }
 }
 
 #[test]
