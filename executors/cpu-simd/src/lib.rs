@@ -60,6 +60,8 @@ mod gemm_run;
 mod gemm_stream;
 mod gemm_sum;
 mod gemm_t;
+#[cfg(target_arch = "x86_64")]
+mod gemv;
 mod group;
 mod half_gemm;
 mod half_sum;

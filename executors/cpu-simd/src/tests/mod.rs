@@ -19,6 +19,8 @@ mod gemm_run;
 mod gemm_stream;
 mod gemm_sum;
 mod gemm_t;
+#[cfg(target_arch = "x86_64")]
+mod gemv;
 mod half_gemm;
 mod layer_norm;
 mod layout;
