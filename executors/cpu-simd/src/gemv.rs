@@ -1,5 +1,6 @@
 //! f32 products of one row (`[1, k] @ [k, n]`: a linear layer at batch 1, ResNet-50's
-//! classifier) on AVX2: a pass over the right operand at memory speed, with no packing.
+//! classifier) on AVX2 CPUs without AVX-512: a pass over the right operand at memory speed,
+//! with no packing.
 //!
 //! The `gemm` crate, which took them on AVX2 CPUs (`sgemm_avx2` takes products of at least
 //! 64 rows), ran ResNet-50 b1's 2048 x 1000 classifier (8 MB of weight, read once) in
@@ -12,9 +13,10 @@
 
 use crate::gemm_run::View;
 
-/// Whether `[m, k] @ [k, n]` runs here: one row, on a CPU with AVX2 and FMA, against a right
-/// operand with its rows or its columns contiguous. `THUNDER_CPU_SIMD_GEMV=0` leaves them
-/// where they went before, for A/B runs.
+/// Whether `[m, k] @ [k, n]` runs here: one row, on a CPU with AVX2 and FMA but not AVX-512
+/// (where `gemm_stream` and the `gemm` crate's AVX-512 kernels take them; this kernel has not
+/// been measured there), against a right operand with its rows or its columns contiguous.
+/// `THUNDER_CPU_SIMD_GEMV=0` leaves them where they went before, for A/B runs.
 pub(crate) fn takes(m: usize, b: &View<f32>) -> bool {
     let read = || std::env::var("THUNDER_CPU_SIMD_GEMV").as_deref() != Ok("0");
     // Read on every call under test, so that benchmarks can alternate it.
@@ -24,14 +26,14 @@ pub(crate) fn takes(m: usize, b: &View<f32>) -> bool {
         static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *ON.get_or_init(read)
     };
-    m == 1 && (b.rs == 1 || b.cs == 1) && crate::exec::isa_level() >= 1 && on
+    m == 1 && (b.rs == 1 || b.cs == 1) && crate::exec::isa_level() == 1 && on
 }
 
 /// `dst[j] (+)= Σ_p a[p] · b(p, j)` for `j < n`, `p < k`, added to `dst` when `read_dst`.
 ///
 /// # Safety
-/// [`takes`] holds; `a` addresses `k` readable elements (its row 0), `b` `k x n`, and `dst`
-/// `n` writable ones that no other thread touches.
+/// The CPU has AVX2 and FMA ([`takes`] checks it); `a` addresses `k` readable elements (its
+/// row 0), `b` `k x n`, and `dst` `n` writable ones that no other thread touches.
 #[cfg(target_arch = "x86_64")]
 pub(crate) unsafe fn gemv(
     (n, k): (usize, usize),
