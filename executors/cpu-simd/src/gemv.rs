@@ -4,7 +4,9 @@
 //!
 //! The `gemm` crate, which took them on AVX2 CPUs (`sgemm_avx2` takes products of at least
 //! 64 rows), ran ResNet-50 b1's 2048 x 1000 classifier (8 MB of weight, read once) in
-//! 0.8-0.9 ms on two threads, ONNX Runtime in 0.48 (AMD EPYC Zen 3).
+//! 0.76-1.13 ms on one thread (the region runs on a rayon worker, where the team of
+//! `team.rs` is not used), ONNX Runtime in 0.48 (AMD EPYC Zen 3, two threads). Here, in column
+//! panels over the threads: 0.44-0.55 ms.
 //!
 //! The right operand comes either way round: with its columns contiguous (a weight stored
 //! `[n, k]` and transposed, as `Gemm(transB=1)` and `linear` read it), each output is a dot
