@@ -76,60 +76,63 @@ pub(crate) unsafe fn gemv(
     }
 }
 
-/// `out[j] += a · b[j * ld ..][..k]`, four outputs at a time, each over two 8-lane sums.
+/// `out[j] += a · b[j * ld ..][..k]`, four outputs at a time (then one at a time).
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA; `b` holds `out.len()` runs of `a.len()` floats, `ld` apart.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dots(a: &[f32], b: *const f32, ld: isize, out: &mut [f32]) {
+    let mut chunks = out.chunks_exact_mut(4);
+    let mut j = 0;
+    // SAFETY (whole fn): runs j .. j + C of `b` lie inside it (the caller's).
+    unsafe {
+        for chunk in &mut chunks {
+            let sums = dot_group::<4>(a, std::array::from_fn(|c| b.offset((j + c) as isize * ld)));
+            chunk.iter_mut().zip(sums).for_each(|(x, s)| *x += s);
+            j += 4;
+        }
+        for x in chunks.into_remainder() {
+            let [s] = dot_group::<1>(a, [b.offset(j as isize * ld)]);
+            *x += s;
+            j += 1;
+        }
+    }
+}
+
+/// `a · col` for each of `C` runs, each over two 8-lane sums, then the tail past the last 16.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; each run holds `a.len()` floats.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn dot_group<const C: usize>(a: &[f32], cols: [*const f32; C]) -> [f32; C] {
     use std::arch::x86_64::*;
-    let k = a.len();
-    let body = k / 16 * 16;
+    let body = a.len() / 16 * 16;
     let hsum = |v: __m256| {
         let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
         let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
         _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps::<1>(s, s)))
     };
-    // SAFETY (whole fn): reads inside `a` and the runs of `b`.
+    // SAFETY (whole fn): reads inside `a` and the runs.
     unsafe {
-        let mut chunks = out.chunks_exact_mut(4);
-        let mut j = 0;
-        for chunk in &mut chunks {
-            let cols: [*const f32; 4] = std::array::from_fn(|c| b.offset((j + c) as isize * ld));
-            let mut acc = [[_mm256_setzero_ps(); 2]; 4];
-            for p in (0..body).step_by(16) {
-                let a0 = _mm256_loadu_ps(a.as_ptr().add(p));
-                let a1 = _mm256_loadu_ps(a.as_ptr().add(p + 8));
-                for (acc, col) in acc.iter_mut().zip(&cols) {
-                    acc[0] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(col.add(p)), acc[0]);
-                    acc[1] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(col.add(p + 8)), acc[1]);
-                }
+        let mut acc = [[_mm256_setzero_ps(); 2]; C];
+        for p in (0..body).step_by(16) {
+            let a0 = _mm256_loadu_ps(a.as_ptr().add(p));
+            let a1 = _mm256_loadu_ps(a.as_ptr().add(p + 8));
+            for (acc, col) in acc.iter_mut().zip(&cols) {
+                acc[0] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(col.add(p)), acc[0]);
+                acc[1] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(col.add(p + 8)), acc[1]);
             }
-            for ((x, acc), col) in chunk.iter_mut().zip(&acc).zip(&cols) {
-                let mut s = hsum(_mm256_add_ps(acc[0], acc[1]));
-                for (p, &ap) in a.iter().enumerate().skip(body) {
-                    s += ap * *col.add(p);
-                }
-                *x += s;
-            }
-            j += 4;
         }
-        for (c, x) in chunks.into_remainder().iter_mut().enumerate() {
-            let col = b.offset((j + c) as isize * ld);
-            let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-            for p in (0..body).step_by(16) {
-                let a0 = _mm256_loadu_ps(a.as_ptr().add(p));
-                let a1 = _mm256_loadu_ps(a.as_ptr().add(p + 8));
-                acc0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(col.add(p)), acc0);
-                acc1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(col.add(p + 8)), acc1);
-            }
-            let mut s = hsum(_mm256_add_ps(acc0, acc1));
+        std::array::from_fn(|c| {
+            let mut s = hsum(_mm256_add_ps(acc[c][0], acc[c][1]));
             for (p, &ap) in a.iter().enumerate().skip(body) {
-                s += ap * *col.add(p);
+                s += ap * *cols[c].add(p);
             }
-            *x += s;
-        }
+            s
+        })
     }
 }
 
