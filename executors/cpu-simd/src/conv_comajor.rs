@@ -43,16 +43,8 @@ const CHUNK_FLOATS: usize = 1 << 16;
 /// Whether products with output-channel-contiguous weights take this path
 /// (`THUNDER_CPU_SIMD_CONV_COMAJOR=0` leaves them to the crate, for comparing the two).
 pub(crate) fn enabled() -> bool {
-    let read = || {
-        std::env::var("THUNDER_CPU_SIMD_CONV_COMAJOR").as_deref() != Ok("0")
-            && crate::exec::isa_level() >= 2
-    };
-    // Read on every call under test, so that `conv_bench`'s `CONV_BENCH_AB` can alternate it.
-    if cfg!(test) {
-        return read();
-    }
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(read)
+    crate::switches::on("THUNDER_CPU_SIMD_CONV_COMAJOR", &ON) && crate::exec::isa_level() >= 2
 }
 
 /// `dst[c * ld + s] = Σ_p w[p * w_rs + c] · col[p * col_rs + s]` for `c < co`, `s < cols`,

@@ -449,8 +449,7 @@ const IMPLICIT_MIN_POSITIONS: usize = 400;
 #[cfg(target_arch = "x86_64")]
 fn implicit_applies(p: &ConvPlan) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    p.a_shape.len() == 4
-        && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_CONV_IMPLICIT").as_deref() != Ok("0"))
+    p.a_shape.len() == 4 && crate::switches::on("THUNDER_CPU_SIMD_CONV_IMPLICIT", &ON)
 }
 
 /// The convolution on `conv_comajor`'s implicit product: the input copied once into a
@@ -803,13 +802,8 @@ unsafe fn tile_finish(
 /// Whether the packed path finishes its tiles with the epilogue (see [`tile_finish`]).
 #[cfg(target_arch = "x86_64")]
 fn fuse_epilogue() -> bool {
-    let read = || std::env::var("THUNDER_CPU_SIMD_CONV_FUSED").as_deref() != Ok("0");
-    // Read on every call under test, so that `conv_bench` can alternate it.
-    if cfg!(test) {
-        return read();
-    }
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(read)
+    crate::switches::on("THUNDER_CPU_SIMD_CONV_FUSED", &ON)
 }
 
 /// `row = relu?((row + bias?) + residual?)`, in that order (so results match the separate

@@ -20,14 +20,8 @@ use crate::gemm_run::View;
 /// been measured there), against a right operand with its rows or its columns contiguous.
 /// `THUNDER_CPU_SIMD_GEMV=0` leaves them where they went before, for A/B runs.
 pub(crate) fn takes(m: usize, b: &View<f32>) -> bool {
-    let read = || std::env::var("THUNDER_CPU_SIMD_GEMV").as_deref() != Ok("0");
-    // Read on every call under test, so that benchmarks can alternate it.
-    let on = if cfg!(test) {
-        read()
-    } else {
-        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *ON.get_or_init(read)
-    };
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = crate::switches::on("THUNDER_CPU_SIMD_GEMV", &ON);
     m == 1 && (b.rs == 1 || b.cs == 1) && crate::exec::isa_level() == 1 && on
 }
 

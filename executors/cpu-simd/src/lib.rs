@@ -89,6 +89,7 @@ mod sgemm_avx2;
 #[cfg(target_arch = "x86_64")]
 mod simd;
 mod stages;
+mod switches;
 mod team;
 mod tile;
 #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,16 @@
+//! Environment switches for A/B runs of one kernel choice against another. Each is on unless
+//! its variable is `0`, read once per process; under test it is read on every call instead,
+//! so that a benchmark (`conv_bench`'s `CONV_BENCH_AB`, say) can alternate it between calls
+//! in one process, where both arms see the same load on a shared machine.
+
+use std::sync::OnceLock;
+
+/// Whether the switch `var` is on (its value is not `0`), the first reading kept in `kept`
+/// (each switch its own cell).
+pub(crate) fn on(var: &str, kept: &OnceLock<bool>) -> bool {
+    let read = || std::env::var(var).as_deref() != Ok("0");
+    if cfg!(test) {
+        return read();
+    }
+    *kept.get_or_init(read)
+}
