@@ -52,8 +52,7 @@ pub(crate) fn enabled() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        crate::sgemm_avx2::enabled()
-            && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_PREPACK").as_deref() != Ok("0"))
+        crate::sgemm_avx2::enabled() && crate::switches::once("THUNDER_CPU_SIMD_PREPACK", &ON)
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
@@ -493,9 +492,7 @@ pub(crate) unsafe fn tile(
 ) {
     // Read once even under test: this runs per tile, too often for reading the environment.
     static NARROW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let narrow =
-        || *NARROW.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_NARROW").as_deref() != Ok("0"));
-    if cols <= NR / 2 && narrow() {
+    if cols <= NR / 2 && crate::switches::once("THUNDER_CPU_SIMD_NARROW", &NARROW) {
         // SAFETY: forwarded from the caller.
         return unsafe {
             if cols <= NR / 4 {
@@ -573,10 +570,34 @@ unsafe fn narrow_of<const C: usize, const U: usize>(
             }
             _mm256_storeu_ps(sum.as_mut_ptr(), v);
         }
-        for r in 0..rows {
+        store_elements(out, ld, (rows, cols), add, finish, |r, c| sums[c][r]);
+    }
+}
+
+/// Stores a `rows x cols` tile element by element, `value(r, c)` at row `r` (rows `ld` apart)
+/// and column `c` of `out`: added to what is there when `add`, then finished (`finish`, its
+/// rows and columns the tile's). The ragged edges of [`tile_of`] and [`narrow_of`].
+///
+/// # Safety
+/// `out` addresses the tile's elements; `finish`'s bias and residual hold its rows and columns.
+unsafe fn store_elements(
+    out: *mut f32,
+    ld: isize,
+    (rows, cols): (usize, usize),
+    add: bool,
+    finish: Option<&Finish>,
+    value: impl Fn(usize, usize) -> f32,
+) {
+    for r in 0..rows {
+        // SAFETY: the caller's.
+        unsafe {
             let o = out.offset(r as isize * ld);
-            for (c, sum) in sums.iter().enumerate().take(cols) {
-                let v = if add { *o.add(c) + sum[r] } else { sum[r] };
+            for c in 0..cols {
+                let v = if add {
+                    *o.add(c) + value(r, c)
+                } else {
+                    value(r, c)
+                };
                 *o.add(c) = match finish {
                     Some(f) => f.apply(v, r, c),
                     None => v,
@@ -687,15 +708,6 @@ unsafe fn tile_of<const R: usize>(
                 _mm256_storeu_ps(edge.as_mut_ptr().add(r * NR + 8 * c), v);
             }
         }
-        for (r, edge) in edge.chunks_exact(NR).take(R).enumerate() {
-            let o = out.offset(r as isize * ld);
-            for (c, &v) in edge[..cols].iter().enumerate() {
-                let v = if add { *o.add(c) + v } else { v };
-                *o.add(c) = match finish {
-                    Some(f) => f.apply(v, r, c),
-                    None => v,
-                };
-            }
-        }
+        store_elements(out, ld, (R, cols), add, finish, |r, c| edge[r * NR + c]);
     }
 }

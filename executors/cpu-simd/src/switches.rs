@@ -8,9 +8,18 @@ use std::sync::OnceLock;
 /// Whether the switch `var` is on (its value is not `0`), the first reading kept in `kept`
 /// (each switch its own cell).
 pub(crate) fn on(var: &str, kept: &OnceLock<bool>) -> bool {
-    let read = || std::env::var(var).as_deref() != Ok("0");
     if cfg!(test) {
-        return read();
+        return read(var);
     }
-    *kept.get_or_init(read)
+    once(var, kept)
+}
+
+/// [`on`], but read once under test too: for switches consulted too often (per tile) to read
+/// the environment each time, or that benchmarks do not alternate.
+pub(crate) fn once(var: &str, kept: &OnceLock<bool>) -> bool {
+    *kept.get_or_init(|| read(var))
+}
+
+fn read(var: &str) -> bool {
+    std::env::var(var).as_deref() != Ok("0")
 }
