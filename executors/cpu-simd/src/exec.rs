@@ -142,14 +142,14 @@ pub(crate) fn trace_line(args: std::fmt::Arguments<'_>) {
 /// Whether short rows share tiles (`THUNDER_CPU_SIMD_ROWS=0` turns it off).
 fn rows_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_ROWS").as_deref() != Ok("0"))
+    crate::switches::once("THUNDER_CPU_SIMD_ROWS", &ON)
 }
 
 /// Whether single-chain groups run in vector registers (`THUNDER_CPU_SIMD_CHAIN=0` turns it
 /// off, for comparing with the tile path).
 fn chain_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_CHAIN").as_deref() != Ok("0"))
+    crate::switches::once("THUNDER_CPU_SIMD_CHAIN", &ON)
 }
 
 pub(crate) fn run_group(plan: &GroupPlan, bufs: &Bufs) {

@@ -31,7 +31,7 @@ const FTZ_DAZ: u32 = (1 << 15) | (1 << 6);
 /// Whether subnormals are flushed (`THUNDER_CPU_SIMD_FTZ=0` turns it off).
 pub(crate) fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_FTZ").as_deref() != Ok("0"))
+    crate::switches::once("THUNDER_CPU_SIMD_FTZ", &ON)
 }
 
 #[cfg(target_arch = "x86_64")]

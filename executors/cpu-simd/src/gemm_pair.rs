@@ -165,7 +165,7 @@ fn find_partner(slots: &[Option<Stage>], i: usize, first: &Stage) -> Option<Plac
 /// once, when regions are compiled.
 fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_PAIR").as_deref() != Ok("0"))
+    crate::switches::once("THUNDER_CPU_SIMD_PAIR", &ON)
 }
 
 /// Runs both products at once, each on half the threads (one each on two).

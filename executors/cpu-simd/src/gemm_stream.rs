@@ -59,7 +59,7 @@ pub(crate) fn applies(m: usize, n: usize, k: usize, b_cs: isize) -> bool {
         && n >= NB
         && k >= 64
         && b_cs == 1
-        && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_STREAM").as_deref() != Ok("0"))
+        && crate::switches::once("THUNDER_CPU_SIMD_STREAM", &ON)
 }
 
 /// `dst[m, n] (+)= a[m, k] @ b[k, n]`, `b` row `p` at `b + p * b_rs` (contiguous), `dst`

@@ -1,6 +1,5 @@
 //! f32 products of one row (`[1, k] @ [k, n]`: a linear layer at batch 1, ResNet-50's
-//! classifier) on AVX2 CPUs without AVX-512: a pass over the right operand at memory speed,
-//! with no packing.
+//! classifier) on AVX2 CPUs: a pass over the right operand at memory speed, with no packing.
 //!
 //! The `gemm` crate, which took them on AVX2 CPUs (`sgemm_avx2` takes products of at least
 //! 64 rows), ran ResNet-50 b1's 2048 x 1000 classifier (8 MB of weight, read once) in
@@ -15,14 +14,25 @@
 
 use crate::gemm_run::View;
 
-/// Whether `[m, k] @ [k, n]` runs here: one row, on a CPU with AVX2 and FMA but not AVX-512
-/// (where `gemm_stream` and the `gemm` crate's AVX-512 kernels take them; this kernel has not
-/// been measured there), against a right operand with its rows or its columns contiguous.
-/// `THUNDER_CPU_SIMD_GEMV=0` leaves them where they went before, for A/B runs.
+/// Whether `[m, k] @ [k, n]` runs here: one row, against a right operand with its rows or its
+/// columns contiguous, on a CPU with AVX2 and FMA. On AVX-512 CPUs only a right operand with
+/// its columns contiguous (a weight stored `[n, k]`) comes here: `gemm_stream` takes the other
+/// layout when it is large, and the `gemm` crate took this one, which on the device host's
+/// Xeon (2 pinned cores, `scripts/gpu/xeon_where.sh`) ran ResNet-50 b1's 2048 x 1000
+/// classifier in 0.59 ms against 0.32 here (ONNX Runtime: 0.36). `THUNDER_CPU_SIMD_GEMV=0`
+/// leaves every one-row product where it went before, and `=1` brings both layouts here on
+/// AVX-512 CPUs too, for A/B runs.
 pub(crate) fn takes(m: usize, b: &View<f32>) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let on = crate::switches::on("THUNDER_CPU_SIMD_GEMV", &ON);
-    m == 1 && (b.rs == 1 || b.cs == 1) && crate::exec::isa_level() == 1 && on
+    static SET: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let layout = match (
+        crate::exec::isa_level(),
+        crate::switches::forced("THUNDER_CPU_SIMD_GEMV", &SET),
+    ) {
+        (0, _) | (_, Some(false)) => false,
+        (1, _) | (_, Some(true)) => b.rs == 1 || b.cs == 1,
+        (_, None) => b.rs == 1,
+    };
+    m == 1 && layout
 }
 
 /// `dst[j] (+)= Σ_p a[p] · b(p, j)` for `j < n`, `p < k`, added to `dst` when `read_dst`.

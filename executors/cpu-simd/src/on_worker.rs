@@ -140,7 +140,7 @@ pub(crate) fn cheap_split() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     OCCUPIED.with(|o| o.get())
         && lingering()
-        && *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_LINGER_SPLIT").as_deref() != Ok("0"))
+        && crate::switches::once("THUNDER_CPU_SIMD_LINGER_SPLIT", &ON)
 }
 
 /// Sets its flag when dropped.
@@ -155,7 +155,7 @@ impl Drop for Finish<'_> {
 /// Whether workers linger while a region runs on one of them.
 fn lingering() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_LINGER").as_deref() != Ok("0"))
+    crate::switches::once("THUNDER_CPU_SIMD_LINGER", &ON)
 }
 
 /// Keeps a worker taking the region's work until `done`: rayon parks a worker within tens of

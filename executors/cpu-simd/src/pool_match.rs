@@ -41,7 +41,7 @@ pub(crate) struct PoolMatch {
 /// pad and fused loops, for comparing the two). Read once.
 pub(crate) fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_POOL").as_deref() != Ok("0"))
+    crate::switches::once("THUNDER_CPU_SIMD_POOL", &ON)
 }
 
 /// Every max pool in `ops` (a region's decoded ops in order) whose intermediates only feed

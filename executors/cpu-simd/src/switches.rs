@@ -23,3 +23,18 @@ pub(crate) fn once(var: &str, kept: &OnceLock<bool>) -> bool {
 fn read(var: &str) -> bool {
     std::env::var(var).as_deref() != Ok("0")
 }
+
+/// A switch with three positions, for a kernel that is on by default on some CPUs only:
+/// `Some(false)` when `var` is `0`, `Some(true)` when it is `1`, `None` (the default) when it
+/// is unset or anything else. Read as [`on`] reads: per call under test, once otherwise.
+pub(crate) fn forced(var: &str, kept: &OnceLock<Option<bool>>) -> Option<bool> {
+    let read = || match std::env::var(var).as_deref() {
+        Ok("0") => Some(false),
+        Ok("1") => Some(true),
+        _ => None,
+    };
+    if cfg!(test) {
+        return read();
+    }
+    *kept.get_or_init(read)
+}

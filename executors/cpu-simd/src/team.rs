@@ -130,7 +130,7 @@ pub(crate) fn threads() -> usize {
 /// neither a rayon worker nor running a part of a job (then the cores are taken).
 pub(crate) fn usable() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("THUNDER_CPU_SIMD_TEAM").as_deref() != Ok("0"))
+    crate::switches::once("THUNDER_CPU_SIMD_TEAM", &ON)
         && !INSIDE.with(|c| c.get())
         && rayon::current_thread_index().is_none()
         && !team().helpers.is_empty()
