@@ -13,6 +13,12 @@
 //! `THUNDER_ONNX_CONV_LAYOUT=0` turns it off. ResNet-50 on the CPU, 2 threads, three
 //! alternating rounds against it off (`benches/peer/onnx_peer.py --only resnet50`, AMD EPYC
 //! Zen 5): b1 24.8-25.3 ms against 25.0-26.2, b8 194.1-194.7 against 195.8-205.7.
+//!
+//! On the device host's Xeon (2 pinned cores, `scripts/gpu/conv_layout_ab.sh`, which moves
+//! the limits through `THUNDER_ONNX_CONV_LAYOUT_MAX_BYTES` and `THUNDER_ONNX_CONV_LAYOUT_1X1`)
+//! laying out more was no faster: ResNet-50 b8 took 276-283 ms at best a round with these
+//! limits, 306-328 with every 3x3 laid out, 306-340 with the 1x1s too (up to 1 MiB), 401-459
+//! with everything; b1 was too noisy that hour to rank the arms.
 
 use crate::fold_bn::{fresh, is_default_domain};
 use crate::model::OnnxModel;
@@ -28,6 +34,45 @@ use thunder_core::{Array, DType};
 /// over 256 channels (2.4 MB) at 14 x 14 642 against 663; over 64 and 128 channels (150 KB
 /// and less) 699 against 607 and 652 against 589.
 const MAX_BYTES: usize = 1 << 20;
+
+/// Which weights are laid out: at most `max_bytes` ([`MAX_BYTES`] unless
+/// `THUNDER_ONNX_CONV_LAYOUT_MAX_BYTES` says otherwise), and 1x1 kernels too when `pointwise`
+/// (`THUNDER_ONNX_CONV_LAYOUT_1X1=1`). The two variables are for A/B runs on other CPUs than
+/// the one the defaults were measured on; a value that is not a byte count is ignored, with a
+/// warning.
+struct Limits {
+    max_bytes: usize,
+    pointwise: bool,
+}
+
+impl Limits {
+    fn from_env() -> Limits {
+        Limits::parse(
+            std::env::var("THUNDER_ONNX_CONV_LAYOUT_MAX_BYTES")
+                .ok()
+                .as_deref(),
+            std::env::var("THUNDER_ONNX_CONV_LAYOUT_1X1")
+                .ok()
+                .as_deref(),
+        )
+    }
+
+    /// From the two variables' values (`None`: unset).
+    fn parse(max_bytes: Option<&str>, pointwise: Option<&str>) -> Limits {
+        let max_bytes = max_bytes.map_or(MAX_BYTES, |v| {
+            v.trim().parse().unwrap_or_else(|_| {
+                tracing::warn!(
+                    "THUNDER_ONNX_CONV_LAYOUT_MAX_BYTES={v:?} is not a byte count; using {MAX_BYTES}"
+                );
+                MAX_BYTES
+            })
+        });
+        Limits {
+            max_bytes,
+            pointwise: pointwise == Some("1"),
+        }
+    }
+}
 
 /// `AttributeProto.AttributeType` INTS.
 const INTS: i32 = 7;
@@ -59,6 +104,11 @@ fn avx512() -> bool {
 /// rank 3 or more whose kernel has more than one element and which only Conv nodes read, as
 /// their weight.
 pub(crate) fn channels_last_conv_weights(model: &mut OnnxModel) -> usize {
+    channels_last_within(model, &Limits::from_env())
+}
+
+/// [`channels_last_conv_weights`] within `limits`.
+fn channels_last_within(model: &mut OnnxModel, limits: &Limits) -> usize {
     let mut reads: HashMap<&str, usize> = HashMap::new();
     for n in &model.graph.node {
         for i in n.input.iter().filter(|i| !i.is_empty()) {
@@ -81,8 +131,8 @@ pub(crate) fn channels_last_conv_weights(model: &mut OnnxModel) -> usize {
             model.initializers.get(*w).is_some_and(|a| {
                 a.dtype() == DType::F32
                     && a.shape().len() >= 3
-                    && a.shape()[2..].iter().product::<i64>() > 1
-                    && a.numel() * 4 <= MAX_BYTES
+                    && (a.shape()[2..].iter().product::<i64>() > 1 || limits.pointwise)
+                    && a.numel() * 4 <= limits.max_bytes
             })
         })
         .map(|(w, _)| w.to_string())
@@ -162,6 +212,48 @@ fn co_last(a: &Array) -> Option<Array> {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn layout_limits_come_from_the_variables_or_the_defaults() {
+        let d = Limits::parse(None, None);
+        assert_eq!((d.max_bytes, d.pointwise), (MAX_BYTES, false));
+        let set = Limits::parse(Some(" 4194304 "), Some("1"));
+        assert_eq!((set.max_bytes, set.pointwise), (4 << 20, true));
+        // Not a byte count (or negative): the default, with a warning; only "1" turns 1x1s on.
+        for bad in ["4M", "-1", ""] {
+            assert_eq!(
+                Limits::parse(Some(bad), Some("yes")).max_bytes,
+                MAX_BYTES,
+                "{bad:?}"
+            );
+        }
+        assert!(!Limits::parse(None, Some("yes")).pointwise);
+        assert!(!Limits::parse(None, Some("0")).pointwise);
+    }
+
+    #[test]
+    fn the_limits_pick_which_weights_are_laid_out() {
+        let before = resnet_tiny();
+        let ws = conv_weights(&before);
+        let wide = ws
+            .iter()
+            .filter(|w| before.initializers[*w].shape()[2..].iter().product::<i64>() > 1)
+            .count();
+        assert!(wide > 0 && wide < ws.len(), "the fixture has both kinds");
+        let mut all = before.clone();
+        let every = Limits {
+            max_bytes: MAX_BYTES,
+            pointwise: true,
+        };
+        assert_eq!(channels_last_within(&mut all, &every), ws.len());
+        let mut none = before.clone();
+        let nothing = Limits {
+            max_bytes: 0,
+            pointwise: true,
+        };
+        assert_eq!(channels_last_within(&mut none, &nothing), 0);
+        assert_eq!(none.graph.node.len(), before.graph.node.len());
+    }
 
     fn resnet_tiny() -> OnnxModel {
         let path =
