@@ -14,11 +14,7 @@ source "$here/cpu_config.sh"
 cpu_setup "$1"
 rounds="${ROUNDS:-3}"
 work="$out/conv_layout_ab"
-mkdir -p "$work"
-echo "== ResNet-50 against ORT (onnx_peer, exports the model)"
-taskset -c "$cores" python3 "$here/../../benches/peer/onnx_peer.py" --threads 2 --bin "$bin" \
-  --config "$cfg" --only resnet50 --reps 3 --work "$work" 2>/dev/null | grep ratio
-cd "$work" || exit 1
+resnet50_export "$work"
 arms="default all3x3 1x1 all"
 arm_env() {
   case "$1" in

@@ -15,13 +15,14 @@ TOML
 }
 
 # `cpu_setup BIN`: the set-up every device-host CPU script starts with. Sets `bin` (BIN's
-# absolute path), `out` ($OUT, made), `cores` ($CORES, default 2,3) and `cfg` (a plugins.toml
-# for BIN's plugins, written by `cpu_config`).
+# absolute path), `out` ($OUT, made, as an absolute path), `cores` ($CORES, default 2,3) and
+# `cfg` (a plugins.toml for BIN's plugins, written by `cpu_config`).
 cpu_setup() {
   bin="$(cd "$1" && pwd)"
-  out="${OUT:-gpu-out}"
+  # Absolute, so scripts that change folder still write there.
+  mkdir -p "${OUT:-gpu-out}"
+  out="$(cd "${OUT:-gpu-out}" && pwd)"
   cores="${CORES:-2,3}"
-  mkdir -p "$out"
   cfg="$bin/plugins-cpu.toml"
   cpu_config "$bin" "$cfg"
 }
@@ -56,4 +57,15 @@ unit_tests_all_isas() {
     THUNDER_CPU_SIMD_ISA=$isa taskset -c "$cores" "$bin/cpu_simd_tests" 2>&1 \
       | grep -E "FAILED|panicked|test result" | tee -a "$out/unit_tests.txt"
   done
+}
+
+# `resnet50_export WORK`: runs the ONNX peer on ResNet-50 once on `cores` (after `cpu_setup`,
+# with `here` the scripts' folder), which exports the model and its b1 and b8 inputs into WORK
+# and prints its ratio lines; then enters WORK.
+resnet50_export() {
+  mkdir -p "$1"
+  echo "== ResNet-50 against ORT (onnx_peer, exports the model)"
+  taskset -c "$cores" python3 "$here/../../benches/peer/onnx_peer.py" --threads 2 --bin "$bin" \
+    --config "$cfg" --only resnet50 --reps 3 --work "$1" 2>/dev/null | grep ratio
+  cd "$1" || exit 1
 }

@@ -8,19 +8,11 @@
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/cpu_config.sh"
-bin="$(cd "$1" && pwd)"
-out="${OUT:-gpu-out}"
-cores="${CORES:-2,3}"
+cpu_setup "$1"
 batch="${BATCH:-1}"
 reps="${REPS:-10}"
 work="$out/resnet50_per_class"
-mkdir -p "$work"
-cfg="$bin/plugins-cpu.toml"
-cpu_config "$bin" "$cfg"
-# Exports the model and its inputs into $work (and runs the peer once: its line is kept).
-taskset -c "$cores" python3 "$here/../../benches/peer/onnx_peer.py" --threads 2 --bin "$bin" \
-  --config "$cfg" --only resnet50 --reps 3 --work "$work" 2>/dev/null | grep ratio
-cd "$work" || exit 1
+resnet50_export "$work"
 THUNDER_CPU_SIMD_TRACE=1 RAYON_NUM_THREADS=2 THUNDER_CONFIG="$cfg" taskset -c "$cores" \
   "$bin/onnx_bench" resnet50.onnx "$reps" "pixels=in_resnet50_pixels_${batch}x3x224x224.npy" \
   2> "$out/trace.log" | tail -1

@@ -32,11 +32,7 @@ for r in $(seq "$rounds"); do
   done
 done
 work="$out/resnet50_where"
-mkdir -p "$work"
-echo "== ResNet-50 b1 against ORT (onnx_peer, exports the model)"
-taskset -c "$cores" python3 "$here/../../benches/peer/onnx_peer.py" --threads 2 --bin "$bin" \
-  --config "$cfg" --only resnet50 --reps 5 --work "$work" 2>/dev/null | grep ratio
-cd "$work" || exit 1
+resnet50_export "$work"
 px="pixels=in_resnet50_pixels_1x3x224x224.npy"
 bench() {
   RAYON_NUM_THREADS=2 THUNDER_CONFIG="$cfg" taskset -c "$cores" "$bin/onnx_bench" \
