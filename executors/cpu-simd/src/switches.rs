@@ -1,7 +1,8 @@
 //! Environment switches for A/B runs of one kernel choice against another. Each is on unless
-//! its variable is `0`, read once per process; under test it is read on every call instead,
-//! so that a benchmark (`conv_bench`'s `CONV_BENCH_AB`, say) can alternate it between calls
-//! in one process, where both arms see the same load on a shared machine.
+//! its variable is `0` ([`forced`]: `0` off, `1` on, otherwise the CPU's default), read once
+//! per process; under test it is read on every call instead, so that a benchmark
+//! (`conv_bench`'s `CONV_BENCH_AB`, say) can alternate it between calls in one process, where
+//! both arms see the same load on a shared machine.
 
 use std::sync::OnceLock;
 
