@@ -7,7 +7,7 @@ mod dce;
 mod index_add_into;
 mod merged_cat;
 
-pub use converts::RoundTripConverts;
+pub use converts::{ConvertsBeforeBroadcasts, RoundTripConverts};
 pub use cse::Cse;
 pub use dce::Dce;
 pub use index_add_into::IndexAddInto;
@@ -26,6 +26,7 @@ pub trait Pass {
 pub fn default_passes() -> Vec<Box<dyn Pass + Send + Sync>> {
     vec![
         Box::new(Dce),
+        Box::new(ConvertsBeforeBroadcasts),
         Box::new(RoundTripConverts),
         Box::new(Cse),
         Box::new(MergedCats),
