@@ -88,8 +88,9 @@ fn last_traces_show_every_stage() {
         initial.contains("ltorch.sub(a, b)") && initial.contains("ltorch.sum("),
         "{initial}"
     );
-    // dce, round-trip converts, cse, merged cats, index-adds into sums, dce
-    assert_eq!(t.passes.len(), 6);
+    // dce, converts before broadcasts, round-trip converts, cse, merged cats, index-adds into
+    // sums, dce
+    assert_eq!(t.passes.len(), 7);
     assert_eq!(t.final_trace().provenance, "Dead Code Elimination");
     let exec = t.execution.print();
     assert!(
