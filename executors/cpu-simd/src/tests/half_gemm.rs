@@ -648,3 +648,55 @@ fn amx_tiles_sum_exactly_where_the_cpu_has_them() {
         "AMX 32 x 96 @ 96 x 64",
     );
 }
+
+#[test]
+fn broadcasts_along_the_last_dim_fill_their_rows() {
+    // A half scalar broadcast to [3, 5] and copied out as it is; a half column [4]
+    // broadcast to [4, 70] (the last dim a broadcast, stride 0) and widened to f32. Rows of
+    // one element, of a few and of more than a doubling run's first copies.
+    let col = [1.5f32, -0.0, f32::INFINITY, -3.25e-3];
+    for dtype in TYPES {
+        let mut t = Tb::default();
+        let s = t.value(dtype, &[]);
+        let sb = t.op(
+            "broadcast_in_dim",
+            vec![v(s), ints(&[3, 5]), ints(&[])],
+            dtype,
+            &[3, 5],
+        );
+        let c = t.value(dtype, &[4]);
+        let cb = t.op(
+            "broadcast_in_dim",
+            vec![v(c), ints(&[4, 70]), ints(&[0])],
+            dtype,
+            &[4, 70],
+        );
+        let wide = t.op(
+            "convert_element_type",
+            vec![v(cb), ArgView::DType(DTypeCode::F32)],
+            DTypeCode::F32,
+            &[4, 70],
+        );
+        let s_bits = to_bits(dtype, -2.75);
+        let c_bits: Vec<u16> = col.iter().map(|&x| to_bits(dtype, x)).collect();
+        let got = run_raw(
+            &t,
+            &[(s, u16_bytes(&[s_bits])), (c, u16_bytes(&c_bits))],
+            &[sb, wide],
+        );
+        assert_eq!(
+            got[0],
+            u16_bytes(&[s_bits; 15]),
+            "{dtype:?}: scalar broadcast"
+        );
+        let want: Vec<f32> = c_bits
+            .iter()
+            .flat_map(|&b| std::iter::repeat_n(from_bits(dtype, b), 70))
+            .collect();
+        assert_eq!(
+            got[1],
+            f32_bytes(&want),
+            "{dtype:?}: column broadcast widened"
+        );
+    }
+}
