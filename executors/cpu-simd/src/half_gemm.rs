@@ -1010,7 +1010,8 @@ unsafe fn convert_row(
             return;
         }
         let gather = |size: usize| -> Vec<u8> {
-            // The row's source elements, contiguous (a strided or broadcast row).
+            // The row's source elements, contiguous (a strided row; broadcast ones are filled
+            // above).
             let mut v = vec![0u8; count * size];
             for i in 0..count {
                 std::ptr::copy_nonoverlapping(

@@ -9,10 +9,7 @@ use std::sync::OnceLock;
 /// Whether the switch `var` is on (its value is not `0`), the first reading kept in `kept`
 /// (each switch its own cell).
 pub(crate) fn on(var: &str, kept: &OnceLock<bool>) -> bool {
-    if cfg!(test) {
-        return read(var);
-    }
-    once(var, kept)
+    per_call_under_test(kept, || read(var))
 }
 
 /// [`on`], but read once under test too: for switches consulted too often (per tile) to read
@@ -29,11 +26,15 @@ fn read(var: &str) -> bool {
 /// `Some(false)` when `var` is `0`, `Some(true)` when it is `1`, `None` (the default) when it
 /// is unset or anything else. Read as [`on`] reads: per call under test, once otherwise.
 pub(crate) fn forced(var: &str, kept: &OnceLock<Option<bool>>) -> Option<bool> {
-    let read = || match std::env::var(var).as_deref() {
+    per_call_under_test(kept, || match std::env::var(var).as_deref() {
         Ok("0") => Some(false),
         Ok("1") => Some(true),
         _ => None,
-    };
+    })
+}
+
+/// `read()` on every call under test, its first value kept in `kept` otherwise.
+fn per_call_under_test<T: Copy>(kept: &OnceLock<T>, read: impl FnOnce() -> T) -> T {
     if cfg!(test) {
         return read();
     }
