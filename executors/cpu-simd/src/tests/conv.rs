@@ -22,6 +22,9 @@ struct Case {
     bias: bool,
     /// The weights given as `[C_in/G, *K, C_out]` and transposed in the region (a view).
     channels_last_weights: bool,
+    /// The input given with its dimensions in this order (`stored[i] = logical[perm[i]]`)
+    /// and transposed in the region (a view), or in its own order.
+    input_order: Option<Vec<usize>>,
 }
 
 fn case(n: usize, c_in: usize, c_out: usize, spatial: &[usize], kernel: &[usize]) -> Case {
@@ -38,6 +41,7 @@ fn case(n: usize, c_in: usize, c_out: usize, spatial: &[usize], kernel: &[usize]
         groups: 1,
         bias: true,
         channels_last_weights: false,
+        input_order: None,
     }
 }
 
@@ -60,6 +64,10 @@ impl Case {
     }
     fn channels_last_weights(mut self) -> Case {
         self.channels_last_weights = true;
+        self
+    }
+    fn input_order(mut self, perm: &[usize]) -> Case {
+        self.input_order = Some(perm.to_vec());
         self
     }
     fn no_bias(mut self) -> Case {
@@ -153,7 +161,26 @@ fn check(c: &Case, tail: Tail) {
     let mut ws = vec![c.c_out, c.c_in / c.groups];
     ws.extend(&c.kernel);
     let os = c.out_shape();
-    let x = tb.value(F32, &dims(&xs));
+    let (x_in, x) = match &c.input_order {
+        Some(perm) => {
+            let stored: Vec<usize> = perm.iter().map(|&d| xs[d]).collect();
+            let x_in = tb.value(F32, &dims(&stored));
+            let back: Vec<i64> = (0..perm.len())
+                .map(|d| perm.iter().position(|&p| p == d).expect("a permutation") as i64)
+                .collect();
+            let x = tb.op(
+                "transpose",
+                vec![ArgView::Value(x_in), ints(&back)],
+                F32,
+                &dims(&xs),
+            );
+            (x_in, x)
+        }
+        None => {
+            let x = tb.value(F32, &dims(&xs));
+            (x, x)
+        }
+    };
     // Channels-last weights: `[C_in/G, *K, C_out]`, and the permutation back to `ws`'s order.
     let mut ws_stored = ws[1..].to_vec();
     ws_stored.push(c.c_out);
@@ -241,7 +268,24 @@ fn check(c: &Case, tail: Tail) {
     } else {
         (dw.clone(), dw)
     };
-    let mut inputs = vec![(x, dx.clone()), (w_in, dw_in)];
+    // The input as stored.
+    let dx_in = match &c.input_order {
+        Some(perm) => {
+            let stored: Vec<usize> = perm.iter().map(|&d| xs[d]).collect();
+            (0..dx.len())
+                .map(|k| {
+                    let t = unravel(k, &stored);
+                    let mut l = vec![0; xs.len()];
+                    for (j, &d) in perm.iter().enumerate() {
+                        l[d] = t[j];
+                    }
+                    dx[l.iter().zip(&xs).fold(0, |acc, (&i, &d)| acc * d + i)]
+                })
+                .collect()
+        }
+        None => dx.clone(),
+    };
+    let mut inputs = vec![(x_in, dx_in), (w_in, dw_in)];
     if c.bias {
         inputs.push((b, db.clone()));
     }
@@ -281,8 +325,8 @@ fn check(c: &Case, tail: Tail) {
     };
     let what = format!(
         "in {xs:?} w {ws:?} stride {:?} pad {:?} dil {:?} groups {} bias {} channels-last \
-         weights {} tail {tail:?}",
-        c.stride, c.pad, c.dil, c.groups, c.bias, c.channels_last_weights
+         weights {} input order {:?} tail {tail:?}",
+        c.stride, c.pad, c.dil, c.groups, c.bias, c.channels_last_weights, c.input_order
     );
     // f32 rounding of a sum of `ck` terms (each about 1/3 in size: data in [-1, 1]): a random
     // walk of about sqrt(ck) roundings of half an ulp of a running sum about sqrt(ck) / 3 in
@@ -589,6 +633,14 @@ fn output_channel_contiguous_weights_read_the_columns_in_place() {
             .stride(&[2, 2])
             .pad(&[3, 3]),
         case(1, 5, 17, &[30, 20], &[3, 1]).pad(&[1, 0]).no_bias(),
+        // Inputs in another order: rows still contiguous (`[N, H, C, W]`: planes and rows at
+        // other strides, copied a plane at a time), and channels last (each row strided).
+        case(2, 12, 40, &[21, 23], &[3, 3])
+            .pad(&[1, 1])
+            .input_order(&[0, 2, 1, 3]),
+        case(2, 12, 40, &[21, 23], &[3, 3])
+            .pad(&[1, 1])
+            .input_order(&[0, 2, 3, 1]),
     ];
     for c in &cases {
         assert!(
