@@ -42,6 +42,11 @@ pub(crate) struct ConvPlan {
     /// The weight, a static input, kept packed between runs (`packed_left.rs`).
     pub(crate) packed:
         Option<std::sync::Arc<crate::prepack::PackedSlot<crate::packed_left::PackedA>>>,
+    /// The weight, a static input, kept transformed for Winograd's algorithm between runs
+    /// (`winograd.rs`).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) winograd:
+        Option<std::sync::Arc<crate::prepack::PackedSlot<crate::winograd::Weights>>>,
 }
 
 /// What runs on each output block after its product (besides the bias).
@@ -285,6 +290,8 @@ impl Planner {
             geom: geom.clone(),
             epilogue,
             packed: None,
+            #[cfg(target_arch = "x86_64")]
+            winograd: None,
         }));
         self.producer.insert(out, self.stages.len() - 1);
         self.define(last, None, Some((out, Layout::contiguous(&d.shape))), None);

@@ -167,6 +167,14 @@ pub(crate) fn run_typed<T: Real + Default>(p: &ConvPlan, bufs: &Bufs) {
     // SAFETY (this block and the calls below): every layout addresses elements inside its
     // buffer (checked when the region was compiled against the buffers' sizes); the output
     // holds N * C_out * S_out elements; tasks write disjoint output blocks.
+    #[cfg(target_arch = "x86_64")]
+    if crate::winograd::applies(p) {
+        // T is f32 (`applies` checks the plan's type).
+        let finish = |b: usize, chans: std::ops::Range<usize>, s0: usize, cols: usize| unsafe {
+            epilogue(p, bufs, &g, out, b, chans, s0, cols)
+        };
+        return unsafe { crate::winograd::run(p, bufs, p.winograd.as_deref(), &finish) };
+    }
     let (wbuf, wlayout) = &p.w;
     let packed;
     let (weights, w_rs, w_cs): (*const T, isize, isize) = match weight_matrix(p) {

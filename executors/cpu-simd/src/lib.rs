@@ -94,6 +94,8 @@ mod team;
 mod tile;
 #[cfg(target_arch = "x86_64")]
 mod vmath;
+#[cfg(target_arch = "x86_64")]
+mod winograd;
 
 #[cfg(test)]
 mod tests;

@@ -219,8 +219,14 @@ impl Region {
                 Stage::Gemm(g) if is_static(g.b.0) && crate::prepack::applies(g) => {
                     g.packed = Some(Default::default());
                 }
-                Stage::Conv(c) if is_static(c.w.0) && crate::packed_left::applies(c) => {
-                    c.packed = Some(Default::default());
+                Stage::Conv(c) if is_static(c.w.0) => {
+                    if crate::packed_left::applies(c) {
+                        c.packed = Some(Default::default());
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    if crate::winograd::applies(c) {
+                        c.winograd = Some(Default::default());
+                    }
                 }
                 _ => {}
             }

@@ -654,6 +654,34 @@ fn output_channel_contiguous_weights_read_the_columns_in_place() {
     }
 }
 
+#[test]
+fn winograd_tiles_cover_every_edge() {
+    // 3x3 stride-1 convolutions with at least 16 channels each side and 32 tiles of 2 x 2
+    // outputs run on `winograd.rs` on AVX-512 (the direct paths elsewhere): odd output sizes
+    // (a last tile row and column half outside), no padding and padding of 2, few tiles
+    // (one block, its output channels split over the threads, 48 of them: not a multiple of
+    // the 32-channel split), many (blocks on threads of their own, a map of two blocks with
+    // a short last one), weights in either order and inputs with strided rows. The static
+    // runs of `check` take the kept transformed weight.
+    let cases = [
+        case(1, 32, 48, &[13, 11], &[3, 3]).pad(&[1, 1]),
+        case(2, 24, 40, &[30, 34], &[3, 3]),
+        case(1, 16, 16, &[12, 12], &[3, 3]).pad(&[2, 2]),
+        case(1, 128, 32, &[28, 20], &[3, 3]).pad(&[1, 1]),
+        case(2, 32, 32, &[15, 17], &[3, 3])
+            .pad(&[1, 1])
+            .input_order(&[0, 2, 3, 1]),
+        case(1, 20, 24, &[16, 18], &[3, 3])
+            .pad(&[1, 1])
+            .channels_last_weights()
+            .input_order(&[0, 2, 1, 3]),
+    ];
+    for c in &cases {
+        check(c, Tail::None);
+        check(c, Tail::AddRelu);
+    }
+}
+
 /// A convolution (bias and ReLU fused) compiled with its weight static keeps the weight packed
 /// from its second run on AVX2 CPUs without AVX-512 (`packed_left.rs`), and gives the naive
 /// values on every run, when the weight is rewritten in place too (the run after the rewrite
