@@ -76,8 +76,10 @@ unsafe fn transform_weights(p: &ConvPlan, bufs: &Bufs) -> Weights {
     let l = &p.w.1;
     let base = bufs.ptr(p.w.0) as *const f32;
     let mut u = vec![0f32; 16 * cc * kk];
-    for k in 0..kk {
-        for c in 0..cc {
+    // Output channels innermost: each of the 16 rows written for a channel `c` is one
+    // contiguous run of `U`.
+    for c in 0..cc {
+        for k in 0..kk {
             let mut g = [[0f32; 3]; 3];
             for (a, row) in g.iter_mut().enumerate() {
                 for (b, v) in row.iter_mut().enumerate() {
