@@ -69,3 +69,36 @@ resnet50_export() {
     --config "$cfg" --only resnet50 --reps 3 --work "$1" 2>/dev/null | grep ratio
   cd "$1" || exit 1
 }
+
+# `resnet50_arms ROUNDS ARM...`: after `resnet50_export` (in its folder) and with the caller's
+# `bench ARM REPS INPUT...` running onnx_bench on resnet50.onnx for one arm: ResNet-50 b1 and
+# b8 alternating over the arms ROUNDS times (median and min ms a call), then each arm's
+# per-class split of one traced run beside ORT's session profile (`$out/per_class_bB_ARM.txt`).
+resnet50_arms() {
+  local rounds="$1" r b reps arm px
+  shift
+  echo "== alternating: median and min ms a call (b1 20 calls, b8 5)"
+  for r in $(seq "$rounds"); do
+    for b in 1 8; do
+      reps=$([ "$b" = 1 ] && echo 20 || echo 5)
+      for arm in "$@"; do
+        echo "round $r b$b $arm: $(bench "$arm" "$reps" \
+          "pixels=in_resnet50_pixels_${b}x3x224x224.npy" | python3 -c \
+          'import json,sys; j=json.loads(sys.stdin.read()); print(j["median_ms"], j["min_ms"])')"
+      done
+    done
+  done
+  for b in 1 8; do
+    echo "== per class, b$b, traced"
+    px="in_resnet50_pixels_${b}x3x224x224.npy"
+    taskset -c "$cores" python3 "$here/resnet50_per_class.py" ort resnet50.onnx "$px" 6 \
+      > "$out/ort_b$b.txt"
+    for arm in "$@"; do
+      THUNDER_CPU_SIMD_TRACE=1 bench "$arm" 6 "pixels=$px" 2> "$out/trace.log" > /dev/null
+      python3 "$here/resnet50_per_class.py" compare "$out/trace.log" "$out/ort_b$b.txt" \
+        > "$out/per_class_b${b}_$arm.txt"
+      echo "-- $arm: $(tail -1 "$out/per_class_b${b}_$arm.txt")"
+    done
+  done
+  rm -f "$out/trace.log"
+}

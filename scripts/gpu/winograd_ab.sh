@@ -22,35 +22,11 @@ CONV_BENCH_STATIC=1 CONV_BENCH_CHANNELS_LAST=1 CONV_BENCH_ONLY=3x3 RAYON_NUM_THR
 work="$out/winograd_ab"
 resnet50_export "$work"
 bench() {
-  local w="$1"
+  local w=1
+  [ "$1" = off ] && w=0
   shift
   THUNDER_CPU_SIMD_WINOGRAD="$w" RAYON_NUM_THREADS=2 THUNDER_CONFIG="$cfg" taskset -c "$cores" \
     "$bin/onnx_bench" resnet50.onnx "$@"
 }
-ms() {
-  python3 -c 'import json,sys; j=json.loads(sys.stdin.read()); print(j["median_ms"], j["min_ms"])'
-}
-echo "== alternating: median and min ms a call (b1 20 calls, b8 5)"
-for r in $(seq "$rounds"); do
-  for b in 1 8; do
-    reps=$([ "$b" = 1 ] && echo 20 || echo 5)
-    for w in 1 0; do
-      echo "round $r b$b winograd=$w: $(bench "$w" "$reps" \
-        "pixels=in_resnet50_pixels_${b}x3x224x224.npy" | ms)"
-    done
-  done
-done
-for b in 1 8; do
-  echo "== per class, b$b, traced"
-  px="in_resnet50_pixels_${b}x3x224x224.npy"
-  taskset -c "$cores" python3 "$here/resnet50_per_class.py" ort resnet50.onnx "$px" 6 \
-    > "$out/ort_b$b.txt"
-  for w in 1 0; do
-    THUNDER_CPU_SIMD_TRACE=1 bench "$w" 6 "pixels=$px" \
-      2> "$out/trace.log" > /dev/null
-    python3 "$here/resnet50_per_class.py" compare "$out/trace.log" "$out/ort_b$b.txt" \
-      > "$out/per_class_b${b}_winograd$w.txt"
-    echo "-- winograd=$w: $(tail -1 "$out/per_class_b${b}_winograd$w.txt")"
-  done
-done
-rm -f "$work"/*.onnx "$work"/*.npy "$out/trace.log"
+resnet50_arms "$rounds" on off
+rm -f "$work"/*.onnx "$work"/*.npy
