@@ -175,9 +175,9 @@ pub(crate) unsafe fn run(
             with_scratch(&geo, rows.len(), |v, m| {
                 // SAFETY: forwarded; this block's outputs are its own.
                 unsafe {
-                    geo.input_block(x, b, rows.clone(), v, 0..geo.c);
-                    geo.products(u, v, m, rows.len() * geo.tw, 0..geo.k);
-                    geo.output_block(m, out, b, rows.clone(), 0..geo.k);
+                    geo.input_block(x, b, rows.clone(), v.as_mut_ptr(), 0..geo.c);
+                    geo.products(u, v.as_ptr(), m.as_mut_ptr(), rows.len() * geo.tw, 0..geo.k);
+                    geo.output_block(m.as_ptr(), out, b, rows.clone(), 0..geo.k);
                 }
                 let (s0, s1) = geo.out_rows(&rows);
                 finish(b, 0..geo.k, s0, s1 - s0);
@@ -206,10 +206,7 @@ pub(crate) unsafe fn run(
             let (vp, mp) = (Ptr(vbuf.as_mut_ptr()), Ptr(mbuf.as_mut_ptr()));
             (0..parts).into_par_iter().for_each(|t| {
                 // SAFETY: each part writes its own input channels of `V`.
-                unsafe {
-                    let v = std::slice::from_raw_parts_mut(vp.get(), 16 * geo.c * cols);
-                    geo.input_block(x, b, rows.clone(), v, part(geo.c, t));
-                }
+                unsafe { geo.input_block(x, b, rows.clone(), vp.get(), part(geo.c, t)) };
             });
             (0..parts).into_par_iter().for_each(|t| {
                 let ks = part(geo.k, t);
@@ -219,10 +216,8 @@ pub(crate) unsafe fn run(
                 // SAFETY: each part reads all of `V` and writes its own output channels of
                 // `M` and of the output.
                 unsafe {
-                    let v = std::slice::from_raw_parts(vp.get(), 16 * geo.c * cols);
-                    let m = std::slice::from_raw_parts_mut(mp.get(), 16 * geo.k * cols);
-                    geo.products(u, v, m, cols, ks.clone());
-                    geo.output_block(m, out, b, rows.clone(), ks.clone());
+                    geo.products(u, vp.get(), mp.get(), cols, ks.clone());
+                    geo.output_block(mp.get(), out, b, rows.clone(), ks.clone());
                 }
                 let (s0, s1) = geo.out_rows(&rows);
                 finish(b, ks, s0, s1 - s0);
@@ -279,7 +274,8 @@ impl Tiles {
     }
 
     /// `V[ξ][c][t]` for input channels `chans` and the tiles of rows `rows` of batch item `b`
-    /// (`t` counts the block's tiles row by row), into `v` (`16 x C x tiles`).
+    /// (`t` counts the block's tiles row by row), into `v` (`16 x C x tiles`; a pointer, as
+    /// the threads of one block write their own channels of it).
     ///
     /// Per channel and tile row: the four input rows the tiles read, zero-bordered, split into
     /// their even and odd columns; `Bᵀ d` on those (rows `d0 - d2`, `d1 + d2`, `d2 - d1`,
@@ -287,14 +283,15 @@ impl Tiles {
     /// apart is the same four combinations of contiguous runs: every loop a vector loop.
     ///
     /// # Safety
-    /// The input's layout addresses its `[N, C, H, W]` elements; the CPU has AVX-512F.
+    /// The input's layout addresses its `[N, C, H, W]` elements; `v` holds `16 x C x tiles`
+    /// floats whose channels `chans` no one else touches meanwhile; the CPU has AVX-512F.
     #[target_feature(enable = "avx512f,avx2,fma")]
     unsafe fn input_block(
         &self,
         x: Ptr<f32>,
         b: usize,
         rows: std::ops::Range<usize>,
-        v: &mut [f32],
+        v: *mut f32,
         chans: std::ops::Range<usize>,
     ) {
         let (tw, cols) = (self.tw, rows.len() * self.tw);
@@ -368,10 +365,13 @@ impl Tiles {
                             *d = if sub { a - b } else { a + b };
                         }
                     };
-                    combine(&mut v[at(0)..][..tw], e0, e1, true);
-                    combine(&mut v[at(1)..][..tw], o0, e1, false);
-                    combine(&mut v[at(2)..][..tw], e1, o0, true);
-                    combine(&mut v[at(3)..][..tw], o0, o1, true);
+                    // SAFETY: run (ξ, c) of this tile row, inside `v` (the caller's).
+                    let run =
+                        |jx: usize| unsafe { std::slice::from_raw_parts_mut(v.add(at(jx)), tw) };
+                    combine(run(0), e0, e1, true);
+                    combine(run(1), o0, e1, false);
+                    combine(run(2), e1, o0, true);
+                    combine(run(3), o0, o1, true);
                 }
             }
         }
@@ -380,12 +380,13 @@ impl Tiles {
     /// `M[ξ][k][t] = Σ_c U[ξ][c][k] V[ξ][c][t]` for output channels `ks`.
     ///
     /// # Safety
-    /// `u` holds `16 x C x K` floats, `v` `16 x C x cols`, `m` `16 x K x cols`.
+    /// `u` holds `16 x C x K` floats, `v` `16 x C x cols`, `m` `16 x K x cols` whose output
+    /// channels `ks` no one else touches meanwhile.
     unsafe fn products(
         &self,
         u: Ptr<f32>,
-        v: &[f32],
-        m: &mut [f32],
+        v: *const f32,
+        m: *mut f32,
         cols: usize,
         ks: std::ops::Range<usize>,
     ) {
@@ -394,11 +395,11 @@ impl Tiles {
             unsafe {
                 crate::conv_comajor::product(
                     (ks.len(), cols, self.c),
-                    v.as_ptr().add(xi * self.c * cols),
+                    v.add(xi * self.c * cols),
                     cols as isize,
                     u.get().add(xi * self.c * self.k + ks.start),
                     self.k as isize,
-                    m.as_mut_ptr().add((xi * self.k + ks.start) * cols),
+                    m.add((xi * self.k + ks.start) * cols),
                     cols as isize,
                 );
             }
@@ -412,12 +413,12 @@ impl Tiles {
     /// into the output rows.
     ///
     /// # Safety
-    /// The output holds `N x K x Ho x Wo` floats; these are this call's alone; the CPU has
-    /// AVX-512F.
+    /// `m` holds `16 x K x tiles` floats, output channels `ks` written; the output holds
+    /// `N x K x Ho x Wo` floats, these channels' this call's alone; the CPU has AVX-512F.
     #[target_feature(enable = "avx512f,avx2,fma")]
     unsafe fn output_block(
         &self,
-        m: &[f32],
+        m: *const f32,
         out: Ptr<f32>,
         b: usize,
         rows: std::ops::Range<usize>,
@@ -431,7 +432,10 @@ impl Tiles {
             let plane = (b * self.k + k) * self.ho * self.wo;
             for (ri, ty) in rows.clone().enumerate() {
                 let t0 = ri * tw;
-                let mrow = |xi: usize| &m[(xi * self.k + k) * cols + t0..][..tw];
+                // SAFETY: row (ξ, k) of this tile row, inside `m` (the caller's).
+                let mrow = |xi: usize| unsafe {
+                    std::slice::from_raw_parts(m.add((xi * self.k + k) * cols + t0), tw)
+                };
                 for j in 0..4 {
                     let (m0, m1, m2, m3) = (mrow(j), mrow(4 + j), mrow(8 + j), mrow(12 + j));
                     let (lo, hi) = acc.split_at_mut(4 * tw);
